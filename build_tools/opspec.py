@@ -1,0 +1,20 @@
+"""OpSpec: what a kernel-source module tells the build stage about one op (see docs/CONTRACTS.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    kernel: Any
+    make_inputs: Callable[[dict, torch.dtype, str, int], tuple]
+    reference: Callable[..., Any]
+    shapes: list
+    dtypes: tuple
+    tolerance: Callable[[torch.dtype], tuple]
+    cost: Callable[[dict, torch.dtype], tuple]
+    exact_keys: tuple = field(default=())
