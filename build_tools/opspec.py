@@ -18,3 +18,6 @@ class OpSpec:
     tolerance: Callable[[torch.dtype], tuple]
     cost: Callable[[dict, torch.dtype], tuple]
     exact_keys: tuple = field(default=())
+    # Optional plain-PyTorch implementation at the input dtype (same args as the kernel); the
+    # autotuner times it eagerly and under torch.compile as the peers recorded in tuned tables.
+    baseline: Callable[..., Any] | None = None
