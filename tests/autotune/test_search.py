@@ -1,0 +1,101 @@
+"""Search strategies against a synthetic objective on the fake ConfigSpec."""
+import itertools
+import math
+
+import pytest
+from autotune_fakes import BowlObjective, FakeConfigSpec, StepClock
+
+from build_tools.autotune.search import SearchSettings, run_search
+from build_tools.autotune.space import SearchSpace, config_key
+
+OPTIMUM = {"block_sizes": [128, 32], "num_warps": 8, "num_stages": 3, "indexing": "block_ptr"}
+
+
+def brute_force_best(space, objective):
+    best = math.inf
+    for point in itertools.product(*(range(n) for n in space.sizes)):
+        config = space.decode(point)
+        if config is not None:
+            best = min(best, objective.time_of(config))
+    return best
+
+
+def search(settings, failing=lambda c: False, clock=None):
+    spec = FakeConfigSpec()
+    space = SearchSpace(spec)
+    objective = BowlObjective(spec, OPTIMUM, failing)
+    kwargs = {"clock": clock} if clock else {}
+    result = run_search(space, objective, [spec.default_config()], settings, **kwargs)
+    return space, objective, result
+
+
+def test_evolution_and_pattern_search_reach_the_optimum():
+    settings = SearchSettings(population=8, generations=4, pattern_rounds=6, max_evaluations=120)
+    space, objective, result = search(settings)
+    assert result.ranked[0].us == brute_force_best(space, objective)
+    assert result.tried <= 120
+
+
+def test_same_seed_same_search_and_other_seed_other_search():
+    settings = SearchSettings(seed=11)
+    first = [[config_key(c) for c in b] for b in search(settings)[1].batches]
+    again = [[config_key(c) for c in b] for b in search(settings)[1].batches]
+    other = [[config_key(c) for c in b] for b in search(SearchSettings(seed=12))[1].batches]
+    assert first == again
+    assert first != other
+
+
+def test_default_config_is_in_the_first_batch():
+    spec = FakeConfigSpec()
+    _, objective, _ = search(SearchSettings())
+    assert config_key(spec.default_config()) in [config_key(c) for c in objective.batches[0]]
+
+
+def test_neighbour_seeds_start_the_population():
+    spec = FakeConfigSpec()
+    space = SearchSpace(spec)
+    objective = BowlObjective(spec, OPTIMUM)
+    result = run_search(space, objective, [spec.default_config(), OPTIMUM], SearchSettings())
+    first_batch = [config_key(c) for c in objective.batches[0]]
+    assert config_key(spec.normalize(OPTIMUM)) in first_batch
+    assert result.ranked[0].us == 10.0
+
+
+def test_each_config_is_measured_once_and_the_budget_holds():
+    _, objective, result = search(SearchSettings(max_evaluations=20, generations=10))
+    seen = [config_key(c) for b in objective.batches for c in b]
+    assert len(seen) == len(set(seen)) == result.tried
+    assert result.tried <= 20
+
+
+def test_time_limit_stops_the_search_between_batches():
+    settings = SearchSettings(generations=50, pattern_rounds=50, max_evaluations=10_000, time_limit_s=5)
+    _, objective, _ = search(settings, clock=StepClock(step=1.0))
+    assert 1 <= len(objective.batches) <= 5
+
+
+def test_failing_candidates_are_skipped_not_fatal():
+    failing = lambda config: config["num_warps"] == 8  # noqa: E731  (the optimum's warps fail)
+    _, _, result = search(SearchSettings(pattern_rounds=6, max_evaluations=120), failing=failing)
+    assert result.failed > 0
+    assert result.errors and all(e == "fake compile error" for e in result.errors)
+    assert all(t.config["num_warps"] != 8 and math.isfinite(t.us) for t in result.ranked)
+
+
+def test_random_search_baseline_spends_its_budget():
+    _, objective, result = search(SearchSettings(strategy="random", max_evaluations=30))
+    assert result.tried == 30
+    assert len(objective.batches) > 1
+
+
+def test_unknown_strategy_is_refused():
+    with pytest.raises(ValueError):
+        search(SearchSettings(strategy="annealing"))
+
+
+def test_evolution_beats_random_at_equal_budget_on_average():
+    de, rnd = [], []
+    for seed in range(6):
+        de.append(search(SearchSettings(seed=seed, max_evaluations=40))[2].ranked[0].us)
+        rnd.append(search(SearchSettings(strategy="random", seed=seed, max_evaluations=40))[2].ranked[0].us)
+    assert sum(de) < sum(rnd)
