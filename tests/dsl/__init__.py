@@ -1,0 +1,1 @@
+"""DSL test corpus: Helion-style programs compared with PyTorch references."""

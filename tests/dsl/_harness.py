@@ -1,0 +1,179 @@
+"""Shared runner for the DSL corpus: runs a kernel under its default and random configs and compares.
+
+Every run gets fresh copies of the arguments; arguments named as outputs are poisoned first, and
+tensors the kernel allocates on the host (torch.empty / empty_like / new_empty) are poisoned too, so
+elements the kernel forgot to write show up as NaN (or an integer sentinel) in the comparison.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tokenize
+from typing import Callable, Iterable, Sequence
+
+import torch
+
+DEVICE = os.environ.get("HK_TEST_DEVICE", "cpu")
+
+DEFAULT_TOLERANCES = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (2e-2, 2e-2),
+}
+
+
+def randn(*shape, dtype=torch.float32, device=DEVICE) -> torch.Tensor:
+    """Fresh standard-normal values (never all zeros)."""
+    return torch.randn(*shape, dtype=torch.float32).to(dtype=dtype, device=device)
+
+
+def rand_positive(*shape, dtype=torch.float32, device=DEVICE) -> torch.Tensor:
+    """Fresh values in [0.5, 1.5), for logs, roots and well-conditioned long sums."""
+    return (torch.rand(*shape, dtype=torch.float32) + 0.5).to(dtype=dtype, device=device)
+
+
+def randint(low: int, high: int, *shape, device=DEVICE) -> torch.Tensor:
+    return torch.randint(low, high, shape, dtype=torch.int64).to(device)
+
+
+def poison_(tensor: torch.Tensor) -> torch.Tensor:
+    """Fill a tensor with a value no correct kernel writes: NaN for floats, the dtype's max for ints."""
+    if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
+        return tensor.fill_(float("nan"))
+    if tensor.dtype == torch.bool:
+        return tensor.fill_(True)
+    return tensor.fill_(torch.iinfo(tensor.dtype).max)
+
+
+@contextlib.contextmanager
+def poisoned_allocations():
+    """Make torch.empty, torch.empty_like and Tensor.new_empty return poisoned tensors."""
+    originals = (torch.empty, torch.empty_like, torch.Tensor.new_empty)
+    empty, empty_like, new_empty = originals
+
+    def poisoned_empty(*args, **kwargs):
+        return poison_(empty(*args, **kwargs))
+
+    def poisoned_empty_like(*args, **kwargs):
+        return poison_(empty_like(*args, **kwargs))
+
+    def poisoned_new_empty(self, *args, **kwargs):
+        return poison_(new_empty(self, *args, **kwargs))
+
+    torch.empty, torch.empty_like, torch.Tensor.new_empty = (
+        poisoned_empty, poisoned_empty_like, poisoned_new_empty)
+    try:
+        yield
+    finally:
+        torch.empty, torch.empty_like, torch.Tensor.new_empty = originals
+
+
+def as_float64(value):
+    """Reference-side copy of an argument: floating tensors become float64 on the CPU."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        return value.double() if value.dtype.is_floating_point else value.clone()
+    return value
+
+
+def fresh_args(args: Sequence, poison: Iterable[int]) -> list:
+    copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    for index in poison:
+        poison_(copies[index])
+    return copies
+
+
+def _as_tuple(value) -> tuple:
+    if isinstance(value, (tuple, list)):
+        return tuple(value)
+    return (value,)
+
+
+def tolerance_for(dtype: torch.dtype) -> tuple[float, float]:
+    return DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
+
+
+def compare(actual, expected, *, rtol=None, atol=None, label="") -> None:
+    """Compare kernel outputs with float64 reference outputs, one pair at a time."""
+    actual, expected = _as_tuple(actual), _as_tuple(expected)
+    assert len(actual) == len(expected), f"{label}: {len(actual)} outputs, expected {len(expected)}"
+    for position, (got, want) in enumerate(zip(actual, expected)):
+        assert isinstance(got, torch.Tensor), f"{label}: output {position} is {type(got)}"
+        want = torch.as_tensor(want)
+        assert tuple(got.shape) == tuple(want.shape), (
+            f"{label}: output {position} has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
+        default_rtol, default_atol = tolerance_for(got.dtype)
+        got_cpu = got.detach().cpu()
+        if got.dtype.is_floating_point:
+            got_cpu, want = got_cpu.double(), want.double()
+        else:
+            want = want.to(got_cpu.dtype)
+        torch.testing.assert_close(
+            got_cpu, want,
+            rtol=default_rtol if rtol is None else rtol,
+            atol=default_atol if atol is None else atol,
+            msg=lambda m, p=position: f"{label}: output {p}: {m}")
+
+
+def config_with(config, **fields):
+    """A copy of `config` (a helion.Config) with some fields replaced."""
+    return type(config)(**{**dict(config), **fields})
+
+
+def configs_to_run(bound, n_random: int, seed_offset: int, extra_configs=(), overrides=()) -> list:
+    """(label, config) pairs: default, n_random random configs, extra configs, then the default
+    config with each dict of `overrides` applied."""
+    spec = bound.config_spec
+    default = spec.default_config()
+    runs = [("default", default)]
+    runs += [(f"random seed {seed}", spec.random_config(seed))
+             for seed in range(seed_offset, seed_offset + n_random)]
+    runs += [(f"explicit {i}", config) for i, config in enumerate(extra_configs)]
+    runs += [(f"default with {fields}", config_with(default, **fields)) for fields in overrides]
+    return runs
+
+
+def check_kernel(
+    kernel,
+    args: Sequence,
+    reference: Callable,
+    *,
+    poison: Iterable[int] = (),
+    outputs: Callable | None = None,
+    n_random: int = 3,
+    seed_offset: int = 0,
+    extra_configs: Sequence = (),
+    overrides: Sequence[dict] = (),
+    rtol: float | None = None,
+    atol: float | None = None,
+    reference_takes_config: bool = False,
+) -> list:
+    """Run `kernel` on `args` under the configs of `configs_to_run` and compare with `reference`.
+
+    `reference` receives float64 CPU copies of the original arguments (and `config=` when
+    `reference_takes_config`). `outputs(result, run_args)` picks what to compare; by default the
+    kernel's return value. Returns the configs that ran.
+    """
+    poison = tuple(poison)
+    bound = kernel.bind(tuple(args))
+    ran = []
+    for label, config in configs_to_run(bound, n_random, seed_offset, extra_configs, overrides):
+        run_args = fresh_args(args, poison)
+        with poisoned_allocations():
+            result = bound.compile_config(config)(*run_args)
+        actual = result if outputs is None else outputs(result, run_args)
+        ref_args = [as_float64(a) for a in args]
+        expected = (reference(*ref_args, config=config) if reference_takes_config
+                    else reference(*ref_args))
+        compare(actual, expected, rtol=rtol, atol=atol, label=f"{label} {dict(config)}")
+        ran.append(config)
+    return ran
+
+
+def code_without_comments(source: str) -> str:
+    """Generated Python source with comments removed (they may quote the DSL program)."""
+    tokens = [tok for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+              if tok.type != tokenize.COMMENT]
+    return tokenize.untokenize(tokens)

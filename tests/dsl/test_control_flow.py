@@ -1,0 +1,229 @@
+"""Corpus: device control flow (compile-time `if` on constexprs, run-time `if` on tile scalars, loop-carried
+variables) and host helpers (hl.specialize, hl.constexpr, hl.register_tunable with each fragment)."""
+import pytest
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+
+from ._harness import check_kernel, code_without_comments, randn
+
+
+@helion.kernel()
+def activation(x: torch.Tensor, kind: hl.constexpr, add_one: hl.constexpr) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        values = x[tile]
+        if kind == "relu":
+            values = torch.where(values > 0, values, 0.0)
+        elif kind == "tanh":
+            values = torch.tanh(values)
+        else:
+            values = values * torch.sigmoid(values)
+        if add_one:
+            values = values + 1.0
+        out[tile] = values
+    return out
+
+
+def _activation_reference(x, kind, add_one):
+    result = {"relu": torch.relu, "tanh": torch.tanh, "silu": lambda v: v * torch.sigmoid(v)}[kind](x)
+    return result + 1.0 if add_one else result
+
+
+@pytest.mark.parametrize("kind", ["relu", "tanh", "silu"])
+@pytest.mark.parametrize("add_one", [False, True])
+def test_constexpr_if(kind, add_one, device):
+    x = randn(5, 37, device=device)
+    check_kernel(activation, (x, kind, add_one), _activation_reference)
+
+
+def test_constexpr_if_is_resolved_at_compile_time(device):
+    x = randn(16, device=device)
+    bound = activation.bind((x, "relu", False))
+    code = code_without_comments(bound.to_triton_code(bound.config_spec.default_config()))
+    assert "tanh" not in code and "sigmoid" not in code
+    assert bound is not activation.bind((x, "tanh", False))
+
+
+@helion.kernel()
+def matmul_first_k_initializes(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    m, k = x.size()
+    n = y.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    for tile_m, tile_n in hl.tile([m, n]):
+        for tile_k in hl.tile(k):
+            partial = torch.mm(x[tile_m, tile_k], y[tile_k, tile_n])
+            if tile_k.begin == 0:
+                out[tile_m, tile_n] = partial + bias[None, tile_n]
+            else:
+                out[tile_m, tile_n] = out[tile_m, tile_n] + partial
+    return out
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (20, 70, 18)])
+def test_if_on_tile_begin(m, k, n, device):
+    x, y, bias = randn(m, k, device=device), randn(k, n, device=device), randn(n, device=device)
+    tolerance = {} if device == "cpu" else {"rtol": 2e-2, "atol": 2e-2}
+    check_kernel(matmul_first_k_initializes, (x, y, bias), lambda x, y, b: x @ y + b, **tolerance)
+
+
+@helion.kernel()
+def alternate_tiles(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        if tile.id % 2 == 0:
+            out[tile] = x[tile] * 2.0
+        else:
+            out[tile] = x[tile] * -3.0
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 100])
+def test_if_on_tile_id(n, device):
+    def reference(x, config):
+        even = (torch.arange(x.numel()) // config["block_sizes"][0]) % 2 == 0
+        return torch.where(even, x * 2.0, x * -3.0)
+
+    check_kernel(alternate_tiles, (randn(n, device=device),), reference, reference_takes_config=True)
+
+
+@helion.kernel()
+def clip_rows_after(x: torch.Tensor, first_clipped: int) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for row in hl.grid(m):
+        for tile_n in hl.tile(n):
+            values = x[row, tile_n]
+            if row >= first_clipped:
+                values = torch.clamp(values, -0.5, 0.5)
+            out[row, tile_n] = values
+    return out
+
+
+@pytest.mark.parametrize("shape,first", [((1, 1), 0), ((6, 40), 3)])
+def test_if_on_grid_index_with_carried_value(shape, first, device):
+    def reference(x, first):
+        expected = x.clone()
+        expected[first:] = x[first:].clamp(-0.5, 0.5)
+        return expected
+
+    check_kernel(clip_rows_after, (randn(*shape, device=device), first), reference)
+
+
+@helion.kernel()
+def row_mean_and_variance(x: torch.Tensor):
+    m, n = x.size()
+    means = torch.empty([m], dtype=torch.float32, device=x.device)
+    variances = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        total = hl.zeros([tile_m], dtype=torch.float32)
+        total_sq = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            values = x[tile_m, tile_n].to(torch.float32)
+            total, total_sq = total + values.sum(dim=1), total_sq + (values * values).sum(dim=1)
+        mean = total / n
+        means[tile_m] = mean
+        variances[tile_m] = total_sq / n - mean * mean
+    return means, variances
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (9, 130)])
+def test_several_loop_carried_values(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(row_mean_and_variance, (x,), lambda x: (x.mean(1), x.var(1, unbiased=False)),
+                 atol=1e-4)
+
+
+@helion.kernel()
+def positive_stats(x: torch.Tensor):
+    m, n = x.size()
+    counts = torch.empty([m], dtype=torch.float32, device=x.device)
+    sums = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        count = hl.zeros([tile_m], dtype=torch.float32)
+        total = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            values = x[tile_m, tile_n]
+            positive = values > 0
+            count = count + positive.to(torch.float32).sum(dim=1)
+            total = total + torch.where(positive, values, 0.0).sum(dim=1)
+        counts[tile_m] = count
+        sums[tile_m] = total
+    return counts, sums
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 77)])
+def test_reassigned_accumulators(shape, device):
+    check_kernel(positive_stats, (randn(*shape, device=device),),
+                 lambda x: ((x > 0).double().sum(1), x.clamp(min=0).sum(1)))
+
+
+@helion.kernel()
+def specialized_width(x: torch.Tensor) -> torch.Tensor:
+    m = x.size(0)
+    n = hl.specialize(x.size(1))
+    inv_n = 1.0 / n
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m, n], dtype=torch.float32)
+        acc = acc + x[tile_m, :]
+        if n > 8:
+            acc = acc * 2.0
+        out[tile_m, :] = acc - acc.sum(dim=1, keepdim=True) * inv_n
+    return out
+
+
+def _specialized_reference(x):
+    scaled = x * 2.0 if x.size(1) > 8 else x
+    return scaled - scaled.mean(1, keepdim=True)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 8), (7, 24)])
+def test_specialize_and_constexpr_folding(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(specialized_width, (x,), _specialized_reference)
+    bound = specialized_width.bind((x,))
+    wider = specialized_width.bind((randn(3, shape[1] + 1, device=device),))
+    assert bound.specialization_key() != wider.specialization_key()
+    if shape[1] == 24:
+        assert "24" in code_without_comments(bound.to_triton_code(bound.config_spec.default_config()))
+
+
+@helion.kernel()
+def tunable_chunks(x: torch.Tensor) -> torch.Tensor:
+    n = x.size(0)
+    chunk = hl.register_tunable("chunk", helion.PowerOfTwoFragment(16, 128))
+    factor = hl.register_tunable("factor", helion.IntegerFragment(1, 5))
+    use_exp2 = hl.register_tunable("use_exp2", helion.EnumFragment((False, True)))
+    out = torch.empty_like(x)
+    for tile in hl.tile(n, block_size=chunk):
+        values = x[tile]
+        if use_exp2:
+            growth = torch.exp2(values * 1.4426950408889634)
+        else:
+            growth = torch.exp(values)
+        out[tile] = growth * factor
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 300])
+def test_register_tunable_fragments(n, device):
+    x = randn(n, device=device)
+    configs = check_kernel(tunable_chunks, (x,), lambda x, config: torch.exp(x) * config["factor"],
+                           reference_takes_config=True, n_random=4)
+    for config in configs:
+        assert config["chunk"] in (16, 32, 64, 128)
+        assert config["factor"] in range(1, 6)
+        assert config["use_exp2"] in (False, True)
+
+
+def test_register_tunable_explicit_values(device):
+    x = randn(50, device=device)
+    bound = tunable_chunks.bind((x,))
+    default = bound.config_spec.default_config()
+    for chunk, factor, use_exp2 in [(16, 1, False), (128, 5, True), (32, 3, True)]:
+        config = helion.Config(**{**dict(default), "chunk": chunk, "factor": factor, "use_exp2": use_exp2})
+        result = bound.compile_config(config)(x.clone())
+        torch.testing.assert_close(result.double().cpu(), torch.exp(x.double().cpu()) * factor,
+                                   rtol=1e-4, atol=1e-4)

@@ -1,0 +1,236 @@
+"""Corpus: loop forms (tile over sizes/lists/ranges, registered block sizes, grid, nested device loops,
+several top-level loops) and tile attributes."""
+import pytest
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+
+from ._harness import check_kernel, randn
+
+
+@helion.kernel()
+def scale_2d(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m, tile_n in hl.tile([m, n]):
+        out[tile_m, tile_n] = x[tile_m, tile_n] * 2.0 - 1.0
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 130), (67, 3), (33, 65)])
+def test_tile_list_2d(shape, device):
+    check_kernel(scale_2d, (randn(*shape, device=device),), lambda x: x * 2.0 - 1.0)
+
+
+@helion.kernel()
+def tile_range(x: torch.Tensor, out: torch.Tensor, begin: int, end: int) -> torch.Tensor:
+    for tile in hl.tile(begin, end):
+        out[tile] = x[tile] * 10.0
+    return out
+
+
+@pytest.mark.parametrize("n,begin,end", [(50, 0, 50), (100, 7, 93), (64, 63, 64), (300, 129, 250)])
+def test_tile_begin_end(n, begin, end, device):
+    x, out = randn(n, device=device), randn(n, device=device)
+
+    def reference(x, out, begin, end):
+        expected = out.clone()
+        expected[begin:end] = x[begin:end] * 10.0
+        return expected
+
+    check_kernel(tile_range, (x, out, begin, end), reference)
+
+
+@helion.kernel()
+def shared_block_size(x: torch.Tensor, y: torch.Tensor):
+    n = x.size(0)
+    block = hl.register_block_size(n)
+    out_x = torch.empty_like(x)
+    out_y = torch.empty_like(y)
+    for tile in hl.tile(n, block_size=block):
+        out_x[tile] = x[tile] + 1.0
+    for tile in hl.tile(n, block_size=block):
+        out_y[tile] = y[tile] * x[tile]
+    return out_x, out_y
+
+
+@pytest.mark.parametrize("n", [1, 100, 513])
+def test_register_block_size_shared_by_loops(n, device):
+    x, y = randn(n, device=device), randn(n, device=device)
+    configs = check_kernel(shared_block_size, (x, y), lambda x, y: (x + 1.0, y * x))
+    assert all(len(c["block_sizes"]) == 1 for c in configs)
+
+
+@helion.kernel()
+def tile_with_registered_last_dim(x: torch.Tensor) -> torch.Tensor:
+    b, m, n = x.size()
+    block_n = hl.register_block_size(n)
+    out = torch.empty_like(x)
+    for tile_b, tile_m, tile_n in hl.tile([b, m, n], block_size=[None, None, block_n]):
+        out[tile_b, tile_m, tile_n] = torch.sigmoid(x[tile_b, tile_m, tile_n]) * 3.0
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 5, 70), (3, 17, 9)])
+def test_tile_block_size_list_with_registered(shape, device):
+    x = randn(*shape, device=device)
+    configs = check_kernel(tile_with_registered_last_dim, (x,), lambda x: torch.sigmoid(x) * 3.0)
+    assert all(len(c["block_sizes"]) == 3 for c in configs)
+
+
+@helion.kernel()
+def grid_rows_tile_columns(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for row in hl.grid(m):
+        for tile_n in hl.tile(n):
+            out[row, tile_n] = x[row, tile_n] + bias[tile_n] * row
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 100), (13, 7)])
+def test_grid_with_nested_tile(shape, device):
+    x, bias = randn(*shape, device=device), randn(shape[1], device=device)
+    configs = check_kernel(
+        grid_rows_tile_columns, (x, bias),
+        lambda x, b: x + b[None, :] * torch.arange(x.size(0), dtype=torch.float64)[:, None])
+    assert all(len(c["block_sizes"]) == 1 for c in configs)
+
+
+@helion.kernel()
+def grid_only(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for i in hl.grid(x.size(0)):
+        out[i] = x[i] * 4.0 + i
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 19])
+def test_grid_only(n, device):
+    x = randn(n, device=device)
+    check_kernel(grid_only, (x,), lambda x: x * 4.0 + torch.arange(x.numel(), dtype=torch.float64))
+
+
+@helion.kernel()
+def nested_outer_inner(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    inner_block = hl.register_block_size(n)
+    out = torch.empty_like(x)
+    for tile_m, outer in hl.tile([m, n]):
+        for inner in hl.tile(outer.begin, outer.end, block_size=inner_block):
+            out[tile_m, inner] = x[tile_m, inner] * 2.0 + outer.begin
+    return out
+
+
+def _outer_begin(n: int, outer_block: int) -> torch.Tensor:
+    return (torch.arange(n) // outer_block * outer_block).double()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 100), (5, 47)])
+def test_device_loop_over_outer_range(shape, device):
+    x = randn(*shape, device=device)
+
+    def reference(x, config):
+        outer_block = config["block_sizes"][2]  # slots: registered inner, tile_m, outer
+        return x * 2.0 + _outer_begin(x.size(1), outer_block)[None, :]
+
+    check_kernel(nested_outer_inner, (x,), reference, reference_takes_config=True)
+
+
+@helion.kernel()
+def grid_then_device_tiles(x: torch.Tensor) -> torch.Tensor:
+    b, n = x.size()
+    out = torch.empty_like(x)
+    for row in hl.grid(b):
+        for outer in hl.tile(n):
+            for inner in hl.tile(outer.begin, outer.end):
+                out[row, inner] = x[row, inner] - 1.0
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 70)])
+def test_grid_with_two_level_device_loops(shape, device):
+    check_kernel(grid_then_device_tiles, (randn(*shape, device=device),), lambda x: x - 1.0)
+
+
+@helion.kernel()
+def two_dependent_loops(x: torch.Tensor) -> torch.Tensor:
+    n = x.size(0)
+    doubled = torch.empty_like(x)
+    out = torch.empty_like(x)
+    for tile in hl.tile(n):
+        doubled[tile] = x[tile] * 2.0
+    for tile in hl.tile(n):
+        out[tile] = doubled[tile] + doubled[n - 1 - tile.index]
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 37, 200])
+def test_top_level_loops_run_in_order(n, device):
+    x = randn(n, device=device)
+    check_kernel(two_dependent_loops, (x,), lambda x: 2.0 * x + 2.0 * x.flip(0))
+
+
+@helion.kernel()
+def two_independent_loops(x: torch.Tensor, y: torch.Tensor):
+    out_x = torch.empty_like(x)
+    out_y = torch.empty_like(y)
+    for tile_m, tile_n in hl.tile(x.size()):
+        out_x[tile_m, tile_n] = x[tile_m, tile_n] * 0.5
+    for tile in hl.tile(y.size(0)):
+        out_y[tile] = y[tile] + 3.0
+    return out_x, out_y
+
+
+@pytest.mark.parametrize("shapes", [((1, 1), (1,)), ((7, 9), (130,))])
+def test_several_top_level_loops(shapes, device):
+    x, y = randn(*shapes[0], device=device), randn(*shapes[1], device=device)
+    check_kernel(two_independent_loops, (x, y), lambda x, y: (x * 0.5, y + 3.0))
+
+
+@helion.kernel()
+def tile_attributes(x: torch.Tensor):
+    n = x.size(0)
+    index = torch.empty([n], dtype=torch.int32, device=x.device)
+    begin = torch.empty([n], dtype=torch.int32, device=x.device)
+    end = torch.empty([n], dtype=torch.int32, device=x.device)
+    block = torch.empty([n], dtype=torch.int32, device=x.device)
+    ident = torch.empty([n], dtype=torch.int32, device=x.device)
+    for tile in hl.tile(n):
+        index[tile] = tile.index
+        begin[tile] = tile.begin + torch.zeros_like(tile.index)
+        end[tile] = tile.end + torch.zeros_like(tile.index)
+        block[tile] = tile.block_size + torch.zeros_like(tile.index)
+        ident[tile] = tile.id + torch.zeros_like(tile.index)
+    return index, begin, end, block, ident
+
+
+def _tile_attributes_reference(x, config):
+    n, size = x.size(0), config["block_sizes"][0]
+    positions = torch.arange(n)
+    begin = positions // size * size
+    return positions, begin, torch.clamp(begin + size, max=n), torch.full([n], size), positions // size
+
+
+@pytest.mark.parametrize("n", [1, 50, 129])
+def test_tile_attributes(n, device):
+    check_kernel(tile_attributes, (randn(n, device=device),), _tile_attributes_reference,
+                 reference_takes_config=True)
+
+
+@helion.kernel()
+def causal_mask(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m, tile_n in hl.tile([m, n]):
+        keep = tile_n.index[None, :] <= tile_m.index[:, None]
+        out[tile_m, tile_n] = torch.where(keep, x[tile_m, tile_n], -1.0)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (40, 40), (17, 70)])
+def test_tile_index_arithmetic(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(causal_mask, (x,),
+                 lambda x: torch.where(torch.ones_like(x, dtype=torch.bool).tril(), x, -1.0))
