@@ -1,0 +1,51 @@
+"""Shared routing facts: where kernels may run, which dtypes they take, and PyTorch's originals.
+
+The originals of the torch.nn.functional functions are captured at import, before `patch()` can
+replace them, so every PyTorch fallback calls PyTorch itself and never recurses into us.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.nn.functional as F
+
+KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
+DISABLED = os.environ.get("HK_DISABLE") == "1"
+
+ORIGINAL = {
+    "rms_norm": F.rms_norm,
+    "softmax": F.softmax,
+    "linear": F.linear,
+    "scaled_dot_product_attention": F.scaled_dot_product_attention,
+    "matmul": torch.matmul,
+}
+
+
+def device_reason(device: torch.device) -> str | None:
+    """Why kernels cannot run on `device`, or None when they can."""
+    if DISABLED:
+        return "disabled by HK_DISABLE=1"
+    if device.type == "cuda" or (device.type == "cpu" and INTERPRET):
+        return None
+    if device.type == "cpu":
+        return "CPU tensor: the generated Triton runs on CPU only under TRITON_INTERPRET=1"
+    return f"{device.type} tensor: kernels run on CUDA/ROCm devices"
+
+
+def dtype_reason(dtype: torch.dtype) -> str | None:
+    if dtype in KERNEL_DTYPES:
+        return None
+    return f"dtype {str(dtype).removeprefix('torch.')} is not supported by the kernels " \
+           f"(supported: float16, bfloat16, float32)"
+
+
+def needs_autograd(*tensors) -> bool:
+    """True when the call must record autograd (or is being traced), so it goes through torch.library."""
+    if torch.compiler.is_compiling():
+        return True
+    if not torch.is_grad_enabled():
+        return False
+    return any(t is not None and t.requires_grad for t in tensors)

@@ -1,0 +1,133 @@
+"""The dispatcher: (op, device, dtype, shape) -> generated variant + config, cached per exact key.
+
+Resolution order for a device: its architecture's table whose device name matches, the other
+tables of that architecture, then the default table. Inside a table the entry with the same dtype,
+equal `exact_keys` and the nearest shape (squared distance of log sizes) wins. Decisions are cached
+per exact key, so a repeated call costs one dict lookup.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from . import _arch
+from ._registry import VariantRegistry
+from ._tables import DEFAULT_ARCH, load_tables
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What runs for one exact dispatch key, and why."""
+
+    op: str
+    arch: str
+    dtype: str
+    shape: dict
+    launcher: Callable | None = None
+    variant: str | None = None
+    config: dict | None = None
+    table: str | None = None
+    tuned_shape: dict | None = None
+    reason: str = ""
+    notes: tuple = field(default=())
+
+    @property
+    def uses_kernel(self) -> bool:
+        return self.launcher is not None
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def log_distance(a: dict, b: dict, skip=()) -> float:
+    """Squared distance of log sizes over the keys both shapes name (sizes below 1 count as 1)."""
+    total = 0.0
+    for key in a.keys() & b.keys():
+        if key in skip:
+            continue
+        total += (math.log(max(a[key], 1)) - math.log(max(b[key], 1))) ** 2
+    return total
+
+
+class Dispatcher:
+    """Holds the tables and generated variants and answers `select` from a per-key cache."""
+
+    def __init__(self, registry: VariantRegistry | None = None, tables_loader=load_tables):
+        self.registry = registry or VariantRegistry()
+        self._tables_loader = tables_loader
+        self._tables = None
+        self._cache = {}
+        self._device_arch = {}
+
+    @property
+    def tables(self) -> list:
+        if self._tables is None:
+            self._tables = self._tables_loader()
+        return self._tables
+
+    def reload(self):
+        """Forget tables, architecture and decisions (after changing HK_* variables or tables)."""
+        self._tables = None
+        self._cache.clear()
+        self._device_arch.clear()
+
+    def select(self, op: str, device: torch.device, dtype: torch.dtype, names: tuple,
+               values: tuple) -> Decision:
+        """Decision for one call; `names`/`values` are the op's shape keys and their sizes."""
+        key = (op, device, dtype, values)
+        decision = self._cache.get(key)
+        if decision is None:
+            decision = self._cache[key] = self.resolve(op, device, dtype, dict(zip(names, values)))
+        return decision
+
+    def device_arch(self, device: torch.device) -> tuple:
+        found = self._device_arch.get(device)
+        if found is None:
+            found = self._device_arch[device] = (_arch.arch_key(device), _arch.device_name(device))
+        return found
+
+    def tables_for(self, arch: str, device_name: str | None) -> list:
+        """Tables to consult for an architecture, best first; the default table(s) last."""
+        own = [t for t in self.tables if t.arch == arch]
+        own.sort(key=lambda t: t.device_name != device_name)
+        return own + [t for t in self.tables if t.arch == DEFAULT_ARCH and arch != DEFAULT_ARCH]
+
+    def resolve(self, op: str, device: torch.device, dtype: torch.dtype, shape: dict) -> Decision:
+        arch, name = self.device_arch(device)
+        dtype_str = dtype_name(dtype)
+        launchers = self.registry.launchers(op)
+        exact_keys = tuple(self.registry.op_info(op).get("exact_keys", ()))
+        notes = []
+        has_own = any(t.arch == arch for t in self.tables)
+        if not has_own:
+            notes.append(f"no tuned table for architecture {arch}; using the default table")
+        for table in self.tables_for(arch, name):
+            entries = table.candidates(op, dtype_str)
+            usable = [e for e in entries if e.variant in launchers]
+            if len(usable) < len(entries):
+                notes.append(f"{table.name}: {len(entries) - len(usable)} entries for {op}/{dtype_str} "
+                             "have no generated variant (run `python -m build_tools generate`)")
+            usable = [e for e in usable if all(e.shape.get(k) == shape.get(k) for k in exact_keys)]
+            if not usable:
+                if table.arch != DEFAULT_ARCH and entries:
+                    notes.append(f"{table.name}: no entry for {op}/{dtype_str} with "
+                                 + ", ".join(f"{k}={shape.get(k)}" for k in exact_keys))
+                continue
+            best = min(usable, key=lambda e: log_distance(e.shape, shape, exact_keys))
+            exact = all(best.shape.get(k) == v for k, v in shape.items())
+            how = "exact tuned shape" if exact else f"nearest tuned shape {best.shape}"
+            return Decision(op, arch, dtype_str, shape, launchers[best.variant], best.variant,
+                            best.config, table.name, best.shape,
+                            f"{table.name} ({table.arch}, {table.device_name or 'any device'}): {how}",
+                            tuple(notes))
+        return Decision(op, arch, dtype_str, shape, notes=tuple(notes),
+                        reason=f"no generated variant of {op} for {dtype_str}"
+                        + "".join(f", {k}={shape.get(k)}" for k in exact_keys)
+                        + "; running the PyTorch implementation")
+
+
+DISPATCHER = Dispatcher()

@@ -1,0 +1,169 @@
+"""Attention: custom ops `helion_kernels::attention_fwd/bwd` and `scaled_dot_product_attention`.
+
+Kernels take q[B,H,Sq,D], k/v[B,Hkv,Sk,D] (Hkv divides H: grouped-query attention) and use
+PyTorch's top-left causal alignment; the forward also returns the row log-sum-exp for the backward.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
+from .._plan import KernelCall, explanation, launch
+
+SHAPE_KEYS = ("B", "H", "Sq", "Sk", "D")
+
+
+def _call(op: str, q: Tensor, k: Tensor) -> KernelCall:
+    batch, heads, sq, dim = q.shape
+    return KernelCall(op, q.device, q.dtype, SHAPE_KEYS, (batch, heads, sq, k.shape[2], dim))
+
+
+def _expand_kv(q: Tensor, t: Tensor) -> Tensor:
+    groups = q.shape[1] // t.shape[1]
+    return t if groups == 1 else t.repeat_interleave(groups, dim=1)
+
+
+def _scores(q: Tensor, k: Tensor, causal: bool, scale: float) -> Tensor:
+    scores = q.float() @ _expand_kv(q, k).float().transpose(-1, -2) * scale
+    if causal:
+        sq, sk = scores.shape[-2:]
+        keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    return scores
+
+
+def _torch_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float):
+    scores = _scores(q, k, causal, scale)
+    lse = torch.logsumexp(scores, dim=-1)
+    out = torch.exp(scores - lse[..., None]) @ _expand_kv(q, v).float()
+    return out.to(q.dtype), lse
+
+
+def _fold_groups(grad: Tensor, kv: Tensor) -> Tensor:
+    batch, heads, seq, dim = grad.shape
+    return grad.view(batch, kv.shape[1], heads // kv.shape[1], seq, dim).sum(2)
+
+
+def _torch_bwd(grad_out, q, k, v, out, lse, causal: bool, scale: float):
+    probs = torch.exp(_scores(q, k, causal, scale) - lse[..., None])
+    grad = grad_out.float()
+    dv = probs.transpose(-1, -2) @ grad
+    dp = grad @ _expand_kv(q, v).float().transpose(-1, -2)
+    ds = probs * (dp - (grad * out.float()).sum(-1, keepdim=True))
+    dq = ds @ _expand_kv(q, k).float() * scale
+    dk = ds.transpose(-1, -2) @ q.float() * scale
+    return dq.to(q.dtype), _fold_groups(dk, k).to(k.dtype), _fold_groups(dv, v).to(v.dtype)
+
+
+def _forward(q, k, v, causal, scale):
+    return launch(_call("attention_fwd", q, k), (q, k, v, causal, scale), _torch_fwd)
+
+
+@torch.library.custom_op("helion_kernels::attention_fwd", mutates_args=())
+def attention_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool,
+                  scale: float) -> tuple[Tensor, Tensor]:
+    """Attention forward; returns (out, lse[B,H,Sq] in float32)."""
+    if device_reason(q.device) is not None:
+        return _torch_fwd(q, k, v, causal, scale)
+    return _forward(q, k, v, causal, scale)
+
+
+@attention_fwd.register_fake
+def _(q, k, v, causal, scale):
+    return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@torch.library.custom_op("helion_kernels::attention_bwd", mutates_args=())
+def attention_bwd(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+                  causal: bool, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Attention backward; returns (dq, dk, dv)."""
+    args = (grad_out.contiguous(), q, k, v, out, lse, causal, scale)
+    if device_reason(q.device) is not None:
+        return _torch_bwd(*args)
+    return launch(_call("attention_bwd", q, k), args, _torch_bwd)
+
+
+@attention_bwd.register_fake
+def _(grad_out, q, k, v, out, lse, causal, scale):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, causal, scale = inputs
+    ctx.save_for_backward(q, k, v, *output)
+    ctx.causal, ctx.scale = causal, scale
+
+
+def _autograd_backward(ctx, grad_out, _grad_lse):
+    q, k, v, out, lse = ctx.saved_tensors
+    dq, dk, dv = attention_bwd(grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
+    return dq, dk, dv, None, None
+
+
+attention_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
+
+
+def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str | None:
+    """Why this call runs PyTorch's scaled_dot_product_attention, or None."""
+    tensors = (query, key, value)
+    if not all(isinstance(t, Tensor) for t in tensors):
+        return "arguments are not tensors (PyTorch reports the error)"
+    if attn_mask is not None:
+        return "attn_mask is not supported by the kernels"
+    if dropout_p != 0.0:
+        return "dropout_p > 0 is not supported by the kernels"
+    reason = dtype_reason(query.dtype) or device_reason(query.device)
+    if reason is not None:
+        return reason
+    if any(t.dtype != query.dtype or t.device != query.device for t in tensors):
+        return "query, key and value differ in dtype or device (PyTorch reports the error)"
+    if query.dim() < 3 or key.dim() != query.dim() or value.dim() != query.dim():
+        return "inputs are not [..., L, E] tensors of equal rank"
+    if key.shape != value.shape or query.shape[:-3] != key.shape[:-3]:
+        return "key/value shapes differ or batch dims broadcast"
+    if query.shape[-1] != key.shape[-1]:
+        return "query and key head dims differ (PyTorch reports the error)"
+    heads, kv_heads = (query.shape[-3], key.shape[-3]) if query.dim() > 3 else (1, 1)
+    if heads != kv_heads and not (enable_gqa and heads % kv_heads == 0):
+        return "head counts differ without enable_gqa (PyTorch reports the error)"
+    if any(t.numel() == 0 for t in tensors):
+        return "empty tensor"
+    return None
+
+
+def _as_4d(t: Tensor) -> Tensor:
+    if t.dim() == 3:
+        return t.unsqueeze(1)
+    return t.reshape(-1, *t.shape[-3:])
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
+                                 dropout_p: float = 0.0, is_causal: bool = False,
+                                 scale: float | None = None, enable_gqa: bool = False) -> Tensor:
+    """Same as torch.nn.functional.scaled_dot_product_attention."""
+    if fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) is not None:
+        return ORIGINAL["scaled_dot_product_attention"](
+            query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+            scale=scale, enable_gqa=enable_gqa)
+    q, k, v = _as_4d(query), _as_4d(key), _as_4d(value)
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
+    causal = bool(is_causal)
+    if needs_autograd(query, key, value):
+        out = attention_fwd(q, k, v, causal, scale)[0]
+    else:
+        out = _forward(q, k, v, causal, scale)[0]
+    return out.view(query.shape)
+
+
+def explain_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                         is_causal=False, scale=None, enable_gqa=False):
+    reason = fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa)
+    name = "scaled_dot_product_attention"
+    if reason is not None:
+        return explanation(name, reason)
+    q, k = _as_4d(query), _as_4d(key)
+    backward = [_call("attention_bwd", q, k)] if needs_autograd(query, key, value) else []
+    return explanation(name, None, [_call("attention_fwd", q, k)], backward)

@@ -1,0 +1,213 @@
+"""Matrix products: custom ops `helion_kernels::matmul/bmm/linear` and the `matmul`/`linear` wrappers.
+
+Backward passes are composed from the same custom ops (dA = dC·Bᵀ, dB = Aᵀ·dC).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
+from .._plan import KernelCall, explanation, launch
+
+MM_KEYS = ("M", "N", "K")
+BMM_KEYS = ("B", "M", "N", "K")
+
+
+def _mm_dims(t: Tensor, m: int, n: int, k: int) -> KernelCall:
+    return KernelCall("matmul", t.device, t.dtype, MM_KEYS, (m, n, k))
+
+
+def _mm_call(a: Tensor, b: Tensor) -> KernelCall:
+    return _mm_dims(a, a.shape[0], b.shape[1], a.shape[1])
+
+
+def _bmm_dims(t: Tensor, batch: int, m: int, n: int, k: int) -> KernelCall:
+    return KernelCall("bmm", t.device, t.dtype, BMM_KEYS, (batch, m, n, k))
+
+
+def _bmm_call(a: Tensor, b: Tensor) -> KernelCall:
+    return _bmm_dims(a, a.shape[0], a.shape[1], b.shape[2], a.shape[2])
+
+
+def _linear_call(x: Tensor, w: Tensor) -> KernelCall:
+    return KernelCall("linear", x.device, x.dtype, MM_KEYS, (x.shape[0], w.shape[0], x.shape[1]))
+
+
+def _mm(a: Tensor, b: Tensor) -> Tensor:
+    if device_reason(a.device) is not None:
+        return torch.mm(a, b)
+    return launch(_mm_call(a, b), (a, b), torch.mm)
+
+
+def _bmm(a: Tensor, b: Tensor) -> Tensor:
+    if device_reason(a.device) is not None:
+        return torch.bmm(a, b)
+    return launch(_bmm_call(a, b), (a, b), torch.bmm)
+
+
+def _linear_composed(x: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
+    out = _mm(x, w.t())
+    return out if bias is None else out.add_(bias)
+
+
+def _linear(x: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
+    if device_reason(x.device) is not None:
+        return ORIGINAL["linear"](x, w, bias)
+    return launch(_linear_call(x, w), (x, w, bias), _linear_composed)
+
+
+@torch.library.custom_op("helion_kernels::matmul", mutates_args=())
+def matmul_op(a: Tensor, b: Tensor) -> Tensor:
+    """a[M,K] @ b[K,N]."""
+    return _mm(a, b)
+
+
+@matmul_op.register_fake
+def _(a, b):
+    return a.new_empty(a.shape[0], b.shape[1])
+
+
+@torch.library.custom_op("helion_kernels::bmm", mutates_args=())
+def bmm_op(a: Tensor, b: Tensor) -> Tensor:
+    """a[B,M,K] @ b[B,K,N]."""
+    return _bmm(a, b)
+
+
+@bmm_op.register_fake
+def _(a, b):
+    return a.new_empty(a.shape[0], a.shape[1], b.shape[2])
+
+
+@torch.library.custom_op("helion_kernels::linear", mutates_args=())
+def linear_op(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """x[M,K] @ weight[N,K]ᵀ + bias[N]."""
+    return _linear(x, weight, bias)
+
+
+@linear_op.register_fake
+def _(x, weight, bias):
+    return x.new_empty(x.shape[0], weight.shape[0])
+
+
+def _save_inputs(ctx, inputs, output):
+    ctx.save_for_backward(*inputs[:2])
+    ctx.has_bias = len(inputs) > 2 and inputs[2] is not None
+
+
+def _matmul_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    da = matmul_op(grad, b.t()) if ctx.needs_input_grad[0] else None
+    db = matmul_op(a.t(), grad) if ctx.needs_input_grad[1] else None
+    return da, db
+
+
+def _bmm_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    da = bmm_op(grad, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+    db = bmm_op(a.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None
+    return da, db
+
+
+def _linear_backward(ctx, grad):
+    x, w = ctx.saved_tensors
+    dx = matmul_op(grad, w) if ctx.needs_input_grad[0] else None
+    dw = matmul_op(grad.t(), x) if ctx.needs_input_grad[1] else None
+    db = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    return dx, dw, db
+
+
+matmul_op.register_autograd(_matmul_backward, setup_context=_save_inputs)
+bmm_op.register_autograd(_bmm_backward, setup_context=_save_inputs)
+linear_op.register_autograd(_linear_backward, setup_context=_save_inputs)
+
+
+def _common_reason(tensors) -> str | None:
+    if not all(isinstance(t, Tensor) for t in tensors):
+        return "arguments are not tensors (PyTorch reports the error)"
+    first = tensors[0]
+    reason = dtype_reason(first.dtype) or device_reason(first.device)
+    if reason is not None:
+        return reason
+    if any(t.dtype != first.dtype or t.device != first.device for t in tensors[1:]):
+        return "operands differ in dtype or device (PyTorch reports the error or promotes)"
+    if any(t.numel() == 0 for t in tensors):
+        return "empty tensor"
+    return None
+
+
+def matmul_reason(input, other) -> str | None:
+    """Why torch.matmul semantics here need PyTorch's implementation, or None."""
+    reason = _common_reason((input, other))
+    if reason is not None:
+        return reason
+    if input.dim() < 2 or other.dim() < 2:
+        return "vector operand (1-D matmul)"
+    if input.shape[-1] != other.shape[-2]:
+        return "inner dimensions differ (PyTorch reports the error)"
+    if other.dim() == 2:
+        return None
+    if input.dim() == 3 and other.dim() == 3 and input.shape[0] == other.shape[0]:
+        return None
+    return "batched operands that broadcast"
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Same as torch.matmul."""
+    if matmul_reason(input, other) is not None:
+        return ORIGINAL["matmul"](input, other)
+    grad = needs_autograd(input, other)
+    if other.dim() == 3:
+        return bmm_op(input, other) if grad else _bmm(input, other)
+    a = input.reshape(-1, input.shape[-1])
+    out = matmul_op(a, other) if grad else _mm(a, other)
+    return out.view(*input.shape[:-1], other.shape[-1])
+
+
+def linear_reason(input, weight, bias) -> str | None:
+    """Why F.linear semantics here need PyTorch's implementation, or None."""
+    reason = _common_reason((input, weight) if bias is None else (input, weight, bias))
+    if reason is not None:
+        return reason
+    if input.dim() < 1 or weight.dim() != 2 or input.shape[-1] != weight.shape[1]:
+        return "shapes outside x[..., K] @ weight[N, K]ᵀ (PyTorch handles or reports the error)"
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        return "bias is not of shape [N] (PyTorch broadcasts or reports the error)"
+    return None
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """Same as torch.nn.functional.linear."""
+    if linear_reason(input, weight, bias) is not None:
+        return ORIGINAL["linear"](input, weight, bias)
+    x = input.reshape(-1, input.shape[-1])
+    if needs_autograd(input, weight, bias):
+        out = linear_op(x, weight, bias)
+    else:
+        out = _linear(x, weight, bias)
+    return out.view(*input.shape[:-1], weight.shape[0])
+
+
+def explain_matmul(input, other):
+    reason = matmul_reason(input, other)
+    if reason is not None:
+        return explanation("matmul", reason)
+    if other.dim() == 3:
+        (batch, m, k), n = input.shape, other.shape[2]
+        call = _bmm_call(input, other)
+        backward = [_bmm_dims(input, batch, m, k, n), _bmm_dims(input, batch, k, n, m)]
+    else:
+        a = input.reshape(-1, input.shape[-1])
+        (m, k), n = a.shape, other.shape[1]
+        call, backward = _mm_call(a, other), [_mm_dims(a, m, k, n), _mm_dims(a, k, n, m)]
+    return explanation("matmul", None, [call], backward if needs_autograd(input, other) else [])
+
+
+def explain_linear(input, weight, bias=None):
+    reason = linear_reason(input, weight, bias)
+    if reason is not None:
+        return explanation("linear", reason)
+    x = input.reshape(-1, input.shape[-1])
+    (m, k), n = x.shape, weight.shape[0]
+    backward = [_mm_dims(x, m, k, n), _mm_dims(x, n, k, m)] if needs_autograd(input, weight, bias) else []
+    return explanation("linear", None, [_linear_call(x, weight)], backward)

@@ -1,0 +1,155 @@
+"""RMSNorm: custom ops `helion_kernels::rms_norm_fwd/bwd` and the `rms_norm`/`rmsnorm` wrappers."""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
+from .._plan import KernelCall, explanation, launch
+
+SHAPE_KEYS = ("M", "N")
+
+
+def _call(op: str, x: Tensor) -> KernelCall:
+    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, (x.shape[0], x.shape[1]))
+
+
+def _torch_fwd(x: Tensor, weight: Tensor | None, eps: float):
+    xf = x.float()
+    inv_rms = torch.rsqrt(xf.square().mean(-1) + eps)
+    out = xf * inv_rms[:, None]
+    if weight is not None:
+        out = out * weight.float()
+    return out.to(x.dtype), inv_rms
+
+
+def _torch_bwd(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor):
+    x_hat = x.float() * inv_rms[:, None]
+    grad = grad_out.float()
+    grad_w = grad * weight.float() if weight is not None else grad
+    dx = inv_rms[:, None] * (grad_w - x_hat * (grad_w * x_hat).mean(-1, keepdim=True))
+    dw = (grad * x_hat).sum(0) if weight is not None else x.new_empty(0, dtype=torch.float32)
+    return dx.to(x.dtype), dw.to(weight.dtype) if weight is not None else dw
+
+
+def _forward(x: Tensor, weight: Tensor | None, eps: float):
+    return launch(_call("rms_norm_fwd", x), (x, weight, eps), _torch_fwd)
+
+
+def _backward(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor):
+    if weight is None:
+        return _torch_bwd(grad_out, x, None, inv_rms)
+    return launch(_call("rms_norm_bwd", x), (grad_out, x, weight, inv_rms), _torch_bwd)
+
+
+@torch.library.custom_op("helion_kernels::rms_norm_fwd", mutates_args=())
+def rms_norm_fwd(x: Tensor, weight: Tensor | None, eps: float) -> tuple[Tensor, Tensor]:
+    """RMSNorm over the last dim of a 2-D tensor; returns (out, inv_rms in float32)."""
+    if device_reason(x.device) is not None:
+        return _torch_fwd(x, weight, eps)
+    return _forward(x, weight, eps)
+
+
+@rms_norm_fwd.register_fake
+def _(x, weight, eps):
+    return torch.empty_like(x), x.new_empty(x.shape[0], dtype=torch.float32)
+
+
+@torch.library.custom_op("helion_kernels::rms_norm_bwd", mutates_args=())
+def rms_norm_bwd(grad_out: Tensor, x: Tensor, weight: Tensor | None,
+                 inv_rms: Tensor) -> tuple[Tensor, Tensor]:
+    """Gradients (dx, dweight) of rms_norm_fwd; dweight is empty when there is no weight."""
+    if device_reason(x.device) is not None:
+        return _torch_bwd(grad_out.contiguous(), x, weight, inv_rms)
+    return _backward(grad_out.contiguous(), x, weight, inv_rms)
+
+
+@rms_norm_bwd.register_fake
+def _(grad_out, x, weight, inv_rms):
+    dw = torch.empty_like(weight) if weight is not None else x.new_empty(0, dtype=torch.float32)
+    return torch.empty_like(x), dw
+
+
+def _setup_context(ctx, inputs, output):
+    x, weight, _ = inputs
+    ctx.save_for_backward(x, weight, output[1])
+
+
+def _autograd_backward(ctx, grad_out, _grad_inv_rms):
+    x, weight, inv_rms = ctx.saved_tensors
+    dx, dw = rms_norm_bwd(grad_out, x, weight, inv_rms)
+    return dx, (dw if weight is not None and ctx.needs_input_grad[1] else None), None
+
+
+rms_norm_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
+
+
+def _normalized_dims(normalized_shape) -> tuple | None:
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    try:
+        return tuple(int(n) for n in normalized_shape)
+    except TypeError:
+        return None
+
+
+def fallback_reason(input, normalized_shape, weight) -> str | None:
+    """Why this call runs PyTorch's rms_norm instead of our kernel, or None."""
+    if not isinstance(input, Tensor) or (weight is not None and not isinstance(weight, Tensor)):
+        return "arguments are not tensors (PyTorch reports the error)"
+    dims = _normalized_dims(normalized_shape)
+    if not dims or tuple(input.shape[input.dim() - len(dims):]) != dims or input.dim() < len(dims):
+        return "normalized_shape does not match the input's trailing dims (PyTorch reports the error)"
+    if weight is not None and tuple(weight.shape) != dims:
+        return "weight shape differs from normalized_shape (PyTorch reports the error)"
+    reason = dtype_reason(input.dtype) or device_reason(input.device)
+    if reason is not None:
+        return reason
+    if weight is not None and (weight.dtype != input.dtype or weight.device != input.device):
+        return "weight dtype or device differs from the input's"
+    if input.numel() == 0:
+        return "empty tensor"
+    return None
+
+
+def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):
+    n = math.prod(_normalized_dims(normalized_shape))
+    return input.reshape(-1, n), (weight.reshape(n) if weight is not None else None)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Same as torch.nn.functional.rms_norm."""
+    if fallback_reason(input, normalized_shape, weight) is not None:
+        return ORIGINAL["rms_norm"](input, normalized_shape, weight, eps)
+    x, w = _as_rows(input, normalized_shape, weight)
+    eps = torch.finfo(input.dtype).eps if eps is None else eps
+    if needs_autograd(input, weight):
+        out = rms_norm_fwd(x, w, eps)[0]
+    else:
+        out = _forward(x, w, eps)[0]
+    return out.view(input.shape)
+
+
+def rmsnorm(x: Tensor, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
+    """RMSNorm over the last dimension of `x` (rms_norm with normalized_shape = x.shape[-1:])."""
+    if not isinstance(x, Tensor) or x.dim() == 0:
+        return ORIGINAL["rms_norm"](x, list(getattr(x, "shape", ()))[-1:], weight, eps)
+    return rms_norm(x, (x.shape[-1],), weight, eps)
+
+
+def explain_rms_norm(input, normalized_shape, weight=None, eps=None):
+    reason = fallback_reason(input, normalized_shape, weight)
+    if reason is not None:
+        return explanation("rms_norm", reason)
+    x, w = _as_rows(input, normalized_shape, weight)
+    backward = [_call("rms_norm_bwd", x)] if w is not None and needs_autograd(input, weight) else []
+    return explanation("rms_norm", None, [_call("rms_norm_fwd", x)], backward)
+
+
+def explain_rmsnorm(x, weight=None, eps=None):
+    if not isinstance(x, Tensor) or x.dim() == 0:
+        return explanation("rmsnorm", "input is not a tensor of rank >= 1 (PyTorch reports the error)")
+    return explain_rms_norm(x, (x.shape[-1],), weight, eps)

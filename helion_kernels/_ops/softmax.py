@@ -1,0 +1,112 @@
+"""Softmax: custom ops `helion_kernels::softmax_fwd/bwd` and the `softmax` wrapper."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
+from .._plan import KernelCall, explanation, launch
+
+SHAPE_KEYS = ("M", "N")
+
+
+def _call(op: str, x: Tensor) -> KernelCall:
+    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, (x.shape[0], x.shape[1]))
+
+
+def _torch_fwd(x: Tensor) -> Tensor:
+    return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+
+def _torch_bwd(grad_out: Tensor, y: Tensor) -> Tensor:
+    y32 = y.float()
+    grad = grad_out.float()
+    return (y32 * (grad - (grad * y32).sum(-1, keepdim=True))).to(y.dtype)
+
+
+def _forward(x: Tensor) -> Tensor:
+    return launch(_call("softmax_fwd", x), (x,), _torch_fwd)
+
+
+@torch.library.custom_op("helion_kernels::softmax_fwd", mutates_args=())
+def softmax_fwd(x: Tensor) -> Tensor:
+    """Softmax over the last dim of a 2-D tensor."""
+    if device_reason(x.device) is not None:
+        return _torch_fwd(x)
+    return _forward(x)
+
+
+@softmax_fwd.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@torch.library.custom_op("helion_kernels::softmax_bwd", mutates_args=())
+def softmax_bwd(grad_out: Tensor, y: Tensor) -> Tensor:
+    """Gradient of softmax_fwd given its output y."""
+    grad_out = grad_out.contiguous()
+    if device_reason(y.device) is not None:
+        return _torch_bwd(grad_out, y)
+    return launch(_call("softmax_bwd", y), (grad_out, y), _torch_bwd)
+
+
+@softmax_bwd.register_fake
+def _(grad_out, y):
+    return torch.empty_like(y)
+
+
+def _setup_context(ctx, inputs, output):
+    ctx.save_for_backward(output)
+
+
+def _autograd_backward(ctx, grad_out):
+    (y,) = ctx.saved_tensors
+    return softmax_bwd(grad_out, y)
+
+
+softmax_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
+
+
+def fallback_reason(input, dim, dtype) -> str | None:
+    """Why this call runs PyTorch's softmax instead of our kernel, or None."""
+    if not isinstance(input, Tensor):
+        return "input is not a tensor (PyTorch reports the error)"
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        return "dim is not an int (implicit-dim softmax is PyTorch's legacy behaviour)"
+    if input.dim() == 0 or not -input.dim() <= dim < input.dim():
+        return "dim out of range or 0-d input (PyTorch reports the error or handles the scalar)"
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        return "dtype is not a torch.dtype (PyTorch reports the error)"
+    reason = dtype_reason(dtype or input.dtype) or device_reason(input.device)
+    if reason is not None:
+        return reason
+    if input.numel() == 0:
+        return "empty tensor"
+    return None
+
+
+def _as_rows(input: Tensor, dim: int, dtype) -> Tensor:
+    x = input if dtype is None else input.to(dtype)
+    x = x if dim in (-1, x.dim() - 1) else x.movedim(dim, -1)
+    return x, x.reshape(-1, x.shape[-1])
+
+
+def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> Tensor:
+    """Same as torch.nn.functional.softmax (dim defaults to the last dimension)."""
+    if fallback_reason(input, dim, dtype) is not None:
+        return ORIGINAL["softmax"](input, dim, dtype=dtype)
+    x, rows = _as_rows(input, dim, dtype)
+    out = softmax_fwd(rows) if needs_autograd(input) else _forward(rows)
+    out = out.view(x.shape)
+    if dim in (-1, input.dim() - 1):
+        return out
+    return out.movedim(-1, dim).contiguous()
+
+
+def explain_softmax(input, dim=-1, dtype=None):
+    reason = fallback_reason(input, dim, dtype)
+    if reason is not None:
+        return explanation("softmax", reason)
+    _, rows = _as_rows(input, dim, dtype)
+    backward = [_call("softmax_bwd", rows)] if needs_autograd(input) else []
+    return explanation("softmax", None, [_call("softmax_fwd", rows)], backward)

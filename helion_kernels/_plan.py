@@ -1,0 +1,66 @@
+"""Plans of a call: the kernel launches it would make, or why it runs PyTorch; and their explanation."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ._dispatch import DISPATCHER, Decision
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One launch a call would make: the op and its dispatch key."""
+
+    op: str
+    device: torch.device
+    dtype: torch.dtype
+    names: tuple
+    values: tuple
+
+    def decision(self) -> Decision:
+        return DISPATCHER.select(self.op, self.device, self.dtype, self.names, self.values)
+
+
+@dataclass
+class Explanation:
+    """What `explain` reports: the path taken and, per launch, the dispatcher's decision."""
+
+    function: str
+    fallback_reason: str | None = None
+    forward: list = field(default_factory=list)
+    backward: list = field(default_factory=list)
+
+    @property
+    def uses_kernels(self) -> bool:
+        return self.fallback_reason is None and any(d.uses_kernel for d in self.forward)
+
+    def __str__(self) -> str:
+        if self.fallback_reason is not None:
+            return f"{self.function}: PyTorch implementation ({self.fallback_reason})"
+        lines = [f"{self.function}:"]
+        for stage, decisions in (("forward", self.forward), ("backward", self.backward)):
+            for d in decisions:
+                if d.uses_kernel:
+                    what = f"kernel {d.op}__{d.variant} config={d.config}"
+                else:
+                    what = f"PyTorch implementation of {d.op}"
+                lines.append(f"  {stage}: {what}")
+                lines.append(f"    arch={d.arch} dtype={d.dtype} shape={d.shape}: {d.reason}")
+                lines.extend(f"    note: {note}" for note in d.notes)
+        return "\n".join(lines)
+
+
+def explanation(function: str, reason: str | None, forward=(), backward=()) -> Explanation:
+    """Build an Explanation from a fallback reason or the forward/backward KernelCalls."""
+    if reason is not None:
+        return Explanation(function, reason)
+    return Explanation(function, None, [c.decision() for c in forward], [c.decision() for c in backward])
+
+
+def launch(call: KernelCall, args: tuple, fallback):
+    """Run the generated variant chosen for `call`, or `fallback` when there is none."""
+    launcher = DISPATCHER.select(call.op, call.device, call.dtype, call.names, call.values).launcher
+    if launcher is None:
+        return fallback(*args)
+    return launcher(*args)
