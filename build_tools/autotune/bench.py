@@ -1,0 +1,109 @@
+"""Measures candidates of one (op, dtype, shape) on one device, inside a worker process.
+
+Holds the inputs, the float64 reference and the bound kernel; `measure` gates a candidate on
+accuracy before timing it, `remeasure` times front runners interleaved, `baselines` times the
+op's plain-PyTorch peer eagerly and under torch.compile. Timing goes through an injected Timer.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from build_tools.autotune.accuracy import mismatch
+from build_tools.autotune.search import Outcome
+from build_tools.autotune.space import config_key
+from build_tools.autotune.timing import interleaved, median
+
+
+def clone_args(args) -> tuple:
+    """Fresh copies of the tensor arguments, so in-place kernels always see pristine inputs."""
+    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def describe(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= 500 else text[:500] + "..."
+
+
+class EntryBench:
+    def __init__(self, op, dtype, shape, device, timer, seed=0, with_reference=True):
+        self.op = op
+        self.device = device
+        self.timer = timer
+        self.args = op.make_inputs(shape, dtype, device, seed)
+        self.bound = op.kernel.bind(self.args)
+        self.rtol, self.atol = op.tolerance(dtype)
+        self.expected = op.reference(*clone_args(self.args)) if with_reference else None
+        self._compiled: dict[str, object] = {}
+
+    def synchronize(self) -> None:
+        if str(self.device).startswith("cuda"):
+            torch.cuda.synchronize()
+
+    def compiled(self, config):
+        key = config_key(config)
+        if key not in self._compiled:
+            self._compiled[key] = self.bound.compile_config(config)
+        return self._compiled[key]
+
+    def warm(self, config) -> None:
+        """Compile and launch once (fills the on-disk Triton cache for the benchmark process)."""
+        self.compiled(config)(*clone_args(self.args))
+        self.synchronize()
+
+    def check(self, config) -> str | None:
+        """None when the candidate's output matches the reference, else the mismatch."""
+        output = self.compiled(config)(*clone_args(self.args))
+        self.synchronize()
+        return mismatch(output, self.expected, self.rtol, self.atol)
+
+    def _timed_call(self, config):
+        fn = self.compiled(config)
+        args = self.args
+        return lambda: fn(*args)
+
+    def measure(self, config) -> Outcome:
+        """Median microseconds of an accurate candidate; inf with the reason otherwise."""
+        try:
+            wrong = self.check(config)
+            if wrong is not None:
+                return Outcome(math.inf, f"wrong output: {wrong}")
+            call = self._timed_call(config)
+            return Outcome(median(self.timer.samples(call, self.timer.repeats_for(call))))
+        except Exception as error:  # any failure of one candidate only rules that candidate out
+            return Outcome(math.inf, describe(error))
+
+    def remeasure(self, configs, rounds: int, per_round: int) -> list[dict]:
+        """Per config: its per-round samples (interleaved with the others) or why it failed."""
+        results: list[dict] = [{"samples": [], "error": None} for _ in configs]
+        calls, owners = [], []
+        for i, config in enumerate(configs):
+            try:
+                wrong = self.check(config)
+            except Exception as error:
+                wrong = describe(error)
+            if wrong is not None:
+                results[i]["error"] = wrong
+            else:
+                calls.append(self._timed_call(config))
+                owners.append(i)
+        for i, rounds_samples in zip(owners, interleaved(calls, self.timer, rounds, per_round)):
+            results[i]["samples"] = rounds_samples
+        return results
+
+    def baselines(self) -> dict:
+        """Eager and torch.compile median microseconds of the op's baseline (None when absent)."""
+        baseline = self.op.baseline
+        if baseline is None:
+            return {"eager": None, "compile": None}
+        peers = {"eager": baseline, "compile": torch.compile(baseline, dynamic=False)}
+        result = {}
+        for name, fn in peers.items():
+            args = self.args
+            call = lambda fn=fn: fn(*args)  # noqa: E731
+            try:
+                result[name] = median(self.timer.samples(call, self.timer.repeats_for(call)))
+            except Exception:  # a peer that cannot run on this input is simply not reported
+                result[name] = None
+        return result

@@ -1,0 +1,161 @@
+"""Tunes one (op, dtype, shape): search, interleaved re-benchmark of the front runners, peers.
+
+The search's objective compiles a batch of candidates in the worker pool (in parallel, which
+fills the on-disk Triton cache) and then measures each candidate that compiled in the benchmark
+worker. Workers are reached through `call(kind, *payload, timeout=...)`, so tests can swap in an
+in-process worker with a fake timer.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from build_tools.autotune.search import Outcome, SearchSettings, run_search
+from build_tools.autotune.space import SearchSpace, config_key
+from build_tools.autotune.timing import median, relative_spread
+from build_tools.autotune.workers import WorkerFailure
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Timeouts and measurement effort shared by every entry of a run."""
+
+    compile_timeout_s: float = 90.0
+    run_timeout_s: float = 60.0
+    setup_timeout_s: float = 300.0
+    baseline_timeout_s: float = 240.0
+    finalists: int = 3
+    rounds: int = 5
+    per_round: int = 10
+
+
+class EntryFailed(Exception):
+    """No candidate of an entry compiled and passed the accuracy gate."""
+
+
+class PoolObjective:
+    """Search objective: parallel warm-up compile, then accuracy check and timing one by one."""
+
+    def __init__(self, pool, bench, limits: Limits, on_outcome: Callable[[Outcome], None] = lambda o: None):
+        self.pool = pool
+        self.bench = bench
+        self.limits = limits
+        self.on_outcome = on_outcome
+
+    def _measure(self, config) -> Outcome:
+        try:
+            return self.bench.call(
+                "measure", config, timeout=self.limits.run_timeout_s, setup_timeout=self.limits.setup_timeout_s
+            )
+        except WorkerFailure as failure:
+            return Outcome(math.inf, f"benchmark: {failure}")
+
+    def evaluate(self, configs: list) -> list[Outcome]:
+        outcomes: list[Outcome | None] = [None] * len(configs)
+        if self.pool is None:
+            finished = ((i, True, None) for i in range(len(configs)))
+        else:
+            finished = self.pool.run(
+                "warm", [(c,) for c in configs], self.limits.compile_timeout_s, self.limits.setup_timeout_s
+            )
+        for index, ok, value in finished:
+            if ok:
+                outcomes[index] = self._measure(configs[index])
+            else:
+                lines = str(value).strip().splitlines() or ["?"]
+                outcomes[index] = Outcome(math.inf, f"compile: {lines[-1]}")
+            self.on_outcome(outcomes[index])
+        return outcomes
+
+
+@dataclass
+class Measured:
+    """A config's interleaved samples, summarized."""
+
+    config: object
+    us: float
+    noise: float
+    samples: list = field(default_factory=list)
+    error: str | None = None
+
+    @classmethod
+    def from_remeasure(cls, config, result: dict) -> "Measured":
+        if result["error"] is not None or not result["samples"]:
+            return cls(config, math.inf, 0.0, [], result["error"] or "not measured")
+        flat = [s for r in result["samples"] for s in r]
+        round_medians = [median(r) for r in result["samples"]]
+        return cls(config, median(flat), relative_spread(round_medians), result["samples"])
+
+
+@dataclass
+class EntryResult:
+    config: object
+    us: float
+    noise: float
+    tried: int
+    failed: int
+    invalid: int
+    seconds: float
+    baseline_us: dict
+    winner: Measured
+    incumbent: Measured | None = None
+    errors: list = field(default_factory=list)
+
+
+def tune_entry(
+    space: SearchSpace,
+    objective,
+    bench,
+    seeds: Sequence,
+    settings: SearchSettings,
+    limits: Limits,
+    incumbent=None,
+    with_baselines: bool = True,
+    clock: Callable[[], float] = time.monotonic,
+) -> EntryResult:
+    """Search, then re-benchmark the finalists (and the shipped incumbent) side by side."""
+    started = clock()
+    found = run_search(space, objective, list(seeds), settings, clock)
+    if not found.ranked:
+        sample = "; ".join(sorted(set(found.errors))[:3]) or "no legal config"
+        raise EntryFailed(f"all {found.tried} candidates failed: {sample}")
+    finalists = [t.config for t in found.ranked[: limits.finalists]]
+    if incumbent is not None and config_key(incumbent) not in {config_key(c) for c in finalists}:
+        finalists.append(incumbent)
+    try:
+        results = bench.call(
+            "remeasure", finalists, limits.rounds, limits.per_round,
+            timeout=limits.run_timeout_s * (len(finalists) + 1), setup_timeout=limits.setup_timeout_s,
+        )
+        measured = [Measured.from_remeasure(c, r) for c, r in zip(finalists, results)]
+    except WorkerFailure as failure:  # fall back on the search's own single measurements
+        measured = [Measured(t.config, t.us, 0.0, [], None) for t in found.ranked[: limits.finalists]]
+        measured += [Measured(incumbent, math.inf, 0.0, [], f"remeasure: {failure}")] if incumbent else []
+    by_key = {config_key(m.config): m for m in measured}
+    contenders = [m for m in measured[: limits.finalists] if math.isfinite(m.us)]
+    if not contenders:
+        raise EntryFailed("every finalist failed the re-benchmark: " + str(measured[0].error))
+    winner = min(contenders, key=lambda m: (m.us, config_key(m.config)))
+    baseline_us = {"eager": None, "compile": None}
+    if with_baselines:
+        try:
+            baseline_us = bench.call(
+                "baselines", timeout=limits.baseline_timeout_s, setup_timeout=limits.setup_timeout_s
+            )
+        except WorkerFailure:
+            pass
+    return EntryResult(
+        config=winner.config,
+        us=winner.us,
+        noise=winner.noise,
+        tried=found.tried,
+        failed=found.failed,
+        invalid=found.invalid,
+        seconds=clock() - started,
+        baseline_us=baseline_us,
+        winner=winner,
+        incumbent=by_key.get(config_key(incumbent)) if incumbent is not None else None,
+        errors=sorted(set(found.errors))[:5],
+    )

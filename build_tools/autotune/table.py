@@ -1,0 +1,67 @@
+"""Reading, merging and writing tuned tables (`tuned_configs/<arch>.json`, docs/CONTRACTS.md)."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from helion_kernels._variant import canonical_json
+
+SCHEMA = 1
+
+
+def entry_key(op: str, dtype: str, shape: dict) -> str:
+    """Identity of a tuned entry: op, dtype name and canonical shape."""
+    return f"{op}|{dtype}|{canonical_json(shape)}"
+
+
+def key_of(entry: dict) -> str:
+    return entry_key(entry["op"], entry["dtype"], entry["shape"])
+
+
+def write_json_atomic(path: Path, data) -> None:
+    """Write JSON through a temporary file and a rename, so a killed run never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def load_table(path: Path) -> dict | None:
+    path = Path(path)
+    if not path.exists():
+        return None
+    table = json.loads(path.read_text())
+    if table.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: schema {table.get('schema')}, this tuner writes {SCHEMA}")
+    return table
+
+
+def environment_header(arch: str, device_name: str) -> dict:
+    import torch
+    import triton
+
+    return {
+        "schema": SCHEMA,
+        "arch": arch,
+        "device_name": device_name,
+        "triton": triton.__version__,
+        "torch": torch.__version__,
+        "tuned_at": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+    }
+
+
+def _sort_key(entry: dict):
+    return (entry["op"], entry["dtype"], canonical_json(entry["shape"]))
+
+
+def merged_table(header: dict, existing: dict | None, entries: list[dict]) -> dict:
+    """`header` plus the existing table's entries, replaced by `entries` where keys coincide."""
+    by_key = {key_of(e): e for e in (existing or {}).get("entries", [])}
+    by_key.update({key_of(e): e for e in entries})
+    return {**header, "entries": sorted(by_key.values(), key=_sort_key)}

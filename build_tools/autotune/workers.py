@@ -1,0 +1,249 @@
+"""Worker processes: a pool that compiles candidates in parallel and a killable benchmark process.
+
+Each worker holds an `EntryBench` for the current (op, dtype, shape). Requests and replies carry
+a sequence id so replies of a killed or abandoned request are never mistaken for new ones. A
+request that runs past its timeout (hung compile or kernel) gets its worker killed and restarted;
+a worker that dies (segfault, poisoned CUDA context) is restarted too. Neither stops a search.
+"""
+from __future__ import annotations
+
+import importlib
+import itertools
+import multiprocessing
+import multiprocessing.connection
+import os
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterator
+
+
+def resolve(path: str):
+    """Object named by "package.module:attribute"."""
+    module, _, attribute = path.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class EntrySetup:
+    """Everything a worker needs to rebuild the inputs of one entry (plain data, picklable)."""
+
+    op_source: str          # "kernels_src:ALL_OPS", or a test's list of fake ops
+    op: str
+    dtype: str              # torch dtype name, e.g. "bfloat16"
+    shape: dict
+    device: str
+    timer: str              # "module:factory" of the Timer to build in the worker
+    seed: int = 0
+    with_reference: bool = True
+
+
+def build_bench(setup: EntrySetup):
+    import torch
+
+    from build_tools.autotune.bench import EntryBench
+
+    op = next(o for o in resolve(setup.op_source) if o.name == setup.op)
+    timer = resolve(setup.timer)()
+    dtype = getattr(torch, setup.dtype)
+    return EntryBench(op, dtype, setup.shape, setup.device, timer, setup.seed, setup.with_reference)
+
+
+def _device_healthy(device: str) -> bool:
+    if not device.startswith("cuda"):
+        return True
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+        return True
+    except Exception:
+        return False
+
+
+def worker_main(conn) -> None:
+    """Loop of a worker process: ("setup", EntrySetup) then method calls on its EntryBench."""
+    bench, setup_error, device = None, "no entry set up", "cpu"
+    while True:
+        try:
+            request_id, kind, payload = conn.recv()
+        except EOFError:
+            return
+        if kind == "stop":
+            return
+        if kind == "setup":
+            device = payload.device
+            try:
+                bench, setup_error = build_bench(payload), None
+            except Exception:
+                bench, setup_error = None, traceback.format_exc(limit=4)
+            conn.send((request_id, "setup", setup_error))
+            continue
+        if bench is None:
+            conn.send((request_id, "error", f"setup failed: {setup_error}"))
+            continue
+        try:
+            conn.send((request_id, "ok", getattr(bench, kind)(*payload)))
+        except Exception:
+            conn.send((request_id, "error", traceback.format_exc(limit=4)))
+        if not _device_healthy(device):
+            os._exit(3)
+
+
+class WorkerFailure(Exception):
+    """A request timed out or its worker died; the worker has been restarted."""
+
+
+_request_ids = itertools.count(1)
+
+
+class Worker:
+    """Main-process handle of one worker process."""
+
+    def __init__(self, context, name: str):
+        self.context = context
+        self.name = name
+        self.process = None
+        self.conn = None
+        self.setup: EntrySetup | None = None
+        self.setup_id = None
+        self.ready = False
+        self.restarts = 0
+
+    def start(self) -> None:
+        parent, child = self.context.Pipe()
+        self.process = self.context.Process(target=worker_main, args=(child,), name=self.name, daemon=True)
+        self.process.start()
+        child.close()
+        self.conn = parent
+        self.ready = False
+        if self.setup is not None:
+            self._send_setup()
+
+    def _send_setup(self) -> None:
+        self.setup_id = next(_request_ids)
+        self.ready = False
+        self.conn.send((self.setup_id, "setup", self.setup))
+
+    def set_entry(self, setup: EntrySetup) -> None:
+        self.setup = setup
+        if self.process is None or not self.process.is_alive():
+            self.start()
+        else:
+            self._send_setup()
+
+    def send(self, kind: str, *payload) -> int:
+        if self.process is None or not self.process.is_alive():
+            self.restart()
+        request_id = next(_request_ids)
+        self.conn.send((request_id, kind, payload))
+        return request_id
+
+    def receive(self):
+        """The next reply, or None for a setup reply (which marks the worker ready)."""
+        request_id, status, value = self.conn.recv()
+        if status == "setup":
+            if request_id == self.setup_id:
+                self.ready = True
+            return None
+        return request_id, status, value
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.join(timeout=10)
+            self.conn.close()
+        self.process = None
+
+    def restart(self) -> None:
+        self.kill()
+        self.restarts += 1
+        self.start()
+
+    def stop(self) -> None:
+        if self.alive():
+            try:
+                self.conn.send((0, "stop", ()))
+                self.process.join(timeout=5)
+            except (OSError, EOFError):
+                pass
+        self.kill()
+
+    def call(self, kind: str, *payload, timeout: float, setup_timeout: float = 300.0):
+        """Run one request and return its value; WorkerFailure on timeout, death or error."""
+        request_id = self.send(kind, *payload)
+        deadline = time.monotonic() + timeout + (0 if self.ready else setup_timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.restart()
+                raise WorkerFailure(f"{kind} timed out after {timeout:.0f}s")
+            try:
+                has_reply = self.conn.poll(min(remaining, 0.5))
+                reply = self.receive() if has_reply else None
+            except (EOFError, OSError):
+                has_reply, reply = False, None
+                self.process.join(timeout=5)
+            if has_reply and reply is None and self.ready:
+                deadline = time.monotonic() + timeout
+            if reply is not None and reply[0] == request_id:
+                if reply[1] == "error":
+                    raise WorkerFailure(reply[2])
+                return reply[2]
+            if not has_reply and not self.alive():
+                code = self.process.exitcode if self.process else None
+                self.restart()
+                raise WorkerFailure(f"worker died (exit code {code}) during {kind}")
+
+
+class WorkerPool:
+    """Several workers running one kind of request over a list of payloads in parallel."""
+
+    def __init__(self, size: int, name: str = "compile"):
+        context = multiprocessing.get_context("spawn")
+        self.workers = [Worker(context, f"{name}-{i}") for i in range(size)]
+
+    def set_entry(self, setup: EntrySetup) -> None:
+        for worker in self.workers:
+            worker.set_entry(setup)
+
+    def run(self, kind: str, payloads: list, timeout: float, setup_timeout: float = 300.0) -> Iterator:
+        """Yield (index, ok, value) as requests finish; ok is False on error, timeout or death."""
+        pending = deque(enumerate(payloads))
+        busy: dict[Worker, tuple] = {}
+        while pending or busy:
+            for worker in self.workers:
+                if pending and worker not in busy:
+                    index, payload = pending.popleft()
+                    request_id = worker.send(kind, *payload)
+                    busy[worker] = (index, request_id, time.monotonic())
+            conns = {w.conn: w for w in busy}
+            for conn in multiprocessing.connection.wait(list(conns), timeout=0.2):
+                worker = conns[conn]
+                try:
+                    reply = worker.receive()
+                except (EOFError, OSError):
+                    continue  # handled below as a dead worker
+                index, request_id, started = busy[worker]
+                if reply is None:
+                    if worker.ready:
+                        busy[worker] = (index, request_id, time.monotonic())
+                elif reply[0] == request_id:
+                    del busy[worker]
+                    yield index, reply[1] == "ok", reply[2]
+            now = time.monotonic()
+            for worker, (index, _, started) in list(busy.items()):
+                limit = timeout + (0 if worker.ready else setup_timeout)
+                if now - started > limit or not worker.alive():
+                    reason = "timed out" if worker.alive() else f"died (exit code {worker.process.exitcode})"
+                    del busy[worker]
+                    worker.restart()
+                    yield index, False, f"{kind} {reason}"
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.stop()

@@ -1,0 +1,48 @@
+"""Run state (resumption bookkeeping) and tuned-table merging."""
+import json
+
+from build_tools.autotune.state import TuneState
+from build_tools.autotune.table import entry_key, load_table, merged_table, write_json_atomic
+
+
+def entry(op, n, us):
+    return {"op": op, "dtype": "bfloat16", "shape": {"N": n}, "config": {"num_warps": 4}, "us": us}
+
+
+def test_state_survives_a_restart_only_when_resuming(tmp_path):
+    path = tmp_path / "state.json"
+    state = TuneState.open(path, "sm_90", resume=False)
+    state.mark_finished(entry_key("a", "bfloat16", {"N": 1}), {"us": 1.0})
+    state.mark_failed(entry_key("a", "bfloat16", {"N": 2}), "boom")
+    resumed = TuneState.open(path, "sm_90", resume=True)
+    assert resumed.is_finished(entry_key("a", "bfloat16", {"N": 1}))
+    assert resumed.attempts(entry_key("a", "bfloat16", {"N": 2})) == 1
+    assert not TuneState.open(path, "sm_90", resume=False).finished
+    assert not TuneState.open(path, "sm_100", resume=True).finished
+
+
+def test_finishing_clears_an_earlier_failure(tmp_path):
+    state = TuneState.open(tmp_path / "s.json", "sm_90", resume=False)
+    key = entry_key("a", "float16", {"M": 3, "N": 4})
+    state.mark_failed(key, "boom")
+    state.mark_failed(key, "boom")
+    assert state.attempts(key) == 2
+    state.mark_finished(key, {})
+    assert state.attempts(key) == 0
+
+
+def test_entry_key_ignores_shape_key_order():
+    assert entry_key("a", "bf16", {"M": 1, "N": 2}) == entry_key("a", "bf16", {"N": 2, "M": 1})
+
+
+def test_merge_replaces_matching_entries_and_keeps_the_rest_sorted(tmp_path):
+    existing = {"schema": 1, "entries": [entry("b", 8, 5.0), entry("a", 8, 3.0)]}
+    header = {"schema": 1, "arch": "sm_90"}
+    table = merged_table(header, existing, [entry("a", 8, 2.0), entry("a", 4, 1.0)])
+    assert [(e["op"], e["shape"]["N"], e["us"]) for e in table["entries"]] == [
+        ("a", 4, 1.0), ("a", 8, 2.0), ("b", 8, 5.0)
+    ]
+    path = tmp_path / "t" / "sm_90.json"
+    write_json_atomic(path, table)
+    assert load_table(path) == json.loads(path.read_text()) == table
+    assert load_table(tmp_path / "missing.json") is None
