@@ -1,0 +1,340 @@
+"""Scaled dot-product attention, forward and backward, layout [B, H, S, D] (flash-attention style).
+
+attention_fwd(q, k, v, scale, causal) -> (out, lse)
+    Online softmax over key tiles in the exp2 domain (log2(e) folded into the scale); `lse` is the
+    natural-log log-sum-exp of the scaled scores per query row, fp32 [B, Hq, Sq].
+attention_bwd_preprocess(out, grad_out) -> delta = sum(grad_out * out, -1), fp32 [B, Hq, Sq]
+attention_bwd(grad_out, q, k, v, lse, delta, scale, causal) -> (dq, dk, dv)
+    One program per key tile of one kv head: it loops over the query heads sharing that kv head
+    and their query tiles, accumulates dk/dv in fp32 registers, and adds each dq contribution into
+    an fp32 buffer with atomics.
+Conventions (those of torch.nn.functional.scaled_dot_product_attention):
+- causal masks are top-left aligned: query i sees keys j <= i, also when Sq != Sk;
+- grouped-query attention: k/v have Hkv heads dividing Hq; query head h reads kv head h // (Hq // Hkv);
+- zero keys (Sk == 0) give a zero output and lse = -inf, as torch does.
+Causal kernels skip key tiles that are fully masked (the key loop ends at the query tile's end) and
+the backward starts each key tile's query loop at the key tile's first position.
+The head dim is specialized (hl.specialize), so each D gets its own compiled variant.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+from build_tools.opspec import OpSpec
+
+from ._inputs import as_float64, element_size, randn, seeded_generator
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+@helion.kernel(static_shapes=False)
+def attention_fwd(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: hl.constexpr
+) -> tuple[torch.Tensor, torch.Tensor]:
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = hl.specialize(head_dim)
+    group = q_heads // kv_heads
+    qk_scale = scale * LOG2E
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    for tile_b, tile_h, tile_m in hl.tile([batch, q_heads, q_len], block_size=[1, 1, None]):
+        b = tile_b.begin
+        h = tile_h.begin
+        kv_h = h // group
+        q_tile = q[b, h, tile_m, :]
+        row_max = hl.full([tile_m], float("-inf"), dtype=torch.float32)
+        row_sum = hl.full([tile_m], 1.0, dtype=torch.float32)
+        acc = hl.zeros([tile_m, head_dim], dtype=torch.float32)
+        if causal:
+            key_end = min(tile_m.end, kv_len)
+        else:
+            key_end = kv_len
+        for tile_n in hl.tile(0, key_end):
+            k_tile = k[b, kv_h, tile_n, :]
+            scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale
+            visible = tile_n.index[None, :] < kv_len
+            if causal:
+                visible = visible & (tile_n.index[None, :] <= tile_m.index[:, None])
+            scores = torch.where(visible, scores, float("-inf"))
+            new_max = torch.maximum(row_max, torch.amax(scores, dim=1))
+            probs = torch.exp2(scores - new_max[:, None])
+            rescale = torch.exp2(row_max - new_max)
+            row_sum = row_sum * rescale + torch.sum(probs, dim=1)
+            v_tile = v[b, kv_h, tile_n, :]
+            acc = acc * rescale[:, None]
+            acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc)
+            row_max = new_max
+        out[b, h, tile_m, :] = (acc / row_sum[:, None]).to(out.dtype)
+        lse[b, h, tile_m] = (row_max + torch.log2(row_sum)) * LN2
+    return out, lse
+
+
+@helion.kernel(static_shapes=False)
+def attention_bwd_preprocess(out: torch.Tensor, grad_out: torch.Tensor) -> torch.Tensor:
+    batch, heads, q_len, head_dim = out.size()
+    head_dim = hl.specialize(head_dim)
+    delta = torch.empty([batch, heads, q_len], dtype=torch.float32, device=out.device)
+    for tile_b, tile_h, tile_m in hl.tile([batch, heads, q_len], block_size=[1, 1, None]):
+        b = tile_b.begin
+        h = tile_h.begin
+        o_tile = out[b, h, tile_m, :].to(torch.float32)
+        do_tile = grad_out[b, h, tile_m, :].to(torch.float32)
+        delta[b, h, tile_m] = torch.sum(o_tile * do_tile, dim=1)
+    return delta
+
+
+@helion.kernel(static_shapes=False)
+def attention_bwd(
+    grad_out: torch.Tensor,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    lse: torch.Tensor,
+    delta: torch.Tensor,
+    scale: float,
+    causal: hl.constexpr,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = hl.specialize(head_dim)
+    group = q_heads // kv_heads
+    qk_scale = scale * LOG2E
+    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    for tile_b, tile_h, tile_n in hl.tile([batch, kv_heads, kv_len], block_size=[1, 1, None]):
+        b = tile_b.begin
+        kv_h = tile_h.begin
+        k_tile = k[b, kv_h, tile_n, :]
+        v_tile = v[b, kv_h, tile_n, :]
+        acc_k = hl.zeros([tile_n, head_dim], dtype=torch.float32)
+        acc_v = hl.zeros([tile_n, head_dim], dtype=torch.float32)
+        if causal:
+            query_begin = tile_n.begin
+        else:
+            query_begin = 0
+        for group_index in hl.grid(group):
+            h = kv_h * group + group_index
+            for tile_m in hl.tile(query_begin, q_len):
+                q_tile = q[b, h, tile_m, :]
+                do_tile = grad_out[b, h, tile_m, :]
+                lse_log2 = lse[b, h, tile_m] * LOG2E
+                scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale
+                visible = (tile_n.index[None, :] < kv_len) & (tile_m.index[:, None] < q_len)
+                if causal:
+                    visible = visible & (tile_n.index[None, :] <= tile_m.index[:, None])
+                probs = torch.where(visible, torch.exp2(scores - lse_log2[:, None]), 0.0)
+                acc_v = hl.dot(probs.to(do_tile.dtype).T, do_tile, acc=acc_v)
+                grad_probs = hl.dot(do_tile, v_tile.T, out_dtype=torch.float32)
+                grad_scores = probs * (grad_probs - delta[b, h, tile_m][:, None])
+                acc_k = hl.dot(grad_scores.to(q_tile.dtype).T, q_tile, acc=acc_k)
+                grad_q_part = hl.dot(grad_scores.to(k_tile.dtype), k_tile, out_dtype=torch.float32) * scale
+                hl.atomic_add(grad_q, [b, h, tile_m, slice(None)], grad_q_part)
+        grad_k[b, kv_h, tile_n, :] = (acc_k * scale).to(grad_k.dtype)
+        grad_v[b, kv_h, tile_n, :] = acc_v.to(grad_v.dtype)
+    return grad_q.to(q.dtype), grad_k, grad_v
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+def _qkv(shape, dtype, device, generator):
+    batch, q_heads, kv_heads = shape["B"], shape["H"], shape["Hkv"]
+    q_len, kv_len, head_dim = shape["Sq"], shape["Sk"], shape["D"]
+    q = randn([batch, q_heads, q_len, head_dim], dtype, device, generator)
+    k = randn([batch, kv_heads, kv_len, head_dim], dtype, device, generator)
+    v = randn([batch, kv_heads, kv_len, head_dim], dtype, device, generator)
+    return q, k, v
+
+
+def _scale(shape) -> float:
+    return shape.get("scale", 1.0 / math.sqrt(shape["D"]))
+
+
+def make_fwd_inputs(shape, dtype, device, seed):
+    generator = seeded_generator(device, seed)
+    q, k, v = _qkv(shape, dtype, device, generator)
+    return q, k, v, _scale(shape), bool(shape["causal"])
+
+
+def _forward_for_backward(q, k, v, scale, causal):
+    """out (input dtype) and lse (fp32) as the forward would save them, computed head by head."""
+    group = q.size(1) // k.size(1)
+    out = torch.empty_like(q)
+    lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+    for b in range(q.size(0)):
+        for h in range(q.size(1)):
+            k32, v32 = k[b, h // group].to(torch.float32), v[b, h // group].to(torch.float32)
+            scores = torch.matmul(q[b, h].to(torch.float32), k32.T) * scale
+            if causal:
+                scores = scores.masked_fill(_causal_hidden(q.size(2), k.size(2), q.device), float("-inf"))
+            lse[b, h] = torch.logsumexp(scores, dim=-1)
+            out[b, h] = torch.matmul(torch.softmax(scores, dim=-1), v32).to(q.dtype)
+    return out, lse
+
+
+def make_bwd_preprocess_inputs(shape, dtype, device, seed):
+    generator = seeded_generator(device, seed)
+    out = randn([shape["B"], shape["H"], shape["Sq"], shape["D"]], dtype, device, generator)
+    grad_out = randn([shape["B"], shape["H"], shape["Sq"], shape["D"]], dtype, device, generator)
+    return out, grad_out
+
+
+def make_bwd_inputs(shape, dtype, device, seed):
+    generator = seeded_generator(device, seed)
+    q, k, v = _qkv(shape, dtype, device, generator)
+    grad_out = randn(list(q.shape), dtype, device, generator)
+    scale, causal = _scale(shape), bool(shape["causal"])
+    out, lse = _forward_for_backward(q, k, v, scale, causal)
+    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
+    return grad_out, q, k, v, lse, delta, scale, causal
+
+
+# ---- float64 references, chunked over (batch, head) so S=16384 fits in memory -----------------
+
+def _causal_hidden(q_len: int, kv_len: int, device) -> torch.Tensor:
+    """True where a key is hidden from a query under torch's top-left aligned causal mask."""
+    return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril().logical_not()
+
+
+def _head_probs(q64, k64, scale, causal, lse64=None):
+    """Softmax probabilities of one head (from scratch, or from a given lse as the backward does)."""
+    scores = torch.matmul(q64, k64.transpose(-1, -2)) * scale
+    if causal:
+        scores = scores.masked_fill(_causal_hidden(q64.size(0), k64.size(0), q64.device), float("-inf"))
+    if lse64 is None:
+        lse64 = torch.logsumexp(scores, dim=-1)
+    return torch.exp(scores - lse64[:, None]), lse64
+
+
+def reference_fwd(q, k, v, scale, causal):
+    group = q.size(1) // k.size(1)
+    out = torch.empty(q.shape, dtype=torch.float64, device=q.device)
+    lse = torch.empty(q.shape[:-1], dtype=torch.float64, device=q.device)
+    for b in range(q.size(0)):
+        for h in range(q.size(1)):
+            k64, v64 = as_float64((k[b, h // group], v[b, h // group]))
+            probs, lse[b, h] = _head_probs(as_float64(q[b, h]), k64, scale, causal)
+            out[b, h] = probs @ v64
+    return out, lse
+
+
+def reference_bwd_preprocess(out, grad_out):
+    return (as_float64(out) * as_float64(grad_out)).sum(-1)
+
+
+def reference_bwd(grad_out, q, k, v, lse, delta, scale, causal):
+    """Exact gradients of attention at (q, k, v), using the given lse and delta as the kernel does."""
+    group = q.size(1) // k.size(1)
+    grad_q = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
+    grad_k = torch.zeros(k.shape, dtype=torch.float64, device=q.device)
+    grad_v = torch.zeros(v.shape, dtype=torch.float64, device=q.device)
+    for b in range(q.size(0)):
+        for h in range(q.size(1)):
+            kv_h = h // group
+            q64, k64, v64, do64 = as_float64((q[b, h], k[b, kv_h], v[b, kv_h], grad_out[b, h]))
+            probs, _ = _head_probs(q64, k64, scale, causal, as_float64(lse[b, h]))
+            grad_v[b, kv_h] += probs.T @ do64
+            grad_scores = probs * (do64 @ v64.T - as_float64(delta[b, h])[:, None])
+            grad_q[b, h] = grad_scores @ k64 * scale
+            grad_k[b, kv_h] += grad_scores.T @ q64 * scale
+    return grad_q, grad_k, grad_v
+
+
+# ---- eager peers at the input dtype ---------------------------------------------------------
+
+def baseline_fwd(q, k, v, scale, causal):
+    group = q.size(1) // k.size(1)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                                           enable_gqa=group > 1)
+    return out
+
+
+def baseline_bwd_preprocess(out, grad_out):
+    return (out.to(torch.float32) * grad_out.to(torch.float32)).sum(-1)
+
+
+def baseline_bwd(grad_out, q, k, v, lse, delta, scale, causal):
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    out = baseline_fwd(q, k, v, scale, causal)
+    return torch.autograd.grad(out, (q, k, v), grad_out)
+
+
+# ---- tolerances and costs ---------------------------------------------------------------------
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol). Outputs are averages of unit-variance values (magnitudes ~0.03-1); errors come
+    from rounding the probabilities and dS to the input dtype before their dots, and the outputs.
+    fp32 inputs use TF32 dots on NVIDIA GPUs."""
+    return {torch.bfloat16: (1e-2, 2e-3), torch.float16: (2e-3, 5e-4), torch.float32: (1e-3, 1e-3)}[dtype]
+
+
+def _visible_pairs(shape) -> int:
+    q_len, kv_len = shape["Sq"], shape["Sk"]
+    if not shape["causal"]:
+        return q_len * kv_len
+    full_rows = max(q_len - kv_len, 0)
+    partial = min(q_len, kv_len)
+    return partial * (partial + 1) // 2 + full_rows * kv_len
+
+
+def cost_fwd(shape, dtype):
+    heads = shape["B"] * shape["H"]
+    kv_heads = shape["B"] * shape["Hkv"]
+    size = element_size(dtype)
+    flops = 4.0 * heads * _visible_pairs(shape) * shape["D"]
+    moved = (2 * heads * shape["Sq"] + 2 * kv_heads * shape["Sk"]) * shape["D"] * size + 4 * heads * shape["Sq"]
+    return flops, float(moved)
+
+
+def cost_bwd_preprocess(shape, dtype):
+    elements = shape["B"] * shape["H"] * shape["Sq"] * shape["D"]
+    return 2.0 * elements, float(2 * elements * element_size(dtype) + 4 * shape["B"] * shape["H"] * shape["Sq"])
+
+
+def cost_bwd(shape, dtype):
+    heads = shape["B"] * shape["H"]
+    kv_heads = shape["B"] * shape["Hkv"]
+    size = element_size(dtype)
+    flops = 10.0 * heads * _visible_pairs(shape) * shape["D"]
+    moved = (3 * heads * shape["Sq"] + 4 * kv_heads * shape["Sk"]) * shape["D"] * size + 8 * heads * shape["Sq"]
+    return flops, float(moved)
+
+
+def _shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal):
+    return {"B": batch, "H": heads, "Hkv": kv_heads, "Sq": q_len, "Sk": kv_len, "D": head_dim, "causal": causal}
+
+
+# Prefill at several lengths, both head dims, MHA and GQA, causal and not, one long sequence.
+SHAPES = [
+    _shape(4, 32, 32, 4096, 4096, 128, False),
+    _shape(4, 32, 32, 4096, 4096, 128, True),
+    _shape(8, 32, 8, 1024, 1024, 128, True),
+    _shape(1, 32, 8, 16384, 16384, 128, True),
+    _shape(16, 16, 16, 512, 512, 64, False),
+    _shape(4, 32, 32, 2048, 2048, 64, True),
+    _shape(32, 12, 12, 128, 128, 64, False),
+]
+PREPROCESS_SHAPES = [_shape(4, 32, 32, 4096, 4096, 128, False), _shape(16, 16, 16, 512, 512, 64, False)]
+EXACT_KEYS = ("D", "causal")
+DTYPES = (torch.bfloat16, torch.float16)
+
+OPS = [
+    OpSpec(name="attention_fwd", kernel=attention_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, exact_keys=EXACT_KEYS,
+           baseline=baseline_fwd),
+    OpSpec(name="attention_bwd_preprocess", kernel=attention_bwd_preprocess,
+           make_inputs=make_bwd_preprocess_inputs, reference=reference_bwd_preprocess,
+           shapes=PREPROCESS_SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_bwd_preprocess,
+           exact_keys=("D",), baseline=baseline_bwd_preprocess),
+    OpSpec(name="attention_bwd", kernel=attention_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_bwd, exact_keys=EXACT_KEYS,
+           baseline=baseline_bwd),
+]

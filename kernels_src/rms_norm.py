@@ -1,0 +1,234 @@
+"""RMSNorm forward and backward over the last dim of a 2-D [M, N] input, with and without a weight.
+
+forward:  y = x * rstd * weight,  rstd = 1 / sqrt(mean(x^2) + eps)   (rstd kept in fp32 for backward)
+backward: x_hat = x * rstd
+          dx = rstd * (dy * weight - x_hat * mean(dy * weight * x_hat))
+          dweight = sum over rows of dy * x_hat
+All arithmetic is fp32 whatever the input dtype. Long rows (N up to 262144 and more) rely on the
+config's `reduction_loops` to loop the row reduction instead of holding the row in registers.
+The backward writes one fp32 partial dweight row per row tile (the row tile's size is a tunable
+block size) and finishes with one small host reduction over those partial rows.
+The no-weight ops are separate kernels so that neither carries a dummy weight tensor.
+"""
+from __future__ import annotations
+
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+from build_tools.opspec import OpSpec
+
+from ._inputs import as_float64, element_size, randn, seeded_generator
+
+DEFAULT_EPS = 1e-6
+
+
+@helion.kernel(static_shapes=False)
+def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        x_tile = x[tile_m, :].to(torch.float32)
+        rstd = torch.rsqrt(torch.mean(x_tile * x_tile, dim=-1) + eps)
+        out[tile_m, :] = (x_tile * rstd[:, None] * weight[None, :].to(torch.float32)).to(out.dtype)
+        inv_rms[tile_m] = rstd
+    return out, inv_rms
+
+
+@helion.kernel(static_shapes=False)
+def rms_norm_noweight_fwd(x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        x_tile = x[tile_m, :].to(torch.float32)
+        rstd = torch.rsqrt(torch.mean(x_tile * x_tile, dim=-1) + eps)
+        out[tile_m, :] = (x_tile * rstd[:, None]).to(out.dtype)
+        inv_rms[tile_m] = rstd
+    return out, inv_rms
+
+
+@helion.kernel(static_shapes=False)
+def rms_norm_bwd(
+    grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, inv_rms: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    block_m = hl.register_block_size(m)
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = torch.empty([helion.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m, block_size=block_m):
+        x_tile = x[tile_m, :].to(torch.float32)
+        dy = grad_out[tile_m, :].to(torch.float32)
+        rstd = inv_rms[tile_m]
+        x_hat = x_tile * rstd[:, None]
+        dy_w = dy * weight[None, :].to(torch.float32)
+        row_dot = torch.mean(dy_w * x_hat, dim=-1)
+        grad_x[tile_m, :] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
+        grad_weight_partial[tile_m.id, :] = torch.sum(dy * x_hat, dim=0)
+    return grad_x, grad_weight_partial.sum(0).to(weight.dtype)
+
+
+@helion.kernel(static_shapes=False)
+def rms_norm_noweight_bwd(grad_out: torch.Tensor, x: torch.Tensor, inv_rms: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    for tile_m in hl.tile(m):
+        x_tile = x[tile_m, :].to(torch.float32)
+        dy = grad_out[tile_m, :].to(torch.float32)
+        rstd = inv_rms[tile_m]
+        x_hat = x_tile * rstd[:, None]
+        row_dot = torch.mean(dy * x_hat, dim=-1)
+        grad_x[tile_m, :] = ((dy - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
+    return grad_x
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+def _input_rows(shape: dict, dtype: torch.dtype, device: str, generator: torch.Generator) -> torch.Tensor:
+    return randn([shape["M"], shape["N"]], dtype, device, generator)
+
+
+def _weight(shape: dict, dtype: torch.dtype, device: str, generator: torch.Generator) -> torch.Tensor:
+    return randn([shape["N"]], dtype, device, generator, scale=0.5, shift=1.0)
+
+
+def _inv_rms_fp32(x: torch.Tensor, eps: float) -> torch.Tensor:
+    x32 = x.to(torch.float32)
+    return torch.rsqrt(x32.pow(2).mean(-1) + eps)
+
+
+def make_fwd_inputs(shape, dtype, device, seed):
+    generator = seeded_generator(device, seed)
+    return (_input_rows(shape, dtype, device, generator), _weight(shape, dtype, device, generator), DEFAULT_EPS)
+
+
+def make_noweight_fwd_inputs(shape, dtype, device, seed):
+    generator = seeded_generator(device, seed)
+    return (_input_rows(shape, dtype, device, generator), DEFAULT_EPS)
+
+
+def make_bwd_inputs(shape, dtype, device, seed):
+    generator = seeded_generator(device, seed)
+    x = _input_rows(shape, dtype, device, generator)
+    weight = _weight(shape, dtype, device, generator)
+    grad_out = _input_rows(shape, dtype, device, generator)
+    return grad_out, x, weight, _inv_rms_fp32(x, DEFAULT_EPS)
+
+
+def make_noweight_bwd_inputs(shape, dtype, device, seed):
+    grad_out, x, _weight_unused, inv_rms = make_bwd_inputs(shape, dtype, device, seed)
+    return grad_out, x, inv_rms
+
+
+# ---- float64 references ---------------------------------------------------------------------
+
+def reference_fwd(x, weight, eps):
+    x64, weight64 = as_float64((x, weight))
+    rstd = torch.rsqrt(x64.pow(2).mean(-1) + eps)
+    return x64 * rstd[:, None] * weight64, rstd
+
+
+def reference_noweight_fwd(x, eps):
+    x64 = as_float64(x)
+    rstd = torch.rsqrt(x64.pow(2).mean(-1) + eps)
+    return x64 * rstd[:, None], rstd
+
+
+def _reference_grads(grad_out, x, weight, inv_rms):
+    """Gradients of y = x * rstd * weight with rstd given (it is the saved forward value)."""
+    grad_out64, x64, rstd = as_float64((grad_out, x, inv_rms))
+    x_hat = x64 * rstd[:, None]
+    dy_w = grad_out64 if weight is None else grad_out64 * as_float64(weight)
+    grad_x = (dy_w - x_hat * (dy_w * x_hat).mean(-1, keepdim=True)) * rstd[:, None]
+    return grad_x, (grad_out64 * x_hat).sum(0)
+
+
+def reference_bwd(grad_out, x, weight, inv_rms):
+    return _reference_grads(grad_out, x, weight, inv_rms)
+
+
+def reference_noweight_bwd(grad_out, x, inv_rms):
+    return _reference_grads(grad_out, x, None, inv_rms)[0]
+
+
+# ---- eager PyTorch peers at the input dtype ---------------------------------------------------
+
+def baseline_fwd(x, weight, eps):
+    rstd = torch.rsqrt(x.to(torch.float32).pow(2).mean(-1) + eps)
+    return (x.to(torch.float32) * rstd[:, None] * weight.to(torch.float32)).to(x.dtype), rstd
+
+
+def baseline_noweight_fwd(x, eps):
+    rstd = torch.rsqrt(x.to(torch.float32).pow(2).mean(-1) + eps)
+    return (x.to(torch.float32) * rstd[:, None]).to(x.dtype), rstd
+
+
+def baseline_bwd(grad_out, x, weight, inv_rms):
+    x_hat = x.to(torch.float32) * inv_rms[:, None]
+    dy = grad_out.to(torch.float32)
+    dy_w = dy * weight.to(torch.float32)
+    grad_x = (dy_w - x_hat * (dy_w * x_hat).mean(-1, keepdim=True)) * inv_rms[:, None]
+    return grad_x.to(x.dtype), (dy * x_hat).sum(0).to(weight.dtype)
+
+
+def baseline_noweight_bwd(grad_out, x, inv_rms):
+    x_hat = x.to(torch.float32) * inv_rms[:, None]
+    dy = grad_out.to(torch.float32)
+    return ((dy - x_hat * (dy * x_hat).mean(-1, keepdim=True)) * inv_rms[:, None]).to(x.dtype)
+
+
+# ---- tolerances and costs ---------------------------------------------------------------------
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol): outputs are O(1); fp32 math throughout, so only the output rounding differs."""
+    return {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1e-2, 1e-2), torch.float16: (2e-3, 2e-3)}[dtype]
+
+
+def cost_fwd(shape, dtype):
+    m, n = shape["M"], shape["N"]
+    size = element_size(dtype)
+    return 4.0 * m * n, float(2 * m * n * size + n * size + 4 * m)
+
+
+def cost_noweight_fwd(shape, dtype):
+    m, n = shape["M"], shape["N"]
+    return 3.0 * m * n, float(2 * m * n * element_size(dtype) + 4 * m)
+
+
+def cost_bwd(shape, dtype):
+    m, n = shape["M"], shape["N"]
+    size = element_size(dtype)
+    return 9.0 * m * n, float(3 * m * n * size + 2 * n * size + 4 * m)
+
+
+def cost_noweight_bwd(shape, dtype):
+    m, n = shape["M"], shape["N"]
+    return 7.0 * m * n, float(3 * m * n * element_size(dtype) + 4 * m)
+
+
+# Decode (1 row), prefill batches at common hidden sizes, and the long-row case.
+SHAPES = [
+    {"M": 1, "N": 4096},
+    {"M": 4096, "N": 768},
+    {"M": 16384, "N": 4096},
+    {"M": 65536, "N": 4096},
+    {"M": 4096, "N": 8192},
+    {"M": 2048, "N": 16384},
+    {"M": 64, "N": 262144},
+]
+NOWEIGHT_SHAPES = [{"M": 1, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 64, "N": 262144}]
+DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+OPS = [
+    OpSpec(name="rms_norm_fwd", kernel=rms_norm_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd),
+    OpSpec(name="rms_norm_bwd", kernel=rms_norm_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_bwd, baseline=baseline_bwd),
+    OpSpec(name="rms_norm_noweight_fwd", kernel=rms_norm_noweight_fwd, make_inputs=make_noweight_fwd_inputs,
+           reference=reference_noweight_fwd, shapes=NOWEIGHT_SHAPES, dtypes=DTYPES, tolerance=tolerance,
+           cost=cost_noweight_fwd, baseline=baseline_noweight_fwd),
+    OpSpec(name="rms_norm_noweight_bwd", kernel=rms_norm_noweight_bwd, make_inputs=make_noweight_bwd_inputs,
+           reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=DTYPES, tolerance=tolerance,
+           cost=cost_noweight_bwd, baseline=baseline_noweight_bwd),
+]

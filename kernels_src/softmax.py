@@ -1,0 +1,114 @@
+"""Softmax forward and backward along the last dim of a 2-D [M, N] tensor.
+
+forward:  y = exp(x - max(x)) / sum(exp(x - max(x)))     (fp32 math, y allocated in `out_dtype`)
+backward: dx = y * (dy - sum(dy * y))                     (fp32 math, dx allocated in `grad_in_dtype`)
+Each program owns a tile of rows and reduces over the whole row (`:`). Short rows stay in
+registers (persistent reduction); long rows (131072, 262144, ...) use the config's
+`reduction_loops`, which loops each row reduction over chunks of the row.
+"""
+from __future__ import annotations
+
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+from build_tools.opspec import OpSpec
+
+from ._inputs import as_float64, element_size, randn, seeded_generator
+
+
+@helion.kernel(static_shapes=False)
+def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    for tile_m in hl.tile(m):
+        values = x[tile_m, :].to(torch.float32)
+        row_max = torch.amax(values, dim=1, keepdim=True)
+        exp_values = torch.exp(values - row_max)
+        row_sum = torch.sum(exp_values, dim=1, keepdim=True)
+        out[tile_m, :] = (exp_values / row_sum).to(out.dtype)
+    return out
+
+
+@helion.kernel(static_shapes=False)
+def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.dtype) -> torch.Tensor:
+    m, n = out.size()
+    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
+    for tile_m in hl.tile(m):
+        y = out[tile_m, :].to(torch.float32)
+        dy = grad_out[tile_m, :].to(torch.float32)
+        row_dot = torch.sum(dy * y, dim=1, keepdim=True)
+        grad_in[tile_m, :] = (y * (dy - row_dot)).to(grad_in.dtype)
+    return grad_in
+
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+def make_fwd_inputs(shape, dtype, device, seed):
+    generator = seeded_generator(device, seed)
+    return randn([shape["M"], shape["N"]], dtype, device, generator, scale=2.0), dtype
+
+
+def make_bwd_inputs(shape, dtype, device, seed):
+    generator = seeded_generator(device, seed)
+    logits = randn([shape["M"], shape["N"]], torch.float32, device, generator, scale=2.0)
+    out = torch.softmax(logits, dim=-1).to(dtype)
+    grad_out = randn([shape["M"], shape["N"]], dtype, device, generator)
+    return grad_out, out, dtype
+
+
+# ---- float64 references and eager peers ------------------------------------------------------
+
+def reference_fwd(x, out_dtype):
+    return torch.softmax(as_float64(x), dim=-1)
+
+
+def reference_bwd(grad_out, out, grad_in_dtype):
+    grad_out64, out64 = as_float64((grad_out, out))
+    return out64 * (grad_out64 - (grad_out64 * out64).sum(-1, keepdim=True))
+
+
+def baseline_fwd(x, out_dtype):
+    return torch.softmax(x, dim=-1, dtype=torch.float32).to(out_dtype)
+
+
+def baseline_bwd(grad_out, out, grad_in_dtype):
+    return torch._softmax_backward_data(grad_out, out, -1, out.dtype).to(grad_in_dtype)
+
+
+# ---- tolerances and costs ---------------------------------------------------------------------
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol). Outputs are as small as 1/N (4e-6 at N=262144), so atol stays far below that:
+    the comparison is effectively relative. fp16 keeps a 1e-7 atol for its subnormal range."""
+    return {torch.float32: (1e-5, 1e-9), torch.bfloat16: (1e-2, 1e-8), torch.float16: (2e-3, 1e-7)}[dtype]
+
+
+def cost_fwd(shape, dtype):
+    m, n = shape["M"], shape["N"]
+    return 5.0 * m * n, float(2 * m * n * element_size(dtype))
+
+
+def cost_bwd(shape, dtype):
+    m, n = shape["M"], shape["N"]
+    return 4.0 * m * n, float(3 * m * n * element_size(dtype))
+
+
+# Attention-probability rows, vocabulary rows (decode and prefill) and the long-row cases.
+SHAPES = [
+    {"M": 4096, "N": 4096},
+    {"M": 16384, "N": 4096},
+    {"M": 1, "N": 32000},
+    {"M": 2048, "N": 32000},
+    {"M": 4096, "N": 16384},
+    {"M": 4096, "N": 131072},
+    {"M": 256, "N": 262144},
+]
+DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+OPS = [
+    OpSpec(name="softmax_fwd", kernel=softmax_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd),
+    OpSpec(name="softmax_bwd", kernel=softmax_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_bwd, baseline=baseline_bwd),
+]

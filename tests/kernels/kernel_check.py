@@ -1,0 +1,90 @@
+"""Test helpers for the DSL kernels: configs to try, poisoned output allocation, float64 comparison.
+
+Every kernel test runs an op under its default config and a few random configs
+(`config_spec.random_config(seed)`), with every `torch.empty*` allocation made during the call
+filled with NaN (floats) or -1 (integers) so that elements a kernel never writes cannot pass.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+RANDOM_CONFIG_SEEDS = (11, 23)
+
+
+def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str, object]]:
+    """(label, config) pairs: the default config, random configs for `seeds`, then `extra`."""
+    spec = bound.config_spec
+    configs = [("default", spec.default_config())]
+    configs += [(f"random_config({seed})", spec.random_config(seed)) for seed in seeds]
+    return configs + list(extra)
+
+
+def looped_reduction_config(bound):
+    """The default config with every `reduction_loops` entry set to its smallest looped chunk."""
+    spec = bound.config_spec
+    values = spec.flatten(spec.default_config())
+    looped = False
+    for position, knob in enumerate(spec.knobs()):
+        if knob.name == "reduction_loops":
+            values[position] = min(choice for choice in knob.choices if choice is not None)
+            looped = True
+    assert looped, "the kernel exposes no reduction_loops knob"
+    return spec.normalize(spec.unflatten(values))
+
+
+def _poison(tensor: torch.Tensor) -> torch.Tensor:
+    if tensor.is_floating_point():
+        tensor.fill_(float("nan"))
+    elif tensor.dtype != torch.bool:
+        tensor.fill_(-1)
+    return tensor
+
+
+@contextlib.contextmanager
+def poisoned_allocations():
+    """Within the block, torch.empty/empty_like/new_empty return poisoned (NaN or -1) tensors."""
+    empty, empty_like, new_empty = torch.empty, torch.empty_like, torch.Tensor.new_empty
+    torch.empty = lambda *args, **kwargs: _poison(empty(*args, **kwargs))
+    torch.empty_like = lambda *args, **kwargs: _poison(empty_like(*args, **kwargs))
+    torch.Tensor.new_empty = lambda self, *args, **kwargs: _poison(new_empty(self, *args, **kwargs))
+    try:
+        yield
+    finally:
+        torch.empty, torch.empty_like, torch.Tensor.new_empty = empty, empty_like, new_empty
+
+
+def run_config(bound, config, args):
+    """Compile `bound` for `config` and run it on `args` with poisoned output allocations."""
+    compiled = bound.compile_config(config)
+    with poisoned_allocations():
+        return compiled(*args)
+
+
+def as_tuple(value) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def assert_close(actual, expected, tolerance: tuple[float, float], label: str) -> None:
+    """Compare each output (in float64) with its float64 reference under (rtol, atol)."""
+    rtol, atol = tolerance
+    actual, expected = as_tuple(actual), as_tuple(expected)
+    assert len(actual) == len(expected), f"{label}: {len(actual)} outputs, expected {len(expected)}"
+    for index, (got, want) in enumerate(zip(actual, expected)):
+        assert got.shape == want.shape, f"{label} output {index}: shape {tuple(got.shape)} != {tuple(want.shape)}"
+        torch.testing.assert_close(got.to(torch.float64), want.to(got.device, torch.float64), rtol=rtol, atol=atol,
+                                   msg=lambda text, i=index: f"{label} output {i}: {text}")
+
+
+def check_op(kernel, args, reference_outputs, tolerance, label: str, looped=False, output_dtypes=None) -> None:
+    """Run `kernel` on `args` under each config (plus a looped-reduction one when `looped`) and
+    compare every output with the reference; `output_dtypes` checks the outputs' dtypes too."""
+    bound = kernel.bind(args)
+    extra = [("looped reduction", looped_reduction_config(bound))] if looped else []
+    for config_label, config in configs_to_try(bound, extra=extra):
+        outputs = as_tuple(run_config(bound, config, args))
+        if output_dtypes is not None:
+            got_dtypes = tuple(output.dtype for output in outputs)
+            assert got_dtypes == tuple(output_dtypes), f"{label} [{config_label}]: dtypes {got_dtypes}"
+        assert_close(outputs, reference_outputs, tolerance, f"{label} [{config_label}: {dict(config)}]")

@@ -1,0 +1,92 @@
+"""Attention forward, backward preprocess and backward kernels against float64 references.
+
+Covers causal (torch's top-left aligned mask) and non-causal, query/key lengths that differ both
+ways, grouped- and multi-query attention, a custom scale, head dims 64, 128 and one other, and a
+single-token case. Tolerances are the op's own (kernels_src.attention.tolerance): bf16 (1e-2, 2e-3),
+fp16 (2e-3, 5e-4) as (rtol, atol). Each case runs under the default and random configs.
+"""
+import pytest
+import torch
+
+from kernel_check import check_op
+from kernels_src import attention
+
+
+def _case(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, scale=None):
+    shape = {"B": batch, "H": heads, "Hkv": kv_heads, "Sq": q_len, "Sk": kv_len, "D": head_dim, "causal": causal}
+    if scale is not None:
+        shape["scale"] = scale
+    return shape
+
+
+CASES = {
+    "cpu": [
+        _case(1, 2, 2, 17, 17, 64, False),
+        _case(1, 2, 2, 17, 17, 64, True),
+        _case(2, 4, 2, 33, 20, 64, True),      # GQA, more queries than keys
+        _case(1, 3, 1, 9, 40, 64, True),       # MQA, fewer queries than keys
+        _case(1, 2, 1, 21, 30, 64, False, scale=0.3),
+        _case(1, 1, 1, 1, 1, 64, True),
+        _case(1, 1, 1, 19, 23, 128, True),
+        _case(1, 2, 2, 13, 11, 32, False),
+    ],
+    "cuda": [
+        _case(2, 8, 8, 1024, 1024, 128, False),
+        _case(2, 8, 8, 1024, 1024, 128, True),
+        _case(1, 32, 8, 2048, 2048, 128, True),
+        _case(2, 4, 2, 1500, 1000, 64, True),
+        _case(2, 4, 1, 1000, 1500, 64, True),
+        _case(1, 6, 3, 777, 555, 64, False, scale=0.3),
+        _case(3, 2, 2, 1, 4097, 128, False),
+        _case(1, 4, 4, 300, 301, 96, True),
+    ],
+}
+DTYPES = [torch.bfloat16, torch.float16]
+
+
+def _label(op, shape, dtype):
+    return f"{op} {shape} {dtype}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", range(len(CASES["cpu"])))
+def test_forward(device, dtype, case):
+    shape = CASES[device][case]
+    args = attention.make_fwd_inputs(shape, dtype, device, seed=case)
+    check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(dtype),
+             _label("attention_fwd", shape, dtype), output_dtypes=(dtype, torch.float32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_backward_preprocess(device, dtype):
+    for case, shape in enumerate(CASES[device][:3]):
+        args = attention.make_bwd_preprocess_inputs(shape, dtype, device, seed=100 + case)
+        check_op(attention.attention_bwd_preprocess, args, attention.reference_bwd_preprocess(*args),
+                 attention.tolerance(torch.float32), _label("attention_bwd_preprocess", shape, dtype),
+                 output_dtypes=(torch.float32,))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", range(len(CASES["cpu"])))
+def test_backward(device, dtype, case):
+    shape = CASES[device][case]
+    args = attention.make_bwd_inputs(shape, dtype, device, seed=200 + case)
+    check_op(attention.attention_bwd, args, attention.reference_bwd(*args), attention.tolerance(dtype),
+             _label("attention_bwd", shape, dtype), output_dtypes=(dtype, dtype, dtype))
+
+
+def test_reference_matches_torch_sdpa(device):
+    """The float64 references follow torch's conventions (top-left causal mask, GQA head mapping)."""
+    shape = _case(2, 4, 2, 9, 13, 64, True, scale=0.2)
+    q, k, v, scale, causal = attention.make_fwd_inputs(shape, torch.float32, device, seed=300)
+    q, k, v = (t.to(torch.float64).requires_grad_() for t in (q, k, v))
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                                                enable_gqa=True)
+    out, lse = attention.reference_fwd(q.detach(), k.detach(), v.detach(), scale, causal)
+    torch.testing.assert_close(out, expected.detach())
+    grad_out = torch.randn_like(expected)
+    expected_grads = torch.autograd.grad(expected, (q, k, v), grad_out)
+    delta = attention.reference_bwd_preprocess(out, grad_out)
+    grads = attention.reference_bwd(grad_out, q.detach(), k.detach(), v.detach(), lse, delta, scale, causal)
+    for got, want in zip(grads, expected_grads):
+        torch.testing.assert_close(got, want)

@@ -1,0 +1,59 @@
+"""matmul / bmm / linear kernels against float64 references, including transposed (strided) inputs.
+
+Tolerances are the op's own (kernels_src.matmul.tolerance) on O(1) outputs: fp32 (1e-3, 5e-3)
+because GPUs run fp32 dots in TF32 (the CPU interpreter is exact fp32), bf16 (1e-2, 1e-2),
+fp16 (2e-3, 2e-3). Each case runs under the default config and random configs.
+"""
+import pytest
+import torch
+
+from kernel_check import check_op
+from kernels_src import matmul
+
+MNK = {  # awkward sizes: 1, primes, K not a multiple of any block
+    "cpu": [(1, 1, 1), (1, 37, 70), (16, 9, 33), (67, 45, 131)],
+    "cuda": [(1, 4096, 4096), (77, 11008, 4096), (128, 4096, 11008), (1000, 1001, 999), (4096, 4096, 4096)],
+}
+BMM = {"cpu": [(1, 1, 1, 1), (3, 17, 9, 40)], "cuda": [(32, 1024, 1024, 128), (7, 333, 129, 257)]}
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_matmul(device, dtype):
+    for case, (m, n, k) in enumerate(MNK[device]):
+        args = matmul.make_matmul_inputs({"M": m, "N": n, "K": k}, dtype, device, seed=case)
+        check_op(matmul.matmul, args, matmul.reference_matmul(*args), matmul.tolerance(dtype),
+                 f"matmul {m}x{n}x{k} {dtype}", output_dtypes=(dtype,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_matmul_transposed_views(device, dtype):
+    """The runtime's backward passes transposed views (dy @ w, dy.T @ x): strides must be honoured."""
+    for case, (m, n, k) in enumerate(MNK[device][1:]):
+        a, b = matmul.make_matmul_inputs({"M": k, "N": m, "K": n}, dtype, device, seed=50 + case)
+        args = (b.t(), a.t())  # [m, n] @ [n, k], both non-contiguous
+        check_op(matmul.matmul, args, matmul.reference_matmul(*args), matmul.tolerance(dtype),
+                 f"matmul transposed {m}x{k}x{n} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_bmm(device, dtype):
+    for case, (batch, m, n, k) in enumerate(BMM[device]):
+        args = matmul.make_bmm_inputs({"B": batch, "M": m, "N": n, "K": k}, dtype, device, seed=100 + case)
+        check_op(matmul.bmm, args, matmul.reference_bmm(*args), matmul.tolerance(dtype),
+                 f"bmm {batch}x{m}x{n}x{k} {dtype}", output_dtypes=(dtype,))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_linear(device, dtype):
+    for case, (m, n, k) in enumerate(MNK[device]):
+        args = matmul.make_linear_inputs({"M": m, "N": n, "K": k}, dtype, device, seed=200 + case)
+        check_op(matmul.linear, args, matmul.reference_linear(*args), matmul.tolerance(dtype),
+                 f"linear {m}x{n}x{k} {dtype}", output_dtypes=(dtype,))
+
+
+def test_linear_bias_is_added(device):
+    """A bias of large magnitude makes a dropped or misplaced epilogue fail regardless of tolerance."""
+    x, weight, bias = matmul.make_linear_inputs({"M": 5, "N": 19, "K": 24}, torch.float32, device, seed=300)
+    args = (x, weight, bias * 100.0)
+    check_op(matmul.linear, args, matmul.reference_linear(*args), matmul.tolerance(torch.float32), "linear bias")

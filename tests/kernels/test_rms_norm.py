@@ -1,0 +1,79 @@
+"""RMSNorm kernels (with and without weight, forward and backward) against float64 references.
+
+Tolerances are the op's own (kernels_src.rms_norm.tolerance): fp32 (1e-5, 1e-5), bf16 (1e-2, 1e-2),
+fp16 (2e-3, 2e-3) as (rtol, atol) on O(1) outputs. Each case runs under the default config and
+random configs; long rows also run with a looped reduction config.
+"""
+import pytest
+import torch
+
+from kernel_check import check_op
+from kernels_src import rms_norm
+
+SHAPES = {
+    "cpu": [(1, 1), (1, 7), (37, 300), (130, 64)],
+    "cuda": [(1, 4096), (4097, 4096), (1000, 8192), (33, 16384)],
+}
+LONG_ROW_SHAPES = {"cpu": [(3, 5000)], "cuda": [(64, 262144), (5, 300001)]}
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+def _shape(m, n):
+    return {"M": m, "N": n}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("eps", [1e-6, 0.1])
+def test_forward(device, dtype, eps):
+    for case, (m, n) in enumerate(SHAPES[device]):
+        x, weight, _ = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=case)
+        args = (x, weight, eps)
+        check_op(rms_norm.rms_norm_fwd, args, rms_norm.reference_fwd(*args), rms_norm.tolerance(dtype),
+                 f"rms_norm_fwd {m}x{n} {dtype}", output_dtypes=(dtype, torch.float32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_forward_noweight(device, dtype):
+    for case, (m, n) in enumerate(SHAPES[device]):
+        args = rms_norm.make_noweight_fwd_inputs(_shape(m, n), dtype, device, seed=100 + case)
+        check_op(rms_norm.rms_norm_noweight_fwd, args, rms_norm.reference_noweight_fwd(*args),
+                 rms_norm.tolerance(dtype), f"rms_norm_noweight_fwd {m}x{n} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_backward(device, dtype):
+    for case, (m, n) in enumerate(SHAPES[device]):
+        args = rms_norm.make_bwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
+        check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance(dtype),
+                 f"rms_norm_bwd {m}x{n} {dtype}", output_dtypes=(dtype, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_backward_noweight(device, dtype):
+    for case, (m, n) in enumerate(SHAPES[device]):
+        args = rms_norm.make_noweight_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
+        check_op(rms_norm.rms_norm_noweight_bwd, args, rms_norm.reference_noweight_bwd(*args),
+                 rms_norm.tolerance(dtype), f"rms_norm_noweight_bwd {m}x{n} {dtype}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_long_rows_looped_reduction(device, dtype):
+    for case, (m, n) in enumerate(LONG_ROW_SHAPES[device]):
+        shape = _shape(m, n)
+        fwd_args = rms_norm.make_fwd_inputs(shape, dtype, device, seed=400 + case)
+        check_op(rms_norm.rms_norm_fwd, fwd_args, rms_norm.reference_fwd(*fwd_args), rms_norm.tolerance(dtype),
+                 f"rms_norm_fwd {m}x{n} {dtype}", looped=True)
+        bwd_args = rms_norm.make_bwd_inputs(shape, dtype, device, seed=500 + case)
+        check_op(rms_norm.rms_norm_bwd, bwd_args, rms_norm.reference_bwd(*bwd_args), rms_norm.tolerance(dtype),
+                 f"rms_norm_bwd {m}x{n} {dtype}", looped=True)
+
+
+def test_inputs_are_fresh_random_and_seeded(device):
+    shape = _shape(8, 64)
+    first = rms_norm.make_bwd_inputs(shape, torch.float32, device, seed=1)
+    again = rms_norm.make_bwd_inputs(shape, torch.float32, device, seed=1)
+    other = rms_norm.make_bwd_inputs(shape, torch.float32, device, seed=2)
+    for a, b, c in zip(first, again, other):
+        assert torch.equal(a, b)
+        assert not torch.equal(a, c)
+        assert torch.count_nonzero(a) == a.numel()

@@ -1,0 +1,64 @@
+"""Softmax forward/backward kernels against float64 references, including other output dtypes.
+
+Tolerances are the op's own for the output dtype (kernels_src.softmax.tolerance): fp32 (1e-5, 1e-9),
+bf16 (1e-2, 1e-8), fp16 (2e-3, 1e-7) as (rtol, atol) -- effectively relative, since outputs are
+as small as 1/N. Each case runs under the default and random configs; long rows also looped.
+"""
+import pytest
+import torch
+
+from kernel_check import check_op
+from kernels_src import softmax
+
+SHAPES = {
+    "cpu": [(1, 1), (1, 7), (37, 300), (130, 64)],
+    "cuda": [(1, 32000), (4097, 4096), (1000, 8192), (7, 50257)],
+}
+LONG_ROW_SHAPES = {"cpu": [(3, 5000)], "cuda": [(64, 131072), (8, 262144), (3, 300001)]}
+DTYPE_PAIRS = [  # (input dtype, output dtype)
+    (torch.float32, torch.float32),
+    (torch.bfloat16, torch.bfloat16),
+    (torch.float16, torch.float16),
+    (torch.bfloat16, torch.float32),
+    (torch.float32, torch.bfloat16),
+]
+
+
+def _shape(m, n):
+    return {"M": m, "N": n}
+
+
+@pytest.mark.parametrize("in_dtype,out_dtype", DTYPE_PAIRS, ids=str)
+def test_forward(device, in_dtype, out_dtype):
+    for case, (m, n) in enumerate(SHAPES[device]):
+        x, _ = softmax.make_fwd_inputs(_shape(m, n), in_dtype, device, seed=case)
+        args = (x, out_dtype)
+        check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(out_dtype),
+                 f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", output_dtypes=(out_dtype,))
+
+
+@pytest.mark.parametrize("in_dtype,out_dtype", DTYPE_PAIRS, ids=str)
+def test_backward(device, in_dtype, out_dtype):
+    for case, (m, n) in enumerate(SHAPES[device]):
+        grad_out, out, _ = softmax.make_bwd_inputs(_shape(m, n), in_dtype, device, seed=100 + case)
+        args = (grad_out, out, out_dtype)
+        check_op(softmax.softmax_bwd, args, softmax.reference_bwd(*args), softmax.tolerance(out_dtype),
+                 f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", output_dtypes=(out_dtype,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_long_rows_looped_reduction(device, dtype):
+    for case, (m, n) in enumerate(LONG_ROW_SHAPES[device]):
+        fwd_args = softmax.make_fwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
+        check_op(softmax.softmax_fwd, fwd_args, softmax.reference_fwd(*fwd_args), softmax.tolerance(dtype),
+                 f"softmax_fwd {m}x{n} {dtype}", looped=True)
+        bwd_args = softmax.make_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
+        check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance(dtype),
+                 f"softmax_bwd {m}x{n} {dtype}", looped=True)
+
+
+def test_large_logits_do_not_overflow(device):
+    x, _ = softmax.make_fwd_inputs(_shape(5, 300), torch.float32, device, seed=400)
+    args = (x * 1000.0, torch.float32)
+    check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(torch.float32),
+             "softmax_fwd large logits")
