@@ -13,12 +13,13 @@ from torch import Tensor
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
 from .._plan import KernelCall, explanation, launch
 
-SHAPE_KEYS = ("B", "H", "Sq", "Sk", "D")
+SHAPE_KEYS = ("B", "H", "Hkv", "Sq", "Sk", "D", "causal")
 
 
-def _call(op: str, q: Tensor, k: Tensor) -> KernelCall:
-    batch, heads, sq, dim = q.shape
-    return KernelCall(op, q.device, q.dtype, SHAPE_KEYS, (batch, heads, sq, k.shape[2], dim))
+def _call(op: str, q: Tensor, k: Tensor, causal: bool) -> KernelCall:
+    batch, heads, q_len, head_dim = q.shape
+    values = (batch, heads, k.shape[1], q_len, k.shape[2], head_dim, causal)
+    return KernelCall(op, q.device, q.dtype, SHAPE_KEYS, values)
 
 
 def _expand_kv(q: Tensor, t: Tensor) -> Tensor:
@@ -26,20 +27,24 @@ def _expand_kv(q: Tensor, t: Tensor) -> Tensor:
     return t if groups == 1 else t.repeat_interleave(groups, dim=1)
 
 
-def _scores(q: Tensor, k: Tensor, causal: bool, scale: float) -> Tensor:
+def _scores(q: Tensor, k: Tensor, scale: float, causal: bool) -> Tensor:
     scores = q.float() @ _expand_kv(q, k).float().transpose(-1, -2) * scale
     if causal:
-        sq, sk = scores.shape[-2:]
-        keep = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril()
+        q_len, kv_len = scores.shape[-2:]
+        keep = torch.ones(q_len, kv_len, dtype=torch.bool, device=q.device).tril()
         scores = scores.masked_fill(~keep, float("-inf"))
     return scores
 
 
-def _torch_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float):
-    scores = _scores(q, k, causal, scale)
+def _torch_fwd(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: bool):
+    scores = _scores(q, k, scale, causal)
     lse = torch.logsumexp(scores, dim=-1)
     out = torch.exp(scores - lse[..., None]) @ _expand_kv(q, v).float()
     return out.to(q.dtype), lse
+
+
+def _torch_bwd_preprocess(out: Tensor, grad_out: Tensor) -> Tensor:
+    return (out.float() * grad_out.float()).sum(-1)
 
 
 def _fold_groups(grad: Tensor, kv: Tensor) -> Tensor:
@@ -47,59 +52,67 @@ def _fold_groups(grad: Tensor, kv: Tensor) -> Tensor:
     return grad.view(batch, kv.shape[1], heads // kv.shape[1], seq, dim).sum(2)
 
 
-def _torch_bwd(grad_out, q, k, v, out, lse, causal: bool, scale: float):
-    probs = torch.exp(_scores(q, k, causal, scale) - lse[..., None])
+def _torch_bwd(grad_out, q, k, v, lse, delta, scale: float, causal: bool):
+    probs = torch.exp(_scores(q, k, scale, causal) - lse[..., None])
     grad = grad_out.float()
     dv = probs.transpose(-1, -2) @ grad
     dp = grad @ _expand_kv(q, v).float().transpose(-1, -2)
-    ds = probs * (dp - (grad * out.float()).sum(-1, keepdim=True))
+    ds = probs * (dp - delta[..., None])
     dq = ds @ _expand_kv(q, k).float() * scale
     dk = ds.transpose(-1, -2) @ q.float() * scale
     return dq.to(q.dtype), _fold_groups(dk, k).to(k.dtype), _fold_groups(dv, v).to(v.dtype)
 
 
-def _forward(q, k, v, causal, scale):
-    return launch(_call("attention_fwd", q, k), (q, k, v, causal, scale), _torch_fwd)
+def _forward(q, k, v, scale, causal):
+    return launch(_call("attention_fwd", q, k, causal), (q, k, v, scale, causal), _torch_fwd)
+
+
+def _backward(grad_out, q, k, v, out, lse, scale, causal):
+    delta = launch(_call("attention_bwd_preprocess", q, k, causal), (out, grad_out),
+                   _torch_bwd_preprocess)
+    return launch(_call("attention_bwd", q, k, causal),
+                  (grad_out, q, k, v, lse, delta, scale, causal), _torch_bwd)
 
 
 @torch.library.custom_op("helion_kernels::attention_fwd", mutates_args=())
-def attention_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool,
-                  scale: float) -> tuple[Tensor, Tensor]:
+def attention_fwd(q: Tensor, k: Tensor, v: Tensor, scale: float,
+                  causal: bool) -> tuple[Tensor, Tensor]:
     """Attention forward; returns (out, lse[B,H,Sq] in float32)."""
     if device_reason(q.device) is not None:
-        return _torch_fwd(q, k, v, causal, scale)
-    return _forward(q, k, v, causal, scale)
+        return _torch_fwd(q, k, v, scale, causal)
+    return _forward(q, k, v, scale, causal)
 
 
 @attention_fwd.register_fake
-def _(q, k, v, causal, scale):
+def _(q, k, v, scale, causal):
     return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 @torch.library.custom_op("helion_kernels::attention_bwd", mutates_args=())
 def attention_bwd(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
-                  causal: bool, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+                  scale: float, causal: bool) -> tuple[Tensor, Tensor, Tensor]:
     """Attention backward; returns (dq, dk, dv)."""
-    args = (grad_out.contiguous(), q, k, v, out, lse, causal, scale)
+    grad_out = grad_out.contiguous()
     if device_reason(q.device) is not None:
-        return _torch_bwd(*args)
-    return launch(_call("attention_bwd", q, k), args, _torch_bwd)
+        delta = _torch_bwd_preprocess(out, grad_out)
+        return _torch_bwd(grad_out, q, k, v, lse, delta, scale, causal)
+    return _backward(grad_out, q, k, v, out, lse, scale, causal)
 
 
 @attention_bwd.register_fake
-def _(grad_out, q, k, v, out, lse, causal, scale):
+def _(grad_out, q, k, v, out, lse, scale, causal):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale = inputs
+    q, k, v, scale, causal = inputs
     ctx.save_for_backward(q, k, v, *output)
-    ctx.causal, ctx.scale = causal, scale
+    ctx.scale, ctx.causal = scale, causal
 
 
 def _autograd_backward(ctx, grad_out, _grad_lse):
     q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = attention_bwd(grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
+    dq, dk, dv = attention_bwd(grad_out, q, k, v, out, lse, ctx.scale, ctx.causal)
     return dq, dk, dv, None, None
 
 
@@ -152,9 +165,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     causal = bool(is_causal)
     if needs_autograd(query, key, value):
-        out = attention_fwd(q, k, v, causal, scale)[0]
+        out = attention_fwd(q, k, v, scale, causal)[0]
     else:
-        out = _forward(q, k, v, causal, scale)[0]
+        out = _forward(q, k, v, scale, causal)[0]
     return out.view(query.shape)
 
 
@@ -164,6 +177,8 @@ def explain_scaled_dot_product_attention(query, key, value, attn_mask=None, drop
     name = "scaled_dot_product_attention"
     if reason is not None:
         return explanation(name, reason)
-    q, k = _as_4d(query), _as_4d(key)
-    backward = [_call("attention_bwd", q, k)] if needs_autograd(query, key, value) else []
-    return explanation(name, None, [_call("attention_fwd", q, k)], backward)
+    q, k, causal = _as_4d(query), _as_4d(key), bool(is_causal)
+    backward = []
+    if needs_autograd(query, key, value):
+        backward = [_call(op, q, k, causal) for op in ("attention_bwd_preprocess", "attention_bwd")]
+    return explanation(name, None, [_call("attention_fwd", q, k, causal)], backward)

@@ -46,14 +46,15 @@ def _bmm(a: Tensor, b: Tensor) -> Tensor:
     return launch(_bmm_call(a, b), (a, b), torch.bmm)
 
 
-def _linear_composed(x: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
-    out = _mm(x, w.t())
-    return out if bias is None else out.add_(bias)
+def _linear_composed(x: Tensor, w: Tensor, bias: Tensor) -> Tensor:
+    return _mm(x, w.t()).add_(bias)
 
 
 def _linear(x: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
     if device_reason(x.device) is not None:
         return ORIGINAL["linear"](x, w, bias)
+    if bias is None:
+        return _mm(x, w.t())
     return launch(_linear_call(x, w), (x, w, bias), _linear_composed)
 
 
@@ -210,4 +211,5 @@ def explain_linear(input, weight, bias=None):
     x = input.reshape(-1, input.shape[-1])
     (m, k), n = x.shape, weight.shape[0]
     backward = [_mm_dims(x, m, k, n), _mm_dims(x, n, k, m)] if needs_autograd(input, weight, bias) else []
-    return explanation("linear", None, [_linear_call(x, weight)], backward)
+    forward = _linear_call(x, weight) if bias is not None else _mm_dims(x, m, n, k)
+    return explanation("linear", None, [forward], backward)

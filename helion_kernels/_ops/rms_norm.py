@@ -34,13 +34,24 @@ def _torch_bwd(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tens
     return dx.to(x.dtype), dw.to(weight.dtype) if weight is not None else dw
 
 
+def _torch_noweight_fwd(x: Tensor, eps: float):
+    return _torch_fwd(x, None, eps)
+
+
+def _torch_noweight_bwd(grad_out: Tensor, x: Tensor, inv_rms: Tensor) -> Tensor:
+    return _torch_bwd(grad_out, x, None, inv_rms)[0]
+
+
 def _forward(x: Tensor, weight: Tensor | None, eps: float):
+    if weight is None:
+        return launch(_call("rms_norm_noweight_fwd", x), (x, eps), _torch_noweight_fwd)
     return launch(_call("rms_norm_fwd", x), (x, weight, eps), _torch_fwd)
 
 
 def _backward(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor):
     if weight is None:
-        return _torch_bwd(grad_out, x, None, inv_rms)
+        dx = launch(_call("rms_norm_noweight_bwd", x), (grad_out, x, inv_rms), _torch_noweight_bwd)
+        return dx, x.new_empty(0, dtype=torch.float32)
     return launch(_call("rms_norm_bwd", x), (grad_out, x, weight, inv_rms), _torch_bwd)
 
 
@@ -145,8 +156,9 @@ def explain_rms_norm(input, normalized_shape, weight=None, eps=None):
     if reason is not None:
         return explanation("rms_norm", reason)
     x, w = _as_rows(input, normalized_shape, weight)
-    backward = [_call("rms_norm_bwd", x)] if w is not None and needs_autograd(input, weight) else []
-    return explanation("rms_norm", None, [_call("rms_norm_fwd", x)], backward)
+    suffix = "" if w is not None else "noweight_"
+    backward = [_call(f"rms_norm_{suffix}bwd", x)] if needs_autograd(input, weight) else []
+    return explanation("rms_norm", None, [_call(f"rms_norm_{suffix}fwd", x)], backward)
 
 
 def explain_rmsnorm(x, weight=None, eps=None):

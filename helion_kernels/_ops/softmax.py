@@ -14,25 +14,25 @@ def _call(op: str, x: Tensor) -> KernelCall:
     return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, (x.shape[0], x.shape[1]))
 
 
-def _torch_fwd(x: Tensor) -> Tensor:
-    return torch.softmax(x.float(), dim=-1).to(x.dtype)
+def _torch_fwd(x: Tensor, out_dtype: torch.dtype) -> Tensor:
+    return torch.softmax(x.float(), dim=-1).to(out_dtype)
 
 
-def _torch_bwd(grad_out: Tensor, y: Tensor) -> Tensor:
+def _torch_bwd(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tensor:
     y32 = y.float()
     grad = grad_out.float()
-    return (y32 * (grad - (grad * y32).sum(-1, keepdim=True))).to(y.dtype)
+    return (y32 * (grad - (grad * y32).sum(-1, keepdim=True))).to(grad_in_dtype)
 
 
 def _forward(x: Tensor) -> Tensor:
-    return launch(_call("softmax_fwd", x), (x,), _torch_fwd)
+    return launch(_call("softmax_fwd", x), (x, x.dtype), _torch_fwd)
 
 
 @torch.library.custom_op("helion_kernels::softmax_fwd", mutates_args=())
 def softmax_fwd(x: Tensor) -> Tensor:
     """Softmax over the last dim of a 2-D tensor."""
     if device_reason(x.device) is not None:
-        return _torch_fwd(x)
+        return _torch_fwd(x, x.dtype)
     return _forward(x)
 
 
@@ -44,10 +44,10 @@ def _(x):
 @torch.library.custom_op("helion_kernels::softmax_bwd", mutates_args=())
 def softmax_bwd(grad_out: Tensor, y: Tensor) -> Tensor:
     """Gradient of softmax_fwd given its output y."""
-    grad_out = grad_out.contiguous()
+    args = (grad_out.contiguous(), y, y.dtype)
     if device_reason(y.device) is not None:
-        return _torch_bwd(grad_out, y)
-    return launch(_call("softmax_bwd", y), (grad_out, y), _torch_bwd)
+        return _torch_bwd(*args)
+    return launch(_call("softmax_bwd", y), args, _torch_bwd)
 
 
 @softmax_bwd.register_fake
