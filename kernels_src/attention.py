@@ -1,20 +1,21 @@
 """Scaled dot-product attention, forward and backward, layout [B, H, S, D] (flash-attention style).
 
-attention_fwd(q, k, v, scale, causal) -> (out, lse)
+attention_fwd(q, k, v, causal, scale) -> (out, lse)
     Online softmax over key tiles in the exp2 domain (log2(e) folded into the scale); `lse` is the
     natural-log log-sum-exp of the scaled scores per query row, fp32 [B, Hq, Sq].
-attention_bwd_preprocess(out, grad_out) -> delta = sum(grad_out * out, -1), fp32 [B, Hq, Sq]
-attention_bwd(grad_out, q, k, v, lse, delta, scale, causal) -> (dq, dk, dv)
-    One program per key tile of one kv head: it loops over the query heads sharing that kv head
-    and their query tiles, accumulates dk/dv in fp32 registers, and adds each dq contribution into
-    an fp32 buffer with atomics.
+attention_bwd(grad_out, q, k, v, out, lse, causal, scale) -> (dq, dk, dv)
+    delta = sum(grad_out * out, -1) first (host PyTorch); then one program per key tile of one kv
+    head loops over the query heads sharing that kv head and their query tiles, accumulates dk/dv
+    in fp32 registers, and adds each dq contribution into an fp32 buffer with atomics.
 Conventions (those of torch.nn.functional.scaled_dot_product_attention):
-- causal masks are top-left aligned: query i sees keys j <= i, also when Sq != Sk;
+- causal masks are top-left aligned: query i sees keys j <= i, also when Sq != Sk, so every query
+  row sees at least key 0 and no row is fully masked;
 - grouped-query attention: k/v have Hkv heads dividing Hq; query head h reads kv head h // (Hq // Hkv);
 - zero keys (Sk == 0) give a zero output and lse = -inf, as torch does.
 Causal kernels skip key tiles that are fully masked (the key loop ends at the query tile's end) and
 the backward starts each key tile's query loop at the key tile's first position.
 The head dim is specialized (hl.specialize), so each D gets its own compiled variant.
+Shape keys: B, H (query heads), Hkv, Sq, Sk, D, causal; D and causal must match exactly.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ LN2 = 0.6931471805599453
 
 @helion.kernel(static_shapes=False)
 def attention_fwd(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: hl.constexpr
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: hl.constexpr, scale: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -77,29 +78,15 @@ def attention_fwd(
 
 
 @helion.kernel(static_shapes=False)
-def attention_bwd_preprocess(out: torch.Tensor, grad_out: torch.Tensor) -> torch.Tensor:
-    batch, heads, q_len, head_dim = out.size()
-    head_dim = hl.specialize(head_dim)
-    delta = torch.empty([batch, heads, q_len], dtype=torch.float32, device=out.device)
-    for tile_b, tile_h, tile_m in hl.tile([batch, heads, q_len], block_size=[1, 1, None]):
-        b = tile_b.begin
-        h = tile_h.begin
-        o_tile = out[b, h, tile_m, :].to(torch.float32)
-        do_tile = grad_out[b, h, tile_m, :].to(torch.float32)
-        delta[b, h, tile_m] = torch.sum(o_tile * do_tile, dim=1)
-    return delta
-
-
-@helion.kernel(static_shapes=False)
 def attention_bwd(
     grad_out: torch.Tensor,
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
+    out: torch.Tensor,
     lse: torch.Tensor,
-    delta: torch.Tensor,
-    scale: float,
     causal: hl.constexpr,
+    scale: float,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -107,6 +94,7 @@ def attention_bwd(
     head_dim = hl.specialize(head_dim)
     group = q_heads // kv_heads
     qk_scale = scale * LOG2E
+    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -161,11 +149,16 @@ def _scale(shape) -> float:
 def make_fwd_inputs(shape, dtype, device, seed):
     generator = seeded_generator(device, seed)
     q, k, v = _qkv(shape, dtype, device, generator)
-    return q, k, v, _scale(shape), bool(shape["causal"])
+    return q, k, v, bool(shape["causal"]), _scale(shape)
 
 
-def _forward_for_backward(q, k, v, scale, causal):
-    """out (input dtype) and lse (fp32) as the forward would save them, computed head by head."""
+def _causal_hidden(q_len: int, kv_len: int, device) -> torch.Tensor:
+    """True where a key is hidden from a query under torch's top-left aligned causal mask."""
+    return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril().logical_not()
+
+
+def _forward_for_backward(q, k, v, causal, scale):
+    """out (input dtype) and lse (fp32) as the forward saves them, computed head by head in fp32."""
     group = q.size(1) // k.size(1)
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
@@ -180,31 +173,18 @@ def _forward_for_backward(q, k, v, scale, causal):
     return out, lse
 
 
-def make_bwd_preprocess_inputs(shape, dtype, device, seed):
-    generator = seeded_generator(device, seed)
-    out = randn([shape["B"], shape["H"], shape["Sq"], shape["D"]], dtype, device, generator)
-    grad_out = randn([shape["B"], shape["H"], shape["Sq"], shape["D"]], dtype, device, generator)
-    return out, grad_out
-
-
 def make_bwd_inputs(shape, dtype, device, seed):
     generator = seeded_generator(device, seed)
     q, k, v = _qkv(shape, dtype, device, generator)
     grad_out = randn(list(q.shape), dtype, device, generator)
-    scale, causal = _scale(shape), bool(shape["causal"])
-    out, lse = _forward_for_backward(q, k, v, scale, causal)
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    return grad_out, q, k, v, lse, delta, scale, causal
+    causal, scale = bool(shape["causal"]), _scale(shape)
+    out, lse = _forward_for_backward(q, k, v, causal, scale)
+    return grad_out, q, k, v, out, lse, causal, scale
 
 
-# ---- float64 references, chunked over (batch, head) so S=16384 fits in memory -----------------
+# ---- float64 references, head by head so S=16384 fits in memory ------------------------------
 
-def _causal_hidden(q_len: int, kv_len: int, device) -> torch.Tensor:
-    """True where a key is hidden from a query under torch's top-left aligned causal mask."""
-    return torch.ones(q_len, kv_len, dtype=torch.bool, device=device).tril().logical_not()
-
-
-def _head_probs(q64, k64, scale, causal, lse64=None):
+def _head_probs(q64, k64, causal, scale, lse64=None):
     """Softmax probabilities of one head (from scratch, or from a given lse as the backward does)."""
     scores = torch.matmul(q64, k64.transpose(-1, -2)) * scale
     if causal:
@@ -214,57 +194,49 @@ def _head_probs(q64, k64, scale, causal, lse64=None):
     return torch.exp(scores - lse64[:, None]), lse64
 
 
-def reference_fwd(q, k, v, scale, causal):
+def reference_fwd(q, k, v, causal, scale):
     group = q.size(1) // k.size(1)
     out = torch.empty(q.shape, dtype=torch.float64, device=q.device)
     lse = torch.empty(q.shape[:-1], dtype=torch.float64, device=q.device)
     for b in range(q.size(0)):
         for h in range(q.size(1)):
             k64, v64 = as_float64((k[b, h // group], v[b, h // group]))
-            probs, lse[b, h] = _head_probs(as_float64(q[b, h]), k64, scale, causal)
+            probs, lse[b, h] = _head_probs(as_float64(q[b, h]), k64, causal, scale)
             out[b, h] = probs @ v64
     return out, lse
 
 
-def reference_bwd_preprocess(out, grad_out):
-    return (as_float64(out) * as_float64(grad_out)).sum(-1)
-
-
-def reference_bwd(grad_out, q, k, v, lse, delta, scale, causal):
-    """Exact gradients of attention at (q, k, v), using the given lse and delta as the kernel does."""
+def reference_bwd(grad_out, q, k, v, out, lse, causal, scale):
+    """Gradients of attention at (q, k, v), from the saved out and lse as the kernel uses them."""
     group = q.size(1) // k.size(1)
     grad_q = torch.zeros(q.shape, dtype=torch.float64, device=q.device)
     grad_k = torch.zeros(k.shape, dtype=torch.float64, device=q.device)
     grad_v = torch.zeros(v.shape, dtype=torch.float64, device=q.device)
+    delta = (as_float64(grad_out) * as_float64(out)).sum(-1)
     for b in range(q.size(0)):
         for h in range(q.size(1)):
             kv_h = h // group
             q64, k64, v64, do64 = as_float64((q[b, h], k[b, kv_h], v[b, kv_h], grad_out[b, h]))
-            probs, _ = _head_probs(q64, k64, scale, causal, as_float64(lse[b, h]))
+            probs, _ = _head_probs(q64, k64, causal, scale, as_float64(lse[b, h]))
             grad_v[b, kv_h] += probs.T @ do64
-            grad_scores = probs * (do64 @ v64.T - as_float64(delta[b, h])[:, None])
+            grad_scores = probs * (do64 @ v64.T - delta[b, h][:, None])
             grad_q[b, h] = grad_scores @ k64 * scale
             grad_k[b, kv_h] += grad_scores.T @ q64 * scale
     return grad_q, grad_k, grad_v
 
 
-# ---- eager peers at the input dtype ---------------------------------------------------------
+# ---- eager peers at the input dtype (SDPA, which picks torch's fastest backend) ---------------
 
-def baseline_fwd(q, k, v, scale, causal):
-    group = q.size(1) // k.size(1)
-    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
-                                                           enable_gqa=group > 1)
-    return out
+def baseline_fwd(q, k, v, causal, scale):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                                            enable_gqa=q.size(1) != k.size(1))
 
 
-def baseline_bwd_preprocess(out, grad_out):
-    return (out.to(torch.float32) * grad_out.to(torch.float32)).sum(-1)
-
-
-def baseline_bwd(grad_out, q, k, v, lse, delta, scale, causal):
+def baseline_bwd(grad_out, q, k, v, out, lse, causal, scale):
     q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
-    out = baseline_fwd(q, k, v, scale, causal)
-    return torch.autograd.grad(out, (q, k, v), grad_out)
+    with torch.enable_grad():
+        recomputed = baseline_fwd(q, k, v, causal, scale)
+    return torch.autograd.grad(recomputed, (q, k, v), grad_out)
 
 
 # ---- tolerances and costs ---------------------------------------------------------------------
@@ -286,26 +258,17 @@ def _visible_pairs(shape) -> int:
 
 
 def cost_fwd(shape, dtype):
-    heads = shape["B"] * shape["H"]
-    kv_heads = shape["B"] * shape["Hkv"]
-    size = element_size(dtype)
+    heads, kv_heads = shape["B"] * shape["H"], shape["B"] * shape["Hkv"]
     flops = 4.0 * heads * _visible_pairs(shape) * shape["D"]
-    moved = (2 * heads * shape["Sq"] + 2 * kv_heads * shape["Sk"]) * shape["D"] * size + 4 * heads * shape["Sq"]
-    return flops, float(moved)
-
-
-def cost_bwd_preprocess(shape, dtype):
-    elements = shape["B"] * shape["H"] * shape["Sq"] * shape["D"]
-    return 2.0 * elements, float(2 * elements * element_size(dtype) + 4 * shape["B"] * shape["H"] * shape["Sq"])
+    moved = (2 * heads * shape["Sq"] + 2 * kv_heads * shape["Sk"]) * shape["D"] * element_size(dtype)
+    return flops, float(moved + 4 * heads * shape["Sq"])
 
 
 def cost_bwd(shape, dtype):
-    heads = shape["B"] * shape["H"]
-    kv_heads = shape["B"] * shape["Hkv"]
-    size = element_size(dtype)
+    heads, kv_heads = shape["B"] * shape["H"], shape["B"] * shape["Hkv"]
     flops = 10.0 * heads * _visible_pairs(shape) * shape["D"]
-    moved = (3 * heads * shape["Sq"] + 4 * kv_heads * shape["Sk"]) * shape["D"] * size + 8 * heads * shape["Sq"]
-    return flops, float(moved)
+    moved = (4 * heads * shape["Sq"] + 4 * kv_heads * shape["Sk"]) * shape["D"] * element_size(dtype)
+    return flops, float(moved + 4 * heads * shape["Sq"])
 
 
 def _shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal):
@@ -322,7 +285,6 @@ SHAPES = [
     _shape(4, 32, 32, 2048, 2048, 64, True),
     _shape(32, 12, 12, 128, 128, 64, False),
 ]
-PREPROCESS_SHAPES = [_shape(4, 32, 32, 4096, 4096, 128, False), _shape(16, 16, 16, 512, 512, 64, False)]
 EXACT_KEYS = ("D", "causal")
 DTYPES = (torch.bfloat16, torch.float16)
 
@@ -330,10 +292,6 @@ OPS = [
     OpSpec(name="attention_fwd", kernel=attention_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, exact_keys=EXACT_KEYS,
            baseline=baseline_fwd),
-    OpSpec(name="attention_bwd_preprocess", kernel=attention_bwd_preprocess,
-           make_inputs=make_bwd_preprocess_inputs, reference=reference_bwd_preprocess,
-           shapes=PREPROCESS_SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_bwd_preprocess,
-           exact_keys=("D",), baseline=baseline_bwd_preprocess),
     OpSpec(name="attention_bwd", kernel=attention_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_bwd, exact_keys=EXACT_KEYS,
            baseline=baseline_bwd),
