@@ -1,0 +1,272 @@
+"""Config space: shape of the config (one entry per tiled dim / reduction size / loop), knobs and
+flatten/unflatten, normalize errors, a sweep of random configs agreeing with the default config, and
+explicit configs setting every Config field."""
+import pytest
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+
+from ._harness import check_kernel, config_with, randn
+
+SWEEP_SEEDS = 10
+
+
+@helion.kernel()
+def add_2d(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_m, tile_n in hl.tile(out.size()):
+        out[tile_m, tile_n] = x[tile_m, tile_n] + y[tile_m, tile_n]
+    return out
+
+
+@helion.kernel()
+def matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    m, k = x.size()
+    _, n = y.size()
+    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
+    for tile_m, tile_n in hl.tile([m, n]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k):
+            acc = torch.addmm(acc, x[tile_m, tile_k], y[tile_k, tile_n])
+        out[tile_m, tile_n] = acc
+    return out
+
+
+@helion.kernel()
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(x.size(0)):
+        out[tile_m, :] = torch.softmax(x[tile_m, :], dim=-1)
+    return out
+
+
+@helion.kernel()
+def scale_rows_grid(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for row in hl.grid(x.size(0)):
+        for tile_n in hl.tile(x.size(1)):
+            out[row, tile_n] = x[row, tile_n] * (row + 1.0)
+    return out
+
+
+def _matmul_args(device, m=37, k=50, n=29):
+    return randn(m, k, device=device), randn(k, n, device=device)
+
+
+def _tolerance(device):
+    return {} if device == "cpu" else {"rtol": 2e-2, "atol": 2e-2}
+
+
+# --- config structure -------------------------------------------------------------------------
+
+def test_matmul_config_structure(device):
+    spec = matmul.bind(_matmul_args(device)).config_spec
+    config = spec.default_config()
+    assert len(config["block_sizes"]) == 3
+    assert len(config["loop_orders"]) == 1 and sorted(config["loop_orders"][0]) == [0, 1]
+    assert len(config["l2_groupings"]) == 1
+    assert config["pid_type"] in ("flat", "xyz", "persistent_blocked", "persistent_interleaved")
+    assert config.get("reduction_loops", []) == []
+
+
+def test_grid_dims_get_no_block_size(device):
+    config = scale_rows_grid.bind((randn(4, 9, device=device),)).config_spec.default_config()
+    assert len(config["block_sizes"]) == 1
+
+
+def test_softmax_config_has_one_reduction_loop(device):
+    config = softmax.bind((randn(4, 300, device=device),)).config_spec.default_config()
+    assert len(config["reduction_loops"]) == 1
+    assert config["block_sizes"] and len(config["block_sizes"]) == 1
+
+
+def test_random_config_is_deterministic_per_seed(device):
+    spec = matmul.bind(_matmul_args(device)).config_spec
+    assert dict(spec.random_config(3)) == dict(spec.random_config(3))
+    assert len({repr(sorted(dict(spec.random_config(seed)).items())) for seed in range(8)}) > 1
+
+
+def test_knobs_flatten_unflatten_round_trip(device):
+    spec = matmul.bind(_matmul_args(device)).config_spec
+    knobs = spec.knobs()
+    assert knobs
+    for seed in range(5):
+        config = spec.random_config(seed)
+        values = spec.flatten(config)
+        assert len(values) == len(knobs)
+        for knob, value in zip(knobs, values):
+            assert knob.name in config
+            assert value in knob.choices, (knob, value)
+            field = config[knob.name]
+            assert (field if knob.index is None else field[knob.index]) == value
+        assert dict(spec.unflatten(values)) == dict(spec.normalize(config))
+
+
+@pytest.mark.parametrize("pick", [0, -1])
+def test_unflatten_of_extreme_choices_runs(pick, device):
+    x = randn(3, 200, device=device)
+    spec = softmax.bind((x,)).config_spec
+    extreme = spec.unflatten([knob.choices[pick] for knob in spec.knobs()])
+    check_kernel(softmax, (x,), lambda x: torch.softmax(x, -1), n_random=0,
+                 extra_configs=[spec.normalize(extreme)], atol=1e-6)
+
+
+@pytest.mark.parametrize("bad_fields", [
+    {"block_sizes": [16]},
+    {"block_sizes": [16, 16, 16, 16]},
+    {"pid_type": "diagonal"},
+    {"indexing": "magic"},
+    {"loop_orders": [[0, 0]]},
+    {"num_warps": 3},
+])
+def test_normalize_rejects_illegal_configs(bad_fields, device):
+    spec = matmul.bind(_matmul_args(device)).config_spec
+    with pytest.raises(helion.exc.InvalidConfig):
+        spec.normalize(config_with(spec.default_config(), **bad_fields))
+    assert issubclass(helion.exc.InvalidConfig, helion.exc.Base)
+
+
+def test_normalize_fills_defaults(device):
+    spec = matmul.bind(_matmul_args(device)).config_spec
+    filled = spec.normalize(helion.Config(block_sizes=[16, 32, 16]))
+    assert filled["block_sizes"] == [16, 32, 16]
+    default = spec.default_config()
+    for name in ("num_warps", "num_stages", "pid_type", "indexing", "loop_orders", "l2_groupings"):
+        assert filled[name] == default[name], name
+
+
+# --- every config agrees with the default config ----------------------------------------------
+
+SWEEP_CASES = {
+    "add_2d": (add_2d, lambda d: (randn(19, 70, device=d), randn(19, 70, device=d)), lambda x, y: x + y),
+    "matmul": (matmul, _matmul_args, lambda x, y: x @ y),
+    "softmax": (softmax, lambda d: (randn(5, 333, device=d),), lambda x: torch.softmax(x, -1)),
+    "grid": (scale_rows_grid, lambda d: (randn(3, 45, device=d),),
+             lambda x: x * torch.arange(1.0, x.size(0) + 1, dtype=torch.float64)[:, None]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SWEEP_CASES))
+def test_random_config_sweep(case, device):
+    kernel, make_args, reference = SWEEP_CASES[case]
+    args = make_args(device)
+    bound = kernel.bind(args)
+    default_result = bound.compile_config(bound.config_spec.default_config())(*args)
+    configs = check_kernel(kernel, args, reference, n_random=SWEEP_SEEDS, seed_offset=100,
+                           **_tolerance(device))
+    for config in configs:
+        torch.testing.assert_close(bound.compile_config(config)(*args), default_result,
+                                   **({"rtol": 1e-4, "atol": 1e-4} if device == "cpu" else _tolerance(device)))
+
+
+# --- explicit configs: each field -----------------------------------------------------------
+
+def test_matmul_persistent_interleaved_block_ptr(device):
+    x, y = _matmul_args(device)
+    config = helion.Config(block_sizes=[16, 32, 16], pid_type="persistent_interleaved",
+                           l2_groupings=[4], loop_orders=[[1, 0]], indexing="block_ptr",
+                           num_warps=4, num_stages=2)
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, extra_configs=[config],
+                 **_tolerance(device))
+
+
+@pytest.mark.parametrize("pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"])
+@pytest.mark.parametrize("l2_groupings", [[1], [2], [8]])
+def test_matmul_pid_types(pid_type, l2_groupings, device):
+    x, y = _matmul_args(device, 45, 30, 70)
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0,
+                 overrides=[{"pid_type": pid_type, "l2_groupings": l2_groupings,
+                             "block_sizes": [16, 16, 16]}], **_tolerance(device))
+
+
+@pytest.mark.parametrize("pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"])
+def test_pointwise_pid_types_and_loop_orders(pid_type, device):
+    x, y = randn(33, 20, device=device), randn(33, 20, device=device)
+    check_kernel(add_2d, (x, y), lambda x, y: x + y, n_random=0, overrides=[
+        {"pid_type": pid_type, "loop_orders": [[0, 1]], "block_sizes": [16, 8]},
+        {"pid_type": pid_type, "loop_orders": [[1, 0]], "block_sizes": [8, 16]},
+    ])
+
+
+def test_l2_grouping_alias(device):
+    x, y = _matmul_args(device)
+    bound = matmul.bind((x, y))
+    singular = helion.Config(block_sizes=[16, 16, 16], l2_grouping=4)
+    assert bound.config_spec.normalize(singular)["l2_groupings"] == [4]
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, extra_configs=[singular],
+                 **_tolerance(device))
+
+
+def test_flatten_loops(device):
+    x, y = randn(21, 35, device=device), randn(21, 35, device=device)
+    default = add_2d.bind((x, y)).config_spec.default_config()
+    assert len(default["flatten_loops"]) == 1
+    check_kernel(add_2d, (x, y), lambda x, y: x + y, n_random=0, overrides=[
+        {"flatten_loops": [True], "block_sizes": [8, 16]},
+        {"flatten_loops": [True], "block_sizes": [32, 4], "pid_type": "persistent_blocked"},
+        {"flatten_loops": [False], "block_sizes": [32, 4]},
+    ])
+
+
+def test_range_fields(device):
+    x, y = _matmul_args(device, 20, 100, 20)
+    default = matmul.bind((x, y)).config_spec.default_config()
+    loops = len(default["range_unroll_factors"])
+    assert loops >= 1
+    assert len(default["range_num_stages"]) == loops and len(default["range_warp_specializes"]) == loops
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[
+        {"range_unroll_factors": [2] * loops, "range_num_stages": [3] * loops,
+         "range_warp_specializes": [False] * loops, "block_sizes": [16, 16, 16]},
+        {"range_unroll_factors": [4] * loops, "range_num_stages": [0] * loops,
+         "range_warp_specializes": [None] * loops, "block_sizes": [16, 16, 32]},
+    ], **_tolerance(device))
+
+
+@pytest.mark.parametrize("num_warps,num_stages", [(1, 1), (2, 5), (8, 3)])
+def test_num_warps_and_num_stages(num_warps, num_stages, device):
+    check_kernel(softmax, (randn(6, 100, device=device),), lambda x: torch.softmax(x, -1), n_random=0,
+                 overrides=[{"num_warps": num_warps, "num_stages": num_stages}], atol=1e-6)
+
+
+@pytest.mark.parametrize("indexing", [
+    "pointer", "block_ptr", "tensor_descriptor",
+    ["pointer", "block_ptr", "tensor_descriptor"],
+    ["tensor_descriptor", "pointer", "block_ptr"],
+])
+def test_indexing_strategies(indexing, device):
+    x, y = randn(40, 64, device=device), randn(40, 64, device=device)
+    check_kernel(add_2d, (x, y), lambda x, y: x + y, n_random=0,
+                 overrides=[{"indexing": indexing, "block_sizes": [16, 32]},
+                            {"indexing": indexing, "block_sizes": [8, 16], "pid_type": "persistent_interleaved"}])
+
+
+@pytest.mark.parametrize("indexing", ["block_ptr", "tensor_descriptor"])
+def test_structured_indexing_on_matmul(indexing, device):
+    x, y = _matmul_args(device, 48, 64, 32)
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0,
+                 overrides=[{"indexing": indexing, "block_sizes": [16, 16, 16]}], **_tolerance(device))
+
+
+def test_indexing_list_has_one_entry_per_memory_op(device):
+    x, y = randn(8, 8, device=device), randn(8, 8, device=device)
+    spec = add_2d.bind((x, y)).config_spec
+    with pytest.raises(helion.exc.InvalidConfig):
+        spec.normalize(config_with(spec.default_config(), indexing=["pointer", "block_ptr"]))
+
+
+@pytest.mark.parametrize("policies", [["first", "last"], ["", "first"], ["last", ""]])
+def test_load_eviction_policies(policies, device):
+    x, y = randn(30, 50, device=device), randn(30, 50, device=device)
+    default = add_2d.bind((x, y)).config_spec.default_config()
+    assert len(default["load_eviction_policies"]) == 2
+    check_kernel(add_2d, (x, y), lambda x, y: x + y, n_random=0,
+                 overrides=[{"load_eviction_policies": policies}])
+
+
+def test_reduction_loops_field(device):
+    x = randn(3, 1000, device=device)
+    check_kernel(softmax, (x,), lambda x: torch.softmax(x, -1), n_random=0, atol=1e-6, overrides=[
+        {"reduction_loops": [None]}, {"reduction_loops": [16]}, {"reduction_loops": [256]},
+        {"reduction_loops": [64], "block_sizes": [2], "num_warps": 2},
+    ])
