@@ -2,9 +2,12 @@
 
 forward:  y = exp(x - max(x)) / sum(exp(x - max(x)))     (fp32 math, y allocated in `out_dtype`)
 backward: dx = y * (dy - sum(dy * y))                     (fp32 math, dx allocated in `grad_in_dtype`)
-Each program owns a tile of rows and reduces over the whole row (`:`). Short rows stay in
-registers (persistent reduction); long rows (131072, 262144, ...) use the config's
-`reduction_loops`, which loops each row reduction over chunks of the row.
+Each program owns a tile of rows. The forward has two structures, picked by the tunable
+`online_softmax`: False reduces over the whole row (`:`), held in registers (persistent) or looped
+over chunks per the config's `reduction_loops` (3 reads of x when looped); True is the online
+softmax: a device loop over column tiles carries the running max and rescaled sum, then a second
+loop writes the output (2 reads of x), which suits the long rows (131072, 262144, ...).
+The backward reduces over the whole row, persistent or looped (2 reads of y and dy when looped).
 """
 from __future__ import annotations
 
@@ -21,12 +24,27 @@ from ._inputs import as_float64, element_size, randn, seeded_generator
 def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     m, n = x.size()
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    online = hl.register_tunable("online_softmax", helion.EnumFragment((False, True)))
+    block_n = hl.register_block_size(n)
     for tile_m in hl.tile(m):
-        values = x[tile_m, :].to(torch.float32)
-        row_max = torch.amax(values, dim=1, keepdim=True)
-        exp_values = torch.exp(values - row_max)
-        row_sum = torch.sum(exp_values, dim=1, keepdim=True)
-        out[tile_m, :] = (exp_values / row_sum).to(out.dtype)
+        if online:
+            row_max = hl.full([tile_m], float("-inf"), dtype=torch.float32)
+            row_sum = hl.zeros([tile_m], dtype=torch.float32)
+            for tile_n in hl.tile(n, block_size=block_n):
+                values = torch.where(tile_n.index[None, :] < n, x[tile_m, tile_n].to(torch.float32), float("-inf"))
+                new_max = torch.maximum(row_max, torch.amax(values, dim=1))
+                row_sum = row_sum * torch.exp(row_max - new_max) + torch.sum(torch.exp(values - new_max[:, None]), dim=1)
+                row_max = new_max
+            inv_sum = 1.0 / row_sum
+            for tile_n in hl.tile(n, block_size=block_n):
+                values = x[tile_m, tile_n].to(torch.float32)
+                out[tile_m, tile_n] = (torch.exp(values - row_max[:, None]) * inv_sum[:, None]).to(out.dtype)
+        else:
+            values = x[tile_m, :].to(torch.float32)
+            row_max = torch.amax(values, dim=1, keepdim=True)
+            exp_values = torch.exp(values - row_max)
+            row_sum = torch.sum(exp_values, dim=1, keepdim=True)
+            out[tile_m, :] = (exp_values / row_sum).to(out.dtype)
     return out
 
 

@@ -21,8 +21,8 @@ def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str
     return configs + list(extra)
 
 
-def looped_reduction_config(bound):
-    """The default config with every `reduction_loops` entry set to its smallest looped chunk."""
+def looped_reduction(bound) -> tuple[str, object]:
+    """("looped reduction", the default config with every `reduction_loops` entry at its smallest chunk)."""
     spec = bound.config_spec
     values = spec.flatten(spec.default_config())
     looped = False
@@ -31,7 +31,15 @@ def looped_reduction_config(bound):
             values[position] = min(choice for choice in knob.choices if choice is not None)
             looped = True
     assert looped, "the kernel exposes no reduction_loops knob"
-    return spec.normalize(spec.unflatten(values))
+    return "looped reduction", spec.normalize(spec.unflatten(values))
+
+
+def with_values(**values):
+    """A config maker: the default config with the given fields (e.g. a tunable) replaced."""
+    def make(bound) -> tuple[str, object]:
+        spec = bound.config_spec
+        return f"default with {values}", spec.normalize(spec.default_config().merged(**values))
+    return make
 
 
 def _poison(tensor: torch.Tensor) -> torch.Tensor:
@@ -77,12 +85,12 @@ def assert_close(actual, expected, tolerance: tuple[float, float], label: str) -
                                    msg=lambda text, i=index: f"{label} output {i}: {text}")
 
 
-def check_op(kernel, args, reference_outputs, tolerance, label: str, looped=False, output_dtypes=None) -> None:
-    """Run `kernel` on `args` under each config (plus a looped-reduction one when `looped`) and
-    compare every output with the reference; `output_dtypes` checks the outputs' dtypes too."""
+def check_op(kernel, args, reference_outputs, tolerance, label: str, extra_configs=(), output_dtypes=None) -> None:
+    """Run `kernel` on `args` under the default and random configs plus one config per maker in
+    `extra_configs` (callables bound -> (label, config)), comparing every output with the reference;
+    `output_dtypes` checks the outputs' dtypes too."""
     bound = kernel.bind(args)
-    extra = [("looped reduction", looped_reduction_config(bound))] if looped else []
-    for config_label, config in configs_to_try(bound, extra=extra):
+    for config_label, config in configs_to_try(bound, extra=[make(bound) for make in extra_configs]):
         outputs = as_tuple(run_config(bound, config, args))
         if output_dtypes is not None:
             got_dtypes = tuple(output.dtype for output in outputs)

@@ -7,7 +7,7 @@ random configs; long rows also run with a looped reduction config.
 import pytest
 import torch
 
-from kernel_check import check_op
+from kernel_check import check_op, looped_reduction
 from kernels_src import rms_norm
 
 SHAPES = {
@@ -62,10 +62,10 @@ def test_long_rows_looped_reduction(device, dtype):
         shape = _shape(m, n)
         fwd_args = rms_norm.make_fwd_inputs(shape, dtype, device, seed=400 + case)
         check_op(rms_norm.rms_norm_fwd, fwd_args, rms_norm.reference_fwd(*fwd_args), rms_norm.tolerance(dtype),
-                 f"rms_norm_fwd {m}x{n} {dtype}", looped=True)
+                 f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction])
         bwd_args = rms_norm.make_bwd_inputs(shape, dtype, device, seed=500 + case)
         check_op(rms_norm.rms_norm_bwd, bwd_args, rms_norm.reference_bwd(*bwd_args), rms_norm.tolerance(dtype),
-                 f"rms_norm_bwd {m}x{n} {dtype}", looped=True)
+                 f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[looped_reduction])
 
 
 def test_inputs_are_fresh_random_and_seeded(device):

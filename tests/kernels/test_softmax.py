@@ -2,12 +2,13 @@
 
 Tolerances are the op's own for the output dtype (kernels_src.softmax.tolerance): fp32 (1e-5, 1e-9),
 bf16 (1e-2, 1e-8), fp16 (2e-3, 1e-7) as (rtol, atol) -- effectively relative, since outputs are
-as small as 1/N. Each case runs under the default and random configs; long rows also looped.
+as small as 1/N. Each case runs under the default and random configs; the forward also under the
+online-softmax structure, long rows also with a looped reduction.
 """
 import pytest
 import torch
 
-from kernel_check import check_op
+from kernel_check import check_op, looped_reduction, with_values
 from kernels_src import softmax
 
 SHAPES = {
@@ -15,6 +16,7 @@ SHAPES = {
     "cuda": [(1, 32000), (4097, 4096), (1000, 8192), (7, 50257)],
 }
 LONG_ROW_SHAPES = {"cpu": [(3, 5000)], "cuda": [(64, 131072), (8, 262144), (3, 300001)]}
+ONLINE = with_values(online_softmax=True)
 DTYPE_PAIRS = [  # (input dtype, output dtype)
     (torch.float32, torch.float32),
     (torch.bfloat16, torch.bfloat16),
@@ -34,7 +36,8 @@ def test_forward(device, in_dtype, out_dtype):
         x, _ = softmax.make_fwd_inputs(_shape(m, n), in_dtype, device, seed=case)
         args = (x, out_dtype)
         check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(out_dtype),
-                 f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", output_dtypes=(out_dtype,))
+                 f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[ONLINE],
+                 output_dtypes=(out_dtype,))
 
 
 @pytest.mark.parametrize("in_dtype,out_dtype", DTYPE_PAIRS, ids=str)
@@ -51,14 +54,14 @@ def test_long_rows_looped_reduction(device, dtype):
     for case, (m, n) in enumerate(LONG_ROW_SHAPES[device]):
         fwd_args = softmax.make_fwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
         check_op(softmax.softmax_fwd, fwd_args, softmax.reference_fwd(*fwd_args), softmax.tolerance(dtype),
-                 f"softmax_fwd {m}x{n} {dtype}", looped=True)
+                 f"softmax_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction, ONLINE])
         bwd_args = softmax.make_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
         check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance(dtype),
-                 f"softmax_bwd {m}x{n} {dtype}", looped=True)
+                 f"softmax_bwd {m}x{n} {dtype}", extra_configs=[looped_reduction])
 
 
 def test_large_logits_do_not_overflow(device):
     x, _ = softmax.make_fwd_inputs(_shape(5, 300), torch.float32, device, seed=400)
     args = (x * 1000.0, torch.float32)
     check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(torch.float32),
-             "softmax_fwd large logits")
+             "softmax_fwd large logits", extra_configs=[ONLINE])
