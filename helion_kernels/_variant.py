@@ -10,18 +10,18 @@ import json
 from collections.abc import Mapping
 
 
-def _plain(value):
+def to_plain(value):
     """Turn Mappings/tuples into dicts/lists so configs and specializations serialize alike."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): to_plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [to_plain(v) for v in value]
     return value
 
 
 def canonical_json(value) -> str:
     """Compact JSON with sorted keys: the text that variant ids and table diffs are built from."""
-    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"))
+    return json.dumps(to_plain(value), sort_keys=True, separators=(",", ":"))
 
 
 def variant_id(op: str, config: Mapping, specialization: Mapping) -> str:

@@ -1,0 +1,241 @@
+"""`python -m build_tools generate [--check]`: tuned tables -> `helion_kernels/_generated/<family>.py`.
+
+For every entry of `tuned_configs/*.json` (the default table included) the entry's op is bound on
+inputs of the entry's dtype and a small shape of the same specialization, and compiled for the
+entry's config. Each kernels_src module (a "family") becomes one standalone module holding the
+deduplicated Triton kernels, one launcher per variant and the `VARIANTS`/`OP_INFO` indexes the
+runtime reads. Output is deterministic; `--check` compares it with the files on disk instead.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from helion_kernels._variant import canonical_json, variant_id
+
+REPO = Path(__file__).resolve().parent.parent
+TABLE_DIR = REPO / "tuned_configs"
+OUT_DIR = REPO / "helion_kernels" / "_generated"
+ALLOWED_IMPORTS = ("import math", "import torch", "import triton", "import triton.language as tl")
+SMALL_SIZE = 16
+PACKAGE_DOC = '"""Generated Triton modules, one per kernels_src family (written by `python -m build_tools generate`)."""\n'
+
+
+class GenerationError(RuntimeError):
+    """A table entry that cannot be turned into a variant."""
+
+
+@dataclass
+class Variant:
+    """One (op, config, specialization) to emit, and the table entries that use it."""
+
+    op: str
+    vid: str
+    config: dict
+    specialization: dict
+    bound: object
+    used_by: list = field(default_factory=list)
+
+
+def op_families() -> dict:
+    """family name -> list of OpSpec, from the modules of kernels_src that define OPS."""
+    import kernels_src
+
+    families = {}
+    for info in sorted(pkgutil.iter_modules(kernels_src.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"kernels_src.{info.name}")
+        if getattr(module, "OPS", None):
+            families[info.name] = list(module.OPS)
+    return families
+
+
+def table_entries(table_dir: Path = TABLE_DIR) -> list:
+    """(table file name, entry) for every entry of every table, in file order."""
+    found = []
+    for path in sorted(table_dir.glob("*.json")):
+        for entry in json.loads(path.read_text()).get("entries", []):
+            found.append((path.name, entry))
+    return found
+
+
+def _small_shape(spec, shape: dict) -> dict:
+    """The entry's shape with every non-exact size capped, keeping exact keys and flags."""
+    small = {}
+    for key, value in shape.items():
+        keep = key in spec.exact_keys or isinstance(value, bool) or not isinstance(value, int)
+        small[key] = value if keep else min(value, SMALL_SIZE)
+    return small
+
+
+def bind(spec, shape: dict, dtype: torch.dtype, specialization: dict | None = None):
+    """Bind spec's kernel for (shape, dtype); a small shape first, the real one if it specializes differently."""
+    for candidate in (_small_shape(spec, shape), shape):
+        try:
+            bound = spec.kernel.bind(spec.make_inputs(candidate, dtype, "cpu", 0))
+        except Exception:
+            if candidate is shape:
+                raise
+            continue
+        if specialization is None or canonical_json(bound.specialization_key()) == canonical_json(specialization):
+            return bound
+    raise GenerationError(f"{spec.name}: binding on {shape} gives specialization "
+                          f"{bound.specialization_key()}, the table records {specialization}")
+
+
+def _dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise GenerationError(f"unknown dtype {name!r}")
+    return dtype
+
+
+def collect_variants(families: dict, entries: list) -> dict:
+    """family -> {(op, vid): Variant} for every table entry; raises GenerationError on bad entries."""
+    spec_family = {spec.name: (family, spec) for family, specs in families.items() for spec in specs}
+    variants = {family: {} for family in families}
+    for table_name, entry in entries:
+        op = entry["op"]
+        if op not in spec_family:
+            raise GenerationError(f"{table_name}: entry for unknown op {op!r}")
+        family, spec = spec_family[op]
+        recorded = entry.get("specialization")
+        if recorded is None and not entry.get("variant"):
+            raise GenerationError(f"{table_name}: {op} entry {entry['shape']} has neither "
+                                  "'specialization' nor 'variant'")
+        config = dict(entry["config"])
+        vid = entry.get("variant") or variant_id(op, config, recorded)
+        key = (op, vid)
+        if key not in variants[family]:
+            bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), recorded)
+            specialization = bound.specialization_key()
+            expected = variant_id(op, config, specialization)
+            if expected != vid:
+                raise GenerationError(f"{table_name}: {op} entry {entry['shape']} names variant {vid}, "
+                                      f"but its config and specialization give {expected}")
+            variants[family][key] = Variant(op, vid, config, specialization, bound)
+        variants[family][key].used_by.append(
+            f"{table_name} {entry['dtype']} {canonical_json(entry['shape'])}")
+    return variants
+
+
+_IMPORT_LINE = re.compile(r"^(?:import|from)\s.*$", re.MULTILINE)
+
+
+def _split_imports(source: str) -> tuple:
+    """(import lines, the source without them); rejects imports outside torch/triton/math."""
+    imports = [line.strip() for line in _IMPORT_LINE.findall(source)]
+    for line in imports:
+        if line not in ALLOWED_IMPORTS and line != "from __future__ import annotations":
+            raise GenerationError(f"generated code imports {line!r}; only {ALLOWED_IMPORTS} are allowed")
+    return imports, _IMPORT_LINE.sub("", source).strip("\n")
+
+
+def _comment(text: str) -> str:
+    return "\n".join(f"# {line}" if line else "#" for line in text.splitlines())
+
+
+def render_family(family: str, specs: list, variants: dict) -> str:
+    """Source text of `_generated/<family>.py`."""
+    from build_tools.dsl import Config
+
+    kernels, launchers = {}, []
+    for (op, vid), variant in sorted(variants.items()):
+        code = variant.bound.generate(Config.from_json(json.dumps(variant.config)), f"{op}__{vid}")
+        for name, source in sorted(code.kernels.items()):
+            _, body = _split_imports(source)
+            if kernels.setdefault(name, body) != body:
+                raise GenerationError(f"{family}: two different kernels are both named {name}")
+        _, launcher = _split_imports(code.launcher)
+        header = (f"{op} variant {vid}\nconfig: {canonical_json(variant.config)}\n"
+                  f"specialization: {canonical_json(variant.specialization)}\nused by: "
+                  + "\n  ".join(sorted(variant.used_by)))
+        launchers.append((op, vid, _comment(header) + "\n" + launcher))
+
+    ops = [spec.name for spec in specs]
+    op_info = {spec.name: {"exact_keys": list(spec.exact_keys),
+                           "shape_keys": sorted({k for s in spec.shapes for k in s})} for spec in specs}
+    lines = [
+        f'"""Generated by `python -m build_tools generate` from kernels_src/{family}.py; do not edit.',
+        "",
+        f"Ops: {', '.join(ops)}.",
+        f"Variants: {len(launchers)} (each launcher's comment names its config and the table entries using it).",
+        '"""',
+        "\n".join(ALLOWED_IMPORTS),
+        "",
+        f"OP_INFO = {json.dumps(op_info, sort_keys=True)}",
+    ]
+    lines += ["", "\n\n".join(body for _, body in sorted(kernels.items()))] if kernels else []
+    lines += ["", "\n\n".join(text for _, _, text in launchers)] if launchers else []
+    table = ["VARIANTS = {"]
+    for op in ops:
+        table.append(f"    {op!r}: {{")
+        table += [f"        {vid!r}: {name}__{vid}," for name, vid, _ in launchers if name == op]
+        table.append("    },")
+    table.append("}")
+    lines += ["", "\n".join(table)]
+    return _tidy("\n\n".join(lines))
+
+
+def _tidy(text: str) -> str:
+    """Collapse runs of blank lines to two and end with one newline."""
+    return re.sub(r"\n{4,}", "\n\n\n", text).strip("\n") + "\n"
+
+
+def render_all(table_dir: Path = TABLE_DIR) -> dict:
+    """file name -> text of every module `generate` writes."""
+    families = op_families()
+    variants = collect_variants(families, table_entries(table_dir))
+    files = {"__init__.py": PACKAGE_DOC}
+    for family, specs in families.items():
+        files[f"{family}.py"] = render_family(family, specs, variants[family])
+    return files
+
+
+def stale_files(files: dict, out_dir: Path = OUT_DIR) -> list:
+    """Names of files that differ from `files`, are missing, or should not exist."""
+    present = {p.name for p in out_dir.glob("*.py")} if out_dir.is_dir() else set()
+    stale = [name for name, text in files.items()
+             if not (out_dir / name).is_file() or (out_dir / name).read_text() != text]
+    return sorted(stale + [name for name in present - files.keys()])
+
+
+def write(files: dict, out_dir: Path = OUT_DIR) -> list:
+    """Write changed files, remove modules no family produces; returns the names touched."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    touched = stale_files(files, out_dir)
+    for name in touched:
+        if name in files:
+            (out_dir / name).write_text(files[name])
+        else:
+            (out_dir / name).unlink()
+    return touched
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m build_tools generate", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the committed files are stale")
+    parser.add_argument("--tables", type=Path, default=TABLE_DIR, help="folder of tuned tables")
+    parser.add_argument("--out", type=Path, default=OUT_DIR, help="output folder")
+    args = parser.parse_args(argv)
+    files = render_all(args.tables)
+    if args.check:
+        stale = stale_files(files, args.out)
+        if stale:
+            print("stale generated files (run `python -m build_tools generate`): " + ", ".join(stale),
+                  file=sys.stderr)
+            return 1
+        print(f"{len(files)} generated files are up to date")
+        return 0
+    touched = write(files, args.out)
+    print(f"wrote {len(touched)} of {len(files)} files in {args.out}" + (": " + ", ".join(touched) if touched else ""))
+    return 0
