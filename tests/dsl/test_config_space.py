@@ -67,7 +67,7 @@ def test_matmul_config_structure(device):
     assert len(config["loop_orders"]) == 1 and sorted(config["loop_orders"][0]) == [0, 1]
     assert len(config["l2_groupings"]) == 1
     assert config["pid_type"] in ("flat", "xyz", "persistent_blocked", "persistent_interleaved")
-    assert config.get("reduction_loops", []) == []
+    assert list(config.get("reduction_loops", [])) == []
 
 
 def test_grid_dims_get_no_block_size(device):
@@ -130,7 +130,7 @@ def test_normalize_rejects_illegal_configs(bad_fields, device):
 def test_normalize_fills_defaults(device):
     spec = matmul.bind(_matmul_args(device)).config_spec
     filled = spec.normalize(helion.Config(block_sizes=[16, 32, 16]))
-    assert filled["block_sizes"] == [16, 32, 16]
+    assert list(filled["block_sizes"]) == [16, 32, 16]
     default = spec.default_config()
     for name in ("num_warps", "num_stages", "pid_type", "indexing", "loop_orders", "l2_groupings"):
         assert filled[name] == default[name], name
@@ -193,7 +193,7 @@ def test_l2_grouping_alias(device):
     x, y = _matmul_args(device)
     bound = matmul.bind((x, y))
     singular = helion.Config(block_sizes=[16, 16, 16], l2_grouping=4)
-    assert bound.config_spec.normalize(singular)["l2_groupings"] == [4]
+    assert list(bound.config_spec.normalize(singular)["l2_groupings"]) == [4]
     check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, extra_configs=[singular],
                  **_tolerance(device))
 
