@@ -1,0 +1,163 @@
+"""Dispatcher logic on synthetic tables: table choice, nearest shape, exact keys, cache, notes."""
+import json
+
+import pytest
+import torch
+
+from helion_kernels._dispatch import Dispatcher, log_distance
+from helion_kernels._tables import load_table, load_tables
+from helion_kernels._variant import variant_id
+
+CPU = torch.device("cpu")
+
+
+class FakeRegistry:
+    """Registry stand-in: every variant id in `known` has a launcher that returns its own id."""
+
+    def __init__(self, known, exact_keys=()):
+        self.known = set(known)
+        self.exact = exact_keys
+
+    def launchers(self, op):
+        return {vid: (lambda vid=vid: vid) for vid in self.known}
+
+    def op_info(self, op):
+        return {"exact_keys": list(self.exact)}
+
+
+def entry(op, shape, vid, dtype="bfloat16"):
+    return {"op": op, "dtype": dtype, "shape": shape, "config": {"v": vid}, "variant": vid}
+
+
+def write_table(folder, name, arch, entries, device_name=None):
+    path = folder / name
+    path.write_text(json.dumps({"schema": 1, "arch": arch, "device_name": device_name, "entries": entries}))
+    return path
+
+
+def dispatcher(folder, known, exact_keys=(), arch="sm_90", device_name=None, monkeypatch=None):
+    monkeypatch.setenv("HK_ARCH", arch)
+    if device_name:
+        monkeypatch.setenv("HK_DEVICE_NAME", device_name)
+    return Dispatcher(FakeRegistry(known, exact_keys), lambda: load_tables_from(folder))
+
+
+def load_tables_from(folder):
+    return [load_table(p) for p in sorted(folder.glob("*.json"))]
+
+
+def select(d, shape, op="rms_norm_fwd", dtype=torch.bfloat16):
+    return d.select(op, CPU, dtype, tuple(shape), tuple(shape.values()))
+
+
+def test_exact_shape_wins_over_others(tmp_path, monkeypatch):
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("rms_norm_fwd", {"M": 8, "N": 1024}, "a"),
+                                                  entry("rms_norm_fwd", {"M": 8, "N": 4096}, "b")])
+    d = dispatcher(tmp_path, "ab", monkeypatch=monkeypatch)
+    decision = select(d, {"M": 8, "N": 4096})
+    assert decision.variant == "b" and decision.launcher() == "b"
+    assert "exact tuned shape" in decision.reason and decision.table == "sm_90.json"
+
+
+@pytest.mark.parametrize("n, expected", [(1500, "a"), (3000, "b"), (100000, "c"), (1, "a")])
+def test_nearest_shape_in_log_space(tmp_path, monkeypatch, n, expected):
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("rms_norm_fwd", {"M": 64, "N": 1024}, "a"),
+                                                  entry("rms_norm_fwd", {"M": 64, "N": 4096}, "b"),
+                                                  entry("rms_norm_fwd", {"M": 64, "N": 65536}, "c")])
+    d = dispatcher(tmp_path, "abc", monkeypatch=monkeypatch)
+    decision = select(d, {"M": 3, "N": n})
+    candidates = {"a": 1024, "b": 4096, "c": 65536}
+    nearest = min(candidates, key=lambda v: log_distance({"M": 64, "N": candidates[v]}, {"M": 3, "N": n}))
+    assert decision.variant == expected == nearest
+    assert "nearest tuned shape" in decision.reason
+
+
+def test_exact_keys_must_match(tmp_path, monkeypatch):
+    write_table(tmp_path, "sm_90.json", "sm_90", [
+        entry("attention_fwd", {"S": 128, "D": 64, "causal": False}, "d64"),
+        entry("attention_fwd", {"S": 100000, "D": 128, "causal": False}, "d128"),
+        entry("attention_fwd", {"S": 128, "D": 128, "causal": True}, "d128c")])
+    d = dispatcher(tmp_path, ["d64", "d128", "d128c"], exact_keys=("D", "causal"), monkeypatch=monkeypatch)
+    assert select(d, {"S": 128, "D": 128, "causal": False}, "attention_fwd").variant == "d128"
+    assert select(d, {"S": 128, "D": 128, "causal": True}, "attention_fwd").variant == "d128c"
+    missing = select(d, {"S": 128, "D": 80, "causal": False}, "attention_fwd")
+    assert missing.launcher is None and "D=80" in missing.reason
+
+
+def test_dtype_must_match(tmp_path, monkeypatch):
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("softmax_fwd", {"M": 4, "N": 4}, "h", "float16")])
+    d = dispatcher(tmp_path, "h", monkeypatch=monkeypatch)
+    assert select(d, {"M": 4, "N": 4}, "softmax_fwd", torch.float16).variant == "h"
+    assert select(d, {"M": 4, "N": 4}, "softmax_fwd", torch.bfloat16).launcher is None
+
+
+def test_device_name_refines_the_table(tmp_path, monkeypatch):
+    shape = {"M": 8, "N": 8}
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("op", shape, "h100")], "NVIDIA H100 80GB HBM3")
+    write_table(tmp_path, "sm_90_h200.json", "sm_90", [entry("op", shape, "h200")], "NVIDIA H200")
+    for name, expected in (("NVIDIA H200", "h200"), ("NVIDIA H100 80GB HBM3", "h100")):
+        d = dispatcher(tmp_path, ["h100", "h200"], device_name=name, monkeypatch=monkeypatch)
+        assert select(d, shape, "op").variant == expected
+
+
+def test_default_table_for_unknown_arch_and_missing_ops(tmp_path, monkeypatch):
+    write_table(tmp_path, "default.json", "default", [entry("op", {"M": 8, "N": 8}, "dflt"),
+                                                      entry("other", {"M": 8, "N": 8}, "dflt2")])
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("op", {"M": 8, "N": 8}, "tuned")])
+    d = dispatcher(tmp_path, ["dflt", "dflt2", "tuned"], arch="sm_80", monkeypatch=monkeypatch)
+    decision = select(d, {"M": 8, "N": 8}, "op")
+    assert decision.variant == "dflt" and decision.arch == "sm_80"
+    assert any("no tuned table for architecture sm_80" in note for note in decision.notes)
+    d = dispatcher(tmp_path, ["dflt", "dflt2", "tuned"], arch="sm_90", monkeypatch=monkeypatch)
+    assert select(d, {"M": 8, "N": 8}, "op").variant == "tuned"
+    assert select(d, {"M": 8, "N": 8}, "other").variant == "dflt2"
+
+
+def test_entries_without_generated_variant_are_skipped(tmp_path, monkeypatch):
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("op", {"N": 8}, "gone"), entry("op", {"N": 4096}, "here")])
+    d = dispatcher(tmp_path, ["here"], monkeypatch=monkeypatch)
+    decision = select(d, {"N": 8}, "op")
+    assert decision.variant == "here"
+    assert any("no generated variant" in note for note in decision.notes)
+
+
+def test_decision_is_cached_per_exact_key(tmp_path, monkeypatch):
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("op", {"N": 8}, "a")])
+    d = dispatcher(tmp_path, "a", monkeypatch=monkeypatch)
+    calls = []
+    resolve = d.resolve
+    monkeypatch.setattr(d, "resolve", lambda *args: calls.append(args) or resolve(*args))
+    first = select(d, {"N": 9}, "op")
+    assert select(d, {"N": 9}, "op") is first and len(calls) == 1
+    select(d, {"N": 10}, "op")
+    assert len(calls) == 2
+
+
+def test_table_without_variant_field_derives_it(tmp_path):
+    raw = {"op": "op", "dtype": "float32", "shape": {"N": 3}, "config": {"num_warps": 4},
+           "specialization": {"dtype": "float32"}}
+    path = write_table(tmp_path, "t.json", "sm_80", [raw])
+    (loaded,) = load_table(path).candidates("op", "float32")
+    assert loaded.variant == variant_id("op", raw["config"], raw["specialization"])
+
+
+def test_malformed_table_names_the_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1, "entries": []}')
+    with pytest.raises(ValueError, match="bad.json"):
+        load_table(bad)
+
+
+def test_table_folder_override(tmp_path, monkeypatch):
+    write_table(tmp_path, "x.json", "sm_75", [])
+    monkeypatch.setenv("HK_TUNED_CONFIGS", str(tmp_path))
+    assert [t.arch for t in load_tables()] == ["sm_75"]
+
+
+def test_variant_id_is_canonical():
+    a = variant_id("op", {"b": [1, 2], "a": 3}, {"x": (1,)})
+    assert a == variant_id("op", {"a": 3, "b": (1, 2)}, {"x": [1]})
+    assert len(a) == 12 and int(a, 16) >= 0
+    assert a != variant_id("op", {"a": 4, "b": [1, 2]}, {"x": [1]})
+    assert a != variant_id("op2", {"a": 3, "b": [1, 2]}, {"x": [1]})
+    assert a != variant_id("op", {"a": 3, "b": [1, 2]}, {"x": [2]})
