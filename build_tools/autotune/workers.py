@@ -36,7 +36,7 @@ class EntrySetup:
     device: str
     timer: str              # "module:factory" of the Timer to build in the worker
     seed: int = 0
-    with_reference: bool = True
+    role: str = "bench"     # "bench": reference + timer; "compile": inputs and kernel only
 
 
 def build_bench(setup: EntrySetup):
@@ -45,9 +45,10 @@ def build_bench(setup: EntrySetup):
     from build_tools.autotune.bench import EntryBench
 
     op = next(o for o in resolve(setup.op_source) if o.name == setup.op)
-    timer = resolve(setup.timer)()
+    benchmarking = setup.role == "bench"
+    timer = resolve(setup.timer)() if benchmarking else None
     dtype = getattr(torch, setup.dtype)
-    return EntryBench(op, dtype, setup.shape, setup.device, timer, setup.seed, setup.with_reference)
+    return EntryBench(op, dtype, setup.shape, setup.device, timer, setup.seed, with_reference=benchmarking)
 
 
 def _device_healthy(device: str) -> bool:

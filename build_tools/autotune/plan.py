@@ -1,0 +1,94 @@
+"""What a run tunes: the (op, dtype, shape) entries of the suites, and neighbour seeds for each.
+
+Neighbouring shapes of the same op tend to share good configs, so each entry's search starts
+from the winners of the nearest already-finished entries (log-distance over the shape keys;
+keys listed in the op's `exact_keys`, and non-numeric keys, must match).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from build_tools.autotune.table import entry_key
+
+
+def dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class Entry:
+    op: object       # OpSpec
+    dtype: object    # torch.dtype
+    shape: dict
+
+    @property
+    def op_name(self) -> str:
+        return self.op.name
+
+    @property
+    def dtype_name(self) -> str:
+        return dtype_name(self.dtype)
+
+    @property
+    def key(self) -> str:
+        return entry_key(self.op.name, self.dtype_name, self.shape)
+
+    def label(self) -> str:
+        dims = ",".join(f"{k}={v}" for k, v in self.shape.items())
+        return f"{self.op.name} {self.dtype_name} [{dims}]"
+
+
+def plan_entries(ops, only_ops=None) -> list[Entry]:
+    """Every (op, dtype, shape) of the suites, ops in library order, optionally filtered by name."""
+    if only_ops:
+        unknown = set(only_ops) - {op.name for op in ops}
+        if unknown:
+            raise ValueError(f"unknown ops: {', '.join(sorted(unknown))}")
+    return [
+        Entry(op, dtype, dict(shape))
+        for op in ops
+        if not only_ops or op.name in only_ops
+        for dtype in op.dtypes
+        for shape in op.shapes
+    ]
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def shape_distance(a: dict, b: dict, exact_keys=()) -> float:
+    """Sum of |log2| ratios over numeric keys; inf when keys, exact keys or other values differ."""
+    if a.keys() != b.keys():
+        return math.inf
+    total = 0.0
+    for key in a:
+        x, y = a[key], b[key]
+        if key in exact_keys or not (_is_number(x) and _is_number(y)):
+            if x != y:
+                return math.inf
+            continue
+        total += abs(math.log2(max(x, 1)) - math.log2(max(y, 1)))
+    return total
+
+
+def neighbour_configs(entry: Entry, finished: dict, limit: int = 2, other_dtype_penalty: float = 1.0) -> list:
+    """Configs (plain dicts) of the nearest finished entries of the same op, nearest first."""
+    scored = []
+    for record in finished.values():
+        if record.get("op") != entry.op_name or "config" not in record:
+            continue
+        distance = shape_distance(entry.shape, record["shape"], entry.op.exact_keys)
+        if record.get("dtype") != entry.dtype_name:
+            distance += other_dtype_penalty
+        if math.isfinite(distance):
+            scored.append((distance, entry_key(record["op"], record["dtype"], record["shape"]), record["config"]))
+    scored.sort(key=lambda item: item[:2])
+    result = []
+    for _, _, config in scored:
+        if config not in result:
+            result.append(config)
+        if len(result) == limit:
+            break
+    return result

@@ -1,0 +1,50 @@
+"""Planning entries and picking neighbour seeds."""
+import math
+from dataclasses import dataclass
+
+import pytest
+
+from build_tools.autotune.plan import Entry, neighbour_configs, plan_entries, shape_distance
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    shapes: list
+    dtypes: tuple = ("bfloat16", "float32")
+    exact_keys: tuple = ()
+
+
+def record(op, dtype, shape, warps):
+    return {"op": op, "dtype": dtype, "shape": shape, "config": {"num_warps": warps}}
+
+
+def test_plan_covers_every_op_dtype_shape_and_filters():
+    ops = [Op("a", [{"N": 1}, {"N": 2}]), Op("b", [{"N": 3}])]
+    assert len(plan_entries(ops)) == 6
+    assert {e.op_name for e in plan_entries(ops, {"b"})} == {"b"}
+    with pytest.raises(ValueError):
+        plan_entries(ops, {"nope"})
+
+
+def test_shape_distance_is_log_scale_and_respects_exact_and_flag_keys():
+    assert shape_distance({"M": 1024, "N": 64}, {"M": 4096, "N": 64}) == 2.0
+    assert shape_distance({"D": 64}, {"D": 128}, exact_keys=("D",)) == math.inf
+    assert shape_distance({"N": 8, "causal": True}, {"N": 8, "causal": False}) == math.inf
+    assert shape_distance({"N": 8}, {"M": 8}) == math.inf
+
+
+def test_neighbours_are_nearest_first_same_dtype_preferred_and_distinct():
+    op = Op("a", [], exact_keys=("D",))
+    entry = Entry(op, "bfloat16", {"M": 4096, "D": 64})
+    finished = {
+        "1": record("a", "bfloat16", {"M": 65536, "D": 64}, 1),
+        "2": record("a", "bfloat16", {"M": 2048, "D": 64}, 2),
+        "3": record("a", "float32", {"M": 4096, "D": 64}, 4),
+        "4": record("a", "bfloat16", {"M": 4096, "D": 128}, 8),
+        "5": record("b", "bfloat16", {"M": 4096, "D": 64}, 16),
+        "6": record("a", "bfloat16", {"M": 1024, "D": 64}, 2),
+    }
+    assert neighbour_configs(entry, finished, limit=3) == [
+        {"num_warps": 2}, {"num_warps": 4}, {"num_warps": 1}
+    ]

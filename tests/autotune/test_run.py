@@ -1,0 +1,141 @@
+"""Whole-run behaviour on fake ops in-process: table, skipping failures, budget and resumption."""
+import itertools
+import json
+import math
+
+import pytest
+from autotune_fakes import FAKE_OPS, FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigSpec, StepClock, bowl_cost
+
+from build_tools.autotune.backend import InProcessBackend
+from build_tools.autotune.entry import Limits
+from build_tools.autotune.run import MAX_ATTEMPTS, RunOptions, Tuner
+from build_tools.autotune.search import SearchSettings
+from build_tools.autotune.space import SearchSpace
+from helion_kernels._variant import variant_id
+
+
+def best_possible_cost():
+    spec = FakeConfigSpec()
+    space = SearchSpace(spec)
+    costs = []
+    for point in itertools.product(*(range(n) for n in space.sizes)):
+        config = space.decode(point)
+        if config is not None:
+            costs.append(bowl_cost(spec, config))
+    return min(costs)
+
+
+class CountingBackend(InProcessBackend):
+    def __init__(self):
+        super().__init__(FAKE_OPS_SOURCE, "cpu", VIRTUAL_TIMER)
+        self.started = []
+
+    def start_entry(self, entry, seed=0):
+        self.started.append(entry.key)
+        super().start_entry(entry, seed)
+
+
+def options(tmp_path, **overrides):
+    base = dict(
+        arch="test_arch", out_path=tmp_path / "tuned" / "test_arch.json", work_dir=tmp_path / "work",
+        device="cpu", device_name="fake", with_baselines=False,
+        settings=SearchSettings(population=8, generations=4, pattern_rounds=6, max_evaluations=150),
+        limits=Limits(finalists=2, rounds=2, per_round=2),
+    )
+    base.update(overrides)
+    return RunOptions(**base)
+
+
+def run(opts, clock=None):
+    backend = CountingBackend()
+    tuner = Tuner(opts, FAKE_OPS, backend, **({"clock": clock} if clock else {}))
+    return tuner.run(), backend
+
+
+def test_run_writes_the_table_with_the_contract_fields(tmp_path):
+    summary, _ = run(options(tmp_path, only_ops={"fake_scale"}))
+    table = json.loads((tmp_path / "tuned" / "test_arch.json").read_text())
+    assert table["schema"] == 1 and table["arch"] == "test_arch" and table["device_name"] == "fake"
+    assert {"torch", "triton", "tuned_at"} <= table.keys()
+    assert len(table["entries"]) == 3 == len(summary.finished)
+    best = best_possible_cost()
+    for entry in table["entries"]:
+        assert entry["variant"] == variant_id(entry["op"], entry["config"], entry["specialization"])
+        assert entry["us"] == best == bowl_cost(FakeConfigSpec(), entry["config"])
+        assert entry["baseline_us"] == {"eager": None, "compile": None}
+    report = (tmp_path / "work" / "tune-report.md").read_text()
+    assert report.count("| fake_scale |") == 3
+
+
+def test_a_failing_entry_is_logged_and_skipped(tmp_path):
+    summary, _ = run(options(tmp_path, only_ops={"fake_broken_shape"}))
+    assert len(summary.failed) == 1 and "N=13" in next(iter(summary.failed.values()))
+    assert len(summary.finished) == 1
+    table = json.loads((tmp_path / "tuned" / "test_arch.json").read_text())
+    assert [e["shape"] for e in table["entries"]] == [{"N": 32}]
+    assert "N=13" in (tmp_path / "work" / "tune.log").read_text()
+
+
+def test_failed_entries_are_retried_on_resume_then_given_up(tmp_path):
+    opts = options(tmp_path, only_ops={"fake_broken_shape"}, resume=True)
+    summary, backend = run(opts)
+    assert len(backend.started) == 2
+    for _ in range(MAX_ATTEMPTS - 1):
+        summary, backend = run(opts)
+        assert len(backend.started) == 1  # only the broken entry is attempted again
+    summary, backend = run(opts)
+    assert backend.started == [] and len(summary.skipped) == 1
+
+
+def test_budget_stops_cleanly_and_resume_finishes_the_rest(tmp_path):
+    # Every clock read advances 1 s; a budget this small ends the run after some entries.
+    opts = options(tmp_path, only_ops={"fake_scale"}, budget_s=30)
+    first, backend = run(opts, clock=StepClock(step=1.0))
+    assert first.stopped_for_budget
+    assert 1 <= len(first.finished) < 3
+    table = json.loads(opts.out_path.read_text())
+    assert len(table["entries"]) == len(first.finished)
+
+    resumed = options(tmp_path, only_ops={"fake_scale"}, resume=True)
+    second, backend = run(resumed)
+    assert not set(backend.started) & set(first.finished)
+    assert len(first.finished) + len(second.finished) == 3
+    assert len(json.loads(opts.out_path.read_text())["entries"]) == 3
+
+
+def test_without_resume_the_state_starts_over_but_the_table_keeps_other_entries(tmp_path):
+    run(options(tmp_path, only_ops={"fake_broken_shape"}))
+    summary, backend = run(options(tmp_path, only_ops={"fake_scale"}))
+    assert len(backend.started) == 3
+    ops = {e["op"] for e in json.loads((tmp_path / "tuned" / "test_arch.json").read_text())["entries"]}
+    assert ops == {"fake_scale", "fake_broken_shape"}
+
+
+def test_neighbour_winners_seed_the_next_shape(tmp_path):
+    summary, _ = run(options(tmp_path, only_ops={"fake_scale"}))
+    records = list(summary.records.values())
+    # Seeded with the first shape's optimum, later shapes find it in their first batch.
+    later = [r for r in records if r["shape"] != {"N": 64}]
+    assert all(r["us"] == best_possible_cost() for r in later)
+    assert all(r["tuning"]["tried"] <= records[0]["tuning"]["tried"] for r in later)
+
+
+def test_incumbents_are_remeasured_side_by_side(tmp_path):
+    shipped = {"block_sizes": [16, 16], "num_warps": 1, "num_stages": 1, "indexing": "pointer"}
+    from build_tools.autotune.table import entry_key
+
+    key = entry_key("fake_scale", "float32", {"N": 64})
+    summary, _ = run(options(tmp_path, only_ops={"fake_scale"}, incumbents={key: shipped}))
+    incumbent = summary.records[key]["tuning"]["incumbent"]
+    assert incumbent["config"] == FakeConfigSpec().normalize(shipped)
+    assert incumbent["us"] == bowl_cost(FakeConfigSpec(), shipped)
+    assert incumbent["error"] is None and math.isfinite(incumbent["us"])
+    assert "incumbent" not in summary.records[next(k for k in summary.records if k != key)]["tuning"]
+
+
+@pytest.mark.parametrize("strategy", ["de", "random"])
+def test_strategies_both_produce_a_table(tmp_path, strategy):
+    opts = options(tmp_path, only_ops={"fake_scale"}, settings=SearchSettings(strategy=strategy, max_evaluations=20))
+    summary, _ = run(opts)
+    assert len(summary.finished) == 3
+    assert all(r["tuning"]["tried"] <= 20 for r in summary.records.values())
