@@ -128,9 +128,6 @@ def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str 
         return "attn_mask is not supported by the kernels"
     if dropout_p != 0.0:
         return "dropout_p > 0 is not supported by the kernels"
-    reason = dtype_reason(query.dtype) or device_reason(query.device)
-    if reason is not None:
-        return reason
     if any(t.dtype != query.dtype or t.device != query.device for t in tensors):
         return "query, key and value differ in dtype or device (PyTorch reports the error)"
     if query.dim() < 3 or key.dim() != query.dim() or value.dim() != query.dim():
@@ -144,7 +141,7 @@ def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str 
         return "head counts differ without enable_gqa (PyTorch reports the error)"
     if any(t.numel() == 0 for t in tensors):
         return "empty tensor"
-    return None
+    return dtype_reason(query.dtype) or device_reason(query.device)
 
 
 def _as_4d(t: Tensor) -> Tensor:

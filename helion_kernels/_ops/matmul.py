@@ -127,14 +127,11 @@ def _common_reason(tensors) -> str | None:
     if not all(isinstance(t, Tensor) for t in tensors):
         return "arguments are not tensors (PyTorch reports the error)"
     first = tensors[0]
-    reason = dtype_reason(first.dtype) or device_reason(first.device)
-    if reason is not None:
-        return reason
     if any(t.dtype != first.dtype or t.device != first.device for t in tensors[1:]):
         return "operands differ in dtype or device (PyTorch reports the error or promotes)"
     if any(t.numel() == 0 for t in tensors):
         return "empty tensor"
-    return None
+    return dtype_reason(first.dtype) or device_reason(first.device)
 
 
 def matmul_reason(input, other) -> str | None:

@@ -115,14 +115,11 @@ def fallback_reason(input, normalized_shape, weight) -> str | None:
         return "normalized_shape does not match the input's trailing dims (PyTorch reports the error)"
     if weight is not None and tuple(weight.shape) != dims:
         return "weight shape differs from normalized_shape (PyTorch reports the error)"
-    reason = dtype_reason(input.dtype) or device_reason(input.device)
-    if reason is not None:
-        return reason
     if weight is not None and (weight.dtype != input.dtype or weight.device != input.device):
         return "weight dtype or device differs from the input's"
     if input.numel() == 0:
         return "empty tensor"
-    return None
+    return dtype_reason(input.dtype) or device_reason(input.device)
 
 
 def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):

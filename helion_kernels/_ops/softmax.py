@@ -77,12 +77,9 @@ def fallback_reason(input, dim, dtype) -> str | None:
         return "dim out of range or 0-d input (PyTorch reports the error or handles the scalar)"
     if dtype is not None and not isinstance(dtype, torch.dtype):
         return "dtype is not a torch.dtype (PyTorch reports the error)"
-    reason = dtype_reason(dtype or input.dtype) or device_reason(input.device)
-    if reason is not None:
-        return reason
     if input.numel() == 0:
         return "empty tensor"
-    return None
+    return dtype_reason(dtype or input.dtype) or device_reason(input.device)
 
 
 def _as_rows(input: Tensor, dim: int, dtype) -> Tensor:
