@@ -124,8 +124,7 @@ linear_op.register_autograd(_linear_backward, setup_context=_save_inputs)
 
 
 def _common_reason(tensors) -> str | None:
-    if not all(isinstance(t, Tensor) for t in tensors):
-        return "arguments are not tensors (PyTorch reports the error)"
+    """Reasons shared by matmul and linear, checked after the shape rules."""
     first = tensors[0]
     if any(t.dtype != first.dtype or t.device != first.device for t in tensors[1:]):
         return "operands differ in dtype or device (PyTorch reports the error or promotes)"
@@ -136,18 +135,16 @@ def _common_reason(tensors) -> str | None:
 
 def matmul_reason(input, other) -> str | None:
     """Why torch.matmul semantics here need PyTorch's implementation, or None."""
-    reason = _common_reason((input, other))
-    if reason is not None:
-        return reason
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        return "arguments are not tensors (PyTorch reports the error)"
     if input.dim() < 2 or other.dim() < 2:
         return "vector operand (1-D matmul)"
     if input.shape[-1] != other.shape[-2]:
         return "inner dimensions differ (PyTorch reports the error)"
-    if other.dim() == 2:
-        return None
-    if input.dim() == 3 and other.dim() == 3 and input.shape[0] == other.shape[0]:
-        return None
-    return "batched operands that broadcast"
+    batched = input.dim() == 3 and other.dim() == 3 and input.shape[0] == other.shape[0]
+    if other.dim() != 2 and not batched:
+        return "batched operands that broadcast"
+    return _common_reason((input, other))
 
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
@@ -164,14 +161,14 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 def linear_reason(input, weight, bias) -> str | None:
     """Why F.linear semantics here need PyTorch's implementation, or None."""
-    reason = _common_reason((input, weight) if bias is None else (input, weight, bias))
-    if reason is not None:
-        return reason
+    tensors = (input, weight) if bias is None else (input, weight, bias)
+    if not all(isinstance(t, Tensor) for t in tensors):
+        return "arguments are not tensors (PyTorch reports the error)"
     if input.dim() < 1 or weight.dim() != 2 or input.shape[-1] != weight.shape[1]:
         return "shapes outside x[..., K] @ weight[N, K]ᵀ (PyTorch handles or reports the error)"
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         return "bias is not of shape [N] (PyTorch broadcasts or reports the error)"
-    return None
+    return _common_reason(tensors)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
