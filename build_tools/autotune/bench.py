@@ -49,7 +49,7 @@ class EntryBench:
 
     def warm(self, config) -> None:
         """Compile and launch once (fills the on-disk Triton cache for the benchmark process)."""
-        self.compiled(config)(*clone_args(self.args))
+        self.compiled(config)(*self.args)
         self.synchronize()
 
     def check(self, config) -> str | None:

@@ -92,3 +92,20 @@ def neighbour_configs(entry: Entry, finished: dict, limit: int = 2, other_dtype_
         if len(result) == limit:
             break
     return result
+
+
+def shrink_shape(shape: dict, exact_keys=(), cap: int = 64) -> dict:
+    """A tiny version of a suite shape for interpreter smoke runs: numeric non-exact keys <= cap."""
+    return {
+        k: min(v, cap) if _is_number(v) and k not in exact_keys else v for k, v in shape.items()
+    }
+
+
+def smoke_entries(ops, only_ops=None, cap: int = 64) -> list[Entry]:
+    """One tiny entry per op: its first dtype and its smallest suite shape, shrunk."""
+    chosen = [op for op in ops if not only_ops or op.name in only_ops]
+    entries = []
+    for op in chosen:
+        smallest = min(op.shapes, key=lambda s: math.prod(v for v in s.values() if _is_number(v)))
+        entries.append(Entry(op, op.dtypes[0], shrink_shape(smallest, op.exact_keys, cap)))
+    return entries

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from build_tools.autotune.entry import Limits, PoolObjective, tune_entry
-from build_tools.autotune.plan import Entry, neighbour_configs, plan_entries
+from build_tools.autotune.plan import Entry, neighbour_configs
 from build_tools.autotune.progress import RunProgress
 from build_tools.autotune.search import SearchSettings
 from build_tools.autotune.space import SearchSpace
@@ -34,14 +34,12 @@ class RunOptions:
     work_dir: Path
     device: str = "cuda"
     device_name: str = ""
-    only_ops: set | None = None
     budget_s: float | None = None
     resume: bool = False
     settings: SearchSettings = field(default_factory=SearchSettings)
     limits: Limits = field(default_factory=Limits)
     with_baselines: bool = True
     target_total_s: float | None = None   # spread this much time over all planned entries
-    shape_filter: Callable[[Entry], bool] | None = None
     incumbents: dict = field(default_factory=dict)   # entry key -> shipped config (retune)
     show_bar: bool = False
     input_seed: int = 0
@@ -73,14 +71,11 @@ def _round(us):
 class Tuner:
     """Runs the planned entries through one backend; see the module docstring."""
 
-    def __init__(self, options: RunOptions, ops, backend, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, options: RunOptions, entries: list[Entry], backend, clock: Callable[[], float] = time.monotonic):
         self.options = options
         self.backend = backend
         self.clock = clock
-        self.entries = [
-            e for e in plan_entries(ops, options.only_ops)
-            if options.shape_filter is None or options.shape_filter(e)
-        ]
+        self.entries = list(entries)
         options.work_dir.mkdir(parents=True, exist_ok=True)
         self.state = TuneState.open(options.work_dir / "state.json", options.arch, options.resume)
         self.progress = RunProgress(len(self.entries), options.show_bar, options.work_dir / "tune.log")

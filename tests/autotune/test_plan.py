@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from build_tools.autotune.plan import Entry, neighbour_configs, plan_entries, shape_distance
+from build_tools.autotune.plan import Entry, neighbour_configs, plan_entries, shape_distance, smoke_entries
 
 
 @dataclass(frozen=True)
@@ -48,3 +48,12 @@ def test_neighbours_are_nearest_first_same_dtype_preferred_and_distinct():
     assert neighbour_configs(entry, finished, limit=3) == [
         {"num_warps": 2}, {"num_warps": 4}, {"num_warps": 1}
     ]
+
+
+def test_smoke_entries_are_one_tiny_entry_per_op():
+    ops = [Op("a", [{"M": 4096, "N": 4096}, {"M": 1, "N": 8192}]), Op("b", [{"S": 512, "D": 128}], exact_keys=("D",))]
+    entries = smoke_entries(ops, cap=64)
+    assert [(e.op_name, e.dtype_name, e.shape) for e in entries] == [
+        ("a", "bfloat16", {"M": 1, "N": 64}), ("b", "bfloat16", {"S": 64, "D": 128})
+    ]
+    assert [e.op_name for e in smoke_entries(ops, {"b"})] == ["b"]

@@ -8,6 +8,7 @@ from autotune_fakes import FAKE_OPS, FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigS
 
 from build_tools.autotune.backend import InProcessBackend
 from build_tools.autotune.entry import Limits
+from build_tools.autotune.plan import plan_entries
 from build_tools.autotune.run import MAX_ATTEMPTS, RunOptions, Tuner
 from build_tools.autotune.search import SearchSettings
 from build_tools.autotune.space import SearchSpace
@@ -46,14 +47,15 @@ def options(tmp_path, **overrides):
     return RunOptions(**base)
 
 
-def run(opts, clock=None):
+def run(opts, only_ops, clock=None):
     backend = CountingBackend()
-    tuner = Tuner(opts, FAKE_OPS, backend, **({"clock": clock} if clock else {}))
+    entries = plan_entries(FAKE_OPS, only_ops)
+    tuner = Tuner(opts, entries, backend, **({"clock": clock} if clock else {}))
     return tuner.run(), backend
 
 
 def test_run_writes_the_table_with_the_contract_fields(tmp_path):
-    summary, _ = run(options(tmp_path, only_ops={"fake_scale"}))
+    summary, _ = run(options(tmp_path), {"fake_scale"})
     table = json.loads((tmp_path / "tuned" / "test_arch.json").read_text())
     assert table["schema"] == 1 and table["arch"] == "test_arch" and table["device_name"] == "fake"
     assert {"torch", "triton", "tuned_at"} <= table.keys()
@@ -68,7 +70,7 @@ def test_run_writes_the_table_with_the_contract_fields(tmp_path):
 
 
 def test_a_failing_entry_is_logged_and_skipped(tmp_path):
-    summary, _ = run(options(tmp_path, only_ops={"fake_broken_shape"}))
+    summary, _ = run(options(tmp_path), {"fake_broken_shape"})
     assert len(summary.failed) == 1 and "N=13" in next(iter(summary.failed.values()))
     assert len(summary.finished) == 1
     table = json.loads((tmp_path / "tuned" / "test_arch.json").read_text())
@@ -77,42 +79,42 @@ def test_a_failing_entry_is_logged_and_skipped(tmp_path):
 
 
 def test_failed_entries_are_retried_on_resume_then_given_up(tmp_path):
-    opts = options(tmp_path, only_ops={"fake_broken_shape"}, resume=True)
-    summary, backend = run(opts)
+    opts = options(tmp_path, resume=True)
+    summary, backend = run(opts, {"fake_broken_shape"})
     assert len(backend.started) == 2
     for _ in range(MAX_ATTEMPTS - 1):
-        summary, backend = run(opts)
+        summary, backend = run(opts, {"fake_broken_shape"})
         assert len(backend.started) == 1  # only the broken entry is attempted again
-    summary, backend = run(opts)
+    summary, backend = run(opts, {"fake_broken_shape"})
     assert backend.started == [] and len(summary.skipped) == 1
 
 
 def test_budget_stops_cleanly_and_resume_finishes_the_rest(tmp_path):
     # Every clock read advances 1 s; a budget this small ends the run after some entries.
-    opts = options(tmp_path, only_ops={"fake_scale"}, budget_s=30)
-    first, backend = run(opts, clock=StepClock(step=1.0))
+    opts = options(tmp_path, budget_s=30)
+    first, backend = run(opts, {"fake_scale"}, clock=StepClock(step=1.0))
     assert first.stopped_for_budget
     assert 1 <= len(first.finished) < 3
     table = json.loads(opts.out_path.read_text())
     assert len(table["entries"]) == len(first.finished)
 
-    resumed = options(tmp_path, only_ops={"fake_scale"}, resume=True)
-    second, backend = run(resumed)
+    resumed = options(tmp_path, resume=True)
+    second, backend = run(resumed, {"fake_scale"})
     assert not set(backend.started) & set(first.finished)
     assert len(first.finished) + len(second.finished) == 3
     assert len(json.loads(opts.out_path.read_text())["entries"]) == 3
 
 
 def test_without_resume_the_state_starts_over_but_the_table_keeps_other_entries(tmp_path):
-    run(options(tmp_path, only_ops={"fake_broken_shape"}))
-    summary, backend = run(options(tmp_path, only_ops={"fake_scale"}))
+    run(options(tmp_path), {"fake_broken_shape"})
+    summary, backend = run(options(tmp_path), {"fake_scale"})
     assert len(backend.started) == 3
     ops = {e["op"] for e in json.loads((tmp_path / "tuned" / "test_arch.json").read_text())["entries"]}
     assert ops == {"fake_scale", "fake_broken_shape"}
 
 
 def test_neighbour_winners_seed_the_next_shape(tmp_path):
-    summary, _ = run(options(tmp_path, only_ops={"fake_scale"}))
+    summary, _ = run(options(tmp_path), {"fake_scale"})
     records = list(summary.records.values())
     # Seeded with the first shape's optimum, later shapes find it in their first batch.
     later = [r for r in records if r["shape"] != {"N": 64}]
@@ -125,7 +127,7 @@ def test_incumbents_are_remeasured_side_by_side(tmp_path):
     from build_tools.autotune.table import entry_key
 
     key = entry_key("fake_scale", "float32", {"N": 64})
-    summary, _ = run(options(tmp_path, only_ops={"fake_scale"}, incumbents={key: shipped}))
+    summary, _ = run(options(tmp_path, incumbents={key: shipped}), {"fake_scale"})
     incumbent = summary.records[key]["tuning"]["incumbent"]
     assert incumbent["config"] == FakeConfigSpec().normalize(shipped)
     assert incumbent["us"] == bowl_cost(FakeConfigSpec(), shipped)
@@ -135,7 +137,7 @@ def test_incumbents_are_remeasured_side_by_side(tmp_path):
 
 @pytest.mark.parametrize("strategy", ["de", "random"])
 def test_strategies_both_produce_a_table(tmp_path, strategy):
-    opts = options(tmp_path, only_ops={"fake_scale"}, settings=SearchSettings(strategy=strategy, max_evaluations=20))
-    summary, _ = run(opts)
+    opts = options(tmp_path, settings=SearchSettings(strategy=strategy, max_evaluations=20))
+    summary, _ = run(opts, {"fake_scale"})
     assert len(summary.finished) == 3
     assert all(r["tuning"]["tried"] <= 20 for r in summary.records.values())

@@ -1,0 +1,155 @@
+"""Command line of the tuner: `python -m build_tools tune ...` and `python -m build_tools retune ...`.
+
+`main(argv)` takes the arguments after `python -m build_tools`, starting with the subcommand
+(`["tune", "--arch", "sm_90"]`), and returns the exit status. tune: 0 when every planned entry
+is finished, 2 when entries remain (budget ran out: run again with --resume) or failed.
+retune: see `retune.EXIT_*` (0 unchanged, 3 changed, 1 failed).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXIT_INCOMPLETE = 2
+
+
+def _add_common(parser: argparse.ArgumentParser, arch_default: str | None) -> None:
+    parser.add_argument("--arch", default=arch_default, required=arch_default is None,
+                        help="table key, e.g. sm_90, or 'auto' to detect the visible GPU")
+    parser.add_argument("--ops", action="append", default=[],
+                        help="only these ops (comma-separated, repeatable)")
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="stop cleanly before this many seconds (state and table are saved)")
+    parser.add_argument("--resume", action="store_true", help="skip entries a previous run finished")
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--smoke", action="store_true",
+                        help="one tiny entry per op, tiny search, CPU timer (integration check)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="parallel compile processes (default: min(8, cores - 2); 0: none)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="benchmark in this process (no compile pool, no hang protection)")
+    parser.add_argument("--out", type=Path, default=None, help="output table (default tuned_configs/<arch>.json)")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="state, log and report folder (default build/autotune/<arch>)")
+    parser.add_argument("--strategy", default="de", choices=["de", "random"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--population", type=int, default=None)
+    parser.add_argument("--generations", type=int, default=None)
+    parser.add_argument("--max-evals", type=int, default=None, help="configs measured per entry at most")
+    parser.add_argument("--entry-time-s", type=float, default=None, help="search time per entry at most")
+    parser.add_argument("--target-total-s", type=float, default=None,
+                        help="spread this much search time evenly over all planned entries")
+    parser.add_argument("--compile-timeout-s", type=float, default=None)
+    parser.add_argument("--run-timeout-s", type=float, default=None)
+    parser.add_argument("--no-baselines", action="store_true", help="skip the eager/torch.compile peers")
+    parser.add_argument("--progress", default="auto", choices=["auto", "on", "off"])
+    parser.add_argument("--op-source", default="kernels_src:ALL_OPS", help=argparse.SUPPRESS)
+    parser.add_argument("--timer", default=None, help=argparse.SUPPRESS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m build_tools")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_common(commands.add_parser("tune", help="tune configs for one architecture"), None)
+    retune = commands.add_parser("retune", help="re-tune, accept real wins, regenerate, report")
+    _add_common(retune, "auto")
+    retune.add_argument("--min-gain", type=float, default=0.02,
+                        help="smallest relative speedup accepted even when noise is lower")
+    retune.add_argument("--report", type=Path, default=None, help="markdown report (default <work-dir>/retune-report.md)")
+    retune.add_argument("--no-generate", action="store_true", help="do not regenerate helion_kernels/_generated")
+    return parser
+
+
+def _settings(args):
+    from build_tools.autotune.search import SearchSettings
+
+    base = SearchSettings(population=4, generations=1, pattern_rounds=1, max_evaluations=6, time_limit_s=120) \
+        if args.smoke else SearchSettings()
+    overrides = {
+        "strategy": args.strategy, "seed": args.seed, "population": args.population,
+        "generations": args.generations, "max_evaluations": args.max_evals, "time_limit_s": args.entry_time_s,
+    }
+    return base.__class__(**{**base.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
+
+
+def _limits(args):
+    from build_tools.autotune.entry import Limits
+
+    base = Limits(finalists=2, rounds=2, per_round=1, run_timeout_s=300, compile_timeout_s=300) \
+        if args.smoke else Limits()
+    overrides = {"compile_timeout_s": args.compile_timeout_s, "run_timeout_s": args.run_timeout_s}
+    return base.__class__(**{**base.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
+
+
+def _entries(args, ops):
+    from build_tools.autotune.plan import plan_entries, smoke_entries
+
+    only = {name.strip() for chunk in args.ops for name in chunk.split(",") if name.strip()} or None
+    return smoke_entries(ops, only) if args.smoke else plan_entries(ops, only)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.smoke:
+        args.device = "cpu"
+    if args.device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton's runtime
+
+    from build_tools.autotune.arch import detect_arch, device_name
+    from build_tools.autotune.backend import InProcessBackend, ProcessBackend
+    from build_tools.autotune.run import RunOptions, Tuner
+    from build_tools.autotune.table import environment_header, load_table
+    from build_tools.autotune.workers import resolve
+
+    arch = detect_arch(args.device) if args.arch == "auto" else args.arch
+    work_dir = args.work_dir or REPO_ROOT / "build" / "autotune" / (arch + ("-retune" if args.command == "retune" else ""))
+    shipped_path = args.out or REPO_ROOT / "tuned_configs" / f"{arch}.json"
+    if args.command == "tune":
+        out_path = shipped_path if not args.smoke or args.out else work_dir / f"{arch}-smoke.json"
+    else:
+        out_path = work_dir / "candidate.json"
+    timer = args.timer or (
+        "build_tools.autotune.timing:CudaEventTimer" if args.device == "cuda" else "build_tools.autotune.timing:CpuTimer"
+    )
+    workers = args.workers if args.workers is not None else min(8, max((os.cpu_count() or 2) - 2, 1))
+    name = device_name(args.device)
+
+    incumbents = {}
+    if args.command == "retune":
+        from build_tools.autotune.retune import incumbents_of
+
+        incumbents = incumbents_of(load_table(shipped_path))
+    options = RunOptions(
+        arch=arch, out_path=out_path, work_dir=work_dir, device=args.device, device_name=name,
+        budget_s=args.budget_s, resume=args.resume, settings=_settings(args), limits=_limits(args),
+        with_baselines=not (args.no_baselines or args.smoke), target_total_s=args.target_total_s,
+        incumbents=incumbents,
+        show_bar=args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty()),
+    )
+    entries = _entries(args, resolve(args.op_source))
+    backend = (
+        InProcessBackend(args.op_source, args.device, timer) if args.in_process
+        else ProcessBackend(workers, args.op_source, args.device, timer)
+    )
+    try:
+        summary = Tuner(options, entries, backend).run()
+    finally:
+        backend.close()
+
+    if args.command == "retune":
+        from build_tools.autotune.retune import finish_retune, regenerate
+
+        return finish_retune(
+            arch, name, environment_header(arch, name), shipped_path, entries, summary,
+            args.report or work_dir / "retune-report.md", args.min_gain,
+            regenerate_fn=(lambda: True) if args.no_generate else regenerate,
+        )
+    remaining = len(entries) - len(summary.records.keys() & {e.key for e in entries})
+    return 0 if remaining == 0 else EXIT_INCOMPLETE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Retune acceptance logic, report, and the tune/retune command line on fake ops."""
+import json
+
+from autotune_fakes import FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigSpec, bowl_cost
+
+from build_tools.autotune import cli
+from build_tools.autotune.retune import EXIT_CHANGED, EXIT_UNCHANGED, decide
+from build_tools.autotune.run import RunSummary
+
+SHAPE = {"N": 64}
+
+
+def record(config, us, noise=0.01, incumbent=None):
+    tuning = {"noise": noise}
+    if incumbent is not None:
+        tuning["incumbent"] = incumbent
+    return {"op": "a", "dtype": "bfloat16", "shape": SHAPE, "config": config, "us": us, "tuning": tuning}
+
+
+def shipped(config, us=100.0):
+    return {"op": "a", "dtype": "bfloat16", "shape": SHAPE, "config": config, "us": us}
+
+
+def incumbent(config, us, noise=0.01, error=None):
+    return {"config": config, "us": us, "noise": noise, "error": error}
+
+
+OLD, NEW = {"num_warps": 4}, {"num_warps": 8}
+
+
+def test_clear_win_is_accepted():
+    d = decide(record(NEW, 80.0, incumbent=incumbent(OLD, 100.0)), shipped(OLD), min_gain=0.02)
+    assert d.accepted and d.speedup == 1.25
+
+
+def test_win_inside_the_noise_is_rejected():
+    d = decide(record(NEW, 95.0, incumbent=incumbent(OLD, 100.0, noise=0.08)), shipped(OLD), min_gain=0.02)
+    assert not d.accepted and "noise" in d.reason
+    d = decide(record(NEW, 99.0, noise=0.0, incumbent=incumbent(OLD, 100.0, noise=0.0)), shipped(OLD), 0.02)
+    assert not d.accepted
+
+
+def test_slower_or_identical_configs_are_rejected():
+    assert not decide(record(NEW, 120.0, incumbent=incumbent(OLD, 100.0)), shipped(OLD), 0.02).accepted
+    assert not decide(record(OLD, 50.0, incumbent=incumbent(OLD, 100.0)), shipped(OLD), 0.02).accepted
+
+
+def test_new_entries_and_broken_shipped_configs_are_replaced():
+    assert decide(record(NEW, 80.0), None, 0.02).accepted
+    broken = incumbent(OLD, None, error="wrong output: 3/64 elements off")
+    d = decide(record(NEW, 500.0, incumbent=broken), shipped(OLD), 0.02)
+    assert d.accepted and "fails" in d.reason
+
+
+def tune_cli(tmp_path, command, table, *extra):
+    return cli.main([
+        command, "--arch", "test_arch", "--device", "cpu", "--op-source", FAKE_OPS_SOURCE,
+        "--timer", VIRTUAL_TIMER, "--ops", "fake_scale", "--out", str(table), "--work-dir",
+        str(tmp_path / command), "--in-process", "--no-baselines", "--progress", "off",
+        "--max-evals", "150", "--generations", "4", *extra,
+    ])
+
+
+def test_tune_then_retune_through_the_command_line(tmp_path):
+    table = tmp_path / "tuned" / "test_arch.json"
+    assert tune_cli(tmp_path, "tune", table) == 0
+    tuned = json.loads(table.read_text())
+    assert len(tuned["entries"]) == 3
+
+    # Nothing better exists: retune keeps the table and says so.
+    assert tune_cli(tmp_path, "retune", table, "--no-generate") == EXIT_UNCHANGED
+    assert json.loads(table.read_text()) == tuned
+
+    # Ship a slow config for one shape: retune replaces exactly that entry.
+    slow = {"block_sizes": [16, 16], "num_warps": 1, "num_stages": 1, "indexing": "pointer"}
+    tuned["entries"][0]["config"] = slow
+    table.write_text(json.dumps(tuned))
+    assert tune_cli(tmp_path, "retune", table, "--no-generate") == EXIT_CHANGED
+    retuned = json.loads(table.read_text())
+    assert retuned["entries"][0]["config"] != slow
+    assert retuned["entries"][0]["us"] == bowl_cost(FakeConfigSpec(), retuned["entries"][0]["config"])
+    assert retuned["entries"][1:] == tuned["entries"][1:]
+    report = (tmp_path / "retune" / "retune-report.md").read_text()
+    assert report.count("**accepted**") == 1 and report.count("kept: same config") == 2
+
+
+def test_incomplete_tune_exits_nonzero(tmp_path):
+    table = tmp_path / "t.json"
+    assert tune_cli(tmp_path, "tune", table, "--budget-s", "0") == cli.EXIT_INCOMPLETE
+    assert json.loads(table.read_text())["entries"] == []
+
+
+def test_report_lists_failures():
+    from build_tools.autotune.retune import report_markdown
+
+    summary = RunSummary(planned=1, failed={"a|bf16|{}": "RuntimeError: boom"})
+    assert "RuntimeError: boom" in report_markdown("sm_90", "gpu", {}, summary)

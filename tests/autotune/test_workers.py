@@ -1,0 +1,77 @@
+"""Worker processes on the CPU with fake kernels: hangs, crashes and errors never stop a search."""
+import math
+import multiprocessing
+
+import pytest
+from autotune_fakes import FAKE_OPS, FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigSpec, bowl_cost
+
+from build_tools.autotune.backend import ProcessBackend
+from build_tools.autotune.entry import Limits
+from build_tools.autotune.plan import plan_entries
+from build_tools.autotune.run import RunOptions, Tuner
+from build_tools.autotune.search import SearchSettings
+from build_tools.autotune.workers import EntrySetup, Worker, WorkerFailure, WorkerPool
+
+SETUP = EntrySetup(FAKE_OPS_SOURCE, "fake_hazards", "float32", {"N": 64}, "cpu", VIRTUAL_TIMER)
+
+
+def config(b0=64, b1=32, warps=4, stages=2, indexing="pointer"):
+    return {"block_sizes": [b0, b1], "num_warps": warps, "num_stages": stages, "indexing": indexing}
+
+
+GOOD = config()
+HANG = config(stages=4, indexing="tensor_descriptor")
+CRASH = config(b0=16, warps=16)
+RAISE = config(warps=1, indexing="block_ptr")
+WRONG = config(warps=8)
+
+
+def test_pool_reports_hangs_crashes_and_errors_and_keeps_going():
+    pool = WorkerPool(2)
+    try:
+        pool.set_entry(SETUP)
+        payloads = [(GOOD,), (HANG,), (CRASH,), (RAISE,), (WRONG,)]
+        results = {i: (ok, value) for i, ok, value in pool.run("warm", payloads, timeout=3, setup_timeout=120)}
+        assert results[0][0] and results[4][0]  # a wrong result still compiles and runs
+        assert results[1] == (False, "warm timed out")
+        assert not results[2][0] and "died" in results[2][1]
+        assert not results[3][0] and "fake launch failure" in results[3][1]
+        again = list(pool.run("warm", [(GOOD,)], timeout=3, setup_timeout=120))
+        assert again == [(0, True, None)]
+        assert sum(w.restarts for w in pool.workers) == 2
+    finally:
+        pool.stop()
+
+
+def test_bench_worker_is_restarted_after_a_hang_and_measures_again():
+    worker = Worker(multiprocessing.get_context("spawn"), "bench")
+    try:
+        worker.set_entry(SETUP)
+        with pytest.raises(WorkerFailure, match="timed out"):
+            worker.call("measure", HANG, timeout=3, setup_timeout=120)
+        outcome = worker.call("measure", GOOD, timeout=30, setup_timeout=120)
+        assert outcome.us == bowl_cost(FakeConfigSpec(), GOOD) and outcome.error is None
+        wrong = worker.call("measure", WRONG, timeout=30)
+        assert math.isinf(wrong.us) and wrong.error.startswith("wrong output")
+    finally:
+        worker.stop()
+
+
+def test_process_backend_tunes_around_every_hazard(tmp_path):
+    backend = ProcessBackend(2, FAKE_OPS_SOURCE, "cpu", VIRTUAL_TIMER)
+    opts = RunOptions(
+        arch="test_arch", out_path=tmp_path / "t.json", work_dir=tmp_path / "w", device="cpu",
+        with_baselines=False,
+        settings=SearchSettings(population=8, generations=2, pattern_rounds=2, max_evaluations=24, seed=5),
+        limits=Limits(compile_timeout_s=3, run_timeout_s=5, setup_timeout_s=120, finalists=2, rounds=2, per_round=2),
+    )
+    try:
+        summary = Tuner(opts, plan_entries(FAKE_OPS, {"fake_hazards"}), backend).run()
+    finally:
+        backend.close()
+    record = next(iter(summary.records.values()))
+    spec = FakeConfigSpec()
+    hazard = next(op for op in FAKE_OPS if op.name == "fake_hazards").kernel.hazard
+    assert hazard(spec.normalize(record["config"])) is None
+    assert record["us"] == bowl_cost(spec, record["config"])
+    assert record["tuning"]["failed"] > 0
