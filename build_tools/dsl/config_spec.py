@@ -1,0 +1,263 @@
+"""ConfigSpec: the legal values of every knob of a bound kernel, its default config, random configs,
+and the flat (knob-by-knob) view the autotuner searches over."""
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import triton
+
+from . import exc
+from .config import FIELDS, Config
+from .session import Discovery
+
+PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved"]
+INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
+EVICTION = ["", "first", "last"]
+MAX_VOLUME = 1 << 16
+MAX_DOT_VOLUME = 1 << 21
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    index: int | None
+    choices: tuple
+
+
+def pow2_range(low: int, high: int) -> list[int]:
+    out, v = [], 1
+    while v <= high:
+        if v >= low:
+            out.append(v)
+        v *= 2
+    return out or [low]
+
+
+class ConfigSpec:
+    def __init__(self, found: Discovery):
+        self.found = found
+        self._knobs = self._build_knobs()
+
+    # ------------------------------------------------------------------ knobs
+    def block_range(self, i: int) -> list[int]:
+        info = self.found.blocks[i]
+        low = 16 if info.in_dot else 1
+        top = max(low, triton.next_power_of_2(max(info.size, 1)))
+        high = min(top, 256 if info.in_dot else 4096)
+        return pow2_range(low, max(low, high))
+
+    def reduction_range(self, r: int) -> list:
+        size = self.found.rdims[r]
+        if r in self.found.not_loopable or size <= 16:
+            return [None]
+        top = min(triton.next_power_of_2(size) // 2, 16384)
+        return [None] + pow2_range(16, top)
+
+    def _build_knobs(self) -> list[Knob]:
+        f = self.found
+        knobs = [Knob("block_sizes", i, tuple(self.block_range(i))) for i in range(len(f.blocks))]
+        knobs += [Knob("reduction_loops", r, tuple(self.reduction_range(r))) for r in range(len(f.rdims))]
+        for i, ndims in enumerate(f.top_loops):
+            if ndims > 1:
+                knobs.append(Knob("loop_orders", i, tuple(tuple(p) for p in itertools.permutations(range(ndims)))))
+                knobs.append(Knob("l2_groupings", i, (1, 2, 4, 8, 16, 32, 64)))
+        for i, (_, has_dot) in enumerate(f.device_loops):
+            knobs.append(Knob("flatten_loops", i, (False, True)))
+            knobs.append(Knob("range_unroll_factors", i, (0, 1, 2, 4)))
+            knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
+            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if has_dot else (None,)))
+        knobs.append(Knob("num_warps", None, (1, 2, 4, 8, 16)))
+        knobs.append(Knob("num_stages", None, (1, 2, 3, 4, 5)))
+        max_dims = max(f.top_loops, default=1)
+        knobs.append(Knob("pid_type", None, tuple(p for p in PID_TYPES if p != "xyz" or max_dims <= 3)))
+        for site in range(f.loads + f.stores):
+            knobs.append(Knob("indexing", site, tuple(INDEXING)))
+        for site in range(f.loads):
+            knobs.append(Knob("load_eviction_policies", site, tuple(EVICTION)))
+        for name, fragment in sorted(f.tunables.items()):
+            knobs.append(Knob(name, None, tuple(fragment.choices())))
+        return knobs
+
+    def knobs(self) -> list[Knob]:
+        return list(self._knobs)
+
+    # ------------------------------------------------------------------ flat view
+    def flatten(self, config: Config) -> list:
+        config = self.normalize(config)
+        out = []
+        for knob in self._knobs:
+            value = config[knob.name]
+            out.append(value[knob.index] if knob.index is not None else value)
+        return [tuple(v) if isinstance(v, list) else v for v in out]
+
+    def unflatten(self, values: list) -> Config:
+        fields: dict[str, Any] = {}
+        for knob, value in zip(self._knobs, values):
+            if knob.index is None:
+                fields[knob.name] = value
+            else:
+                fields.setdefault(knob.name, [])
+                lst = fields[knob.name]
+                while len(lst) <= knob.index:
+                    lst.append(None)
+                lst[knob.index] = list(value) if isinstance(value, tuple) else value
+        return self.normalize(Config(fields))
+
+    # ------------------------------------------------------------------ defaults and normalization
+    def default_config(self) -> Config:
+        f = self.found
+        has_dot = any(b.in_dot for b in f.blocks)
+        blocks = self._default_blocks()
+        reductions = []
+        for r, size in enumerate(f.rdims):
+            loopable = len(self.reduction_range(r)) > 1
+            reductions.append(4096 if loopable and triton.next_power_of_2(size) > 8192 and 4096 < size else None)
+        biggest = max([triton.next_power_of_2(s) for s, red in zip(f.rdims, reductions) if red is None] + [1])
+        fields: dict[str, Any] = {
+            "block_sizes": blocks,
+            "reduction_loops": reductions,
+            "loop_orders": [list(range(n)) for n in f.top_loops if n > 1],
+            "l2_groupings": [1 for n in f.top_loops if n > 1],
+            "flatten_loops": [False] * len(f.device_loops),
+            "range_unroll_factors": [0] * len(f.device_loops),
+            "range_num_stages": [0] * len(f.device_loops),
+            "range_warp_specializes": [None] * len(f.device_loops),
+            "num_warps": 8 if biggest >= 4096 else 4,
+            "num_stages": 3 if has_dot else 2,
+            "pid_type": "flat",
+            "indexing": ["pointer"] * (f.loads + f.stores),
+            "load_eviction_policies": [""] * f.loads,
+        }
+        for name, fragment in f.tunables.items():
+            fields[name] = fragment.default()
+        return self.normalize(Config(fields))
+
+    def _top_loop_positions(self) -> dict[int, int]:
+        """Maps a top-level loop's index in `top_loops` to its position in loop_orders/l2_groupings."""
+        out, pos = {}, 0
+        for i, n in enumerate(self.found.top_loops):
+            if n > 1:
+                out[i] = pos
+                pos += 1
+        return out
+
+    def normalize(self, config: Config | dict) -> Config:
+        config = Config(config)
+        unknown = [k for k in config if k not in FIELDS and k not in self.found.tunables]
+        if unknown:
+            raise exc.InvalidConfig(f"unknown config field(s) {unknown}")
+        fields = config.to_dict()
+        blocks = list(fields.get("block_sizes") or [])
+        defaults = None
+        for i in range(len(self.found.blocks)):
+            choices = self.block_range(i)
+            if i >= len(blocks) or blocks[i] is None:
+                defaults = defaults or self._default_blocks()
+                blocks.append(defaults[i]) if i >= len(blocks) else blocks.__setitem__(i, defaults[i])
+            value = int(blocks[i])
+            if value & (value - 1):
+                raise exc.InvalidConfig(f"block_sizes[{i}]={value} is not a power of two")
+            blocks[i] = min(max(value, choices[0]), max(choices[-1], value if not self.found.blocks[i].in_dot else choices[-1]))
+        fields["block_sizes"] = self._cap_volume(blocks[: len(self.found.blocks)], fields.get("reduction_loops"))
+        reductions = list(fields.get("reduction_loops") or [])
+        reductions += [None] * (len(self.found.rdims) - len(reductions))
+        for r in range(len(self.found.rdims)):
+            legal = self.reduction_range(r)
+            value = reductions[r]
+            if value is not None and value not in legal:
+                value = None if len(legal) == 1 else max(c for c in legal[1:] if c <= max(value, 16)) if any(c for c in legal[1:] if c <= max(value, 16)) else legal[1]
+            reductions[r] = value
+        fields["reduction_loops"] = reductions[: len(self.found.rdims)]
+        n_multi = sum(1 for n in self.found.top_loops if n > 1)
+        multi_dims = [n for n in self.found.top_loops if n > 1]
+        orders = list(fields.get("loop_orders") or [])
+        orders += [list(range(n)) for n in multi_dims[len(orders) :]]
+        fields["loop_orders"] = [list(o) for o in orders[:n_multi]]
+        groups = fields.get("l2_groupings") or []
+        groups = list(groups) + [1] * (n_multi - len(groups))
+        fields["l2_groupings"] = [int(g) for g in groups[:n_multi]]
+        n_loops = len(self.found.device_loops)
+        for name, default in (("flatten_loops", False), ("range_unroll_factors", 0), ("range_num_stages", 0), ("range_warp_specializes", None)):
+            values = list(fields.get(name) or [])
+            values += [default] * (n_loops - len(values))
+            fields[name] = values[:n_loops]
+        for i, (_, has_dot) in enumerate(self.found.device_loops):
+            if not has_dot:
+                fields["range_warp_specializes"][i] = None
+        fields.setdefault("num_warps", 4)
+        fields.setdefault("num_stages", 2)
+        fields.setdefault("pid_type", "flat")
+        if fields["pid_type"] not in PID_TYPES:
+            raise exc.InvalidConfig(f"pid_type {fields['pid_type']!r} is not one of {PID_TYPES}")
+        if fields["pid_type"] == "xyz" and max(self.found.top_loops, default=1) > 3:
+            fields["pid_type"] = "flat"
+        sites = self.found.loads + self.found.stores
+        indexing = fields.get("indexing", "pointer")
+        if isinstance(indexing, str):
+            indexing = [indexing] * sites
+        indexing = list(indexing) + ["pointer"] * (sites - len(indexing))
+        for value in indexing:
+            if value not in INDEXING:
+                raise exc.InvalidConfig(f"indexing {value!r} is not one of {INDEXING}")
+        fields["indexing"] = indexing[:sites]
+        eviction = list(fields.get("load_eviction_policies") or [])
+        eviction += [""] * (self.found.loads - len(eviction))
+        fields["load_eviction_policies"] = eviction[: self.found.loads]
+        for name, fragment in self.found.tunables.items():
+            if name not in fields:
+                fields[name] = fragment.default()
+            elif fields[name] not in fragment.choices():
+                raise exc.InvalidConfig(f"tunable {name}={fields[name]!r} is not one of {fragment.choices()}")
+        return Config(fields)
+
+    def _default_blocks(self) -> list[int]:
+        f = self.found
+        has_dot = any(b.in_dot for b in f.blocks)
+        top_dims = max(f.top_loops, default=1)
+        blocks = []
+        for i, info in enumerate(f.blocks):
+            choices = self.block_range(i)
+            if info.in_dot:
+                want = 64
+            elif info.device_loop:
+                want = 64 if has_dot else 1024
+            elif f.rdims or f.device_loops:
+                want = 1
+            else:
+                want = {1: 1024, 2: 32, 3: 8}.get(top_dims, 4)
+            blocks.append(min(max(want, choices[0]), choices[-1]))
+        return blocks
+
+    def _cap_volume(self, blocks: list[int], reductions: Any) -> list[int]:
+        """Halves the largest blocks until one program's elements stay within a compilable volume."""
+        has_dot = any(b.in_dot for b in self.found.blocks)
+        cap = MAX_DOT_VOLUME if has_dot else MAX_VOLUME
+        persistent = 1
+        for r, size in enumerate(self.found.rdims):
+            chunk = reductions[r] if reductions and r < len(reductions) else None
+            persistent *= chunk if chunk else triton.next_power_of_2(max(size, 1))
+        persistent = min(persistent, cap)
+        blocks = list(blocks)
+        floor = [16 if b.in_dot else 1 for b in self.found.blocks]
+
+        def volume() -> int:
+            v = persistent
+            for b in blocks:
+                v *= b
+            return v
+
+        while volume() > cap:
+            candidates = [i for i in range(len(blocks)) if blocks[i] > floor[i]]
+            if not candidates:
+                break
+            i = max(candidates, key=lambda j: blocks[j])
+            blocks[i] //= 2
+        return blocks
+
+    def random_config(self, seed: int | random.Random | None = None) -> Config:
+        rng = seed if isinstance(seed, random.Random) else random.Random(seed)
+        values = [rng.choice(k.choices) for k in self._knobs]
+        return self.unflatten(values)

@@ -1,0 +1,577 @@
+"""Device compiler: turns the body of one top-level `hl.tile`/`hl.grid` loop into a Triton kernel body.
+
+It walks the loop's AST once, evaluating each expression to a device value (values.py) and emitting
+Triton statements eagerly. Values that span a looped reduction dimension stay lazy and are
+re-materialized inside a chunk loop by the reduction or store that consumes them."""
+from __future__ import annotations
+
+import ast
+import contextlib
+import math
+from typing import Any, Iterator
+
+import torch
+
+from . import exc
+from . import language as hl
+from .emitter import KernelBuilder
+from .pointwise import PointwiseMixin
+from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+
+UNSUPPORTED_STATEMENTS = {
+    ast.While: "while loop",
+    ast.Try: "try statement",
+    ast.With: "with statement",
+    ast.Return: "return inside a device loop",
+    ast.Break: "break",
+    ast.Continue: "continue",
+    ast.FunctionDef: "nested function definition",
+    ast.Lambda: "lambda",
+    ast.Raise: "raise",
+    ast.Delete: "del statement",
+    ast.Global: "global statement",
+    ast.Nonlocal: "nonlocal statement",
+    ast.Assert: "assert statement",
+}
+
+
+class LoopSpec:
+    """The iteration space of an `hl.tile`/`hl.grid` call."""
+
+    def __init__(self, kind: str, begins: list, ends: list, block_sizes: list, nodes: list):
+        self.kind = kind
+        self.begins = begins
+        self.ends = ends
+        self.block_sizes = block_sizes
+        self.nodes = nodes
+
+
+class DeviceCompiler(PointwiseMixin):
+    def __init__(self, session: Any, builder: KernelBuilder):
+        self.session = session
+        self.builder = builder
+        self.scope: dict[str, Any] = {}
+        self.rdims: dict[Any, RDim] = {}
+        self.setup_lines: list[str] = []
+        self.chunk_memo: dict[int, str] | None = None
+        self.current_node: ast.AST | None = None
+        self.in_dot_loop = False
+
+    # ------------------------------------------------------------------ errors
+    def error(self, cls: type, message: str, node: ast.AST | None = None) -> exc.CompileError:
+        return cls(message, self.session.location(node or self.current_node))
+
+    # ------------------------------------------------------------------ top-level loop
+    def compile_top_loop(self, node: ast.For, loop_index: int) -> dict:
+        spec = self.loop_spec(node.iter, top_level=True)
+        for value in spec.begins + spec.ends:
+            if not isinstance(value, (int, HostScalar)):
+                raise self.error(exc.NotSupported, "top-level loop bounds must be computed in host code", node.iter)
+        tiles = self.top_level_tiles(spec, loop_index)
+        self.bind_loop_target(node.target, tiles, spec.kind)
+        self.statements(node.body)
+        if node.orelse:
+            raise self.error(exc.NotSupported, "for/else in device code", node)
+        body, self.builder.lines = self.builder.lines, []
+        self.builder.lines = self.setup_lines + body
+        return tiles
+
+    def top_level_tiles(self, spec: LoopSpec, loop_index: int) -> list:
+        """Emits the program-id to tile-offset mapping selected by the config."""
+        b = self.builder
+        counts, dims = [], []
+        for i, (begin, end) in enumerate(zip(spec.begins, spec.ends)):
+            begin_s, end_s = self.atom(begin), self.atom(end)
+            if spec.kind == "grid":
+                dims.append(None)
+                counts.append((f"({end_s} - {begin_s})", self.host_text(end, begin)))
+                continue
+            block_id, fixed = self.session.block_for(spec.block_sizes[i], self.size_value(end, begin), device_loop=False)
+            bs = self.block_constexpr(block_id, fixed)
+            dims.append((block_id, bs, begin_s, end_s))
+            counts.append((f"tl.cdiv({end_s} - {begin_s}, {bs})", f"triton.cdiv({self.host_text(end, begin)}, {self.block_host(block_id, fixed)})"))
+        pids = self.session.pid_setup(b, loop_index, [c[0] for c in counts], [c[1] for c in counts], len(counts))
+        tiles = []
+        for i, dim in enumerate(dims):
+            begin_s = self.atom(spec.begins[i])
+            if dim is None:
+                tiles.append(TVal(torch.int32, (), name=b.assign(f"{begin_s} + {pids[i]}", "idx")))
+                continue
+            block_id, bs, begin_s, end_s = dim
+            offset = b.assign(f"{begin_s} + {pids[i]} * {bs}", "offset")
+            tiles.append(self.make_tile(block_id, bs, offset, begin_s, end_s, spec.ends[i], spec.begins[i]))
+        return tiles
+
+    def make_tile(self, block_id: int, bs: str, offset: str, begin_s: str, end_s: str, end: Any, begin: Any) -> TileVal:
+        b = self.builder
+        index = b.assign(f"{offset} + tl.arange(0, {bs})", "indices")
+        needs_mask = True
+        block = self.session.block_value(block_id)
+        if isinstance(end, int) and isinstance(begin, int) and block and (end - begin) % block == 0:
+            needs_mask = False
+        mask = b.assign(f"{index} < {end_s}", "mask") if needs_mask else None
+        dim = BlockDim(block_id, bs, index, mask, bs)
+        end_value = end if isinstance(end, int) else end.value if isinstance(end, HostScalar) else None
+        return TileVal(dim, offset, end_s, begin_s, end_value)
+
+    def block_constexpr(self, block_id: int, fixed: int | None) -> str:
+        if fixed is not None:
+            return str(fixed)
+        name = f"_BLOCK_SIZE_{block_id}"
+        return self.builder.constexpr(name, str(self.session.block_value(block_id)))
+
+    def block_host(self, block_id: int, fixed: int | None) -> str:
+        return str(fixed if fixed is not None else self.session.block_value(block_id))
+
+    def host_text(self, end: Any, begin: Any) -> str:
+        end_t = self.host_expr_of(end)
+        begin_t = self.host_expr_of(begin)
+        return end_t if begin_t == "0" else f"({end_t}) - ({begin_t})"
+
+    def host_expr_of(self, value: Any) -> str:
+        if isinstance(value, HostScalar):
+            return self.session.host_expr(value)
+        return repr(value)
+
+    def size_value(self, end: Any, begin: Any) -> int:
+        def val(v: Any) -> int:
+            if isinstance(v, HostScalar):
+                return int(v.value)
+            if isinstance(v, int):
+                return v
+            return 0
+
+        return max(val(end) - val(begin), 0) if not isinstance(end, TVal) else 0
+
+    def bind_loop_target(self, target: ast.AST, tiles: list, kind: str) -> None:
+        if isinstance(target, ast.Name):
+            if len(tiles) != 1:
+                self.scope[target.id] = tuple(tiles)
+            else:
+                self.scope[target.id] = tiles[0]
+            return
+        if isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == len(tiles):
+            for elt, tile in zip(target.elts, tiles):
+                if not isinstance(elt, ast.Name):
+                    raise self.error(exc.NotSupported, "loop target must be names", target)
+                self.scope[elt.id] = tile
+            return
+        raise self.error(exc.ShapeMismatch, f"loop target unpacks {len(tiles)} dimension(s)", target)
+
+    # ------------------------------------------------------------------ loop specs
+    def loop_spec(self, call: ast.AST, top_level: bool) -> LoopSpec:
+        if not isinstance(call, ast.Call):
+            raise self.error(exc.NotSupported, "device loops must iterate over hl.tile(...) or hl.grid(...)", call)
+        fn = self.resolve_callee(call.func)
+        if fn is not hl.tile and fn is not hl.grid:
+            raise self.error(exc.NotSupported, f"loop over {ast.unparse(call.func)}(...); use hl.tile or hl.grid", call)
+        kind = "tile" if fn is hl.tile else "grid"
+        kwargs = {k.arg: k.value for k in call.keywords}
+        args = list(call.args)
+        unknown = set(kwargs) - {"block_size"}
+        if unknown:
+            raise self.error(exc.NotSupported, f"hl.{kind} keyword(s) {sorted(unknown)}", call)
+        if len(args) == 1:
+            ends = self.loop_bounds(args[0])
+            begins = [0] * len(ends)
+        elif len(args) == 2:
+            begins, ends = self.loop_bounds(args[0]), self.loop_bounds(args[1])
+            if len(begins) != len(ends):
+                raise self.error(exc.ShapeMismatch, "hl.tile(begin, end) with different ranks", call)
+        else:
+            raise self.error(exc.NotSupported, f"hl.{kind} with {len(args)} positional arguments", call)
+        block_sizes: list = [None] * len(ends)
+        if "block_size" in kwargs:
+            if kind == "grid":
+                raise self.error(exc.NotSupported, "hl.grid does not take block_size", call)
+            raw = self.expr(kwargs["block_size"])
+            raw = list(raw) if isinstance(raw, (list, tuple)) else [raw]
+            if len(raw) != len(ends):
+                raise self.error(exc.ShapeMismatch, "block_size list length differs from the number of dimensions", call)
+            block_sizes = raw
+        return LoopSpec(kind, begins, ends, block_sizes, args)
+
+    def loop_bounds(self, node: ast.AST) -> list:
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.as_bound(self.expr(elt), elt) for elt in node.elts]
+        value = self.expr(node)
+        if isinstance(value, torch.Size):
+            value = list(value)
+        if isinstance(value, (list, tuple)):
+            out = list(value)
+            if isinstance(node, (ast.List, ast.Tuple)):
+                return [self.as_bound(v, n) for v, n in zip(out, node.elts)]
+            return [self.as_bound(v, node, i) for i, v in enumerate(out)]
+        return [self.as_bound(value, node)]
+
+    def as_bound(self, value: Any, node: ast.AST, index: int | None = None) -> Any:
+        if isinstance(value, TileVal):
+            raise self.error(exc.TypeMismatch, "a tile is not a loop bound; use tile.begin / tile.end", node)
+        if isinstance(value, int) and not isinstance(value, bool) and index is not None:
+            if self.session.static_or_specialized(value):
+                return value
+            return self.session.host_scalar(f"({ast.unparse(node)})[{index}]", value, self.builder)
+        if isinstance(value, (int, HostScalar)) and not isinstance(value, bool):
+            return value
+        if isinstance(value, TVal) and value.shape == ():
+            return value
+        raise self.error(exc.TypeMismatch, f"loop bound must be an integer, got {type(value).__name__}", node)
+
+    # ------------------------------------------------------------------ statements
+    def statements(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.current_node = stmt
+            try:
+                self.statement(stmt)
+            except exc.CompileError as err:
+                raise err.with_location(self.session.location(stmt))
+
+    def statement(self, node: ast.stmt) -> None:
+        for cls, what in UNSUPPORTED_STATEMENTS.items():
+            if isinstance(node, cls):
+                raise self.error(exc.NotSupported, f"{what} is not supported in device code", node)
+        if isinstance(node, ast.Assign):
+            value = self.expr(node.value)
+            for target in node.targets:
+                self.assign_target(target, value)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self.assign_target(node.target, self.expr(node.value))
+        elif isinstance(node, ast.AugAssign):
+            self.aug_assign(node)
+        elif isinstance(node, ast.Expr):
+            if isinstance(node.value, ast.Constant):
+                return
+            self.expr(node.value)
+        elif isinstance(node, ast.For):
+            self.device_loop(node)
+        elif isinstance(node, ast.If):
+            self.if_statement(node)
+        elif isinstance(node, ast.Pass):
+            return
+        else:
+            raise self.error(exc.NotSupported, f"{type(node).__name__} statement in device code", node)
+
+    def assign_target(self, target: ast.AST, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = self.unpack(value, len(target.elts), target)
+            for elt, v in zip(target.elts, values):
+                self.assign_target(elt, v)
+        elif isinstance(target, ast.Subscript):
+            tensor = self.expr(target.value)
+            if not isinstance(tensor, HostTensor):
+                raise self.error(exc.NotSupported, "assignment into a device value; only host tensors can be stored to", target)
+            self.store(tensor, self.index_list(target.slice), value, None, target)
+        else:
+            raise self.error(exc.NotSupported, f"assignment to {type(target).__name__}", target)
+
+    def unpack(self, value: Any, count: int, node: ast.AST) -> list:
+        if isinstance(value, (tuple, list)) and len(value) == count:
+            return list(value)
+        raise self.error(exc.ShapeMismatch, f"cannot unpack {type(value).__name__} into {count} names", node)
+
+    def bind(self, name: str, value: Any) -> None:
+        carried = self.scope.get(name)
+        if isinstance(carried, TVal) and carried.extra == "carried":
+            self.write_carried(carried, value)
+            return
+        self.scope[name] = value
+
+    def aug_assign(self, node: ast.AugAssign) -> None:
+        op = node.op
+        if isinstance(node.target, ast.Name):
+            current = self.expr(node.target)
+            self.bind(node.target.id, self.binary(op, current, self.expr(node.value)))
+            return
+        if isinstance(node.target, ast.Subscript):
+            tensor = self.expr(node.target.value)
+            if not isinstance(tensor, HostTensor):
+                raise self.error(exc.NotSupported, "augmented assignment into a device value", node)
+            index = self.index_list(node.target.slice)
+            current = self.load(tensor, index, None, node)
+            self.store(tensor, index, self.binary(op, current, self.expr(node.value)), None, node)
+            return
+        raise self.error(exc.NotSupported, f"augmented assignment to {type(node.target).__name__}", node)
+
+    # ------------------------------------------------------------------ loop-carried and branch variables
+    def assigned_names(self, body: list[ast.stmt]) -> list[str]:
+        names: list[str] = []
+        for stmt in body:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id not in names:
+                    names.append(sub.id)
+                elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name) and sub.target.id not in names:
+                    names.append(sub.target.id)
+        return names
+
+    def carry(self, names: list[str]) -> dict[str, TVal]:
+        """Materializes the device values that a loop or branch may reassign into stable variables."""
+        carried: dict[str, TVal] = {}
+        for name in names:
+            value = self.scope.get(name)
+            if value is None and name not in self.scope:
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                value = self.constant_tensor(value)
+            elif isinstance(value, HostScalar):
+                value = self.make(value.dtype, (), lambda a: a[0], [value])
+            if not isinstance(value, TVal):
+                continue
+            self.require_eager(value, "a value carried across a loop or branch")
+            var = self.builder.fresh(name)
+            self.builder.emit(f"{var} = {value.name}")
+            tv = TVal(value.dtype, value.shape, name=var, extra="carried")
+            self.scope[name] = tv
+            carried[name] = tv
+        return carried
+
+    def write_carried(self, carried: TVal, value: Any) -> None:
+        value = self.to_tval(value)
+        self.require_eager(value, "a value carried across a loop or branch")
+        expr = value.name
+        if value.shape != carried.shape:
+            self.broadcast_shape(value.shape, carried.shape)
+            sizes = ", ".join(d.size_expr for d in carried.shape)
+            expr = f"tl.broadcast_to({expr}, [{sizes}])"
+        if value.dtype != carried.dtype:
+            expr = f"({expr}).to({tl_dtype(carried.dtype)})"
+        self.builder.emit(f"{carried.name} = {expr}")
+
+    def uncarry(self, carried: dict[str, TVal]) -> None:
+        for name, tv in carried.items():
+            self.scope[name] = TVal(tv.dtype, tv.shape, name=tv.name)
+
+    # ------------------------------------------------------------------ device loops
+    def device_loop(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.error(exc.NotSupported, "for/else in device code", node)
+        if not isinstance(node.iter, ast.Call):
+            raise self.error(exc.NotSupported, "device loops must iterate over hl.tile(...) or hl.grid(...)", node)
+        callee = self.resolve_callee(node.iter.func)
+        if callee is range:
+            raise self.error(exc.NotSupported, "range() loop in device code; use hl.tile or hl.grid", node)
+        spec = self.loop_spec(node.iter, top_level=False)
+        carried = self.carry(self.assigned_names(node.body))
+        loop_index = self.session.next_device_loop(self.contains_dot(node.body))
+        b = self.builder
+        tiles: list = []
+        block_infos = []
+        for i, (begin, end) in enumerate(zip(spec.begins, spec.ends)):
+            if spec.kind == "grid":
+                block_infos.append(None)
+                continue
+            block_id, fixed = self.session.block_for(spec.block_sizes[i], self.size_value(end, begin), device_loop=True)
+            block_infos.append((block_id, fixed, self.block_constexpr(block_id, fixed)))
+        flatten = len(spec.ends) > 1 and self.session.flatten(loop_index)
+        order = list(range(len(spec.ends)))
+        opts = self.session.range_options(loop_index)
+        if flatten:
+            counts = []
+            for i, (begin, end) in enumerate(zip(spec.begins, spec.ends)):
+                span = f"({self.atom(end)} - {self.atom(begin)})"
+                counts.append(span if block_infos[i] is None else f"tl.cdiv({span}, {block_infos[i][2]})")
+            total = " * ".join(counts)
+            flat = b.fresh("flat")
+            b.emit(f"for {flat} in tl.range(0, {total}{opts}):")
+            b.depth += 1
+            rest = flat
+            for i in order:
+                local = b.assign(f"{rest} % {counts[i]}", "lid")
+                rest = f"({rest} // {counts[i]})"
+                tiles.append(self.loop_tile(spec, i, block_infos[i], f"{self.atom(spec.begins[i])} + {local}" if block_infos[i] is None else f"{self.atom(spec.begins[i])} + {local} * {block_infos[i][2]}"))
+            self.bind_loop_target(node.target, tiles, spec.kind)
+            self.statements(node.body)
+            b.depth -= 1
+        else:
+            for i in order:
+                begin_s, end_s = self.atom(spec.begins[i]), self.atom(spec.ends[i])
+                var = b.fresh("offset" if block_infos[i] else "idx")
+                step = block_infos[i][2] if block_infos[i] else "1"
+                b.emit(f"for {var} in tl.range({begin_s}, {end_s}, {step}{opts}):")
+                b.depth += 1
+                tiles.append(self.loop_tile(spec, i, block_infos[i], var))
+            self.bind_loop_target(node.target, tiles, spec.kind)
+            self.statements(node.body)
+            b.depth -= len(order)
+        self.uncarry(carried)
+
+    def loop_tile(self, spec: LoopSpec, i: int, info: Any, offset_expr: str) -> Any:
+        b = self.builder
+        if info is None:
+            return TVal(torch.int32, (), name=b.assign(offset_expr, "idx"))
+        block_id, fixed, bs = info
+        offset = offset_expr if offset_expr.isidentifier() else b.assign(offset_expr, "offset")
+        return self.make_tile(block_id, bs, offset, self.atom(spec.begins[i]), self.atom(spec.ends[i]), spec.ends[i], spec.begins[i])
+
+    def contains_dot(self, body: list[ast.stmt]) -> bool:
+        names = {"dot", "matmul", "mm", "bmm", "addmm", "baddbmm"}
+        for stmt in body:
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.MatMult):
+                    return True
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in names:
+                    return True
+        return False
+
+    # ------------------------------------------------------------------ if statements
+    def if_statement(self, node: ast.If) -> None:
+        cond = self.condition(node.test)
+        if not isinstance(cond, TVal):
+            self.statements(node.body if cond else node.orelse)
+            return
+        self.require_eager(cond, "an if condition")
+        if cond.shape not in ((), (ONE,)):
+            raise self.error(exc.ShapeMismatch, f"if condition must be a scalar, got shape {list(cond.shape)}", node.test)
+        carried = self.carry(self.assigned_names(node.body + node.orelse))
+        b = self.builder
+        b.emit(f"if {cond.name}:")
+        with b.block():
+            self.statements(node.body)
+        if node.orelse:
+            b.emit("else:")
+            with b.block():
+                self.statements(node.orelse)
+        self.uncarry(carried)
+
+    def condition(self, node: ast.AST) -> Any:
+        if self.session.is_static_condition(node, self.scope):
+            return bool(self.session.eval_host(node))
+        value = self.expr(node)
+        if isinstance(value, HostScalar):
+            return self.make(torch.bool, (), lambda a: f"({a[0]}) != 0", [value]) if value.dtype != torch.bool else self.make(torch.bool, (), lambda a: a[0], [value])
+        if isinstance(value, TVal):
+            return value
+        return bool(value)
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, node: ast.AST) -> Any:
+        prev = self.current_node
+        try:
+            return self._expr(node)
+        except exc.CompileError as err:
+            raise err.with_location(self.session.location(node))
+        finally:
+            self.current_node = prev
+
+    def _expr(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return self.name(node)
+        if self.session.is_host_evaluable(node, self.scope):
+            return self.session.host_value(node, self.builder)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(self.expr(node.value), node.attr, node)
+        if isinstance(node, ast.BinOp):
+            return self.binary(node.op, self.expr(node.left), self.expr(node.right))
+        if isinstance(node, ast.UnaryOp):
+            return self.unary_op(node.op, self.expr(node.operand))
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
+        if isinstance(node, ast.BoolOp):
+            values = [self.expr(v) for v in node.values]
+            op = ast.BitAnd() if isinstance(node.op, ast.And) else ast.BitOr()
+            out = values[0]
+            for v in values[1:]:
+                out = self.binary(op, out, v)
+            return out
+        if isinstance(node, ast.IfExp):
+            if self.session.is_static_condition(node.test, self.scope):
+                return self.expr(node.body if self.session.eval_host(node.test) else node.orelse)
+            return self.where(self.expr(node.test), self.expr(node.body), self.expr(node.orelse))
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Subscript):
+            base = self.expr(node.value)
+            if isinstance(base, HostTensor):
+                return self.load(base, self.index_list(node.slice), None, node)
+            if isinstance(base, TVal):
+                return self.subscript_value(base, node.slice)
+            if isinstance(base, (tuple, list)):
+                idx = self.expr(node.slice)
+                return base[idx]
+            raise self.error(exc.NotSupported, f"subscript of {type(base).__name__}", node)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            values = [self.expr(e) for e in node.elts]
+            return tuple(values) if isinstance(node, ast.Tuple) else values
+        if isinstance(node, ast.Slice):
+            return slice(*(self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)))
+        raise self.error(exc.NotSupported, f"{type(node).__name__} expression in device code", node)
+
+    def name(self, node: ast.Name) -> Any:
+        if node.id in self.scope:
+            return self.scope[node.id]
+        return self.session.host_name(node.id, self.builder)
+
+    def resolve_callee(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.Name) and node.id in self.scope:
+            return self.scope[node.id]
+        if self.session.is_host_evaluable(node, self.scope):
+            return self.session.eval_host(node)
+        return None
+
+    def attribute(self, base: Any, attr: str, node: ast.AST) -> Any:
+        if isinstance(base, TileVal):
+            return self.tile_attribute(base, attr, node)
+        if isinstance(base, TVal):
+            if attr == "T":
+                return self.permute(base, list(reversed(range(len(base.shape)))))
+            if attr == "dtype":
+                return base.dtype
+            if attr in ("shape",):
+                raise self.error(exc.NotSupported, "the shape of a device value; use tile.block_size", node)
+            return ("method", base, attr)
+        if isinstance(base, HostTensor):
+            return ("method", base, attr)
+        try:
+            return getattr(base, attr)
+        except AttributeError:
+            raise self.error(exc.NotSupported, f"attribute {attr!r} of {type(base).__name__}", node) from None
+
+    def tile_attribute(self, tile: TileVal, attr: str, node: ast.AST) -> Any:
+        b = self.builder
+        dim = tile.dim
+        if attr == "index":
+            return TVal(torch.int32, (dim,), name=dim.index)
+        if attr == "begin":
+            return TVal(torch.int32, (), name=tile.offset)
+        if attr == "end":
+            return TVal(torch.int32, (), name=b.assign(f"tl.minimum({tile.offset} + {dim.size_expr}, {tile.end})", "end"))
+        if attr == "block_size":
+            return TVal(torch.int32, (), name=b.assign(f"tl.full([], {dim.size_expr}, tl.int32)", "bs"))
+        if attr == "id":
+            return TVal(torch.int32, (), name=b.assign(f"({tile.offset} - {tile.begin}) // {dim.size_expr}", "tid"))
+        if attr == "count":
+            return TVal(torch.int32, (), name=b.assign(f"tl.cdiv({tile.end} - {tile.begin}, {dim.size_expr})", "count"))
+        raise self.error(exc.NotSupported, f"tile attribute .{attr}", node)
+
+    def compare(self, node: ast.Compare) -> Any:
+        left = self.expr(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.expr(right_node)
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                same = left is right
+                part: Any = same if isinstance(op, ast.Is) else not same
+            else:
+                part = self.binary(op, left, right)
+            result = part if result is None else self.binary(ast.BitAnd(), result, part)
+            left = right
+        return result
+
+    # ------------------------------------------------------------------ calls
+    def call(self, node: ast.Call) -> Any:
+        callee = self.expr(node.func) if not self.session.is_host_evaluable(node.func, self.scope) else self.session.eval_host(node.func)
+        args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(exc.NotSupported, "*args in a device call", node)
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        if isinstance(callee, tuple) and len(callee) == 3 and callee[0] == "method":
+            return self.method(callee[1], callee[2], args, kwargs, node)
+        handler = self.function_table().get(callee)
+        if handler is None:
+            name = ast.unparse(node.func)
+            raise self.error(exc.NotSupported, f"call to {name}(...) in device code", node)
+        return handler(node, *args, **kwargs)

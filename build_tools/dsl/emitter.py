@@ -1,0 +1,90 @@
+"""KernelBuilder: accumulates one Triton kernel's parameters and body lines, then renders its source."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import dataclass
+from typing import Iterator
+
+
+@dataclass
+class Param:
+    name: str
+    host_expr: str  # expression evaluated in the launcher to produce the argument
+    constexpr: bool = False
+
+
+class KernelBuilder:
+    def __init__(self, fn_name: str):
+        self.fn_name = fn_name
+        self.params: dict[str, Param] = {}
+        self.param_by_expr: dict[tuple[str, bool], str] = {}
+        self.lines: list[str] = []
+        self.depth = 1
+        self.counter = 0
+        self.launch_constants: dict[str, str] = {}  # constexpr param -> launcher expression
+        self.prologue_lines: list[str] = []  # launcher lines run before the launch
+        self.uses_tensor_descriptors = False
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    @contextlib.contextmanager
+    def block(self) -> Iterator[None]:
+        self.depth += 1
+        start = len(self.lines)
+        try:
+            yield
+        finally:
+            if len(self.lines) == start:
+                self.emit("pass")
+            self.depth -= 1
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"{prefix}_{self.counter}"
+
+    def assign(self, expr: str, prefix: str = "v") -> str:
+        name = self.fresh(prefix)
+        self.emit(f"{name} = {expr}")
+        return name
+
+    def param(self, host_expr: str, hint: str, constexpr: bool = False) -> str:
+        """The kernel parameter carrying `host_expr` (deduplicated by expression)."""
+        key = (host_expr, constexpr)
+        if key in self.param_by_expr:
+            return self.param_by_expr[key]
+        name = _identifier(hint)
+        while name in self.params:
+            name = f"{_identifier(hint)}_{len(self.params)}"
+        self.params[name] = Param(name, host_expr, constexpr)
+        self.param_by_expr[key] = name
+        return name
+
+    def constexpr(self, name: str, launcher_expr: str) -> str:
+        if name not in self.params:
+            self.params[name] = Param(name, launcher_expr, constexpr=True)
+        return name
+
+    def ordered_params(self) -> list[Param]:
+        """Runtime arguments first, then constexprs (which the launcher passes by keyword)."""
+        return [p for p in self.params.values() if not p.constexpr] + [p for p in self.params.values() if p.constexpr]
+
+    def render(self) -> tuple[str, str]:
+        """Returns (kernel name, kernel source). The name derives from a hash of the text."""
+        signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in self.ordered_params())
+        body = "\n".join(self.lines) if self.lines else "    pass"
+        template = "@triton.jit\ndef {name}(" + signature + "):\n" + body + "\n"
+        digest = hashlib.sha1(template.encode()).hexdigest()[:10]
+        name = f"_{self.fn_name}_kernel_{digest}"
+        return name, template.replace("{name}", name, 1)
+
+
+def _identifier(text: str) -> str:
+    out = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)
+    while "__" in out:
+        out = out.replace("__", "_")
+    out = out.strip("_") or "arg"
+    if out[0].isdigit():
+        out = "a_" + out
+    return out

@@ -1,0 +1,127 @@
+"""Host-side analysis of a kernel function: parsing, splitting host statements from device loops,
+evaluating host code on meta tensors, and rewriting host statements into launcher source."""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import math
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import triton
+
+from . import exc
+from . import language as hl
+
+HOST_TENSOR_METHODS = {"size", "stride", "numel", "dim", "ndimension", "element_size", "is_contiguous", "new_empty"}
+SAFE_MODULES = {"torch": torch, "math": math, "triton": triton}
+
+
+@dataclass
+class ParsedKernel:
+    fn: Callable
+    tree: ast.FunctionDef
+    filename: str
+    first_line: int
+    params: list[str]
+    constexpr_params: set
+    body: list  # ("host", stmt) or ("device", stmt)
+    local_names: set
+
+
+def parse_kernel(fn: Callable) -> ParsedKernel:
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        filename = inspect.getsourcefile(fn) or "<unknown>"
+        _, first_line = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as err:
+        raise exc.NotSupported(f"cannot read the source of kernel {fn.__name__}: {err}") from None
+    module = ast.parse(source)
+    tree = module.body[0]
+    if not isinstance(tree, ast.FunctionDef):
+        raise exc.NotSupported(f"{fn.__name__} is not a plain function")
+    ast.increment_lineno(tree, first_line - 1)
+    tree.decorator_list = []
+    params = [a.arg for a in tree.args.args]
+    if tree.args.vararg or tree.args.kwarg:
+        raise exc.NotSupported(f"{filename}:{tree.lineno}: *args/**kwargs in kernel signature")
+    constexpr_params = set()
+    for a in tree.args.args + tree.args.kwonlyargs:
+        if a.annotation is not None and "constexpr" in ast.unparse(a.annotation):
+            constexpr_params.add(a.arg)
+    params += [a.arg for a in tree.args.kwonlyargs]
+    body = []
+    for stmt in tree.body:
+        body.append(("device" if is_device_loop(stmt, fn.__globals__) else "host", stmt))
+    local_names = set(params)
+    for stmt in tree.body:
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                local_names.add(sub.id)
+    return ParsedKernel(fn, tree, filename, first_line, params, constexpr_params, body, local_names)
+
+
+def is_device_loop(stmt: ast.stmt, globals_: dict) -> bool:
+    if not isinstance(stmt, ast.For) or not isinstance(stmt.iter, ast.Call):
+        return False
+    try:
+        callee = eval(compile(ast.Expression(stmt.iter.func), "<dsl>", "eval"), dict(globals_))
+    except Exception:
+        return False
+    return callee is hl.tile or callee is hl.grid
+
+
+def find_device_calls(node: ast.AST, globals_: dict) -> ast.AST | None:
+    """The first hl.tile/hl.grid call or device loop found in host code (illegal there)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.For) and is_device_loop(sub, globals_):
+            return sub
+    return None
+
+
+class LauncherRewriter(ast.NodeTransformer):
+    """Rewrites a host statement for the standalone launcher: hl helpers become their values,
+    helion.cdiv/next_power_of_2 become triton's, and module-level constants are inlined."""
+
+    def __init__(self, session: Any, env: dict):
+        self.session = session
+        self.env = env
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        callee = self.session.try_eval(node.func, self.env)
+        if callee is hl.register_block_size or callee is hl.register_tunable:
+            value = self.session.try_eval(node, self.env, replay=True)
+            return ast.copy_location(ast.Constant(int(value) if isinstance(value, int) and not isinstance(value, bool) else value), node)
+        if callee is hl.specialize or callee is hl.register_reduction_dim:
+            return self.visit(node.args[0])
+        if getattr(callee, "__module__", "") == "build_tools.dsl" and getattr(callee, "__name__", "") in ("cdiv", "next_power_of_2"):
+            node.func = ast.Attribute(ast.Name("triton", ast.Load()), callee.__name__, ast.Load())
+            node.args = [self.visit(a) for a in node.args]
+            return node
+        if callee in hl.DEVICE_FUNCTIONS:
+            raise exc.NotSupported(f"hl.{callee.__name__} outside a device loop", self.session.location(node))
+        self.generic_visit(node)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.session.parsed.local_names or not isinstance(node.ctx, ast.Load):
+            return node
+        globals_ = self.session.parsed.fn.__globals__
+        if node.id in SAFE_MODULES and globals_.get(node.id, SAFE_MODULES[node.id]) is SAFE_MODULES[node.id]:
+            return node
+        if node.id not in globals_ and hasattr(builtins, node.id):
+            return node
+        value = globals_.get(node.id)
+        if isinstance(value, (int, float, bool, str)) or value is None:
+            return ast.copy_location(ast.Constant(value), node)
+        if isinstance(value, torch.dtype):
+            return ast.copy_location(ast.parse(str(value), mode="eval").body, node)
+        if value is torch or value is math or value is triton:
+            return ast.copy_location(ast.Name(value.__name__, ast.Load()), node)
+        raise exc.NotSupported(
+            f"host code uses global {node.id!r} ({type(value).__name__}), which cannot be embedded in the generated launcher",
+            self.session.location(node),
+        )

@@ -1,0 +1,71 @@
+"""The `hl` namespace (Helion's names). Host helpers act during host analysis; device functions are
+markers that the device compiler recognises by identity and lowers to Triton."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, TypeVar
+
+from . import exc
+
+T = TypeVar("T")
+_host_context: list[Any] = []
+
+
+class constexpr:  # noqa: N801 - Helion's spelling
+    """Annotation marking a kernel argument as compile-time constant (`x: hl.constexpr`)."""
+
+
+@contextlib.contextmanager
+def host_context(context: Any) -> Iterator[None]:
+    _host_context.append(context)
+    try:
+        yield
+    finally:
+        _host_context.pop()
+
+
+def _context(name: str) -> Any:
+    if not _host_context:
+        raise exc.NotSupported(f"hl.{name} may only be called inside a @helion.kernel function")
+    return _host_context[-1]
+
+
+def register_block_size(min_or_max: int, max_or_none: int | None = None) -> int:
+    """Declare a tunable block size for a dimension of the given size; returns the config's value."""
+    size = min_or_max if max_or_none is None else max_or_none
+    return _context("register_block_size").register_block_size(size)
+
+
+def register_reduction_dim(size: int) -> int:
+    return size
+
+
+def register_tunable(name: str, fragment: Any) -> Any:
+    """Declare a user knob; returns its value in the active config."""
+    return _context("register_tunable").register_tunable(name, fragment)
+
+
+def specialize(value: T) -> T:
+    """Bake a size into the generated code as a compile-time constant."""
+    return _context("specialize").specialize(value)
+
+
+def _device_only(name: str):
+    def marker(*args: Any, **kwargs: Any) -> Any:
+        raise exc.NotSupported(f"hl.{name} is only valid inside a hl.tile/hl.grid loop of a kernel")
+
+    marker.__name__ = name
+    marker.__qualname__ = name
+    return marker
+
+
+tile = _device_only("tile")
+grid = _device_only("grid")
+zeros = _device_only("zeros")
+full = _device_only("full")
+load = _device_only("load")
+store = _device_only("store")
+atomic_add = _device_only("atomic_add")
+dot = _device_only("dot")
+
+DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, dot}

@@ -1,0 +1,320 @@
+"""Loads, stores and atomics for the device compiler: turns an index list on a host tensor into a
+Triton pointer (or block pointer / tensor descriptor) expression, its mask, and the result shape."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from . import exc
+from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+
+
+@dataclass
+class Address:
+    shape: tuple
+    terms: list = field(default_factory=list)  # (text or child index, axes, stride param, offset text)
+    masks: list = field(default_factory=list)  # (mask text or child index, axes)
+    children: list = field(default_factory=list)
+    block_ok: bool = True
+    block_offsets: list = field(default_factory=list)
+    block_dims: list = field(default_factory=list)
+    tensor_dims: list = field(default_factory=list)
+
+
+class MemoryMixin:
+    # ------------------------------------------------------------------ index lists
+    def index_list(self, node: ast.AST) -> list:
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        out: list = []
+        for item in items:
+            value = self.expr(item)
+            if isinstance(value, (tuple, list)) and not isinstance(value, torch.Size):
+                out.extend(value)
+            else:
+                out.append(value)
+        return out
+
+    def shape_from_sizes(self, sizes: Any) -> tuple:
+        if isinstance(sizes, (TileVal, int, HostScalar)) or isinstance(sizes, TVal):
+            sizes = [sizes]
+        shape = []
+        for size in sizes:
+            if isinstance(size, TileVal):
+                shape.append(size.dim)
+            elif isinstance(size, bool) or size is None:
+                raise self.error(exc.TypeMismatch, f"{size!r} is not a size")
+            elif isinstance(size, int) and size == 1:
+                shape.append(ONE)
+            elif isinstance(size, int):
+                shape.append(self.rdim_for(size, str(size), str(size)))
+            elif isinstance(size, HostScalar):
+                shape.append(self.rdim_for(int(size.value), size.expr, self.session.host_expr(size)))
+            else:
+                raise self.error(exc.NotSupported, f"size {type(size).__name__} in a device allocation; sizes must be tiles or host integers")
+        return tuple(shape)
+
+    def rdim_for(self, size_value: int, size_param: str, host_expr: str) -> RDim:
+        key = size_value
+        if key in self.rdims:
+            return self.rdims[key]
+        rdim_id, chunk = self.session.rdim(size_value)
+        static = size_param.lstrip("-").isdigit()
+        looped = chunk is not None
+        rdim = RDim(rdim_id, size_value, size_param, looped, chunk, needs_mask=True)
+        if looped:
+            rdim.needs_mask = not (static and size_value % chunk == 0)
+            self.builder.constexpr(rdim.size_expr, str(chunk))
+        else:
+            block = max(1, 1 << (max(size_value, 1) - 1).bit_length())
+            rdim.needs_mask = not (static and block == size_value)
+            launcher = str(block) if static else f"triton.next_power_of_2({host_expr})"
+            self.builder.constexpr(rdim.size_expr, launcher)
+            self.setup_lines.append(f"    {rdim.index} = tl.arange(0, {rdim.size_expr})")
+            if rdim.needs_mask:
+                self.setup_lines.append(f"    {rdim.mask} = {rdim.index} < {size_param}")
+        self.session.note_rdim_expr(rdim, host_expr, static)
+        self.rdims[key] = rdim
+        return rdim
+
+    # ------------------------------------------------------------------ addresses
+    def address(self, tensor: HostTensor, index: list, node: ast.AST) -> Address:
+        meta = tensor.meta
+        rank = meta.dim()
+        items = []
+        for item in index:
+            items.extend(item) if isinstance(item, (tuple, list)) else items.append(item)
+        if any(item is Ellipsis for item in items):
+            at = items.index(Ellipsis)
+            used = sum(1 for i in items if i is not None and i is not Ellipsis)
+            items = items[:at] + [slice(None)] * (rank - used) + items[at + 1 :]
+        used = sum(1 for i in items if i is not None)
+        if used > rank:
+            raise self.error(exc.ShapeMismatch, f"{used} indices for a rank-{rank} tensor", node)
+        items += [slice(None)] * (rank - used)
+        addr = Address(shape=())
+        shape: list = []
+        d = 0
+        for item in items:
+            if item is None:
+                shape.append(ONE)
+                addr.block_ok = False
+                continue
+            stride = self.builder.param(f"{tensor.host_expr}.stride({d})", f"{tensor.param}_stride_{d}")
+            if isinstance(item, TileVal):
+                shape.append(item.dim)
+                addr.terms.append((item.dim.index, [len(shape) - 1], stride, None))
+                addr.block_offsets.append(item.offset)
+                addr.block_dims.append(item.dim)
+                if item.dim.mask:
+                    addr.masks.append((item.dim.mask, [len(shape) - 1]))
+                size_value = self.session.tile_extent(item)
+                if size_value is None or size_value != meta.size(d):
+                    addr.block_ok = False
+            elif isinstance(item, slice):
+                rdim, start = self.slice_dim(tensor, d, item, node)
+                if rdim is ONE:
+                    shape.append(ONE)
+                    addr.terms.append((start, [], stride, None))
+                    addr.block_ok = False
+                else:
+                    shape.append(rdim)
+                    addr.terms.append((rdim.index, [len(shape) - 1], stride, start))
+                    if rdim.mask:
+                        addr.masks.append((rdim.mask, [len(shape) - 1]))
+                    addr.block_offsets.append(f"roffset_{rdim.rdim_id}" if rdim.looped else "0")
+                    addr.block_dims.append(rdim)
+                    if start != "0" or rdim.size_value != meta.size(d):
+                        addr.block_ok = False
+            elif isinstance(item, TVal) and item.shape != ():
+                axes = list(range(len(shape), len(shape) + len(item.shape)))
+                shape.extend(item.shape)
+                addr.children.append(item)
+                addr.terms.append((len(addr.children) - 1, axes, stride, None))
+                for axis, dim in zip(axes, item.shape):
+                    if dim is not ONE and dim.mask:
+                        addr.masks.append((dim.mask, [axis]))
+                addr.block_ok = False
+            elif isinstance(item, (int, HostScalar, TVal)) and not isinstance(item, bool):
+                if isinstance(item, TVal):
+                    addr.children.append(item)
+                    addr.terms.append((len(addr.children) - 1, [], stride, None))
+                else:
+                    addr.terms.append((self.atom(item), [], stride, None))
+                addr.block_ok = False
+            else:
+                raise self.error(exc.NotSupported, f"index of type {type(item).__name__}", node)
+            addr.tensor_dims.append(d)
+            d += 1
+        addr.shape = tuple(shape)
+        return addr
+
+    def slice_dim(self, tensor: HostTensor, d: int, item: slice, node: ast.AST) -> tuple:
+        if item.step not in (None, 1):
+            raise self.error(exc.NotSupported, "slices with a step", node)
+        if item.start is None and item.stop is None and tensor.meta.size(d) in self.rdims:
+            rdim = self.rdims[tensor.meta.size(d)]
+            return (ONE if rdim.size_value == 1 and rdim.size_param == "1" else rdim), "0"
+        full = self.session.tensor_size(tensor, d, self.builder)
+        lower = 0 if item.start is None else item.start
+        upper = full if item.stop is None else item.stop
+        lo_v = self.int_value(lower, node)
+        hi_v = self.int_value(upper, node)
+        size_value = max(hi_v - lo_v, 0)
+        lo_s, hi_s = self.atom(lower), self.atom(upper)
+        if item.start is None and item.stop is None:
+            size_param, host = self.atom(full), self.session.host_expr(full) if isinstance(full, HostScalar) else str(full)
+        else:
+            if isinstance(lower, TVal) or isinstance(upper, TVal):
+                raise self.error(exc.NotSupported, "slice bounds must be host values", node)
+            static = isinstance(lower, int) and isinstance(upper, int)
+            size_param = str(size_value) if static else f"({hi_s} - {lo_s})"
+            host = str(size_value) if static else f"({self.host_expr_of(upper)}) - ({self.host_expr_of(lower)})"
+        if size_value == 1 and size_param == "1":
+            return ONE, lo_s
+        return self.rdim_for(size_value, size_param, host), lo_s
+
+    def int_value(self, value: Any, node: ast.AST) -> int:
+        if isinstance(value, HostScalar):
+            return int(value.value)
+        if isinstance(value, int):
+            return value
+        raise self.error(exc.NotSupported, "slice bounds must be host integers", node)
+
+    def render_address(self, addr: Address, atoms: list[str], extra_mask: str | None, big: bool) -> tuple[str, str | None]:
+        rank = len(addr.shape)
+        parts = []
+        for source, axes, stride, start in addr.terms:
+            idx = atoms[source] if isinstance(source, int) else source
+            if start not in (None, "0"):
+                idx = f"({idx} + {start})"
+            if big:
+                idx = f"{idx}.to(tl.int64)"
+            parts.append(f"{place(idx, axes, rank)} * {stride}")
+        offset = " + ".join(parts) if parts else "0"
+        masks = [place(m, axes, rank) for m, axes in addr.masks]
+        if extra_mask is not None:
+            masks.append(extra_mask)
+        mask = " & ".join(f"({m})" for m in masks) if masks else None
+        return offset, mask
+
+    # ------------------------------------------------------------------ loads and stores
+    def load(self, tensor: HostTensor, index: list, extra_mask: Any, node: ast.AST, eviction_policy: str | None = None) -> TVal:
+        addr = self.address(tensor, index, node)
+        site = self.session.memory_site("load")
+        strategy = self.session.indexing(site)
+        policy = eviction_policy or self.session.eviction(site)
+        evict = f", eviction_policy={policy!r}" if policy else ""
+        children = list(addr.children)
+        mask_child = None
+        if extra_mask is not None:
+            extra_mask = self.to_tval(extra_mask) if not isinstance(extra_mask, bool) else extra_mask
+            if isinstance(extra_mask, TVal):
+                children.append(extra_mask)
+                mask_child = len(children) - 1
+        big = tensor.meta.numel() >= 2**31
+        use_block = strategy != "pointer" and addr.block_ok and extra_mask is None and addr.shape
+        shape = addr.shape
+
+        def render(atoms: list[str]) -> str:
+            if use_block:
+                bp = self.block_pointer(tensor, addr, strategy)
+                if strategy == "tensor_descriptor":
+                    return f"{bp}.load([{', '.join(addr.block_offsets)}])"
+                checks = [i for i, dim in enumerate(addr.block_dims) if dim.mask]
+                bc = f", boundary_check={tuple(checks)}, padding_option='zero'" if checks else ""
+                return f"tl.load({bp}{bc}{evict})"
+            extra = atoms[mask_child] if mask_child is not None else (None if extra_mask is None else self.atom(extra_mask))
+            offset, mask = self.render_address(addr, atoms, extra, big)
+            masked = f", mask={mask}, other=0" if mask else ""
+            return f"tl.load({tensor.param} + ({offset}){masked}{evict})"
+
+        value = self.make(tensor.meta.dtype, shape, render, children, "load")
+        value.is_load = True
+        return value
+
+    def block_pointer(self, tensor: HostTensor, addr: Address, strategy: str) -> str:
+        sizes = [self.atom(self.session.tensor_size(tensor, d, self.builder)) for d in addr.tensor_dims]
+        strides = [self.builder.param(f"{tensor.host_expr}.stride({d})", f"{tensor.param}_stride_{d}") for d in addr.tensor_dims]
+        blocks = [d.size_expr for d in addr.block_dims]
+        if strategy == "tensor_descriptor":
+            self.builder.uses_tensor_descriptors = True
+            return f"tl.make_tensor_descriptor({tensor.param}, [{', '.join(sizes)}], [{', '.join(strides)}], [{', '.join(blocks)}])"
+        order = tuple(reversed(range(len(sizes))))
+        return (
+            f"tl.make_block_ptr({tensor.param}, [{', '.join(sizes)}], [{', '.join(strides)}], "
+            f"[{', '.join(addr.block_offsets)}], [{', '.join(blocks)}], {order})"
+        )
+
+    def fit_value(self, value: Any, shape: tuple, node: ast.AST) -> TVal:
+        value = self.to_tval(value)
+        if value.shape == shape:
+            return value
+        try:
+            self.broadcast_shape(value.shape, shape)
+            if len(value.shape) <= len(shape) and self.broadcast_shape(value.shape, shape) == shape:
+                return value
+        except exc.ShapeMismatch:
+            pass
+        squeezed = tuple(d for d in value.shape if d is not ONE)
+        target = tuple(d for d in shape if d is not ONE)
+        if squeezed == target or (len(squeezed) <= len(shape) and all(d in shape for d in squeezed)):
+            reshaped = self.reshape_to(value, tuple(d if d in squeezed else ONE for d in shape)) if squeezed != value.shape or len(value.shape) != len(shape) else value
+            if self.broadcast_shape(reshaped.shape, shape) == shape:
+                return reshaped
+        raise self.error(exc.ShapeMismatch, f"cannot store a value of shape {self.shape_text(value.shape)} into {self.shape_text(shape)}", node)
+
+    def store(self, tensor: HostTensor, index: list, value: Any, extra_mask: Any, node: ast.AST) -> None:
+        self.write(tensor, index, value, extra_mask, node, atomic=None)
+
+    def atomic_add(self, tensor: HostTensor, index: list, value: Any, node: ast.AST, sem: str = "relaxed") -> None:
+        self.write(tensor, index, value, None, node, atomic=sem)
+
+    def write(self, tensor: HostTensor, index: list, value: Any, extra_mask: Any, node: ast.AST, atomic: str | None) -> None:
+        addr = self.address(tensor, index, node)
+        site = self.session.memory_site("store")
+        strategy = self.session.indexing(site) if atomic is None else "pointer"
+        value = self.fit_value(value, addr.shape, node)
+        extra = self.to_tval(extra_mask) if extra_mask is not None and not isinstance(extra_mask, bool) else None
+        looped = [d for d in addr.shape if isinstance(d, RDim) and d.looped] + value.looped_rdims()
+        if extra is not None:
+            looped += extra.looped_rdims()
+        if looped:
+            rdim = looped[0]
+            if any(d is not rdim for d in looped):
+                raise exc.NotLoopable("a store spans two looped reduction dimensions", self.session.location(node)).with_rdims([d.rdim_id for d in looped])
+            with self.chunk_loop(rdim):
+                self.emit_write(tensor, addr, value, extra, strategy, atomic)
+        else:
+            self.emit_write(tensor, addr, value, extra, strategy, atomic)
+
+    def emit_write(self, tensor: HostTensor, addr: Address, value: TVal, extra: TVal | None, strategy: str, atomic: str | None) -> None:
+        atoms = [self.atom(c) for c in addr.children]
+        dtype = tensor.meta.dtype
+        val = self.atom(value)
+        if value.dtype != dtype:
+            val = f"{val}.to({tl_dtype(dtype)})"
+        if len(value.shape) < len(addr.shape) and value.shape:
+            val = self.expand_to(TVal(value.dtype, value.shape, name=val), addr.shape)
+        b = self.builder
+        use_block = strategy != "pointer" and addr.block_ok and extra is None and addr.shape
+        if use_block:
+            if value.shape != addr.shape:
+                sizes = ", ".join(d.size_expr for d in addr.shape)
+                val = f"tl.broadcast_to({val}, [{sizes}])"
+            bp = self.block_pointer(tensor, addr, strategy)
+            if strategy == "tensor_descriptor":
+                b.emit(f"{bp}.store([{', '.join(addr.block_offsets)}], {val})")
+                return
+            checks = [i for i, dim in enumerate(addr.block_dims) if dim.mask]
+            bc = f", boundary_check={tuple(checks)}" if checks else ""
+            b.emit(f"tl.store({bp}, {val}{bc})")
+            return
+        offset, mask = self.render_address(addr, atoms, self.atom(extra) if extra is not None else None, tensor.meta.numel() >= 2**31)
+        masked = f", mask={mask}" if mask else ""
+        if atomic is not None:
+            b.emit(f"tl.atomic_add({tensor.param} + ({offset}), {val}{masked}, sem={atomic!r})")
+        else:
+            b.emit(f"tl.store({tensor.param} + ({offset}), {val}{masked})")

@@ -1,0 +1,74 @@
+"""Assembles a compiled session into standalone Triton source: kernels, helper functions, launcher."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+IMPORTS = "from __future__ import annotations\n\nimport math\n\nimport torch\nimport triton\nimport triton.language as tl\n"
+
+HELPERS = {
+    "_num_sms": '''_NUM_SMS: dict = {}
+
+
+def _num_sms(device: torch.device) -> int:
+    """Multiprocessor count of a device (the interpreter runs CPU tensors: 4 programs)."""
+    if device.type != "cuda":
+        return 4
+    key = device.index if device.index is not None else torch.cuda.current_device()
+    if key not in _NUM_SMS:
+        _NUM_SMS[key] = torch.cuda.get_device_properties(key).multi_processor_count
+    return _NUM_SMS[key]
+''',
+    "_ensure_allocator": '''_ALLOCATOR_SET: list = []
+
+
+def _ensure_allocator() -> None:
+    """Tensor descriptors built inside kernels need a scratch allocator (set once)."""
+    if not _ALLOCATOR_SET:
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+        _ALLOCATOR_SET.append(True)
+''',
+}
+
+
+@dataclass
+class GeneratedCode:
+    """One compiled (kernel, specialization, config): kernels keyed by name, the launcher, helpers."""
+
+    kernels: dict = field(default_factory=dict)
+    launcher: str = ""
+    helpers: dict = field(default_factory=dict)
+
+    def module_source(self, header: str) -> str:
+        parts = [header.rstrip() + "\n", IMPORTS]
+        parts += [src for _, src in sorted(self.helpers.items())]
+        parts += list(self.kernels.values())
+        parts.append(self.launcher)
+        return "\n\n".join(p.rstrip() + "\n" for p in parts)
+
+
+def launcher_source(fn_name: str, tree: ast.FunctionDef, lines: list[str]) -> str:
+    args = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(a.arg) for a in tree.args.args],
+        vararg=None,
+        kwonlyargs=[ast.arg(a.arg) for a in tree.args.kwonlyargs],
+        kw_defaults=tree.args.kw_defaults,
+        kwarg=None,
+        defaults=tree.args.defaults,
+    )
+    signature = ast.unparse(args)
+    body = "\n".join("    " + line for line in lines) if lines else "    pass"
+    return f"def {fn_name}({signature}):\n{body}\n"
+
+
+def generated_code(session, fn_name: str) -> GeneratedCode:
+    code = GeneratedCode()
+    for launch in session.kernels:
+        code.kernels[launch.name] = launch.source
+        if launch.uses_num_sms:
+            code.helpers["_num_sms"] = HELPERS["_num_sms"]
+        if launch.builder.uses_tensor_descriptors:
+            code.helpers["_ensure_allocator"] = HELPERS["_ensure_allocator"]
+    code.launcher = launcher_source(fn_name, session.parsed.tree, session.launcher_lines)
+    return code

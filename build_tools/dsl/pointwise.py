@@ -1,0 +1,485 @@
+"""Element-wise lowering for the device compiler: operators, torch math functions, casts, views,
+value construction, and the table that maps torch/hl callables to their lowering."""
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any, Callable
+
+import torch
+
+from . import exc
+from . import language as hl
+from .memory import MemoryMixin
+from .reduce import ReduceMixin
+from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
+
+BINARY_OPS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>",
+    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+}
+COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+PY_OPS = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b, ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b, ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b,
+    ast.BitXor: lambda a, b: a ^ b,
+}
+MATH_FUNCTIONS = {
+    "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
+    "sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})", "sigmoid": "tl.sigmoid({0})",
+    "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})",
+    "tanh": "(2.0 * tl.sigmoid(2.0 * {0}) - 1.0)", "log1p": "tl.log(1.0 + {0})",
+    "expm1": "(tl.exp({0}) - 1.0)", "reciprocal": "(1.0 / {0})", "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
+}
+
+
+def literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else 'float("-inf")'
+        if math.isnan(value):
+            return 'float("nan")'
+    return repr(value)
+
+
+class PointwiseMixin(ReduceMixin, MemoryMixin):
+    # ------------------------------------------------------------------ value construction
+    def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
+        """A new device value: emitted now unless it spans a looped reduction dimension."""
+        if any(isinstance(d, RDim) and d.looped for d in shape):
+            return TVal(dtype, tuple(shape), render=render, children=list(children))
+        return TVal(dtype, tuple(shape), name=self.builder.assign(render([self.atom(c) for c in children]), prefix))
+
+    def atom(self, value: Any) -> str:
+        if isinstance(value, TVal):
+            if value.name is not None:
+                return value.name
+            return self.materialize(value)
+        if isinstance(value, HostScalar):
+            return value.expr
+        if isinstance(value, TileVal):
+            raise self.error(exc.TypeMismatch, "a tile used as a value; use tile.index")
+        if isinstance(value, (bool, int, float)):
+            return literal(value)
+        if isinstance(value, torch.dtype):
+            return tl_dtype(value)
+        raise self.error(exc.TypeMismatch, f"{type(value).__name__} used as a device value")
+
+    def to_tval(self, value: Any) -> TVal:
+        if isinstance(value, TVal):
+            return value
+        if isinstance(value, TileVal):
+            return TVal(torch.int32, (value.dim,), name=value.dim.index)
+        if isinstance(value, HostScalar):
+            return self.make(value.dtype, (), lambda a: a[0], [value])
+        if isinstance(value, (bool, int, float)):
+            return self.constant_tensor(value)
+        raise self.error(exc.TypeMismatch, f"{type(value).__name__} used as a device tensor")
+
+    def constant_tensor(self, value: Any, dtype: torch.dtype | None = None) -> TVal:
+        dtype = dtype or scalar_dtype(value)
+        return self.make(dtype, (), lambda a: f"tl.full([], {literal(value)}, {tl_dtype(dtype)})", [])
+
+    def require_eager(self, value: TVal, what: str) -> None:
+        if value.lazy:
+            raise exc.NotLoopable(
+                f"{what} spans a looped reduction dimension; use a persistent reduction (reduction_loops=None)",
+                self.session.location(self.current_node),
+            ).with_rdims([d.rdim_id for d in value.looped_rdims()])
+
+    # ------------------------------------------------------------------ shapes
+    def broadcast_shape(self, a: tuple, b: tuple) -> tuple:
+        out = []
+        for i in range(1, max(len(a), len(b)) + 1):
+            da = a[-i] if i <= len(a) else ONE
+            db = b[-i] if i <= len(b) else ONE
+            if da is db or db is ONE:
+                out.append(da)
+            elif da is ONE:
+                out.append(db)
+            else:
+                raise self.error(
+                    exc.ShapeMismatch,
+                    f"shapes {self.shape_text(a)} and {self.shape_text(b)} do not broadcast ({da!r} vs {db!r})",
+                )
+        return tuple(reversed(out))
+
+    def shape_text(self, shape: tuple) -> str:
+        return "[" + ", ".join(self.dim_text(d) for d in shape) + "]"
+
+    def dim_text(self, dim: Any) -> str:
+        if isinstance(dim, BlockDim):
+            return f"tile_{dim.block_id}"
+        if isinstance(dim, RDim):
+            return f"size{dim.size_value}"
+        return "1"
+
+    def expand_to(self, value: TVal, shape: tuple) -> str:
+        """Triton expression of `value` reshaped (by inserting unit axes) so it broadcasts to `shape`."""
+        if value.shape == shape or len(value.shape) == len(shape):
+            return self.atom(value)
+        positions = []
+        j = len(shape) - len(value.shape)
+        positions = list(range(j, len(shape)))
+        if j < 0:
+            raise self.error(exc.ShapeMismatch, f"value of shape {self.shape_text(value.shape)} stored into {self.shape_text(shape)}")
+        parts = ["None"] * j + [":"] * len(value.shape)
+        return f"{self.atom(value)}[{', '.join(parts)}]" if parts else self.atom(value)
+
+    # ------------------------------------------------------------------ dtypes
+    def result_dtype(self, values: list) -> torch.dtype:
+        tensors = [v for v in values if isinstance(v, TVal) and v.shape != ()]
+        scalars = [v for v in values if not (isinstance(v, TVal) and v.shape != ())]
+        dtype = None
+        for t in tensors:
+            dtype = t.dtype if dtype is None else torch.promote_types(dtype, t.dtype)
+        scalar_types = [self.value_dtype(s) for s in scalars]
+        if dtype is None:
+            for s in scalar_types:
+                dtype = s if dtype is None else torch.promote_types(dtype, s)
+            return dtype or torch.float32
+        for s in scalar_types:
+            if s.is_floating_point and not dtype.is_floating_point:
+                dtype = torch.float32 if s != torch.float64 else s
+            elif s != torch.bool and dtype == torch.bool:
+                dtype = s
+        return dtype
+
+    def value_dtype(self, value: Any) -> torch.dtype:
+        if isinstance(value, (TVal, HostScalar)):
+            return value.dtype
+        if isinstance(value, TileVal):
+            return torch.int32
+        return scalar_dtype(value)
+
+    def cast_atom(self, value: Any, dtype: torch.dtype) -> str:
+        text = self.atom(value)
+        if isinstance(value, (TVal, HostScalar)) and value.dtype != dtype:
+            return f"{text}.to({tl_dtype(dtype)})"
+        return text
+
+    def to_dtype(self, value: Any, dtype: torch.dtype) -> Any:
+        value = self.to_tval(value)
+        if value.dtype == dtype:
+            return value
+        if dtype == torch.bool:
+            return self.make(dtype, value.shape, lambda a: f"({a[0]} != 0)", [value])
+        return self.make(dtype, value.shape, lambda a: f"{a[0]}.to({tl_dtype(dtype)})", [value])
+
+    # ------------------------------------------------------------------ operators
+    def binary(self, op: ast.AST, left: Any, right: Any) -> Any:
+        if isinstance(left, TileVal):
+            left = self.to_tval(left)
+        if isinstance(right, TileVal):
+            right = self.to_tval(right)
+        if not isinstance(left, (TVal, HostScalar)) and not isinstance(right, (TVal, HostScalar)):
+            fn = PY_OPS.get(type(op))
+            if fn is None:
+                raise self.error(exc.NotSupported, f"operator {type(op).__name__} on constants")
+            return fn(left, right)
+        if isinstance(op, ast.Pow):
+            return self.power(left, right)
+        if isinstance(op, ast.MatMult):
+            return self.matmul(left, right)
+        symbol = BINARY_OPS.get(type(op))
+        if symbol is None:
+            raise self.error(exc.NotSupported, f"operator {type(op).__name__} in device code")
+        shape = self.broadcast_shape(self.shape_of(left), self.shape_of(right))
+        dtype = self.result_dtype([left, right])
+        if isinstance(op, ast.Div) and not dtype.is_floating_point:
+            dtype = torch.float32
+        compute = torch.float32 if dtype in LOW_PRECISION and symbol in "+-*/%" else dtype
+        out_dtype = torch.bool if isinstance(op, COMPARISONS) else dtype
+        if isinstance(op, (ast.BitAnd, ast.BitOr)) and dtype == torch.bool:
+            compute = torch.bool
+        if isinstance(op, COMPARISONS):
+            compute = dtype
+
+        def render(a: list[str]) -> str:
+            expr = f"({a[0]} {symbol} {a[1]})"
+            return expr if out_dtype == compute else f"{expr}.to({tl_dtype(out_dtype)})"
+
+        cast_left = self.cast_operand(left, compute)
+        cast_right = self.cast_operand(right, compute)
+        return self.make(out_dtype, shape, render, [cast_left, cast_right])
+
+    def cast_operand(self, value: Any, dtype: torch.dtype) -> Any:
+        if isinstance(value, (TVal, HostScalar)) and value.dtype != dtype and dtype != torch.bool:
+            return self.to_dtype(value, dtype)
+        if isinstance(value, bool) and dtype != torch.bool:
+            return int(value)
+        return value
+
+    def shape_of(self, value: Any) -> tuple:
+        return value.shape if isinstance(value, TVal) else ()
+
+    def power(self, base: Any, exponent: Any) -> Any:
+        if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+            if float(exponent).is_integer() and 0 <= exponent <= 8:
+                if exponent == 0:
+                    return self.full_like(base, 1.0)
+                out = base
+                for _ in range(int(exponent) - 1):
+                    out = self.binary(ast.Mult(), out, base)
+                return out
+            if exponent == -1:
+                return self.binary(ast.Div(), 1.0, base)
+            if exponent == 0.5:
+                return self.math("sqrt", base)
+            if exponent == -0.5:
+                return self.math("rsqrt", base)
+        log = self.math("log2", base)
+        return self.math("exp2", self.binary(ast.Mult(), log, exponent))
+
+    def unary_op(self, op: ast.AST, value: Any) -> Any:
+        if isinstance(value, TileVal):
+            value = self.to_tval(value)
+        if not isinstance(value, (TVal, HostScalar)):
+            if isinstance(op, ast.USub):
+                return -value
+            if isinstance(op, ast.Not):
+                return not value
+            if isinstance(op, ast.UAdd):
+                return value
+            return ~value
+        if isinstance(op, ast.UAdd):
+            return value
+        if isinstance(op, ast.USub):
+            return self.make(value.dtype, self.shape_of(value), lambda a: f"(-{a[0]})", [value])
+        if isinstance(op, ast.Not) or (isinstance(op, ast.Invert) and value.dtype == torch.bool):
+            return self.make(torch.bool, self.shape_of(value), lambda a: f"({a[0]} == 0)", [value])
+        return self.make(value.dtype, self.shape_of(value), lambda a: f"(~{a[0]})", [value])
+
+    def math(self, fn: str, value: Any) -> TVal:
+        value = self.to_tval(value)
+        dtype = value.dtype if value.dtype.is_floating_point else torch.float32
+        compute = torch.float32 if dtype != torch.float64 else dtype
+        template = MATH_FUNCTIONS[fn]
+        arg = self.to_dtype(value, compute)
+
+        def render(a: list[str]) -> str:
+            expr = template.format(a[0])
+            return expr if dtype == compute else f"({expr}).to({tl_dtype(dtype)})"
+
+        return self.make(dtype, value.shape, render, [arg])
+
+    def abs(self, value: Any) -> TVal:
+        value = self.to_tval(value)
+        return self.make(value.dtype, value.shape, lambda a: f"tl.abs({a[0]})", [value])
+
+    def extremum(self, fn: str, a: Any, b: Any) -> TVal:
+        shape = self.broadcast_shape(self.shape_of(a), self.shape_of(b))
+        dtype = self.result_dtype([a, b])
+        return self.make(dtype, shape, lambda x: f"tl.{fn}({x[0]}, {x[1]})", [self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
+
+    def where(self, cond: Any, a: Any, b: Any) -> TVal:
+        cond = self.to_tval(cond) if not isinstance(cond, HostScalar) else cond
+        shape = self.broadcast_shape(self.broadcast_shape(self.shape_of(cond), self.shape_of(a)), self.shape_of(b))
+        dtype = self.result_dtype([a, b])
+        return self.make(dtype, shape, lambda x: f"tl.where({x[0]}, {x[1]}, {x[2]})", [cond, self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
+
+    def clamp(self, value: Any, low: Any = None, high: Any = None) -> TVal:
+        out = self.to_tval(value)
+        if low is not None:
+            out = self.extremum("maximum", out, low)
+        if high is not None:
+            out = self.extremum("minimum", out, high)
+        return out
+
+    def full_like(self, like: Any, fill: Any, dtype: torch.dtype | None = None) -> TVal:
+        like = self.to_tval(like)
+        dtype = dtype or like.dtype
+        return self.full(like.shape, fill, dtype)
+
+    def full(self, shape: tuple, fill: Any, dtype: torch.dtype) -> TVal:
+        sizes = lambda: ", ".join(d.size_expr for d in shape)  # noqa: E731
+        if isinstance(fill, TVal):
+            return self.make(dtype, tuple(shape), lambda a: f"tl.full([{sizes()}], 0, {tl_dtype(dtype)}) + {a[0]}", [self.to_dtype(fill, dtype)])
+        return self.make(dtype, tuple(shape), lambda a: f"tl.full([{sizes()}], {a[0]}, {tl_dtype(dtype)})", [fill])
+
+    # ------------------------------------------------------------------ views
+    def permute(self, value: Any, order: list[int]) -> TVal:
+        value = self.to_tval(value)
+        order = [o % len(value.shape) for o in order]
+        if sorted(order) != list(range(len(value.shape))):
+            raise self.error(exc.ShapeMismatch, f"permutation {order} of a rank-{len(value.shape)} value")
+        if order == list(range(len(order))):
+            return value
+        shape = tuple(value.shape[o] for o in order)
+        return self.make(value.dtype, shape, lambda a: f"tl.permute({a[0]}, {tuple(order)})", [value])
+
+    def transpose(self, value: Any, d0: int = 0, d1: int = 1) -> TVal:
+        value = self.to_tval(value)
+        order = list(range(len(value.shape)))
+        d0, d1 = d0 % len(order), d1 % len(order)
+        order[d0], order[d1] = order[d1], order[d0]
+        return self.permute(value, order)
+
+    def reshape_to(self, value: TVal, shape: tuple) -> TVal:
+        sizes = lambda: ", ".join(d.size_expr for d in shape) or ""  # noqa: E731
+        if not shape:
+            return self.make(value.dtype, (), lambda a: f"tl.reshape({a[0]}, [])", [value])
+        return self.make(value.dtype, tuple(shape), lambda a: f"tl.reshape({a[0]}, [{sizes()}])", [value])
+
+    def unsqueeze(self, value: Any, dim: int) -> TVal:
+        value = self.to_tval(value)
+        rank = len(value.shape) + 1
+        dim = dim % rank
+        parts = [":"] * (rank - 1)
+        parts.insert(dim, "None")
+        shape = list(value.shape)
+        shape.insert(dim, ONE)
+        return self.make(value.dtype, tuple(shape), lambda a: f"{a[0]}[{', '.join(parts)}]", [value])
+
+    def squeeze(self, value: Any, dim: int | None = None) -> TVal:
+        value = self.to_tval(value)
+        if dim is None:
+            shape = tuple(d for d in value.shape if d is not ONE)
+        else:
+            dim = dim % len(value.shape)
+            if value.shape[dim] is not ONE:
+                return value
+            shape = value.shape[:dim] + value.shape[dim + 1 :]
+        return self.reshape_to(value, shape)
+
+    def subscript_value(self, value: TVal, index_node: ast.AST) -> TVal:
+        items = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
+        parts, shape, src = [], [], 0
+        for item in items:
+            if isinstance(item, ast.Constant) and item.value is None:
+                parts.append("None")
+                shape.append(ONE)
+            elif isinstance(item, ast.Slice) and item.lower is None and item.upper is None and item.step is None:
+                parts.append(":")
+                shape.append(value.shape[src])
+                src += 1
+            elif isinstance(item, ast.Constant) and item.value is Ellipsis:
+                remaining = len(value.shape) - src - sum(1 for i in items[items.index(item) + 1 :] if not (isinstance(i, ast.Constant) and i.value is None))
+                parts.extend([":"] * remaining)
+                shape.extend(value.shape[src : src + remaining])
+                src += remaining
+            else:
+                raise self.error(exc.NotSupported, f"indexing a device value with {ast.unparse(item)}; only None and ':' are supported", item)
+        while src < len(value.shape):
+            parts.append(":")
+            shape.append(value.shape[src])
+            src += 1
+        return self.make(value.dtype, tuple(shape), lambda a: f"{a[0]}[{', '.join(parts)}]", [value])
+
+    # ------------------------------------------------------------------ methods and function table
+    def method(self, base: Any, name: str, args: list, kwargs: dict, node: ast.AST) -> Any:
+        if isinstance(base, HostTensor):
+            raise self.error(exc.NotSupported, f"method .{name}() of a host tensor in device code; index it first", node)
+        table: dict[str, Callable[..., Any]] = {
+            "to": lambda dtype=None, *a, **k: self.to_dtype(base, k.get("dtype", dtype)),
+            "float": lambda: self.to_dtype(base, torch.float32),
+            "half": lambda: self.to_dtype(base, torch.float16),
+            "bfloat16": lambda: self.to_dtype(base, torch.bfloat16),
+            "int": lambda: self.to_dtype(base, torch.int32),
+            "long": lambda: self.to_dtype(base, torch.int64),
+            "sum": lambda *a, **k: self.reduce("sum", base, *a, **k),
+            "mean": lambda *a, **k: self.reduce("mean", base, *a, **k),
+            "amax": lambda *a, **k: self.reduce("max", base, *a, **k),
+            "amin": lambda *a, **k: self.reduce("min", base, *a, **k),
+            "max": lambda *a, **k: self.max_min("max", base, *a, **k),
+            "min": lambda *a, **k: self.max_min("min", base, *a, **k),
+            "transpose": lambda d0=0, d1=1: self.transpose(base, d0, d1),
+            "permute": lambda *dims: self.permute(base, list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)),
+            "t": lambda: self.transpose(base, 0, 1),
+            "unsqueeze": lambda dim: self.unsqueeze(base, dim),
+            "squeeze": lambda dim=None: self.squeeze(base, dim),
+            "exp": lambda: self.math("exp", base),
+            "exp2": lambda: self.math("exp2", base),
+            "log": lambda: self.math("log", base),
+            "sqrt": lambda: self.math("sqrt", base),
+            "rsqrt": lambda: self.math("rsqrt", base),
+            "sigmoid": lambda: self.math("sigmoid", base),
+            "tanh": lambda: self.math("tanh", base),
+            "abs": lambda: self.abs(base),
+            "clamp": lambda min=None, max=None: self.clamp(base, min, max),
+            "new_zeros": lambda size, dtype=None, **k: self.new_full(size, 0, dtype or base.dtype),
+            "new_full": lambda size, fill_value, dtype=None, **k: self.new_full(size, fill_value, dtype or base.dtype),
+            "new_ones": lambda size, dtype=None, **k: self.new_full(size, 1, dtype or base.dtype),
+            "softmax": lambda dim, **k: self.softmax(base, dim, log=False),
+            "log_softmax": lambda dim, **k: self.softmax(base, dim, log=True),
+            "contiguous": lambda: base,
+            "clone": lambda: base,
+        }
+        handler = table.get(name)
+        if handler is None:
+            raise self.error(exc.NotSupported, f"method .{name}() on a device value", node)
+        try:
+            return handler(*args, **kwargs)
+        except TypeError as err:
+            raise self.error(exc.NotSupported, f".{name}() with these arguments: {err}", node) from None
+
+    def new_full(self, size: Any, fill: Any, dtype: torch.dtype) -> TVal:
+        return self.full(self.shape_from_sizes(size), fill, dtype)
+
+    def function_table(self) -> dict:
+        def ignore_node(fn: Callable[..., Any]) -> Callable[..., Any]:
+            return lambda node, *a, **k: fn(*a, **k)
+
+        table: dict[Any, Callable[..., Any]] = {}
+        for name in MATH_FUNCTIONS:
+            if hasattr(torch, name):
+                table[getattr(torch, name)] = ignore_node(lambda v, _n=name, **k: self.math(_n, v))
+        for name in ("exp", "exp2", "log", "log2", "sqrt"):
+            table[getattr(math, name)] = table[getattr(torch, name)]
+        table[torch.sigmoid] = ignore_node(lambda v: self.math("sigmoid", v))
+        table[torch.nn.functional.sigmoid] = table[torch.sigmoid]
+        table[torch.nn.functional.tanh] = table[torch.tanh]
+        table[torch.abs] = ignore_node(self.abs)
+        table[abs] = table[torch.abs]
+        table[torch.maximum] = ignore_node(lambda a, b: self.extremum("maximum", a, b))
+        table[torch.minimum] = ignore_node(lambda a, b: self.extremum("minimum", a, b))
+        table[torch.where] = ignore_node(self.where)
+        table[torch.clamp] = ignore_node(lambda v, min=None, max=None: self.clamp(v, min, max))
+        table[torch.sum] = ignore_node(lambda v, *a, **k: self.reduce("sum", v, *a, **k))
+        table[torch.mean] = ignore_node(lambda v, *a, **k: self.reduce("mean", v, *a, **k))
+        table[torch.amax] = ignore_node(lambda v, *a, **k: self.reduce("max", v, *a, **k))
+        table[torch.amin] = ignore_node(lambda v, *a, **k: self.reduce("min", v, *a, **k))
+        table[torch.max] = ignore_node(lambda v, *a, **k: self.max_min("max", v, *a, **k))
+        table[torch.min] = ignore_node(lambda v, *a, **k: self.max_min("min", v, *a, **k))
+        table[torch.softmax] = ignore_node(lambda v, dim, **k: self.softmax(v, dim, log=False, dtype=k.get("dtype")))
+        table[torch.nn.functional.softmax] = table[torch.softmax]
+        table[torch.log_softmax] = ignore_node(lambda v, dim, **k: self.softmax(v, dim, log=True, dtype=k.get("dtype")))
+        table[torch.nn.functional.log_softmax] = table[torch.log_softmax]
+        table[torch.zeros_like] = ignore_node(lambda v, dtype=None, **k: self.full_like(v, 0, dtype))
+        table[torch.ones_like] = ignore_node(lambda v, dtype=None, **k: self.full_like(v, 1, dtype))
+        table[torch.full_like] = ignore_node(lambda v, fill_value, dtype=None, **k: self.full_like(v, fill_value, dtype))
+        table[torch.transpose] = ignore_node(self.transpose)
+        table[torch.permute] = ignore_node(lambda v, dims: self.permute(v, list(dims)))
+        table[torch.unsqueeze] = ignore_node(self.unsqueeze)
+        table[torch.squeeze] = ignore_node(self.squeeze)
+        table[torch.matmul] = ignore_node(self.matmul)
+        table[torch.mm] = ignore_node(self.matmul)
+        table[torch.bmm] = ignore_node(self.matmul)
+        table[torch.addmm] = ignore_node(lambda acc, a, b, **k: self.addmm(acc, a, b, **k))
+        table[torch.baddbmm] = ignore_node(lambda acc, a, b, **k: self.addmm(acc, a, b, **k))
+        table[hl.dot] = ignore_node(self.hl_dot)
+        table[hl.zeros] = ignore_node(lambda size, dtype=torch.float32, **k: self.new_full(size, 0, dtype))
+        table[hl.full] = ignore_node(lambda size, value, dtype=torch.float32, **k: self.new_full(size, value, dtype))
+        table[hl.load] = lambda node, tensor, index, extra_mask=None, **k: self.load(self.host_tensor(tensor, node), list(index), extra_mask, node, **k)
+        table[hl.store] = lambda node, tensor, index, value, extra_mask=None: self.store(self.host_tensor(tensor, node), list(index), value, extra_mask, node)
+        table[hl.atomic_add] = lambda node, tensor, index, value, sem="relaxed": self.atomic_add(self.host_tensor(tensor, node), list(index), value, node, sem)
+        table[min] = ignore_node(lambda a, b: self.extremum("minimum", a, b) if self.any_device(a, b) else min(a, b))
+        table[max] = ignore_node(lambda a, b: self.extremum("maximum", a, b) if self.any_device(a, b) else max(a, b))
+        table[float] = ignore_node(lambda v: self.to_dtype(v, torch.float32) if self.any_device(v) else float(v))
+        table[int] = ignore_node(lambda v: self.to_dtype(v, torch.int32) if self.any_device(v) else int(v))
+        return table
+
+    def any_device(self, *values: Any) -> bool:
+        return any(isinstance(v, (TVal, HostScalar, TileVal)) for v in values)
+
+    def host_tensor(self, value: Any, node: ast.AST) -> HostTensor:
+        if not isinstance(value, HostTensor):
+            raise self.error(exc.TypeMismatch, f"expected a host tensor, got {type(value).__name__}", node)
+        return value

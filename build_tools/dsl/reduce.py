@@ -1,0 +1,241 @@
+"""Reductions, softmax and matrix products for the device compiler, including the chunk loops that
+implement looped reductions by re-materializing lazy values one chunk at a time."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import torch
+
+from . import exc
+from .values import ONE, BlockDim, RDim, TVal, place, tl_dtype
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+class MaxResult(tuple):
+    """Result of `torch.max(x, dim)`: (values, indices) with attribute access."""
+
+    @property
+    def values(self) -> Any:
+        return self[0]
+
+    @property
+    def indices(self) -> Any:
+        return self[1]
+
+
+def identity(kind: str, dtype: torch.dtype) -> str:
+    if kind in ("sum", "mean"):
+        return "0"
+    if dtype.is_floating_point:
+        return 'float("-inf")' if kind == "max" else 'float("inf")'
+    info = torch.iinfo(dtype if dtype != torch.bool else torch.int32)
+    return str(info.min if kind == "max" else info.max)
+
+
+class ReduceMixin:
+    # ------------------------------------------------------------------ chunk loops
+    @contextlib.contextmanager
+    def chunk_loop(self, rdim: RDim) -> Iterator[None]:
+        if self.chunk_memo is not None:
+            raise exc.NotLoopable("nested looped reductions", self.session.location(self.current_node)).with_rdims([rdim.rdim_id])
+        b = self.builder
+        offset = f"roffset_{rdim.rdim_id}"
+        b.emit(f"for {offset} in tl.range(0, {rdim.size_param}, {rdim.size_expr}):")
+        b.depth += 1
+        b.emit(f"{rdim.index} = {offset} + tl.arange(0, {rdim.size_expr})")
+        if rdim.mask:
+            b.emit(f"{rdim.mask} = {rdim.index} < {rdim.size_param}")
+        self.chunk_memo = {}
+        try:
+            yield
+        finally:
+            self.chunk_memo = None
+            b.depth -= 1
+
+    def materialize(self, value: TVal) -> str:
+        if self.chunk_memo is None:
+            raise exc.NotLoopable(
+                "a value spanning a looped reduction dimension is used where it must be computed at once",
+                self.session.location(self.current_node),
+            ).with_rdims([d.rdim_id for d in value.looped_rdims()])
+        key = id(value)
+        if key not in self.chunk_memo:
+            args = [self.atom(c) for c in value.children]
+            self.chunk_memo[key] = self.builder.assign(value.render(args), "c")
+        return self.chunk_memo[key]
+
+    def single_looped_rdim(self, value: TVal) -> RDim | None:
+        looped = value.looped_rdims()
+        if len(set(map(id, looped))) > 1:
+            raise exc.NotLoopable("a value spans two looped reduction dimensions", self.session.location(self.current_node)).with_rdims([d.rdim_id for d in looped])
+        return looped[0] if looped else None
+
+    def mask_for(self, shape: tuple, axis: int) -> str | None:
+        dim = shape[axis]
+        if dim is ONE or dim.mask is None:
+            return None
+        return place(dim.mask, [axis], len(shape))
+
+    # ------------------------------------------------------------------ reductions
+    def reduce(self, kind: str, value: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TVal:
+        value = self.to_tval(value)
+        rank = len(value.shape)
+        if dim is None:
+            axes = list(range(rank))
+        elif isinstance(dim, (list, tuple)):
+            axes = [d % rank for d in dim]
+        else:
+            axes = [dim % rank] if rank else []
+        if dtype is not None:
+            value = self.to_dtype(value, dtype)
+        for axis in sorted(set(axes), reverse=True):
+            value = self.reduce_axis(kind, value, axis, keepdim)
+        return value
+
+    def reduce_axis(self, kind: str, value: TVal, axis: int, keepdim: bool) -> TVal:
+        dim = value.shape[axis]
+        out_shape = value.shape[:axis] + ((ONE,) if keepdim else ()) + value.shape[axis + 1 :]
+        out_dtype = value.dtype
+        if kind in ("sum", "mean") and not value.dtype.is_floating_point:
+            out_dtype = torch.float32 if kind == "mean" else torch.int32
+        acc_dtype = torch.float32 if value.dtype in LOW_PRECISION or kind == "mean" and not value.dtype.is_floating_point else value.dtype
+        if value.dtype == torch.bool:
+            acc_dtype = torch.int32
+        if dim is ONE:
+            out = value if keepdim else self.reshape_to(value, out_shape)
+            return self.to_dtype(out, out_dtype)
+        ident = identity(kind, acc_dtype)
+        fn = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[kind]
+        scale = f" / {dim.numel_expr}" if kind == "mean" else ""
+        cast_out = "" if out_dtype == acc_dtype else f".to({tl_dtype(out_dtype)})"
+        keep = ", keep_dims=True" if keepdim else ""
+        if isinstance(dim, RDim) and dim.looped and value.lazy:
+            return self.looped_reduce(kind, value, axis, dim, acc_dtype, ident, fn, scale, cast_out, keep, out_shape, out_dtype)
+        mask = self.mask_for(value.shape, axis)
+        cast_in = "" if acc_dtype == value.dtype else f".to({tl_dtype(acc_dtype)})"
+
+        def render(a: list[str]) -> str:
+            x = f"{a[0]}{cast_in}"
+            if mask:
+                x = f"tl.where({mask}, {x}, {ident})"
+            return f"({fn}({x}, {axis}{keep}){scale}){cast_out}"
+
+        return self.make(out_dtype, out_shape, render, [value], "red")
+
+    def looped_reduce(self, kind, value, axis, dim, acc_dtype, ident, fn, scale, cast_out, keep, out_shape, out_dtype) -> TVal:
+        self.single_looped_rdim(value)
+        b = self.builder
+        acc = b.fresh("acc")
+        sizes = ", ".join(d.size_expr for d in value.shape)
+        b.emit(f"{acc} = tl.full([{sizes}], {ident}, {tl_dtype(acc_dtype)})")
+        mask = self.mask_for(value.shape, axis)
+        combine = {"sum": "{0} + {1}", "mean": "{0} + {1}", "max": "tl.maximum({0}, {1})", "min": "tl.minimum({0}, {1})"}[kind]
+        with self.chunk_loop(dim):
+            x = self.atom(value)
+            if acc_dtype != value.dtype:
+                x = f"{x}.to({tl_dtype(acc_dtype)})"
+            if mask:
+                x = f"tl.where({mask}, {x}, {ident})"
+            b.emit(f"{acc} = {combine.format(acc, x)}")
+        result = TVal(out_dtype, out_shape, name=b.assign(f"({fn}({acc}, {axis}{keep}){scale}){cast_out}", "red"))
+        if result.looped_rdims():
+            raise exc.NotLoopable("reduction result still spans a looped dimension", self.session.location(self.current_node)).with_rdims([d.rdim_id for d in result.looped_rdims()])
+        return result
+
+    def max_min(self, kind: str, value: Any, dim: Any = None, keepdim: bool = False, **kwargs: Any) -> Any:
+        if isinstance(dim, (TVal,)) or (dim is not None and not isinstance(dim, int)):
+            return self.extremum("maximum" if kind == "max" else "minimum", value, dim)
+        if dim is None:
+            return self.reduce(kind, value)
+        value = self.to_tval(value)
+        values = self.reduce(kind, value, dim, keepdim)
+        axis = dim % len(value.shape)
+        if value.lazy:
+            return MaxResult((values, None))
+        mask = self.mask_for(value.shape, axis)
+        ident = identity(kind, value.dtype)
+        fn = "tl.argmax" if kind == "max" else "tl.argmin"
+        keep = ", keep_dims=True" if keepdim else ""
+
+        def render(a: list[str]) -> str:
+            x = f"tl.where({mask}, {a[0]}, {ident})" if mask else a[0]
+            return f"{fn}({x}, {axis}{keep}).to(tl.int64)"
+
+        indices = self.make(torch.int64, values.shape, render, [value], "arg")
+        return MaxResult((values, indices))
+
+    def softmax(self, value: Any, dim: int, log: bool, dtype: Any = None) -> TVal:
+        value = self.to_tval(value)
+        out_dtype = dtype or value.dtype
+        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        import ast as _ast
+
+        m = self.reduce("max", x, dim, keepdim=True)
+        shifted = self.binary(_ast.Sub(), x, m)
+        e = self.math("exp", shifted)
+        s = self.reduce("sum", e, dim, keepdim=True)
+        out = self.binary(_ast.Sub(), shifted, self.math("log", s)) if log else self.binary(_ast.Div(), e, s)
+        return self.to_dtype(out, out_dtype)
+
+    # ------------------------------------------------------------------ matrix products
+    def matmul(self, a: Any, b: Any) -> TVal:
+        a, b = self.to_tval(a), self.to_tval(b)
+        dtype = torch.promote_types(a.dtype, b.dtype)
+        return self.dot_product(a, b, None, dtype)
+
+    def addmm(self, acc: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> TVal:
+        if beta != 1 or alpha != 1:
+            import ast as _ast
+
+            product = self.matmul(a, b)
+            product = self.binary(_ast.Mult(), product, alpha) if alpha != 1 else product
+            base = self.binary(_ast.Mult(), acc, beta) if beta != 1 else acc
+            return self.binary(_ast.Add(), base, product)
+        acc = self.to_tval(acc)
+        return self.dot_product(self.to_tval(a), self.to_tval(b), acc, acc.dtype)
+
+    def hl_dot(self, a: Any, b: Any, acc: Any = None, out_dtype: Any = None) -> TVal:
+        a, b = self.to_tval(a), self.to_tval(b)
+        if acc is not None:
+            acc = self.to_tval(acc)
+            return self.dot_product(a, b, acc, out_dtype or acc.dtype)
+        if out_dtype is None:
+            promoted = torch.promote_types(a.dtype, b.dtype)
+            out_dtype = torch.float32 if promoted in LOW_PRECISION else promoted
+        return self.dot_product(a, b, None, out_dtype)
+
+    def dot_product(self, a: TVal, b: TVal, acc: TVal | None, out_dtype: torch.dtype) -> TVal:
+        for v in (a, b) + ((acc,) if acc is not None else ()):
+            self.require_eager(v, "a matrix-product operand")
+        if len(a.shape) < 2 or len(b.shape) < 2 or len(a.shape) != len(b.shape):
+            raise self.error(exc.ShapeMismatch, f"matrix product of shapes {self.shape_text(a.shape)} and {self.shape_text(b.shape)}")
+        k_a, k_b = a.shape[-1], b.shape[-2]
+        if k_a is not k_b:
+            raise self.error(exc.ShapeMismatch, f"matrix product contracts {self.dim_text(k_a)} with {self.dim_text(k_b)} (shapes {self.shape_text(a.shape)} and {self.shape_text(b.shape)})")
+        batch = self.broadcast_shape(a.shape[:-2], b.shape[:-2])
+        shape = batch + (a.shape[-2], b.shape[-1])
+        for d in (a.shape[-2], k_a, b.shape[-1]):
+            self.session.note_dot_dim(d)
+        operand_dtype = torch.promote_types(a.dtype, b.dtype)
+        a_s = self.cast_atom(a, operand_dtype)
+        b_s = self.cast_atom(b, operand_dtype)
+        if k_a is not ONE and k_a.mask is not None:
+            if not a.is_load:
+                a_s = f"tl.where({place(k_a.mask, [len(a.shape) - 1], len(a.shape))}, {a_s}, 0)"
+            if not b.is_load:
+                b_s = f"tl.where({place(k_a.mask, [len(b.shape) - 2], len(b.shape))}, {b_s}, 0)"
+        b_ = self.builder
+        if acc is not None:
+            if acc.shape != shape:
+                self.broadcast_shape(acc.shape, shape)
+            if acc.dtype == torch.float32 and acc.shape == shape:
+                expr = f"tl.dot({a_s}, {b_s}, acc={acc.name})"
+            else:
+                expr = f"(tl.dot({a_s}, {b_s}) + {acc.name}.to(tl.float32))"
+        else:
+            expr = f"tl.dot({a_s}, {b_s})"
+        if out_dtype != torch.float32 or operand_dtype == torch.float64:
+            expr = f"{expr}.to({tl_dtype(out_dtype)})"
+        return TVal(out_dtype, shape, name=b_.assign(expr, "dot"))

@@ -1,0 +1,478 @@
+"""CompileSession: compiles one kernel function for one Config (or discovers its config space).
+
+It runs host statements on meta tensors in source order, hands each top-level device loop to a
+DeviceCompiler, records every tunable knob it meets (block sizes, reduction dims, memory sites,
+device loops), and assembles the launcher that replays the host code and launches the kernels."""
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import triton
+
+from . import exc
+from . import language as hl
+from .config import Config
+from .device import DeviceCompiler
+from .emitter import KernelBuilder
+from .host import HOST_TENSOR_METHODS, SAFE_MODULES, LauncherRewriter, ParsedKernel, find_device_calls
+from .values import BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
+
+DISCOVERY_BLOCK = 16
+
+
+class BlockSizeInt(int):
+    """The value of `hl.register_block_size`: an int that remembers its block id."""
+
+    block_id: int
+
+    def __new__(cls, value: int, block_id: int) -> "BlockSizeInt":
+        obj = super().__new__(cls, value)
+        obj.block_id = block_id
+        return obj
+
+
+@dataclass
+class BlockInfo:
+    size: int
+    device_loop: bool = False
+    in_dot: bool = False
+    registered: bool = False
+
+
+@dataclass
+class Discovery:
+    """What a compile found: the shape of the config space."""
+
+    blocks: list = field(default_factory=list)
+    rdims: list = field(default_factory=list)  # sizes
+    rdim_dot: set = field(default_factory=set)
+    loads: int = 0
+    stores: int = 0
+    top_loops: list = field(default_factory=list)  # number of dims per top-level loop
+    device_loops: list = field(default_factory=list)  # (ndims, has_dot)
+    tunables: dict = field(default_factory=dict)
+    specialized: list = field(default_factory=list)
+    not_loopable: set = field(default_factory=set)
+
+
+@dataclass
+class KernelLaunch:
+    name: str
+    source: str
+    builder: KernelBuilder
+    grid: str
+    uses_num_sms: bool
+
+
+class CompileSession:
+    def __init__(self, parsed: ParsedKernel, args: dict, config: Config, static_shapes: bool, force_persistent: set):
+        self.parsed = parsed
+        self.config = config
+        self.static_shapes = static_shapes
+        self.force_persistent = force_persistent
+        self.globals = parsed.fn.__globals__
+        self.env: dict[str, Any] = {}
+        for name, value in args.items():
+            self.env[name] = value.to("meta") if isinstance(value, torch.Tensor) else value
+        self.found = Discovery()
+        self.static_names = set(parsed.constexpr_params) | {n for n, v in args.items() if isinstance(v, bool) or v is None}
+        self.replay: list[Any] = []
+        self.launcher_lines: list[str] = []
+        self.kernels: list[KernelLaunch] = []
+        self.rdim_by_size: dict[int, int] = {}
+        self.top_loop_index = 0
+        self.device_loop_index = 0
+        self.rdim_objects: list[RDim] = []
+        self.rdim_host: dict[int, tuple[str, bool]] = {}
+
+    # ------------------------------------------------------------------ locations
+    def location(self, node: ast.AST | None) -> str:
+        line = getattr(node, "lineno", None) or self.parsed.tree.lineno
+        return f"{self.parsed.filename}:{line}"
+
+    # ------------------------------------------------------------------ config lookups
+    def knob(self, name: str, index: int | None, default: Any) -> Any:
+        value = self.config.get(name) if name in self.config else None
+        if value is None:
+            return default
+        if index is None:
+            return value
+        if isinstance(value, (list, tuple)):
+            return value[index] if index < len(value) and value[index] is not None else default
+        return value
+
+    def block_value(self, block_id: int) -> int:
+        return int(self.knob("block_sizes", block_id, DISCOVERY_BLOCK))
+
+    # ------------------------------------------------------------------ host-time hl helpers
+    def register_block_size(self, size: Any) -> int:
+        block_id = len(self.found.blocks)
+        self.found.blocks.append(BlockInfo(int(size), registered=True))
+        value = BlockSizeInt(self.block_value(block_id), block_id)
+        self.replay.append(value)
+        return value
+
+    def register_tunable(self, name: str, fragment: Any) -> Any:
+        self.found.tunables[name] = fragment
+        value = self.config.get(name, fragment.default()) if name in self.config else fragment.default()
+        self.replay.append(value)
+        return value
+
+    def specialize(self, value: Any) -> Any:
+        if isinstance(value, (tuple, list, torch.Size)):
+            self.found.specialized.extend(int(v) for v in value)
+        else:
+            self.found.specialized.append(int(value))
+        return value
+
+    # ------------------------------------------------------------------ host evaluation
+    def eval_host(self, node: ast.AST) -> Any:
+        code = compile(ast.Expression(body=node), self.parsed.filename, "eval")
+        try:
+            return eval(code, self.globals, self.env)
+        except exc.Base:
+            raise
+        except Exception as err:
+            raise exc.NotSupported(f"host expression {ast.unparse(node)!r} failed: {err}", self.location(node)) from None
+
+    def try_eval(self, node: ast.AST, env: dict, replay: bool = False) -> Any:
+        if replay:
+            return self.replay_queue.pop(0)
+        try:
+            return eval(compile(ast.Expression(body=node), "<dsl>", "eval"), self.globals, env)
+        except Exception:
+            return None
+
+    def is_host_evaluable(self, node: ast.AST, scope: dict) -> bool:
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, ast.Name):
+            if node.id in scope:
+                return False
+            return node.id in self.env or node.id in self.globals or hasattr(builtins, node.id)
+        if isinstance(node, ast.Attribute):
+            return self.is_host_evaluable(node.value, scope)
+        if isinstance(node, ast.Subscript):
+            if not (self.is_host_evaluable(node.value, scope) and self.is_host_evaluable(node.slice, scope)):
+                return False
+            return not isinstance(self.try_eval(node.value, self.env), torch.Tensor)
+        if isinstance(node, ast.Call):
+            if not all(self.is_host_evaluable(a, scope) for a in node.args):
+                return False
+            if not all(self.is_host_evaluable(k.value, scope) for k in node.keywords):
+                return False
+            if not self.is_host_evaluable(node.func, scope):
+                return False
+            return self.host_callable(node.func)
+        if isinstance(node, (ast.BinOp,)):
+            return self.is_host_evaluable(node.left, scope) and self.is_host_evaluable(node.right, scope)
+        if isinstance(node, ast.UnaryOp):
+            return self.is_host_evaluable(node.operand, scope)
+        if isinstance(node, ast.Compare):
+            return all(self.is_host_evaluable(n, scope) for n in [node.left, *node.comparators])
+        if isinstance(node, ast.BoolOp):
+            return all(self.is_host_evaluable(n, scope) for n in node.values)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return all(self.is_host_evaluable(n, scope) for n in node.elts)
+        if isinstance(node, ast.Slice):
+            return all(p is None or self.is_host_evaluable(p, scope) for p in (node.lower, node.upper, node.step))
+        if isinstance(node, ast.IfExp):
+            return all(self.is_host_evaluable(n, scope) for n in (node.test, node.body, node.orelse))
+        return False
+
+    def host_callable(self, func: ast.AST) -> bool:
+        callee = self.try_eval(func, self.env)
+        if callee is None or callee in hl.DEVICE_FUNCTIONS:
+            return False
+        if getattr(callee, "__self__", None) is not None and isinstance(callee.__self__, torch.Tensor):
+            return callee.__name__ in HOST_TENSOR_METHODS
+        if getattr(callee, "__module__", None) == "math" or callee in (min, max, int, float, len, abs, bool, round):
+            return True
+        return getattr(callee, "__name__", "") in ("cdiv", "next_power_of_2") or callee is torch.Size
+
+    def names_in(self, node: ast.AST) -> list[str]:
+        return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+
+    def is_static_node(self, node: ast.AST) -> bool:
+        """True when the host expression's value is fixed for this specialization."""
+        if self.static_shapes:
+            return True
+        for name in self.names_in(node):
+            if name in self.static_names or name not in self.env:
+                continue
+            value = self.env[name]
+            if isinstance(value, (int, float)) and not isinstance(value, (bool, BlockSizeInt)):
+                return False
+        if isinstance(node, ast.Call) or any(isinstance(n, (ast.Call, ast.Attribute)) for n in ast.walk(node)):
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call):
+                    callee = self.try_eval(sub.func, self.env)
+                    if getattr(callee, "__name__", "") in ("size", "stride", "numel"):
+                        return False
+                if isinstance(sub, ast.Attribute) and sub.attr == "shape":
+                    return False
+        return True
+
+    def is_static_condition(self, node: ast.AST, scope: dict) -> bool:
+        return self.is_host_evaluable(node, scope) and self.is_static_node(node)
+
+    def host_value(self, node: ast.AST, builder: KernelBuilder) -> Any:
+        value = self.eval_host(node)
+        text = ast.unparse(node)
+        return self.wrap_host(value, text, builder, self.is_static_node(node))
+
+    def host_name(self, name: str, builder: KernelBuilder) -> Any:
+        if name in self.env:
+            return self.wrap_host(self.env[name], name, builder, self.static_shapes or name in self.static_names)
+        if name in self.globals:
+            value = self.globals[name]
+            if isinstance(value, torch.Tensor):
+                raise exc.NotSupported(f"global tensor {name!r} used in device code; pass it as an argument")
+            return value
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise exc.NotSupported(f"undefined name {name!r} in device code")
+
+    def wrap_host(self, value: Any, text: str, builder: KernelBuilder, static: bool) -> Any:
+        if isinstance(value, torch.Tensor):
+            hint = text if text.isidentifier() else "tensor"
+            return HostTensor(builder.param(text, hint), value, text)
+        if isinstance(value, BlockSizeInt) or isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, int):
+            if static:
+                return value
+            return self.host_scalar(text, value, builder)
+        if isinstance(value, float):
+            if static and text in self.parsed.constexpr_params:
+                return value
+            return self.host_scalar(text, value, builder)
+        return value
+
+    def host_scalar(self, text: str, value: Any, builder: KernelBuilder) -> HostScalar:
+        return HostScalar(builder.param(text, text), value, scalar_dtype(value), host=text)
+
+    def host_expr(self, value: HostScalar) -> str:
+        return value.host
+
+    def static_or_specialized(self, value: Any) -> bool:
+        return self.static_shapes
+
+    def tensor_size(self, tensor: HostTensor, d: int, builder: KernelBuilder) -> Any:
+        size = tensor.meta.size(d)
+        if self.static_shapes:
+            return size
+        return self.host_scalar(f"{tensor.host_expr}.size({d})", size, builder)
+
+    def tile_extent(self, tile: TileVal) -> int | None:
+        return tile.end_value
+
+    # ------------------------------------------------------------------ knobs met while compiling
+    def block_for(self, spec: Any, size_value: int, device_loop: bool) -> tuple[int, int | None]:
+        if isinstance(spec, BlockSizeInt):
+            info = self.found.blocks[spec.block_id]
+            info.device_loop = info.device_loop or device_loop
+            return spec.block_id, None
+        if isinstance(spec, int) and not isinstance(spec, bool):
+            return -1, int(spec)
+        if spec is not None:
+            raise exc.TypeMismatch(f"block_size must be an int or hl.register_block_size value, got {type(spec).__name__}")
+        block_id = len(self.found.blocks)
+        self.found.blocks.append(BlockInfo(size_value, device_loop=device_loop))
+        return block_id, None
+
+    def note_dot_dim(self, dim: Any) -> None:
+        if isinstance(dim, BlockDim) and dim.block_id >= 0:
+            self.found.blocks[dim.block_id].in_dot = True
+        elif isinstance(dim, RDim):
+            dim.in_dot = True
+            self.found.rdim_dot.add(dim.rdim_id)
+
+    def rdim(self, size_value: int) -> tuple[int, int | None]:
+        if size_value not in self.rdim_by_size:
+            self.rdim_by_size[size_value] = len(self.found.rdims)
+            self.found.rdims.append(size_value)
+        rdim_id = self.rdim_by_size[size_value]
+        chunk = None if rdim_id in self.force_persistent else self.knob("reduction_loops", rdim_id, None)
+        if chunk is not None and (chunk >= size_value):
+            chunk = None
+        return rdim_id, chunk
+
+    def note_rdim_expr(self, rdim: RDim, host_expr: str, static: bool) -> None:
+        self.rdim_objects.append(rdim)
+        self.rdim_host[id(rdim)] = (host_expr, static)
+
+    def memory_site(self, kind: str) -> int:
+        if kind == "load":
+            self.found.loads += 1
+            site = self.found.loads + self.found.stores - 1
+            self._last_load = self.found.loads - 1
+        else:
+            self.found.stores += 1
+            site = self.found.loads + self.found.stores - 1
+        return site
+
+    def indexing(self, site: int) -> str:
+        value = self.config.get("indexing", "pointer") if "indexing" in self.config else "pointer"
+        if isinstance(value, (list, tuple)):
+            value = value[site] if site < len(value) else "pointer"
+        return value or "pointer"
+
+    def eviction(self, site: int) -> str:
+        index = self._last_load
+        value = self.knob("load_eviction_policies", index, "")
+        return {"first": "evict_first", "last": "evict_last"}.get(value, value or "")
+
+    def next_device_loop(self, has_dot: bool) -> int:
+        self.found.device_loops.append((0, has_dot))
+        index = self.device_loop_index
+        self.device_loop_index += 1
+        return index
+
+    def flatten(self, index: int) -> bool:
+        return bool(self.knob("flatten_loops", index, False))
+
+    def range_options(self, index: int) -> str:
+        opts = []
+        unroll = self.knob("range_unroll_factors", index, 0)
+        if unroll:
+            opts.append(f"loop_unroll_factor={int(unroll)}")
+        stages = self.knob("range_num_stages", index, 0)
+        if stages:
+            opts.append(f"num_stages={int(stages)}")
+        ws = self.knob("range_warp_specializes", index, None)
+        if ws:
+            opts.append("warp_specialize=True")
+        return "".join(", " + o for o in opts)
+
+    # ------------------------------------------------------------------ program ids
+    def pid_setup(self, b: KernelBuilder, loop_index: int, counts: list[str], counts_host: list[str], ndims: int) -> list[str]:
+        self.found.top_loops.append(ndims)
+        pid_type = self.config.get("pid_type", "flat") if "pid_type" in self.config else "flat"
+        order = list(self.knob("loop_orders", loop_index, list(range(ndims)))) if ndims > 1 else [0]
+        if sorted(order) != list(range(ndims)):
+            raise exc.InvalidConfig(f"loop_orders[{loop_index}]={order} is not a permutation of {ndims} dims")
+        group = int(self.knob("l2_groupings", loop_index, 1)) if ndims > 1 else 1
+        launch = self.current_launch
+        if pid_type == "xyz" and ndims <= 3:
+            pids = [""] * ndims
+            for axis, dim in enumerate(order):
+                pids[dim] = b.assign(f"tl.program_id({axis})", "pid")
+            launch["grid"] = "(" + ", ".join(counts_host[d] for d in order) + ",)"
+            return pids
+        total_host = " * ".join(f"({c})" for c in counts_host)
+        if pid_type in ("persistent_blocked", "persistent_interleaved"):
+            total = b.assign(" * ".join(f"({c})" for c in counts), "total")
+            launch["grid"] = f"(max(1, min(_num_sms(_device), {total_host})),)"
+            launch["num_sms"] = True
+            if pid_type == "persistent_interleaved":
+                b.emit(f"for virtual_pid in tl.range(tl.program_id(0), {total}, tl.num_programs(0)):")
+            else:
+                per = b.assign(f"tl.cdiv({total}, tl.num_programs(0))", "per")
+                start = b.assign(f"tl.program_id(0) * {per}", "start")
+                b.emit(f"for virtual_pid in tl.range({start}, tl.minimum({start} + {per}, {total})):")
+            b.depth += 1
+            pid = "virtual_pid"
+        elif pid_type in ("flat", "xyz"):
+            pid = b.assign("tl.program_id(0)", "pid")
+            launch["grid"] = f"({total_host},)"
+        else:
+            raise exc.InvalidConfig(f"unknown pid_type {pid_type!r}")
+        return self.decompose(b, pid, counts, order, group)
+
+    def decompose(self, b: KernelBuilder, pid: str, counts: list[str], order: list[int], group: int) -> list[str]:
+        pids = [""] * len(counts)
+        if len(order) == 1:
+            pids[order[0]] = pid
+            return pids
+        first, second = order[0], order[1]
+        if group > 1:
+            n_first = b.assign(counts[first], "num_pid")
+            n_second = b.assign(counts[second], "num_pid")
+            in_group = b.assign(f"{group} * {n_second}", "in_group")
+            inner = b.assign(f"{pid} % ({n_first} * {n_second})", "inner")
+            group_id = b.assign(f"{inner} // {in_group}", "group")
+            first_pid = b.assign(f"{group_id} * {group}", "first")
+            group_size = b.assign(f"tl.minimum({n_first} - {first_pid}, {group})", "gsize")
+            pids[first] = b.assign(f"{first_pid} + (({inner} % {in_group}) % {group_size})", "pid")
+            pids[second] = b.assign(f"({inner} % {in_group}) // {group_size}", "pid")
+            rest = f"({pid} // ({n_first} * {n_second}))"
+            remaining = order[2:]
+        else:
+            rest = pid
+            remaining = order
+        for i, dim in enumerate(remaining):
+            if i == len(remaining) - 1:
+                pids[dim] = b.assign(rest, "pid")
+            else:
+                pids[dim] = b.assign(f"{rest} % ({counts[dim]})", "pid")
+                rest = f"({rest} // ({counts[dim]}))"
+        return pids
+
+    # ------------------------------------------------------------------ the whole function
+    def run(self, host_only: bool = False) -> None:
+        with hl.host_context(self):
+            for kind, stmt in self.parsed.body:
+                if kind == "device" and host_only:
+                    continue
+                if kind == "device":
+                    self.compile_device_loop(stmt)
+                else:
+                    self.host_statement(stmt)
+
+    def host_statement(self, stmt: ast.stmt) -> None:
+        bad = find_device_calls(stmt, self.globals)
+        if bad is not None:
+            raise exc.NotSupported("hl.tile/hl.grid loops must be top-level statements of the kernel", self.location(bad))
+        start = len(self.replay)
+        if not isinstance(stmt, ast.Return):
+            code = compile(ast.Module(body=[stmt], type_ignores=[]), self.parsed.filename, "exec")
+            try:
+                exec(code, self.globals, self.env)
+            except exc.CompileError as err:
+                raise err.with_location(self.location(stmt))
+            except exc.Base:
+                raise
+            except Exception as err:
+                raise exc.NotSupported(f"host statement failed: {type(err).__name__}: {err}", self.location(stmt)) from None
+            if isinstance(stmt, ast.Assign) and any(
+                isinstance(n, ast.Call) and self.try_eval(n.func, self.env) is hl.specialize for n in ast.walk(stmt.value)
+            ):
+                for target in stmt.targets:
+                    self.static_names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        self.replay_queue = list(self.replay[start:])
+        new_stmt = LauncherRewriter(self, self.env).visit(ast.parse(ast.unparse(stmt)).body[0])
+        self.launcher_lines.extend(ast.unparse(new_stmt).splitlines())
+
+    def compile_device_loop(self, stmt: ast.For) -> None:
+        builder = KernelBuilder(self.parsed.fn.__name__)
+        self.current_launch = {"grid": "(1,)", "num_sms": False}
+        compiler = DeviceCompiler(self, builder)
+        compiler.compile_top_loop(stmt, self.top_loop_index)
+        self.top_loop_index += 1
+        for rdim in compiler.rdims.values():
+            if rdim.in_dot and not rdim.looped:
+                host_expr, static = self.rdim_host[id(rdim)]
+                block = max(16, triton.next_power_of_2(max(rdim.size_value, 1)))
+                builder.params[rdim.size_expr].host_expr = str(block) if static else f"max(16, triton.next_power_of_2({host_expr}))"
+                if block != rdim.size_value and not rdim.needs_mask:
+                    raise exc.NotSupported("internal: dot rdim padding without mask")
+        name, source = builder.render()
+        self.kernels.append(KernelLaunch(name, source, builder, self.current_launch["grid"], self.current_launch["num_sms"]))
+        args = []
+        for p in builder.ordered_params():
+            args.append(f"{p.name}={p.host_expr}" if p.constexpr else p.host_expr)
+        warps = int(self.config.get("num_warps", 4)) if "num_warps" in self.config else 4
+        stages = int(self.config.get("num_stages", 2)) if "num_stages" in self.config else 2
+        first_tensor = next((p.host_expr for p in builder.params.values() if isinstance(self.try_eval(ast.parse(p.host_expr, mode="eval").body, self.env), torch.Tensor)), None)
+        if self.current_launch["num_sms"]:
+            self.launcher_lines.append(f"_device = {first_tensor}.device" if first_tensor else "_device = torch.device('cpu')")
+        if builder.uses_tensor_descriptors:
+            self.launcher_lines.append("_ensure_allocator()")
+        call = f"{name}[{self.current_launch['grid']}]({', '.join(args + [f'num_warps={warps}', f'num_stages={stages}'])})"
+        self.launcher_lines.append(call)

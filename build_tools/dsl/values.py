@@ -1,0 +1,161 @@
+"""Device-side value model: symbolic dimensions, device tensors (eager or lazy) and tiles.
+
+A device tensor's shape is a tuple of Dims and is exactly the shape of the Triton block that holds it.
+Values whose shape contains a looped reduction dimension are *lazy*: an expression tree that the emitter
+re-materializes inside each chunk loop over that dimension."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+TL_DTYPES = {
+    torch.float32: "tl.float32",
+    torch.float16: "tl.float16",
+    torch.bfloat16: "tl.bfloat16",
+    torch.float64: "tl.float64",
+    torch.int8: "tl.int8",
+    torch.int16: "tl.int16",
+    torch.int32: "tl.int32",
+    torch.int64: "tl.int64",
+    torch.uint8: "tl.uint8",
+    torch.bool: "tl.int1",
+}
+
+
+def tl_dtype(dtype: torch.dtype) -> str:
+    return TL_DTYPES[dtype]
+
+
+class Dim:
+    """One axis of a device tensor."""
+
+    size_expr: str  # Triton expression of the block extent along this axis
+    mask: str | None = None  # Triton name of the axis' mask, None when every lane is valid
+    numel_expr: str = "1"  # number of valid elements along the axis (for mean)
+
+
+class OneDim(Dim):
+    size_expr = "1"
+
+    def __repr__(self) -> str:
+        return "1"
+
+
+ONE = OneDim()
+
+
+@dataclass(eq=False)
+class BlockDim(Dim):
+    """The block of a tile loop dimension (`hl.tile`)."""
+
+    block_id: int
+    size_expr: str
+    index: str
+    mask: str | None
+    numel_expr: str
+    in_dot: bool = False
+
+    def __repr__(self) -> str:
+        return f"block{self.block_id}"
+
+
+@dataclass(eq=False)
+class RDim(Dim):
+    """A whole dimension taken at once (`:`, a bounded slice, or a literal size): a reduction dim."""
+
+    rdim_id: int
+    size_value: int  # size at bind time
+    size_param: str  # Triton expression of the true size
+    looped: bool
+    chunk: int | None
+    needs_mask: bool
+    in_dot: bool = False
+
+    @property
+    def size_expr(self) -> str:  # type: ignore[override]
+        return f"_REDUCTION_BLOCK_{self.rdim_id}" if self.looped else f"_RDIM_SIZE_{self.rdim_id}"
+
+    @property
+    def index(self) -> str:
+        return f"rindex_{self.rdim_id}"
+
+    @property
+    def mask(self) -> str | None:  # type: ignore[override]
+        return f"rmask_{self.rdim_id}" if self.needs_mask else None
+
+    @property
+    def numel_expr(self) -> str:  # type: ignore[override]
+        return self.size_param
+
+    def __repr__(self) -> str:
+        return f"rdim{self.rdim_id}"
+
+
+@dataclass(eq=False)
+class TVal:
+    """A device tensor or scalar. `name` is set for eager values; `render`/`children` for lazy ones."""
+
+    dtype: torch.dtype
+    shape: tuple
+    name: str | None = None
+    render: Callable[[list[str]], str] | None = None
+    children: list = field(default_factory=list)
+    is_load: bool = False
+    extra: Any = None
+
+    @property
+    def lazy(self) -> bool:
+        return self.name is None
+
+    def looped_rdims(self) -> list[RDim]:
+        return [d for d in self.shape if isinstance(d, RDim) and d.looped]
+
+
+@dataclass(eq=False)
+class TileVal:
+    """The loop variable of `hl.tile`: a block of indices along one dimension."""
+
+    dim: BlockDim
+    offset: str  # Triton scalar: first index of this tile
+    end: str  # Triton scalar: exclusive end of the iteration space
+    begin: str  # Triton scalar: start of the iteration space
+    end_value: int | None = None  # bind-time end of the iteration space, when known on the host
+
+
+@dataclass(eq=False)
+class HostTensor:
+    """A tensor living in host code, passed to the kernel as a pointer."""
+
+    param: str
+    meta: torch.Tensor
+    host_expr: str
+
+
+@dataclass(eq=False)
+class HostScalar:
+    """A host-evaluated scalar used in device code: a kernel argument, or a literal when constant."""
+
+    expr: str  # kernel-side text: a parameter name
+    value: Any  # value at bind time
+    dtype: torch.dtype
+    host: str = ""  # launcher-side expression
+
+
+def scalar_dtype(value: Any) -> torch.dtype:
+    if isinstance(value, bool):
+        return torch.bool
+    if isinstance(value, int):
+        return torch.int32 if -(2**31) <= value < 2**31 else torch.int64
+    return torch.float32
+
+
+def place(name: str, positions: list[int], rank: int) -> str:
+    """Index expression that places a value whose axes are `positions` of a rank-`rank` block."""
+    if rank == 0 or (len(positions) == rank and positions == list(range(rank))):
+        return name
+    if not positions:
+        return name
+    parts = [":" if axis in positions else "None" for axis in range(rank)]
+    return f"{name}[{', '.join(parts)}]"
