@@ -1,0 +1,79 @@
+"""`python -m build_tools generate`: committed files are fresh, staleness is detected, output is clean."""
+import ast
+import json
+
+import pytest
+
+from build_tools import default_table, generate
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    return generate.render_all()
+
+
+def test_committed_generated_files_are_fresh(rendered):
+    assert generate.stale_files(rendered) == [], "run `python -m build_tools generate` and commit the result"
+
+
+def test_check_detects_edits_missing_and_extra_files(rendered, tmp_path, monkeypatch):
+    monkeypatch.setattr(generate, "render_all", lambda tables: rendered)
+    out = tmp_path / "_generated"
+    assert generate.main(["--out", str(out)]) == 0
+    assert generate.main(["--check", "--out", str(out)]) == 0
+    family = next(name for name in rendered if name != "__init__.py")
+    (out / family).write_text(rendered[family] + "\n# edited\n")
+    (out / "stray.py").write_text("")
+    (out / "__init__.py").unlink()
+    assert generate.stale_files(rendered, out) == sorted(["__init__.py", family, "stray.py"])
+    assert generate.main(["--check", "--out", str(out)]) == 1
+    assert generate.main(["--out", str(out)]) == 0
+    assert generate.stale_files(rendered, out) == [] and not (out / "stray.py").exists()
+
+
+def test_modules_are_standalone_and_cover_every_table_entry(rendered):
+    variants = {}
+    for name, text in rendered.items():
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                assert all(m.split(".")[0] in ("torch", "triton", "math") for m in modules), (name, modules)
+        if name == "__init__.py":
+            continue
+        assert f"kernels_src/{name}" in text.splitlines()[0]
+        namespace = {}
+        exec(compile(text, name, "exec"), namespace)
+        for op, launchers in namespace["VARIANTS"].items():
+            variants.setdefault(op, set()).update(launchers)
+            assert all(fn.__name__ == f"{op}__{vid}" for vid, fn in launchers.items())
+    for table, entry in generate.table_entries():
+        assert entry["variant"] in variants.get(entry["op"], set()), (table, entry["op"], entry["shape"])
+
+
+def test_default_table_is_reproducible():
+    assert default_table.render(default_table.build_table()) == default_table.DEFAULT_PATH.read_text(), \
+        "run `python -m build_tools default-table` and commit the result"
+    table = json.loads(default_table.DEFAULT_PATH.read_text())
+    assert table["arch"] == "default" and table["entries"]
+
+
+def test_default_table_rules_split_rows_by_length():
+    rows = default_table.representative_points({"M", "N"})
+    persistent = [shape["N"] for shape, overrides, _ in rows if overrides["reduction_loops"] == [None]]
+    looped = [shape["N"] for shape, overrides, _ in rows if overrides["reduction_loops"] != [None]]
+    assert persistent and looped and max(persistent) <= default_table.PERSISTENT_MAX_N < min(looped)
+
+
+def test_generate_rejects_entries_without_identity(tmp_path):
+    (tmp_path / "x.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [
+        {"op": "softmax_fwd", "dtype": "float32", "shape": {"M": 4, "N": 4}, "config": {}}]}))
+    with pytest.raises(generate.GenerationError, match="specialization"):
+        generate.collect_variants(generate.op_families(), generate.table_entries(tmp_path))
+
+
+def test_cli_dispatch(capsys):
+    from build_tools.__main__ import main
+
+    assert main(["--help"]) == 0 and "generate" in capsys.readouterr().out
+    assert main(["no-such-command"]) == 2
