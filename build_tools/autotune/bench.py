@@ -21,6 +21,15 @@ def clone_args(args) -> tuple:
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
 
+def bind_fresh(kernel, args):
+    """Bind without the kernel's per-specialization cache, whose config space was derived from
+    the sizes of whichever shape was bound first; each tuned shape needs its own."""
+    reset = getattr(kernel, "reset", None)
+    if reset is not None:
+        reset()
+    return kernel.bind(args)
+
+
 def describe(error: BaseException) -> str:
     text = f"{type(error).__name__}: {error}"
     return text if len(text) <= 500 else text[:500] + "..."
@@ -32,7 +41,7 @@ class EntryBench:
         self.device = device
         self.timer = timer
         self.args = op.make_inputs(shape, dtype, device, seed)
-        self.bound = op.kernel.bind(self.args)
+        self.bound = bind_fresh(op.kernel, self.args)
         self.rtol, self.atol = op.tolerance(dtype)
         self.expected = op.reference(*clone_args(self.args)) if with_reference else None
         self._compiled: dict[str, object] = {}

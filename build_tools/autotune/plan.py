@@ -94,11 +94,14 @@ def neighbour_configs(entry: Entry, finished: dict, limit: int = 2, other_dtype_
     return result
 
 
-def shrink_shape(shape: dict, exact_keys=(), cap: int = 64) -> dict:
-    """A tiny version of a suite shape for interpreter smoke runs: numeric non-exact keys <= cap."""
-    return {
-        k: min(v, cap) if _is_number(v) and k not in exact_keys else v for k, v in shape.items()
-    }
+def shrink_shape(shape: dict, exact_keys=(), cap: int = 64, small: int = 2) -> dict:
+    """A tiny version of a suite shape for interpreter smoke runs. Numeric keys that are not exact
+    keys shrink: counts up to `cap` (batch, heads) to at most `small`, larger sizes to `cap`."""
+    def shrink(key, value):
+        if not _is_number(value) or key in exact_keys:
+            return value
+        return min(value, small) if value <= cap else cap
+    return {k: shrink(k, v) for k, v in shape.items()}
 
 
 def smoke_entries(ops, only_ops=None, cap: int = 64) -> list[Entry]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from build_tools.autotune.plan import Entry
 from build_tools.autotune.run import RunSummary, table_entry
-from build_tools.autotune.table import key_of, load_table, merged_table, write_json_atomic
+from build_tools.autotune.table import key_of, load_table, merged_table, write_table
 from helion_kernels._variant import canonical_json
 
 EXIT_UNCHANGED = 0
@@ -135,7 +135,7 @@ def finish_retune(
     report_path.write_text(report_markdown(arch, device_name, decisions, summary))
     if not any(d.accepted for d in decisions.values()):
         return EXIT_UNCHANGED
-    write_json_atomic(shipped_path, apply_decisions(header, shipped, summary.records, decisions))
+    write_table(shipped_path, apply_decisions(header, shipped, summary.records, decisions))
     if not regenerate_fn():
         return EXIT_FAILED
     return EXIT_CHANGED

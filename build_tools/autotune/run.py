@@ -14,13 +14,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from build_tools.autotune.bench import bind_fresh
 from build_tools.autotune.entry import Limits, PoolObjective, tune_entry
 from build_tools.autotune.plan import Entry, neighbour_configs
 from build_tools.autotune.progress import RunProgress
 from build_tools.autotune.search import SearchSettings
 from build_tools.autotune.space import SearchSpace
 from build_tools.autotune.state import TuneState
-from build_tools.autotune.table import environment_header, load_table, merged_table, write_json_atomic
+from build_tools.autotune.table import environment_header, load_table, merged_table, write_table
 from helion_kernels._variant import canonical_json, variant_id
 
 MAX_ATTEMPTS = 2
@@ -58,6 +59,17 @@ class RunSummary:
 def plain(config) -> dict:
     """A Config (or any Mapping) as plain JSON data."""
     return json.loads(canonical_json(config))
+
+
+def release_inputs(kernel, device: str) -> None:
+    """Drop the kernel's cached bound (it holds the inputs) and return the memory to the device."""
+    reset = getattr(kernel, "reset", None)
+    if reset is not None:
+        reset()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
 
 
 def table_entry(record: dict) -> dict:
@@ -109,12 +121,8 @@ class Tuner:
         options = self.options
         self.backend.start_entry(entry, options.input_seed)
         args = entry.op.make_inputs(entry.shape, entry.dtype, options.device, options.input_seed)
-        bound = entry.op.kernel.bind(args)
+        bound = bind_fresh(entry.op.kernel, args)
         del args
-        if options.device.startswith("cuda"):
-            import torch
-
-            torch.cuda.empty_cache()
         incumbent = options.incumbents.get(entry.key)
         incumbent = type(bound.config_spec.default_config())(incumbent) if incumbent is not None else None
         settings = replace(options.settings, time_limit_s=time_limit_s)
@@ -134,6 +142,8 @@ class Tuner:
                 "config": plain(result.incumbent.config), "us": _round(result.incumbent.us),
                 "noise": round(result.incumbent.noise, 4), "error": result.incumbent.error,
             }
+        del bound
+        release_inputs(entry.op.kernel, options.device)
         return {
             "op": entry.op_name, "dtype": entry.dtype_name, "shape": entry.shape,
             "specialization": specialization, "config": config,
@@ -149,7 +159,7 @@ class Tuner:
     def write_table(self) -> None:
         header = environment_header(self.options.arch, self.options.device_name)
         entries = [table_entry(r) for r in self.state.finished.values()]
-        write_json_atomic(self.options.out_path, merged_table(header, self.existing, entries))
+        write_table(self.options.out_path, merged_table(header, self.existing, entries))
 
     def run(self) -> RunSummary:
         started = self.clock()

@@ -21,15 +21,30 @@ def key_of(entry: dict) -> str:
     return entry_key(entry["op"], entry["dtype"], entry["shape"])
 
 
-def write_json_atomic(path: Path, data) -> None:
-    """Write JSON through a temporary file and a rename, so a killed run never leaves half a file."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename, so a killed run never leaves half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=False)
-        f.write("\n")
+        f.write(text)
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data) -> None:
+    write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+def table_text(table: dict) -> str:
+    """JSON of a table with one entry per line, so a retune's pull request diffs line by line."""
+    header = {k: v for k, v in table.items() if k != "entries"}
+    lines = [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in header.items()]
+    entries = [" " + json.dumps(e, separators=(", ", ": ")) for e in table["entries"]]
+    return "{\n" + "\n".join(lines) + '\n "entries": [\n' + ",\n".join(entries) + "\n ]\n}\n"
+
+
+def write_table(path: Path, table: dict) -> None:
+    write_text_atomic(path, table_text(table))
 
 
 def load_table(path: Path) -> dict | None:

@@ -2,7 +2,7 @@
 import json
 
 from build_tools.autotune.state import TuneState
-from build_tools.autotune.table import entry_key, load_table, merged_table, write_json_atomic
+from build_tools.autotune.table import entry_key, load_table, merged_table, write_table
 
 
 def entry(op, n, us):
@@ -43,6 +43,8 @@ def test_merge_replaces_matching_entries_and_keeps_the_rest_sorted(tmp_path):
         ("a", 4, 1.0), ("a", 8, 2.0), ("b", 8, 5.0)
     ]
     path = tmp_path / "t" / "sm_90.json"
-    write_json_atomic(path, table)
+    write_table(path, table)
     assert load_table(path) == json.loads(path.read_text()) == table
+    header_lines = len(table) - 1
+    assert len(path.read_text().splitlines()) == header_lines + 4 + len(table["entries"])
     assert load_table(tmp_path / "missing.json") is None
