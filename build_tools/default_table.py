@@ -7,14 +7,16 @@ spec, at a representative shape; the dispatcher's nearest-shape choice then spli
 the entries (e.g. row lengths below ~8192 pick the persistent-reduction entry of a row op).
 
 Rules, by the shape keys of an op's tuning suite:
-- rows {M, N} (norms, softmax): one row per program; rows up to 4096 elements are reduced in
-  registers (persistent reduction) with 4 warps (N <= 1024) or 8; longer rows loop over chunks of
-  4096 elements (`reduction_loops`) with 16 warps.
-- matrices {M, N, K} and batches {B, M, N, K}: 64x64x32 tiles with 4 warps and 3 stages for
-  skinny (decode-like) products, 128x128x32 tiles with 8 warps and 3 stages for large ones.
-- attention {.., D, causal}: one entry per head dim D in 16..256 and causal flag; query/key tiles
-  of 64 (128x64 for D <= 64 is left to tuning), 4 warps up to D = 64, 8 above.
-Overrides the config spec rejects are dropped one by one (the entry says which), never guessed.
+- rows {M, N} (norms, softmax): rows up to 4096 elements are reduced in registers (persistent
+  reduction) with 4 warps (N <= 1024) or 8; longer rows loop over chunks of 4096 elements
+  (`reduction_loops`) with 16 warps. Entries sit at N = 1024, 4096, 16384, 131072, so the
+  nearest-shape choice switches to looping above N ~ 8192.
+- matrices {M, N, K} (and {B, M, N, K} with one batch per program): 64x64x32 tiles, 4 warps,
+  3 stages for skinny (decode-like) products; 128x128x32 tiles, 8 warps, 3 stages for large ones.
+- attention {.., D, causal}: one entry per head dim D in 16..256 and causal flag; 64-wide query
+  tiles (and key tiles where the kernel allows), 4 warps up to D = 64 and 8 above, 2 stages.
+A wanted value the kernel's config spec does not offer at the representative shape becomes the
+largest legal value below it (else the default); the entry's "adjusted" field lists those cases.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from build_tools.generate import TABLE_DIR, _dtype, bind, op_families
+from build_tools.generate import TABLE_DIR, op_families
 from helion_kernels._variant import to_plain, variant_id
 
 DEFAULT_PATH = TABLE_DIR / "default.json"
@@ -34,14 +36,13 @@ HEAD_DIMS = (16, 32, 64, 128, 256)
 
 
 def _row_rule(n: int) -> dict:
-    overrides = {"block_sizes": [1], "num_warps": 4 if n <= 1024 else 8 if n <= PERSISTENT_MAX_N else 16}
-    overrides["reduction_loops"] = [None] if n <= PERSISTENT_MAX_N else [LOOP_CHUNK]
-    return overrides
+    warps = 4 if n <= 1024 else 8 if n <= PERSISTENT_MAX_N else 16
+    return {"num_warps": warps, "reduction_loops": [None] if n <= PERSISTENT_MAX_N else [LOOP_CHUNK]}
 
 
-def _matrix_rule(large: bool) -> dict:
+def _matrix_rule(large: bool, batched: bool) -> dict:
     tiles = [128, 128, 32] if large else [64, 64, 32]
-    return {"block_sizes": tiles, "num_warps": 8 if large else 4, "num_stages": 3}
+    return {"block_sizes": [1] * batched + tiles, "num_warps": 8 if large else 4, "num_stages": 3}
 
 
 def _attention_rule(head_dim: int) -> dict:
@@ -49,73 +50,97 @@ def _attention_rule(head_dim: int) -> dict:
 
 
 def representative_points(keys: set) -> list:
-    """(shape, overrides, rule name) for an op whose tuning suite has shape keys `keys`."""
+    """(shape, overrides, rule name) for an op whose tuning suite has shape keys `keys`; shapes are
+    big enough for every wanted value to be legal and small enough to bind quickly on CPU."""
     if keys == {"M", "N"}:
-        return [({"M": 4096, "N": n}, _row_rule(n), "rows") for n in ROW_SIZES]
+        return [({"M": 64, "N": n}, _row_rule(n), "rows") for n in ROW_SIZES]
     if keys == {"M", "N", "K"}:
-        return [({"M": 64, "N": 4096, "K": 4096}, _matrix_rule(False), "skinny matrix"),
-                ({"M": 4096, "N": 4096, "K": 4096}, _matrix_rule(True), "large matrix")]
+        return [({"M": 64, "N": 4096, "K": 4096}, _matrix_rule(False, False), "skinny matrix"),
+                ({"M": 2048, "N": 2048, "K": 2048}, _matrix_rule(True, False), "large matrix")]
     if keys == {"B", "M", "N", "K"}:
-        return [({"B": 64, "M": 64, "N": 128, "K": 512}, _matrix_rule(False), "small batched matrix"),
-                ({"B": 16, "M": 2048, "N": 2048, "K": 2048}, _matrix_rule(True), "large batched matrix")]
+        return [({"B": 8, "M": 64, "N": 128, "K": 512}, _matrix_rule(False, True), "small batched matrix"),
+                ({"B": 4, "M": 1024, "N": 1024, "K": 1024}, _matrix_rule(True, True), "large batched matrix")]
     if "D" in keys:
         points = []
         for head_dim in HEAD_DIMS:
             for causal in (False, True):
-                shape = {"B": 4, "H": 32, "Hkv": 32, "Sq": 4096, "Sk": 4096, "D": head_dim, "causal": causal}
+                shape = {"B": 1, "H": 2, "Hkv": 2, "Sq": 1024, "Sk": 1024, "D": head_dim, "causal": causal}
                 points.append(({k: v for k, v in shape.items() if k in keys}, _attention_rule(head_dim),
                                "attention"))
         return points
     raise ValueError(f"no default rule for shape keys {sorted(keys)}")
 
 
-def _fit(value, current):
-    """Reshape a list override to the length of the default's list (repeating its last element)."""
-    if isinstance(current, (list, tuple)) and isinstance(value, list):
-        return [value[min(i, len(value) - 1)] for i in range(len(current))] if current else []
-    return value
+def _pick(choices, wanted, default):
+    """`wanted` if legal, else the largest legal integer below it, else `default`."""
+    if choices is None or wanted in choices:
+        return wanted
+    if isinstance(wanted, int):
+        below = [c for c in choices if isinstance(c, int) and not isinstance(c, bool) and c <= wanted]
+        if below:
+            return max(below)
+    return default
 
 
 def heuristic_config(config_spec, overrides: dict) -> tuple:
-    """(normalized config dict, names of overrides the config spec rejected)."""
+    """(normalized config dict, notes on wanted values that had to be adjusted)."""
     from build_tools.dsl import Config, exc
 
-    base = to_plain(config_spec.default_config())
-    config, rejected = dict(base), []
-    for name, value in overrides.items():
-        if name not in base:
-            rejected.append(name)
+    choices = {(knob.name, knob.index): tuple(knob.choices) for knob in config_spec.knobs()}
+    default = to_plain(config_spec.default_config())
+    config, adjusted = dict(default), []
+    for name, wanted in overrides.items():
+        if name not in default:
+            adjusted.append(f"{name}: not a knob of this kernel")
             continue
-        trial = {**config, name: _fit(value, base[name])}
-        try:
-            config_spec.normalize(Config(trial))
-        except exc.InvalidConfig:
-            rejected.append(name)
-            continue
-        config = trial
-    return to_plain(config_spec.normalize(Config(config))), rejected
+        current = default[name]
+        if isinstance(current, list):
+            wanted = [wanted[min(i, len(wanted) - 1)] for i in range(len(current))]
+            value = [_pick(choices.get((name, i)), w, c) for i, (w, c) in enumerate(zip(wanted, current))]
+        else:
+            value = _pick(choices.get((name, None)), wanted, current)
+        if value != wanted:
+            adjusted.append(f"{name}: wanted {wanted}, legal here {value}")
+        config[name] = value
+    try:
+        return to_plain(config_spec.normalize(Config(config))), adjusted
+    except exc.InvalidConfig as error:
+        return default, adjusted + [f"overrides rejected ({error}); default config used"]
+
+
+def _entries_for(spec) -> list:
+    keys = {k for shape in spec.shapes for k in shape}
+    entries = []
+    for dtype in spec.dtypes:
+        for shape, overrides, rule in representative_points(keys):
+            spec.kernel.reset()
+            bound = spec.kernel.bind(spec.make_inputs(shape, dtype, "cpu", 0))
+            config, adjusted = heuristic_config(bound.config_spec, overrides)
+            specialization = to_plain(bound.specialization_key())
+            entry = {"op": spec.name, "dtype": str(dtype).removeprefix("torch."), "shape": shape,
+                     "rule": rule, "specialization": specialization, "config": config,
+                     "variant": variant_id(spec.name, config, specialization)}
+            if adjusted:
+                entry["adjusted"] = adjusted
+            entries.append(entry)
+    return entries
 
 
 def build_table() -> dict:
-    entries = []
+    """The default table; ops the DSL cannot bind yet are listed under "unavailable" with the error."""
+    from build_tools.dsl import exc
+
+    entries, unavailable = [], {}
     for specs in op_families().values():
         for spec in specs:
-            keys = {k for shape in spec.shapes for k in shape}
-            for dtype in spec.dtypes:
-                dtype_name = str(dtype).removeprefix("torch.")
-                for shape, overrides, rule in representative_points(keys):
-                    bound = bind(spec, shape, dtype)
-                    config, rejected = heuristic_config(bound.config_spec, overrides)
-                    specialization = to_plain(bound.specialization_key())
-                    entry = {"op": spec.name, "dtype": dtype_name, "shape": shape, "rule": rule,
-                             "specialization": specialization, "config": config,
-                             "variant": variant_id(spec.name, config, specialization)}
-                    if rejected:
-                        entry["rejected_overrides"] = rejected
-                    entries.append(entry)
+            try:
+                entries += _entries_for(spec)
+            except exc.Base as error:
+                unavailable[spec.name] = f"{type(error).__name__}: {error}"
+                print(f"warning: {spec.name} left out of the default table: {error}", file=sys.stderr)
     return {"schema": 1, "arch": "default", "device_name": None,
             "generated_by": "python -m build_tools default-table (rules: build_tools/default_table.py)",
-            "entries": entries}
+            "unavailable": unavailable, "entries": entries}
 
 
 def render(table: dict) -> str:

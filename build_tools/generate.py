@@ -19,13 +19,13 @@ from pathlib import Path
 
 import torch
 
-from helion_kernels._variant import canonical_json, variant_id
+from helion_kernels._variant import canonical_json, to_plain, variant_id
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE_DIR = REPO / "tuned_configs"
 OUT_DIR = REPO / "helion_kernels" / "_generated"
 ALLOWED_IMPORTS = ("import math", "import torch", "import triton", "import triton.language as tl")
-SMALL_SIZE = 16
+BIND_CAPS = (16, 256, 2048)
 PACKAGE_DOC = '"""Generated Triton modules, one per kernels_src family (written by `python -m build_tools generate`)."""\n'
 
 
@@ -68,28 +68,48 @@ def table_entries(table_dir: Path = TABLE_DIR) -> list:
     return found
 
 
-def _small_shape(spec, shape: dict) -> dict:
-    """The entry's shape with every non-exact size capped, keeping exact keys and flags."""
-    small = {}
-    for key, value in shape.items():
-        keep = key in spec.exact_keys or isinstance(value, bool) or not isinstance(value, int)
-        small[key] = value if keep else min(value, SMALL_SIZE)
-    return small
+def _capped_shapes(spec, shape: dict) -> list:
+    """Shapes to bind on, smallest first: every non-exact size capped at each of BIND_CAPS, then
+    only the largest size kept, then the real shape."""
+    sizes = {k: v for k, v in shape.items()
+             if k not in spec.exact_keys and isinstance(v, int) and not isinstance(v, bool)}
+    largest = max(sizes, key=lambda k: (sizes[k], k)) if sizes else None
+    candidates = [{**shape, **{k: min(v, cap) for k, v in sizes.items()}} for cap in BIND_CAPS]
+    candidates.append({**shape, **{k: min(v, BIND_CAPS[0]) for k, v in sizes.items() if k != largest}})
+    candidates.append(dict(shape))
+    unique = []
+    for candidate in candidates:
+        if candidate not in unique:
+            unique.append(candidate)
+    return unique
 
 
-def bind(spec, shape: dict, dtype: torch.dtype, specialization: dict | None = None):
-    """Bind spec's kernel for (shape, dtype); a small shape first, the real one if it specializes differently."""
-    for candidate in (_small_shape(spec, shape), shape):
-        try:
-            bound = spec.kernel.bind(spec.make_inputs(candidate, dtype, "cpu", 0))
-        except Exception:
-            if candidate is shape:
-                raise
-            continue
-        if specialization is None or canonical_json(bound.specialization_key()) == canonical_json(specialization):
+def keeps_config(bound, config: dict) -> bool:
+    """True when the bound kernel's config spec accepts `config` without changing any given value."""
+    from build_tools.dsl import Config, exc
+
+    try:
+        normalized = to_plain(bound.config_spec.normalize(Config(config)))
+    except exc.InvalidConfig:
+        return False
+    return all(normalized.get(key) == to_plain(value) for key, value in config.items())
+
+
+def bind(spec, shape: dict, dtype: torch.dtype, specialization: dict | None = None, config: dict | None = None):
+    """Bind spec's kernel for (shape, dtype) on the smallest capped shape that keeps the
+    specialization `specialization` and accepts `config` unchanged (the DSL derives its config
+    space from the bound sizes), ending with the real shape."""
+    bound = None
+    for candidate in _capped_shapes(spec, shape):
+        spec.kernel.reset()
+        bound = spec.kernel.bind(spec.make_inputs(candidate, dtype, "cpu", 0))
+        same = specialization is None or canonical_json(bound.specialization_key()) == canonical_json(specialization)
+        if same and (config is None or keeps_config(bound, config)):
             return bound
-    raise GenerationError(f"{spec.name}: binding on {shape} gives specialization "
-                          f"{bound.specialization_key()}, the table records {specialization}")
+    if specialization is not None and canonical_json(bound.specialization_key()) != canonical_json(specialization):
+        raise GenerationError(f"{spec.name}: binding on {shape} gives specialization "
+                              f"{bound.specialization_key()}, the table records {specialization}")
+    raise GenerationError(f"{spec.name}: config {config} is not legal for shape {shape}")
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -116,8 +136,8 @@ def collect_variants(families: dict, entries: list) -> dict:
         vid = entry.get("variant") or variant_id(op, config, recorded)
         key = (op, vid)
         if key not in variants[family]:
-            bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), recorded)
-            specialization = bound.specialization_key()
+            bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), recorded, config)
+            specialization = to_plain(bound.specialization_key())
             expected = variant_id(op, config, specialization)
             if expected != vid:
                 raise GenerationError(f"{table_name}: {op} entry {entry['shape']} names variant {vid}, "
@@ -164,26 +184,21 @@ def render_family(family: str, specs: list, variants: dict) -> str:
     ops = [spec.name for spec in specs]
     op_info = {spec.name: {"exact_keys": list(spec.exact_keys),
                            "shape_keys": sorted({k for s in spec.shapes for k in s})} for spec in specs}
-    lines = [
-        f'"""Generated by `python -m build_tools generate` from kernels_src/{family}.py; do not edit.',
-        "",
-        f"Ops: {', '.join(ops)}.",
-        f"Variants: {len(launchers)} (each launcher's comment names its config and the table entries using it).",
-        '"""',
-        "\n".join(ALLOWED_IMPORTS),
-        "",
-        f"OP_INFO = {json.dumps(op_info, sort_keys=True)}",
-    ]
-    lines += ["", "\n\n".join(body for _, body in sorted(kernels.items()))] if kernels else []
-    lines += ["", "\n\n".join(text for _, _, text in launchers)] if launchers else []
+    header = (f'"""Generated by `python -m build_tools generate` from kernels_src/{family}.py; do not edit.\n\n'
+              f"Ops: {', '.join(ops)}.\n"
+              f"Variants: {len(launchers)} (each launcher's comment names its config and the table "
+              'entries using it).\n"""\n' + "\n".join(ALLOWED_IMPORTS))
+    lines = [header, f"OP_INFO = {json.dumps(op_info, sort_keys=True)}"]
+    lines += ["\n\n".join(body for _, body in sorted(kernels.items()))] if kernels else []
+    lines += ["\n\n\n".join(text for _, _, text in launchers)] if launchers else []
     table = ["VARIANTS = {"]
     for op in ops:
         table.append(f"    {op!r}: {{")
         table += [f"        {vid!r}: {name}__{vid}," for name, vid, _ in launchers if name == op]
         table.append("    },")
     table.append("}")
-    lines += ["", "\n".join(table)]
-    return _tidy("\n\n".join(lines))
+    lines.append("\n".join(table))
+    return _tidy("\n\n\n".join(lines))
 
 
 def _tidy(text: str) -> str:

@@ -24,11 +24,16 @@ ORIGINAL = {
 }
 
 
-def device_reason(device: torch.device) -> str | None:
-    """Why kernels cannot run on `device`, or None when they can."""
+def device_reason(device: torch.device, dtype: torch.dtype | None = None, uses_dot: bool = False) -> str | None:
+    """Why kernels cannot run on `device` (for `dtype`, in a kernel using tl.dot), or None when they can."""
     if DISABLED:
         return "disabled by HK_DISABLE=1"
-    if device.type == "cuda" or (device.type == "cpu" and INTERPRET):
+    if device.type == "cpu" and INTERPRET:
+        if uses_dot and dtype == torch.bfloat16:
+            return ("the Triton interpreter computes bfloat16 tl.dot wrongly (triton 3.6), "
+                    "so CPU runs PyTorch for bfloat16 products")
+        return None
+    if device.type == "cuda":
         return None
     if device.type == "cpu":
         return "CPU tensor: the generated Triton runs on CPU only under TRITON_INTERPRET=1"

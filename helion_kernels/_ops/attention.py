@@ -1,7 +1,8 @@
 """Attention: custom ops `helion_kernels::attention_fwd/bwd` and `scaled_dot_product_attention`.
 
-Kernels take q[B,H,Sq,D], k/v[B,Hkv,Sk,D] (Hkv divides H: grouped-query attention) and use
-PyTorch's top-left causal alignment; the forward also returns the row log-sum-exp for the backward.
+Kernels take q[B,H,Sq,D], k/v[B,Hkv,Sk,D] (Hkv divides H: grouped-query attention), a causal flag
+(PyTorch's top-left alignment) and the scale; the forward also returns the row log-sum-exp (fp32)
+that the backward uses.
 """
 from __future__ import annotations
 
@@ -36,15 +37,11 @@ def _scores(q: Tensor, k: Tensor, scale: float, causal: bool) -> Tensor:
     return scores
 
 
-def _torch_fwd(q: Tensor, k: Tensor, v: Tensor, scale: float, causal: bool):
+def _torch_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float):
     scores = _scores(q, k, scale, causal)
     lse = torch.logsumexp(scores, dim=-1)
     out = torch.exp(scores - lse[..., None]) @ _expand_kv(q, v).float()
     return out.to(q.dtype), lse
-
-
-def _torch_bwd_preprocess(out: Tensor, grad_out: Tensor) -> Tensor:
-    return (out.float() * grad_out.float()).sum(-1)
 
 
 def _fold_groups(grad: Tensor, kv: Tensor) -> Tensor:
@@ -52,67 +49,60 @@ def _fold_groups(grad: Tensor, kv: Tensor) -> Tensor:
     return grad.view(batch, kv.shape[1], heads // kv.shape[1], seq, dim).sum(2)
 
 
-def _torch_bwd(grad_out, q, k, v, lse, delta, scale: float, causal: bool):
+def _torch_bwd(grad_out, q, k, v, out, lse, causal: bool, scale: float):
     probs = torch.exp(_scores(q, k, scale, causal) - lse[..., None])
     grad = grad_out.float()
+    delta = (grad * out.float()).sum(-1, keepdim=True)
     dv = probs.transpose(-1, -2) @ grad
     dp = grad @ _expand_kv(q, v).float().transpose(-1, -2)
-    ds = probs * (dp - delta[..., None])
+    ds = probs * (dp - delta)
     dq = ds @ _expand_kv(q, k).float() * scale
     dk = ds.transpose(-1, -2) @ q.float() * scale
     return dq.to(q.dtype), _fold_groups(dk, k).to(k.dtype), _fold_groups(dv, v).to(v.dtype)
 
 
-def _forward(q, k, v, scale, causal):
-    return launch(_call("attention_fwd", q, k, causal), (q, k, v, scale, causal), _torch_fwd)
-
-
-def _backward(grad_out, q, k, v, out, lse, scale, causal):
-    delta = launch(_call("attention_bwd_preprocess", q, k, causal), (out, grad_out),
-                   _torch_bwd_preprocess)
-    return launch(_call("attention_bwd", q, k, causal),
-                  (grad_out, q, k, v, lse, delta, scale, causal), _torch_bwd)
+def _forward(q, k, v, causal, scale):
+    return launch(_call("attention_fwd", q, k, causal), (q, k, v, causal, scale), _torch_fwd)
 
 
 @torch.library.custom_op("helion_kernels::attention_fwd", mutates_args=())
-def attention_fwd(q: Tensor, k: Tensor, v: Tensor, scale: float,
-                  causal: bool) -> tuple[Tensor, Tensor]:
+def attention_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool,
+                  scale: float) -> tuple[Tensor, Tensor]:
     """Attention forward; returns (out, lse[B,H,Sq] in float32)."""
-    if device_reason(q.device) is not None:
-        return _torch_fwd(q, k, v, scale, causal)
-    return _forward(q, k, v, scale, causal)
+    if device_reason(q.device, q.dtype, uses_dot=True) is not None:
+        return _torch_fwd(q, k, v, causal, scale)
+    return _forward(q, k, v, causal, scale)
 
 
 @attention_fwd.register_fake
-def _(q, k, v, scale, causal):
+def _(q, k, v, causal, scale):
     return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 @torch.library.custom_op("helion_kernels::attention_bwd", mutates_args=())
 def attention_bwd(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
-                  scale: float, causal: bool) -> tuple[Tensor, Tensor, Tensor]:
+                  causal: bool, scale: float) -> tuple[Tensor, Tensor, Tensor]:
     """Attention backward; returns (dq, dk, dv)."""
-    grad_out = grad_out.contiguous()
-    if device_reason(q.device) is not None:
-        delta = _torch_bwd_preprocess(out, grad_out)
-        return _torch_bwd(grad_out, q, k, v, lse, delta, scale, causal)
-    return _backward(grad_out, q, k, v, out, lse, scale, causal)
+    args = (grad_out.contiguous(), q, k, v, out, lse, causal, scale)
+    if device_reason(q.device, q.dtype, uses_dot=True) is not None:
+        return _torch_bwd(*args)
+    return launch(_call("attention_bwd", q, k, causal), args, _torch_bwd)
 
 
 @attention_bwd.register_fake
-def _(grad_out, q, k, v, out, lse, scale, causal):
+def _(grad_out, q, k, v, out, lse, causal, scale):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, scale, causal = inputs
+    q, k, v, causal, scale = inputs
     ctx.save_for_backward(q, k, v, *output)
-    ctx.scale, ctx.causal = scale, causal
+    ctx.causal, ctx.scale = causal, scale
 
 
 def _autograd_backward(ctx, grad_out, _grad_lse):
     q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = attention_bwd(grad_out, q, k, v, out, lse, ctx.scale, ctx.causal)
+    dq, dk, dv = attention_bwd(grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
     return dq, dk, dv, None, None
 
 
@@ -141,7 +131,7 @@ def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str 
         return "head counts differ without enable_gqa (PyTorch reports the error)"
     if any(t.numel() == 0 for t in tensors):
         return "empty tensor"
-    return dtype_reason(query.dtype) or device_reason(query.device)
+    return dtype_reason(query.dtype) or device_reason(query.device, query.dtype, uses_dot=True)
 
 
 def _as_4d(t: Tensor) -> Tensor:
@@ -162,9 +152,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     causal = bool(is_causal)
     if needs_autograd(query, key, value):
-        out = attention_fwd(q, k, v, scale, causal)[0]
+        out = attention_fwd(q, k, v, causal, scale)[0]
     else:
-        out = _forward(q, k, v, scale, causal)[0]
+        out = _forward(q, k, v, causal, scale)[0]
     return out.view(query.shape)
 
 
@@ -177,5 +167,5 @@ def explain_scaled_dot_product_attention(query, key, value, attn_mask=None, drop
     q, k, causal = _as_4d(query), _as_4d(key), bool(is_causal)
     backward = []
     if needs_autograd(query, key, value):
-        backward = [_call(op, q, k, causal) for op in ("attention_bwd_preprocess", "attention_bwd")]
+        backward = [_call("attention_bwd", q, k, causal)]
     return explanation(name, None, [_call("attention_fwd", q, k, causal)], backward)

@@ -35,13 +35,13 @@ def _linear_call(x: Tensor, w: Tensor) -> KernelCall:
 
 
 def _mm(a: Tensor, b: Tensor) -> Tensor:
-    if device_reason(a.device) is not None:
+    if device_reason(a.device, a.dtype, uses_dot=True) is not None:
         return torch.mm(a, b)
     return launch(_mm_call(a, b), (a, b), torch.mm)
 
 
 def _bmm(a: Tensor, b: Tensor) -> Tensor:
-    if device_reason(a.device) is not None:
+    if device_reason(a.device, a.dtype, uses_dot=True) is not None:
         return torch.bmm(a, b)
     return launch(_bmm_call(a, b), (a, b), torch.bmm)
 
@@ -51,7 +51,7 @@ def _linear_composed(x: Tensor, w: Tensor, bias: Tensor) -> Tensor:
 
 
 def _linear(x: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
-    if device_reason(x.device) is not None:
+    if device_reason(x.device, x.dtype, uses_dot=True) is not None:
         return ORIGINAL["linear"](x, w, bias)
     if bias is None:
         return _mm(x, w.t())
@@ -130,7 +130,7 @@ def _common_reason(tensors) -> str | None:
         return "operands differ in dtype or device (PyTorch reports the error or promotes)"
     if any(t.numel() == 0 for t in tensors):
         return "empty tensor"
-    return dtype_reason(first.dtype) or device_reason(first.device)
+    return dtype_reason(first.dtype) or device_reason(first.device, first.dtype, uses_dot=True)
 
 
 def matmul_reason(input, other) -> str | None:

@@ -32,8 +32,8 @@ def test_attention_matches_torch(device, poison, dtype, q_shape, kv_shape, causa
     q = randn(*q_shape, dtype=dtype, device=device, requires_grad=True)
     k = randn(*kv_shape, dtype=dtype, device=device, requires_grad=True)
     v = randn(*kv_shape, dtype=dtype, device=device, requires_grad=True)
-    if uses_kernels_here(device):
-        assert hk.explain(sdpa, q, k, v, is_causal=causal, enable_gqa=gqa).uses_kernels
+    report = hk.explain(sdpa, q, k, v, is_causal=causal, enable_gqa=gqa)
+    assert report.uses_kernels == uses_kernels_here(device, dtype, uses_dot=True), str(report)
     out = sdpa(q, k, v, is_causal=causal, enable_gqa=gqa)
     leaves64 = [double_leaf(t) for t in (q, k, v)]
     expected = F.scaled_dot_product_attention(*leaves64, is_causal=causal, enable_gqa=gqa)

@@ -18,7 +18,7 @@ def sample_ops(device):
     y = torch.softmax(randn(7, 33, device=device), -1)
     q = randn(1, 2, 9, 16, dtype=BF16, device=device, requires_grad=True)
     kv = randn(1, 1, 12, 16, dtype=BF16, device=device, requires_grad=True)
-    out, lse = attention.attention_fwd(q.detach(), kv.detach(), kv.detach(), 0.25, True)
+    out, lse = attention.attention_fwd(q.detach(), kv.detach(), kv.detach(), True, 0.25)
     grad = randn(7, 33, device=device)
     return [
         (rms_norm.rms_norm_fwd, (x, w, 1e-5)),
@@ -29,9 +29,9 @@ def sample_ops(device):
         (matmul.matmul_op, (x, randn(33, 5, device=device, requires_grad=True))),
         (matmul.bmm_op, (randn(2, 3, 4, device=device, requires_grad=True), randn(2, 4, 5, device=device))),
         (matmul.linear_op, (x, randn(6, 33, device=device, requires_grad=True), randn(6, device=device))),
-        (attention.attention_fwd, (q, kv, kv, 0.25, True)),
+        (attention.attention_fwd, (q, kv, kv, True, 0.25)),
         (attention.attention_bwd, (randn(1, 2, 9, 16, dtype=BF16, device=device), q.detach(), kv.detach(),
-                                   kv.detach(), out, lse, 0.25, True)),
+                                   kv.detach(), out, lse, True, 0.25)),
     ]
 
 
