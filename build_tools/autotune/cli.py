@@ -132,7 +132,7 @@ def main(argv=None) -> int:
     entries = _entries(args, resolve(args.op_source))
     backend = (
         InProcessBackend(args.op_source, args.device, timer) if args.in_process
-        else ProcessBackend(workers, args.op_source, args.device, timer)
+        else ProcessBackend(workers, args.op_source, args.device, timer, prefetch_peers=options.with_baselines)
     )
     try:
         summary = Tuner(options, entries, backend).run()

@@ -98,6 +98,7 @@ class EntryResult:
     failed: int
     invalid: int
     seconds: float
+    search_seconds: float
     baseline_us: dict
     winner: Measured
     incumbent: Measured | None = None
@@ -118,6 +119,7 @@ def tune_entry(
     """Search, then re-benchmark the finalists (and the shipped incumbent) side by side."""
     started = clock()
     found = run_search(space, objective, list(seeds), settings, clock)
+    search_seconds = clock() - started
     if not found.ranked:
         sample = "; ".join(sorted(set(found.errors))[:3]) or "no legal config"
         raise EntryFailed(f"all {found.tried} candidates failed: {sample}")
@@ -154,6 +156,7 @@ def tune_entry(
         failed=found.failed,
         invalid=found.invalid,
         seconds=clock() - started,
+        search_seconds=search_seconds,
         baseline_us=baseline_us,
         winner=winner,
         incumbent=by_key.get(config_key(incumbent)) if incumbent is not None else None,

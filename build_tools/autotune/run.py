@@ -98,13 +98,19 @@ class Tuner:
             self.log.warning("ignoring unreadable %s: %s", options.out_path, error)
             self.existing = None
 
-    def _entry_time_limit(self, remaining_entries: int, started: float) -> float:
+    def _entry_time_limit(self, started: float) -> float:
+        """Search seconds for the next entry: the per-entry cap, an even share of what is left of
+        `target_total_s` over the unfinished entries (across resumed runs), and what is left of
+        this run's budget, each less the measured per-entry overhead (re-benchmark, peers)."""
+        finished = [r["tuning"] for r in self.state.finished.values()]
+        overhead = sum(t.get("overhead", 0.0) for t in finished) / len(finished) if finished else 0.0
         limit = self.options.settings.time_limit_s
         if self.options.target_total_s:
-            limit = min(limit, self.options.target_total_s / max(len(self.entries), 1))
+            spent = sum(t["seconds"] for t in finished)
+            remaining = max(len(self.entries) - len(finished), 1)
+            limit = min(limit, (self.options.target_total_s - spent) / remaining - overhead)
         if self.options.budget_s is not None:
-            left = self.options.budget_s - (self.clock() - started)
-            limit = min(limit, left / max(remaining_entries, 1) if remaining_entries > 1 else left)
+            limit = min(limit, self.options.budget_s - (self.clock() - started) - overhead)
         return max(limit, 0.0)
 
     def _seeds(self, entry: Entry, config_spec) -> list:
@@ -134,7 +140,8 @@ class Tuner:
         config = plain(result.config)
         specialization = plain(bound.specialization_key())
         tuning = {
-            "seconds": round(result.seconds, 2), "tried": result.tried, "failed": result.failed,
+            "seconds": round(result.seconds, 2), "overhead": round(result.seconds - result.search_seconds, 2),
+            "tried": result.tried, "failed": result.failed,
             "invalid": result.invalid, "noise": round(result.noise, 4), "errors": result.errors,
         }
         if result.incumbent is not None:
@@ -179,7 +186,9 @@ class Tuner:
                 self.progress.start_entry(self.entries.index(entry) + 1, entry.label())
                 entry_started = self.clock()
                 try:
-                    record = self.tune_one(entry, self._entry_time_limit(len(todo) - number + 1, started))
+                    if number < len(todo):
+                        self.backend.prepare_next(todo[number], self.options.input_seed)
+                    record = self.tune_one(entry, self._entry_time_limit(started))
                     self.state.mark_finished(entry.key, record)
                     summary.finished.append(entry.key)
                     t = record["tuning"]

@@ -111,6 +111,7 @@ class Worker:
         self.setup_id = None
         self.ready = False
         self.restarts = 0
+        self.posted: dict[int, float] = {}
 
     def start(self) -> None:
         parent, child = self.context.Pipe()
@@ -150,6 +151,24 @@ class Worker:
             return None
         return request_id, status, value
 
+    def post(self, kind: str, *payload) -> None:
+        """Send a request whose reply nobody waits for (background work such as prefetching)."""
+        self.drain()
+        self.posted[self.send(kind, *payload)] = time.monotonic()
+
+    def drain(self) -> None:
+        """Read every reply already waiting, forgetting the posted requests they answer."""
+        try:
+            while self.conn is not None and self.conn.poll(0):
+                reply = self.receive()
+                if reply is not None:
+                    self.posted.pop(reply[0], None)
+        except (EOFError, OSError):
+            self.posted.clear()
+
+    def oldest_post_age(self) -> float:
+        return time.monotonic() - min(self.posted.values()) if self.posted else 0.0
+
     def alive(self) -> bool:
         return self.process is not None and self.process.is_alive()
 
@@ -163,6 +182,7 @@ class Worker:
     def restart(self) -> None:
         self.kill()
         self.restarts += 1
+        self.posted.clear()
         self.start()
 
     def stop(self) -> None:

@@ -141,3 +141,13 @@ def test_strategies_both_produce_a_table(tmp_path, strategy):
     summary, _ = run(opts, {"fake_scale"})
     assert len(summary.finished) == 3
     assert all(r["tuning"]["tried"] <= 20 for r in summary.records.values())
+
+
+def test_target_total_is_spread_over_the_entries(tmp_path):
+    opts = options(tmp_path, target_total_s=60, settings=SearchSettings(generations=50, pattern_rounds=50,
+                                                                        max_evaluations=10_000, time_limit_s=1000))
+    summary, _ = run(opts, {"fake_scale"}, clock=StepClock(step=1.0))
+    assert len(summary.finished) == 3
+    search = [r["tuning"]["seconds"] - r["tuning"]["overhead"] for r in summary.records.values()]
+    assert all(s <= 60 / 3 + 5 for s in search)  # a batch started before the limit may finish after it
+    assert sum(r["tuning"]["seconds"] for r in summary.records.values()) <= 60 + 15
