@@ -14,6 +14,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXIT_INCOMPLETE = 2
+DEFAULT_TARGET_TOTAL_S = 1500.0   # the whole library in under 30 minutes of one GPU
 
 
 def _add_common(parser: argparse.ArgumentParser, arch_default: str | None) -> None:
@@ -31,7 +32,8 @@ def _add_common(parser: argparse.ArgumentParser, arch_default: str | None) -> No
                         help="parallel compile processes (default: min(8, cores - 2); 0: none)")
     parser.add_argument("--in-process", action="store_true",
                         help="benchmark in this process (no compile pool, no hang protection)")
-    parser.add_argument("--out", type=Path, default=None, help="output table (default tuned_configs/<arch>.json)")
+    parser.add_argument("--out", type=Path, default=None, help="output table (default tuned_configs/<arch>.json, or <arch>-<device>.json "
+                             "when <arch>.json belongs to another device)")
     parser.add_argument("--work-dir", type=Path, default=None,
                         help="state, log and report folder (default build/autotune/<arch>)")
     parser.add_argument("--strategy", default="de", choices=["de", "random"])
@@ -41,7 +43,8 @@ def _add_common(parser: argparse.ArgumentParser, arch_default: str | None) -> No
     parser.add_argument("--max-evals", type=int, default=None, help="configs measured per entry at most")
     parser.add_argument("--entry-time-s", type=float, default=None, help="search time per entry at most")
     parser.add_argument("--target-total-s", type=float, default=None,
-                        help="spread this much search time evenly over all planned entries")
+                        help="spread this much tuning time over all planned entries, across --resume runs "
+                             f"(tune default {DEFAULT_TARGET_TOTAL_S:.0f}; retune default: none)")
     parser.add_argument("--compile-timeout-s", type=float, default=None)
     parser.add_argument("--run-timeout-s", type=float, default=None)
     parser.add_argument("--no-baselines", action="store_true", help="skip the eager/torch.compile peers")
@@ -84,6 +87,12 @@ def _limits(args):
     return base.__class__(**{**base.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
 
 
+def _target_total(args):
+    if args.target_total_s is not None:
+        return args.target_total_s
+    return DEFAULT_TARGET_TOTAL_S if args.command == "tune" and not args.smoke else None
+
+
 def _entries(args, ops):
     from build_tools.autotune.plan import plan_entries, smoke_entries
 
@@ -101,12 +110,13 @@ def main(argv=None) -> int:
     from build_tools.autotune.arch import detect_arch, device_name
     from build_tools.autotune.backend import InProcessBackend, ProcessBackend
     from build_tools.autotune.run import RunOptions, Tuner
-    from build_tools.autotune.table import environment_header, load_table
+    from build_tools.autotune.table import environment_header, load_table, table_path_for
     from build_tools.autotune.workers import resolve
 
     arch = detect_arch(args.device) if args.arch == "auto" else args.arch
     work_dir = args.work_dir or REPO_ROOT / "build" / "autotune" / (arch + ("-retune" if args.command == "retune" else ""))
-    shipped_path = args.out or REPO_ROOT / "tuned_configs" / f"{arch}.json"
+    name = device_name(args.device)
+    shipped_path = args.out or table_path_for(REPO_ROOT / "tuned_configs", arch, name)
     if args.command == "tune":
         out_path = shipped_path if not args.smoke or args.out else work_dir / f"{arch}-smoke.json"
     else:
@@ -115,7 +125,6 @@ def main(argv=None) -> int:
         "build_tools.autotune.timing:CudaEventTimer" if args.device == "cuda" else "build_tools.autotune.timing:CpuTimer"
     )
     workers = args.workers if args.workers is not None else min(8, max((os.cpu_count() or 2) - 2, 1))
-    name = device_name(args.device)
 
     incumbents = {}
     if args.command == "retune":
@@ -125,7 +134,7 @@ def main(argv=None) -> int:
     options = RunOptions(
         arch=arch, out_path=out_path, work_dir=work_dir, device=args.device, device_name=name,
         budget_s=args.budget_s, resume=args.resume, settings=_settings(args), limits=_limits(args),
-        with_baselines=not (args.no_baselines or args.smoke), target_total_s=args.target_total_s,
+        with_baselines=not (args.no_baselines or args.smoke), target_total_s=_target_total(args),
         incumbents=incumbents,
         show_bar=args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty()),
     )

@@ -123,8 +123,22 @@ class Tuner:
         seeds += [make(c) for c in neighbour_configs(entry, self.state.finished)]
         return seeds
 
-    def tune_one(self, entry: Entry, time_limit_s: float) -> dict:
+    def _limits(self, started: float, time_limit_s: float) -> Limits:
+        """The run's limits, with every timeout cut to what this run's budget has left."""
+        limits = self.options.limits
+        if self.options.budget_s is None:
+            return limits
+        cap = max(self.options.budget_s - (self.clock() - started) - time_limit_s, 10.0)
+        return replace(
+            limits,
+            compile_timeout_s=min(limits.compile_timeout_s, cap),
+            run_timeout_s=min(limits.run_timeout_s, cap),
+            baseline_timeout_s=min(limits.baseline_timeout_s, cap),
+        )
+
+    def tune_one(self, entry: Entry, time_limit_s: float, limits: Limits | None = None) -> dict:
         options = self.options
+        limits = limits or options.limits
         self.backend.start_entry(entry, options.input_seed)
         args = entry.op.make_inputs(entry.shape, entry.dtype, options.device, options.input_seed)
         bound = bind_fresh(entry.op.kernel, args)
@@ -134,7 +148,7 @@ class Tuner:
         settings = replace(options.settings, time_limit_s=time_limit_s)
         result = tune_entry(
             SearchSpace(bound.config_spec), self._objective(), self.backend.bench,
-            self._seeds(entry, bound.config_spec), settings, options.limits, incumbent,
+            self._seeds(entry, bound.config_spec), settings, limits, incumbent,
             options.with_baselines, self.clock,
         )
         config = plain(result.config)
@@ -188,7 +202,8 @@ class Tuner:
                 try:
                     if number < len(todo):
                         self.backend.prepare_next(todo[number], self.options.input_seed)
-                    record = self.tune_one(entry, self._entry_time_limit(started))
+                    time_limit_s = self._entry_time_limit(started)
+                    record = self.tune_one(entry, time_limit_s, self._limits(started, time_limit_s))
                     self.state.mark_finished(entry.key, record)
                     summary.finished.append(entry.key)
                     t = record["tuning"]

@@ -80,3 +80,32 @@ def merged_table(header: dict, existing: dict | None, entries: list[dict]) -> di
     by_key = {key_of(e): e for e in (existing or {}).get("entries", [])}
     by_key.update({key_of(e): e for e in entries})
     return {**header, "entries": sorted(by_key.values(), key=_sort_key)}
+
+
+def _slug(text: str) -> str:
+    return "-".join("".join(c if c.isalnum() else " " for c in text.lower()).split())
+
+
+def table_path_for(folder: Path, arch: str, device_name: str) -> Path:
+    """The table file of this architecture and device in `folder`.
+
+    The runtime loads every table and prefers, within an architecture, the one whose
+    `device_name` matches the device (H100 and H200 are both sm_90), so: the existing table of
+    this arch and device; else `<arch>.json` unless it belongs to another device; else a
+    device-specific `<arch>-<device>.json`.
+    """
+    folder = Path(folder)
+    plain = folder / f"{arch}.json"
+    others_exist = False
+    for path in sorted(folder.glob("*.json")):
+        try:
+            table = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if table.get("arch") == arch:
+            if table.get("device_name") == device_name:
+                return path
+            others_exist = True
+    if not plain.exists() and not others_exist:
+        return plain
+    return folder / f"{arch}-{_slug(device_name)}.json"

@@ -265,6 +265,16 @@ class WorkerPool:
                     worker.restart()
                     yield index, False, f"{kind} {reason}"
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Ask every worker to exit, wait up to `grace_s` for all of them together, kill the rest."""
         for worker in self.workers:
-            worker.stop()
+            if worker.alive():
+                try:
+                    worker.conn.send((0, "stop", ()))
+                except (OSError, EOFError):
+                    pass
+        deadline = time.monotonic() + grace_s
+        for worker in self.workers:
+            if worker.process is not None:
+                worker.process.join(timeout=max(deadline - time.monotonic(), 0.0))
+            worker.kill()

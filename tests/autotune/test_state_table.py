@@ -48,3 +48,17 @@ def test_merge_replaces_matching_entries_and_keeps_the_rest_sorted(tmp_path):
     header_lines = len(table) - 1
     assert len(path.read_text().splitlines()) == header_lines + 4 + len(table["entries"])
     assert load_table(tmp_path / "missing.json") is None
+
+
+def test_table_path_prefers_this_device_and_never_takes_another_devices_table(tmp_path):
+    from build_tools.autotune.table import table_path_for
+
+    assert table_path_for(tmp_path, "sm_90", "NVIDIA H100 80GB HBM3") == tmp_path / "sm_90.json"
+    write_table(tmp_path / "sm_90.json", {"schema": 1, "arch": "sm_90", "device_name": "NVIDIA H100 80GB HBM3",
+                                          "entries": []})
+    assert table_path_for(tmp_path, "sm_90", "NVIDIA H100 80GB HBM3") == tmp_path / "sm_90.json"
+    h200 = table_path_for(tmp_path, "sm_90", "NVIDIA H200")
+    assert h200 == tmp_path / "sm_90-nvidia-h200.json"
+    write_table(h200, {"schema": 1, "arch": "sm_90", "device_name": "NVIDIA H200", "entries": []})
+    assert table_path_for(tmp_path, "sm_90", "NVIDIA H200") == h200
+    assert table_path_for(tmp_path, "sm_100", "NVIDIA B200") == tmp_path / "sm_100.json"
