@@ -53,11 +53,11 @@ def test_neighbours_are_nearest_first_same_dtype_preferred_and_distinct():
 def test_smoke_entries_are_one_tiny_entry_per_op():
     ops = [
         Op("a", [{"M": 4096, "N": 4096}, {"M": 1, "N": 8192}]),
-        Op("b", [{"B": 4, "H": 32, "S": 512, "D": 128, "causal": True}], exact_keys=("D",)),
+        Op("b", [{"B": 4, "H": 32, "S": 512, "D": 128, "causal": True}], ("bfloat16", "float16"), ("D",)),
     ]
     entries = smoke_entries(ops, cap=64)
     assert [(e.op_name, e.dtype_name, e.shape) for e in entries] == [
-        ("a", "bfloat16", {"M": 1, "N": 64}),
-        ("b", "bfloat16", {"B": 2, "H": 2, "S": 64, "D": 128, "causal": True}),
+        ("a", "float32", {"M": 1, "N": 64}),
+        ("b", "float16", {"B": 2, "H": 2, "S": 64, "D": 128, "causal": True}),
     ]
     assert [e.op_name for e in smoke_entries(ops, {"b"})] == ["b"]
