@@ -20,6 +20,20 @@ def _leaves(value, path="out"):
         raise TypeError(f"{path}: cannot compare a {type(value).__name__}")
 
 
+CHUNK = 1 << 24  # elements compared at a time, so huge outputs need little extra memory
+
+
+def _chunk_mismatch(a, e, rtol: float, atol: float) -> tuple[int, float]:
+    """(number of elements off, max abs error) of two flat float64 chunks."""
+    both_nan = torch.isnan(a) & torch.isnan(e)
+    error = (a - e).abs()
+    bad = (error > atol + rtol * e.abs()) | (torch.isnan(a) != torch.isnan(e))
+    bad |= torch.isinf(a) & (a != e)
+    bad &= ~both_nan
+    finite_error = torch.nan_to_num(error.masked_fill(both_nan, 0.0), nan=float("inf"))
+    return int(bad.sum()), float(finite_error.max())
+
+
 def mismatch(actual, expected, rtol: float, atol: float) -> str | None:
     """None when `actual` matches `expected` (|a - e| <= atol + rtol * |e|), else what differs."""
     got = list(_leaves(actual))
@@ -32,21 +46,19 @@ def mismatch(actual, expected, rtol: float, atol: float) -> str | None:
                 return f"{path}: {type(a).__name__}, expected {type(e).__name__}"
             continue
         e = torch.as_tensor(e).detach()
-        e = e.to(torch.float64)
-        a = torch.as_tensor(a).detach().to(e.device, torch.float64)
+        a = torch.as_tensor(a).detach().to(e.device)
         if a.shape != e.shape:
             return f"{path}: shape {tuple(a.shape)}, expected {tuple(e.shape)}"
-        if a.numel() == 0:
-            continue
-        nan_mismatch = torch.isnan(a) != torch.isnan(e)
-        error = (a - e).abs()
-        bad = (error > atol + rtol * e.abs()) | nan_mismatch
-        bad &= ~(torch.isnan(a) & torch.isnan(e))
-        bad |= torch.isinf(a) & (a != e)
-        if bool(bad.any()):
-            finite = torch.nan_to_num(error, nan=float("inf"))
+        a, e = a.reshape(-1), e.reshape(-1)
+        off, worst = 0, 0.0
+        for start in range(0, a.numel(), CHUNK):
+            n, m = _chunk_mismatch(
+                a[start:start + CHUNK].to(torch.float64), e[start:start + CHUNK].to(torch.float64), rtol, atol
+            )
+            off, worst = off + n, max(worst, m)
+        if off:
             return (
-                f"{path}: {int(bad.sum())}/{a.numel()} elements off, max abs error "
-                f"{float(finite.max()):.3g} (rtol={rtol}, atol={atol})"
+                f"{path}: {off}/{a.numel()} elements off, max abs error {worst:.3g} "
+                f"(rtol={rtol}, atol={atol})"
             )
     return None

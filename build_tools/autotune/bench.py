@@ -46,6 +46,10 @@ class EntryBench:
         self.expected = op.reference(*clone_args(self.args)) if with_reference else None
         self._compiled: dict[str, object] = {}
 
+    def ready(self) -> bool:
+        """Answered once the entry is set up (a failed setup answers with its error instead)."""
+        return True
+
     def synchronize(self) -> None:
         if str(self.device).startswith("cuda"):
             torch.cuda.synchronize()

@@ -35,6 +35,10 @@ class EntryFailed(Exception):
     """No candidate of an entry compiled and passed the accuracy gate."""
 
 
+def _out_of_memory(error) -> bool:
+    return "out of memory" in str(error).lower()
+
+
 class PoolObjective:
     """Search objective: parallel warm-up compile, then accuracy check and timing one by one."""
 
@@ -61,7 +65,7 @@ class PoolObjective:
                 "warm", [(c,) for c in configs], self.limits.compile_timeout_s, self.limits.setup_timeout_s
             )
         for index, ok, value in finished:
-            if ok:
+            if ok or _out_of_memory(value):  # the pool's copy of the inputs did not fit: try anyway
                 outcomes[index] = self._measure(configs[index])
             else:
                 lines = str(value).strip().splitlines() or ["?"]

@@ -140,6 +140,7 @@ class Tuner:
         options = self.options
         limits = limits or options.limits
         self.backend.start_entry(entry, options.input_seed)
+        self.backend.bench.call("ready", timeout=limits.run_timeout_s, setup_timeout=limits.setup_timeout_s)
         args = entry.op.make_inputs(entry.shape, entry.dtype, options.device, options.input_seed)
         bound = bind_fresh(entry.op.kernel, args)
         del args

@@ -139,7 +139,11 @@ class Worker:
         if self.process is None or not self.process.is_alive():
             self.restart()
         request_id = next(_request_ids)
-        self.conn.send((request_id, kind, payload))
+        try:
+            self.conn.send((request_id, kind, payload))
+        except (OSError, EOFError):  # died since the check: one fresh process, one more try
+            self.restart()
+            self.conn.send((request_id, kind, payload))
         return request_id
 
     def receive(self):

@@ -38,3 +38,15 @@ def test_none_outputs_must_line_up():
     expected = (torch.zeros(2, dtype=torch.float64), None)
     assert mismatch((torch.zeros(2), None), expected, 0, 0) is None
     assert mismatch((torch.zeros(2), torch.zeros(2)), expected, 0, 0) is not None
+
+
+def test_chunked_comparison_counts_every_chunk(monkeypatch):
+    import build_tools.autotune.accuracy as accuracy
+
+    monkeypatch.setattr(accuracy, "CHUNK", 7)
+    expected = torch.zeros(50, dtype=torch.float64)
+    actual = torch.zeros(50)
+    actual[[3, 20, 49]] = 1.0
+    actual[30] = 5.0
+    message = mismatch(actual, expected, 0.0, 0.1)
+    assert "4/50" in message and "max abs error 5" in message

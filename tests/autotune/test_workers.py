@@ -75,3 +75,16 @@ def test_process_backend_tunes_around_every_hazard(tmp_path):
     assert hazard(spec.normalize(record["config"])) is None
     assert record["us"] == bowl_cost(spec, record["config"])
     assert record["tuning"]["failed"] > 0
+
+
+def test_a_failed_setup_is_reported_by_the_first_call():
+    worker = Worker(multiprocessing.get_context("spawn"), "bench")
+    broken = EntrySetup(FAKE_OPS_SOURCE, "fake_broken_shape", "float32", {"N": 13}, "cpu", VIRTUAL_TIMER)
+    try:
+        worker.set_entry(broken)
+        with pytest.raises(WorkerFailure, match="(?s)setup failed.*N=13"):
+            worker.call("ready", timeout=30, setup_timeout=120)
+        worker.set_entry(SETUP)
+        assert worker.call("ready", timeout=30, setup_timeout=120) is True
+    finally:
+        worker.stop()
