@@ -81,8 +81,12 @@ def _settings(args):
 def _limits(args):
     from build_tools.autotune.entry import Limits
 
-    base = Limits(finalists=2, rounds=2, per_round=1, run_timeout_s=300, compile_timeout_s=300) \
-        if args.smoke else Limits()
+    if args.smoke:
+        base = Limits(finalists=2, rounds=2, per_round=1, run_timeout_s=300, compile_timeout_s=300)
+    elif args.command == "retune":  # the side-by-side comparison decides: measure it longer
+        base = Limits(rounds=5, per_round=10)
+    else:
+        base = Limits()
     overrides = {"compile_timeout_s": args.compile_timeout_s, "run_timeout_s": args.run_timeout_s}
     return base.__class__(**{**base.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
 

@@ -27,8 +27,8 @@ class Limits:
     setup_timeout_s: float = 300.0
     baseline_timeout_s: float = 240.0
     finalists: int = 3
-    rounds: int = 5
-    per_round: int = 10
+    rounds: int = 3
+    per_round: int = 5
 
 
 class EntryFailed(Exception):
