@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -106,6 +107,15 @@ def _entries(args, ops):
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    # A SIGTERM (e.g. from `timeout`) unwinds normally, so the worker processes are stopped.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        return _run(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args) -> int:
     if args.smoke:
         args.device = "cpu"
     if args.device == "cpu":

@@ -102,7 +102,8 @@ class Tuner:
         """Search seconds for the next entry: the per-entry cap, an even share of what is left of
         `target_total_s` over the unfinished entries (across resumed runs), and what is left of
         this run's budget, each less the measured per-entry overhead (re-benchmark, peers)."""
-        finished = [r["tuning"] for r in self.state.finished.values()]
+        planned = {e.key for e in self.entries}
+        finished = [r["tuning"] for key, r in self.state.finished.items() if key in planned]
         overhead = sum(t.get("overhead", 0.0) for t in finished) / len(finished) if finished else 0.0
         limit = self.options.settings.time_limit_s
         if self.options.target_total_s:
@@ -148,7 +149,7 @@ class Tuner:
         incumbent = type(bound.config_spec.default_config())(incumbent) if incumbent is not None else None
         settings = replace(options.settings, time_limit_s=time_limit_s)
         result = tune_entry(
-            SearchSpace(bound.config_spec), self._objective(), self.backend.bench,
+            SearchSpace(bound.config_spec), self._objective(limits), self.backend.bench,
             self._seeds(entry, bound.config_spec), settings, limits, incumbent,
             options.with_baselines, self.clock,
         )
@@ -175,8 +176,8 @@ class Tuner:
             "tuning": tuning,
         }
 
-    def _objective(self):
-        return PoolObjective(self.backend.pool, self.backend.bench, self.options.limits, self.progress.candidate)
+    def _objective(self, limits: Limits) -> PoolObjective:
+        return PoolObjective(self.backend.pool, self.backend.bench, limits, self.progress.candidate)
 
     def write_table(self) -> None:
         header = environment_header(self.options.arch, self.options.device_name)
