@@ -37,8 +37,8 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
                 row_max = new_max
             inv_sum = 1.0 / row_sum
             for tile_n in hl.tile(n, block_size=block_n):
-                values = x[tile_m, tile_n].to(torch.float32)
-                out[tile_m, tile_n] = (torch.exp(values - row_max[:, None]) * inv_sum[:, None]).to(out.dtype)
+                chunk = x[tile_m, tile_n].to(torch.float32)
+                out[tile_m, tile_n] = (torch.exp(chunk - row_max[:, None]) * inv_sum[:, None]).to(out.dtype)
         else:
             values = x[tile_m, :].to(torch.float32)
             row_max = torch.amax(values, dim=1, keepdim=True)

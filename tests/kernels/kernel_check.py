@@ -22,15 +22,17 @@ def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str
 
 
 def looped_reduction(bound) -> tuple[str, object]:
-    """("looped reduction", the default config with every `reduction_loops` entry at its smallest chunk)."""
+    """("looped reduction", the default config with every `reduction_loops` entry set to a chunk a
+    quarter of the largest offered (choices reach the row length), so rows take several chunks)."""
     spec = bound.config_spec
     values = spec.flatten(spec.default_config())
     looped = False
     for position, knob in enumerate(spec.knobs()):
-        if knob.name == "reduction_loops":
-            values[position] = min(choice for choice in knob.choices if choice is not None)
+        chunks = sorted(choice for choice in knob.choices if choice is not None) if knob.name == "reduction_loops" else []
+        if chunks:
+            values[position] = chunks[max(len(chunks) - 3, 0)]
             looped = True
-    assert looped, "the kernel exposes no reduction_loops knob"
+    assert looped, "the kernel exposes no looped reduction_loops choice"
     return "looped reduction", spec.normalize(spec.unflatten(values))
 
 
@@ -85,12 +87,14 @@ def assert_close(actual, expected, tolerance: tuple[float, float], label: str) -
                                    msg=lambda text, i=index: f"{label} output {i}: {text}")
 
 
-def check_op(kernel, args, reference_outputs, tolerance, label: str, extra_configs=(), output_dtypes=None) -> None:
-    """Run `kernel` on `args` under the default and random configs plus one config per maker in
-    `extra_configs` (callables bound -> (label, config)), comparing every output with the reference;
-    `output_dtypes` checks the outputs' dtypes too."""
+def check_op(kernel, args, reference_outputs, tolerance, label: str, extra_configs=(), output_dtypes=None,
+             random_seeds=RANDOM_CONFIG_SEEDS) -> None:
+    """Run `kernel` on `args` under the default config, random configs for `random_seeds` and one
+    config per maker in `extra_configs` (callables bound -> (label, config)), comparing every output
+    with the reference; `output_dtypes` checks the outputs' dtypes too."""
+    kernel.reset()  # the config space follows the first binding's sizes: bind afresh for these sizes
     bound = kernel.bind(args)
-    for config_label, config in configs_to_try(bound, extra=[make(bound) for make in extra_configs]):
+    for config_label, config in configs_to_try(bound, random_seeds, [make(bound) for make in extra_configs]):
         outputs = as_tuple(run_config(bound, config, args))
         if output_dtypes is not None:
             got_dtypes = tuple(output.dtype for output in outputs)
