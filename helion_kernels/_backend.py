@@ -24,8 +24,19 @@ ORIGINAL = {
 }
 
 
+_DEVICE_REASONS = {}
+
+
 def device_reason(device: torch.device, dtype: torch.dtype | None = None, uses_dot: bool = False) -> str | None:
-    """Why kernels cannot run on `device` (for `dtype`, in a kernel using tl.dot), or None when they can."""
+    """Why kernels cannot run on `device` (for `dtype`, in a kernel using tl.dot), or None when they can.
+    Memoized: it runs on every call."""
+    key = (device, dtype, uses_dot)
+    if key not in _DEVICE_REASONS:
+        _DEVICE_REASONS[key] = _device_reason(device, dtype, uses_dot)
+    return _DEVICE_REASONS[key]
+
+
+def _device_reason(device: torch.device, dtype: torch.dtype | None, uses_dot: bool) -> str | None:
     if DISABLED:
         return "disabled by HK_DISABLE=1"
     if device.type == "cpu" and INTERPRET:

@@ -58,9 +58,17 @@ def explanation(function: str, reason: str | None, forward=(), backward=()) -> E
     return Explanation(function, None, [c.decision() for c in forward], [c.decision() for c in backward])
 
 
-def launch(call: KernelCall, args: tuple, fallback):
-    """Run the generated variant chosen for `call`, or `fallback` when there is none."""
-    launcher = DISPATCHER.select(call.op, call.device, call.dtype, call.names, call.values).launcher
+_DECISIONS = DISPATCHER._cache
+
+
+def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple, fallback):
+    """Run the generated variant chosen for (op, like's device and dtype, values), or `fallback`
+    when there is none. A repeated key costs one dict lookup."""
+    device, dtype = like.device, like.dtype
+    decision = _DECISIONS.get((op, device, dtype, values))
+    if decision is None:
+        decision = DISPATCHER.select(op, device, dtype, names, values)
+    launcher = decision.launcher
     if launcher is None:
         return fallback(*args)
     return launcher(*args)

@@ -17,10 +17,13 @@ from .._plan import KernelCall, explanation, launch
 SHAPE_KEYS = ("B", "H", "Hkv", "Sq", "Sk", "D", "causal")
 
 
-def _call(op: str, q: Tensor, k: Tensor, causal: bool) -> KernelCall:
+def _key(q: Tensor, k: Tensor, causal: bool) -> tuple:
     batch, heads, q_len, head_dim = q.shape
-    values = (batch, heads, k.shape[1], q_len, k.shape[2], head_dim, causal)
-    return KernelCall(op, q.device, q.dtype, SHAPE_KEYS, values)
+    return batch, heads, k.shape[1], q_len, k.shape[2], head_dim, causal
+
+
+def _call(op: str, q: Tensor, k: Tensor, causal: bool) -> KernelCall:
+    return KernelCall(op, q.device, q.dtype, SHAPE_KEYS, _key(q, k, causal))
 
 
 def _expand_kv(q: Tensor, t: Tensor) -> Tensor:
@@ -62,7 +65,7 @@ def _torch_bwd(grad_out, q, k, v, out, lse, causal: bool, scale: float):
 
 
 def _forward(q, k, v, causal, scale):
-    return launch(_call("attention_fwd", q, k, causal), (q, k, v, causal, scale), _torch_fwd)
+    return launch("attention_fwd", SHAPE_KEYS, _key(q, k, causal), q, (q, k, v, causal, scale), _torch_fwd)
 
 
 @torch.library.custom_op("helion_kernels::attention_fwd", mutates_args=())
@@ -86,7 +89,7 @@ def attention_bwd(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor
     args = (grad_out.contiguous(), q, k, v, out, lse, causal, scale)
     if device_reason(q.device, q.dtype, uses_dot=True) is not None:
         return _torch_bwd(*args)
-    return launch(_call("attention_bwd", q, k, causal), args, _torch_bwd)
+    return launch("attention_bwd", SHAPE_KEYS, _key(q, k, causal), q, args, _torch_bwd)
 
 
 @attention_bwd.register_fake
@@ -135,6 +138,8 @@ def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str 
 
 
 def _as_4d(t: Tensor) -> Tensor:
+    if t.dim() == 4:
+        return t
     if t.dim() == 3:
         return t.unsqueeze(1)
     return t.reshape(-1, *t.shape[-3:])
@@ -155,7 +160,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         out = attention_fwd(q, k, v, causal, scale)[0]
     else:
         out = _forward(q, k, v, causal, scale)[0]
-    return out.view(query.shape)
+    return out if q is query else out.view(query.shape)
 
 
 def explain_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

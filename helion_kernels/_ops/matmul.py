@@ -37,13 +37,13 @@ def _linear_call(x: Tensor, w: Tensor) -> KernelCall:
 def _mm(a: Tensor, b: Tensor) -> Tensor:
     if device_reason(a.device, a.dtype, uses_dot=True) is not None:
         return torch.mm(a, b)
-    return launch(_mm_call(a, b), (a, b), torch.mm)
+    return launch("matmul", MM_KEYS, (a.shape[0], b.shape[1], a.shape[1]), a, (a, b), torch.mm)
 
 
 def _bmm(a: Tensor, b: Tensor) -> Tensor:
     if device_reason(a.device, a.dtype, uses_dot=True) is not None:
         return torch.bmm(a, b)
-    return launch(_bmm_call(a, b), (a, b), torch.bmm)
+    return launch("bmm", BMM_KEYS, (a.shape[0], a.shape[1], b.shape[2], a.shape[2]), a, (a, b), torch.bmm)
 
 
 def _linear_composed(x: Tensor, w: Tensor, bias: Tensor) -> Tensor:
@@ -55,7 +55,7 @@ def _linear(x: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
         return ORIGINAL["linear"](x, w, bias)
     if bias is None:
         return _mm(x, w.t())
-    return launch(_linear_call(x, w), (x, w, bias), _linear_composed)
+    return launch("linear", MM_KEYS, (x.shape[0], w.shape[0], x.shape[1]), x, (x, w, bias), _linear_composed)
 
 
 @torch.library.custom_op("helion_kernels::matmul", mutates_args=())
@@ -154,9 +154,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     grad = needs_autograd(input, other)
     if other.dim() == 3:
         return bmm_op(input, other) if grad else _bmm(input, other)
-    a = input.reshape(-1, input.shape[-1])
+    a = input if input.dim() == 2 else input.reshape(-1, input.shape[-1])
     out = matmul_op(a, other) if grad else _mm(a, other)
-    return out.view(*input.shape[:-1], other.shape[-1])
+    return out if a is input else out.view(*input.shape[:-1], other.shape[-1])
 
 
 def linear_reason(input, weight, bias) -> str | None:
@@ -175,12 +175,12 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """Same as torch.nn.functional.linear."""
     if linear_reason(input, weight, bias) is not None:
         return ORIGINAL["linear"](input, weight, bias)
-    x = input.reshape(-1, input.shape[-1])
+    x = input if input.dim() == 2 else input.reshape(-1, input.shape[-1])
     if needs_autograd(input, weight, bias):
         out = linear_op(x, weight, bias)
     else:
         out = _linear(x, weight, bias)
-    return out.view(*input.shape[:-1], weight.shape[0])
+    return out if x is input else out.view(*input.shape[:-1], weight.shape[0])
 
 
 def explain_matmul(input, other):

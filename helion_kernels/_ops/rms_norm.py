@@ -13,7 +13,7 @@ SHAPE_KEYS = ("M", "N")
 
 
 def _call(op: str, x: Tensor) -> KernelCall:
-    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, (x.shape[0], x.shape[1]))
+    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, tuple(x.shape))
 
 
 def _torch_fwd(x: Tensor, weight: Tensor | None, eps: float):
@@ -44,15 +44,15 @@ def _torch_noweight_bwd(grad_out: Tensor, x: Tensor, inv_rms: Tensor) -> Tensor:
 
 def _forward(x: Tensor, weight: Tensor | None, eps: float):
     if weight is None:
-        return launch(_call("rms_norm_noweight_fwd", x), (x, eps), _torch_noweight_fwd)
-    return launch(_call("rms_norm_fwd", x), (x, weight, eps), _torch_fwd)
+        return launch("rms_norm_noweight_fwd", SHAPE_KEYS, x.shape, x, (x, eps), _torch_noweight_fwd)
+    return launch("rms_norm_fwd", SHAPE_KEYS, x.shape, x, (x, weight, eps), _torch_fwd)
 
 
 def _backward(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor):
     if weight is None:
-        dx = launch(_call("rms_norm_noweight_bwd", x), (grad_out, x, inv_rms), _torch_noweight_bwd)
+        dx = launch("rms_norm_noweight_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, inv_rms), _torch_noweight_bwd)
         return dx, x.new_empty(0, dtype=torch.float32)
-    return launch(_call("rms_norm_bwd", x), (grad_out, x, weight, inv_rms), _torch_bwd)
+    return launch("rms_norm_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, weight, inv_rms), _torch_bwd)
 
 
 @torch.library.custom_op("helion_kernels::rms_norm_fwd", mutates_args=())
@@ -100,6 +100,8 @@ rms_norm_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
 def _normalized_dims(normalized_shape) -> tuple | None:
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
+    if isinstance(normalized_shape, torch.Size):
+        return normalized_shape
     try:
         return tuple(int(n) for n in normalized_shape)
     except TypeError:
@@ -111,18 +113,23 @@ def fallback_reason(input, normalized_shape, weight) -> str | None:
     if not isinstance(input, Tensor) or (weight is not None and not isinstance(weight, Tensor)):
         return "arguments are not tensors (PyTorch reports the error)"
     dims = _normalized_dims(normalized_shape)
-    if not dims or tuple(input.shape[input.dim() - len(dims):]) != dims or input.dim() < len(dims):
+    shape = input.shape
+    if not dims or len(dims) > len(shape) or shape[len(shape) - len(dims):] != dims:
         return "normalized_shape does not match the input's trailing dims (PyTorch reports the error)"
-    if weight is not None and tuple(weight.shape) != dims:
-        return "weight shape differs from normalized_shape (PyTorch reports the error)"
-    if weight is not None and (weight.dtype != input.dtype or weight.device != input.device):
-        return "weight dtype or device differs from the input's"
+    if weight is not None:
+        if weight.shape != dims:
+            return "weight shape differs from normalized_shape (PyTorch reports the error)"
+        if weight.dtype != input.dtype or weight.device != input.device:
+            return "weight dtype or device differs from the input's"
     if input.numel() == 0:
         return "empty tensor"
     return dtype_reason(input.dtype) or device_reason(input.device)
 
 
 def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):
+    """2-D rows view of the input and a 1-D weight (no copy for a 2-D input)."""
+    if input.dim() == 2 and (isinstance(normalized_shape, int) or len(normalized_shape) == 1):
+        return input, weight
     n = math.prod(_normalized_dims(normalized_shape))
     return input.reshape(-1, n), (weight.reshape(n) if weight is not None else None)
 
@@ -133,19 +140,20 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     if fallback_reason(input, normalized_shape, weight) is not None:
         return ORIGINAL["rms_norm"](input, normalized_shape, weight, eps)
     x, w = _as_rows(input, normalized_shape, weight)
-    eps = torch.finfo(input.dtype).eps if eps is None else eps
+    if eps is None:
+        eps = torch.finfo(input.dtype).eps
     if needs_autograd(input, weight):
         out = rms_norm_fwd(x, w, eps)[0]
     else:
         out = _forward(x, w, eps)[0]
-    return out.view(input.shape)
+    return out if x is input else out.view(input.shape)
 
 
 def rmsnorm(x: Tensor, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """RMSNorm over the last dimension of `x` (rms_norm with normalized_shape = x.shape[-1:])."""
     if not isinstance(x, Tensor) or x.dim() == 0:
         return ORIGINAL["rms_norm"](x, list(getattr(x, "shape", ()))[-1:], weight, eps)
-    return rms_norm(x, (x.shape[-1],), weight, eps)
+    return rms_norm(x, x.shape[-1:], weight, eps)
 
 
 def explain_rms_norm(input, normalized_shape, weight=None, eps=None):

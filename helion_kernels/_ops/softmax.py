@@ -11,7 +11,7 @@ SHAPE_KEYS = ("M", "N")
 
 
 def _call(op: str, x: Tensor) -> KernelCall:
-    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, (x.shape[0], x.shape[1]))
+    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, tuple(x.shape))
 
 
 def _torch_fwd(x: Tensor, out_dtype: torch.dtype) -> Tensor:
@@ -25,7 +25,7 @@ def _torch_bwd(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tenso
 
 
 def _forward(x: Tensor) -> Tensor:
-    return launch(_call("softmax_fwd", x), (x, x.dtype), _torch_fwd)
+    return launch("softmax_fwd", SHAPE_KEYS, x.shape, x, (x, x.dtype), _torch_fwd)
 
 
 @torch.library.custom_op("helion_kernels::softmax_fwd", mutates_args=())
@@ -47,7 +47,7 @@ def softmax_bwd(grad_out: Tensor, y: Tensor) -> Tensor:
     args = (grad_out.contiguous(), y, y.dtype)
     if device_reason(y.device) is not None:
         return _torch_bwd(*args)
-    return launch(_call("softmax_bwd", y), args, _torch_bwd)
+    return launch("softmax_bwd", SHAPE_KEYS, y.shape, y, args, _torch_bwd)
 
 
 @softmax_bwd.register_fake
@@ -82,10 +82,12 @@ def fallback_reason(input, dim, dtype) -> str | None:
     return dtype_reason(dtype or input.dtype) or device_reason(input.device)
 
 
-def _as_rows(input: Tensor, dim: int, dtype) -> Tensor:
+def _as_rows(input: Tensor, dim: int, dtype):
+    """(input cast to dtype with `dim` moved last, its 2-D rows); no copy for a 2-D last-dim call."""
     x = input if dtype is None else input.to(dtype)
-    x = x if dim in (-1, x.dim() - 1) else x.movedim(dim, -1)
-    return x, x.reshape(-1, x.shape[-1])
+    if dim not in (-1, x.dim() - 1):
+        x = x.movedim(dim, -1)
+    return x, (x if x.dim() == 2 else x.reshape(-1, x.shape[-1]))
 
 
 def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> Tensor:
@@ -94,7 +96,8 @@ def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> T
         return ORIGINAL["softmax"](input, dim, dtype=dtype)
     x, rows = _as_rows(input, dim, dtype)
     out = softmax_fwd(rows) if needs_autograd(input) else _forward(rows)
-    out = out.view(x.shape)
+    if rows is not x:
+        out = out.view(x.shape)
     if dim in (-1, input.dim() - 1):
         return out
     return out.movedim(-1, dim).contiguous()

@@ -161,3 +161,15 @@ def test_variant_id_is_canonical():
     assert a != variant_id("op", {"a": 4, "b": [1, 2]}, {"x": [1]})
     assert a != variant_id("op2", {"a": 3, "b": [1, 2]}, {"x": [1]})
     assert a != variant_id("op", {"a": 3, "b": [1, 2]}, {"x": [2]})
+
+
+def test_api_calls_resolve_once_per_exact_key(monkeypatch):
+    import helion_kernels as hk
+    from helion_kernels._dispatch import DISPATCHER
+
+    x = torch.randn(3, 40)
+    hk.softmax(x)
+    monkeypatch.setattr(DISPATCHER, "resolve", lambda *args: pytest.fail("decision was not cached"))
+    monkeypatch.setattr(DISPATCHER, "_tables_loader", lambda: pytest.fail("tables were read again"))
+    for _ in range(3):
+        hk.softmax(torch.randn(3, 40))
