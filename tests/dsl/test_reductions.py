@@ -36,7 +36,8 @@ def test_row_sum_keepdim(shape, device):
     x = randn(*shape, device=device)
     configs = check_kernel(row_sum_keepdim, (x,), lambda x: x.sum(-1, keepdim=True),
                            overrides=looped(shape[1]))
-    assert all(len(c["reduction_loops"]) == 1 for c in configs)
+    if shape[1] > 1:
+        assert all(len(c["reduction_loops"]) == 1 for c in configs)
 
 
 def test_row_sum_long_rows(device):
