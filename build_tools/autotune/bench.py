@@ -105,10 +105,17 @@ class EntryBench:
             results[i]["samples"] = rounds_samples
         return results
 
+    def _compiled_baseline(self):
+        """torch.compile of the baseline for this entry's shapes. Dynamo's in-memory caches are
+        cleared first: a long-lived worker would otherwise hit the recompile limit after a few
+        shapes and silently time eager code (Inductor's on-disk caches are kept)."""
+        torch._dynamo.reset()
+        return torch.compile(self.op.baseline, dynamic=False)
+
     def warm_baselines(self) -> None:
         """Compile the torch.compile peer once (fills Inductor's on-disk caches ahead of timing)."""
         if self.op.baseline is not None:
-            torch.compile(self.op.baseline, dynamic=False)(*self.args)
+            self._compiled_baseline()(*self.args)
             self.synchronize()
 
     def baselines(self) -> dict:
@@ -116,7 +123,7 @@ class EntryBench:
         baseline = self.op.baseline
         if baseline is None:
             return {"eager": None, "compile": None}
-        peers = {"eager": baseline, "compile": torch.compile(baseline, dynamic=False)}
+        peers = {"eager": baseline, "compile": self._compiled_baseline()}
         result = {}
         for name, fn in peers.items():
             args = self.args

@@ -14,6 +14,8 @@ from typing import Callable, Protocol, Sequence
 class Timer(Protocol):
     def samples(self, fn: Callable[[], object], repeats: int) -> list[float]: ...
 
+    def repeats_for(self, fn: Callable[[], object]) -> int: ...
+
 
 class CudaEventTimer:
     """Median-ready samples: warm-up calls, L2 flushed before every timed call, CUDA events."""

@@ -1,0 +1,61 @@
+"""EntryBench in-process on a fake op: accuracy gate, failures, re-benchmark and peers."""
+import math
+
+import torch
+from autotune_fakes import VIRTUAL_CLOCK, FakeConfigSpec, VirtualTimer, bowl_cost, make_fake_op
+
+from build_tools.autotune.bench import EntryBench
+
+
+def config(warps=4, stages=2, indexing="pointer"):
+    return {"block_sizes": [64, 32], "num_warps": warps, "num_stages": stages, "indexing": indexing}
+
+
+def hazard(cfg):
+    return {8: "wrong", 1: "raise", 2: "compile_error"}.get(cfg["num_warps"])
+
+
+def peer(x):
+    VIRTUAL_CLOCK["us"] += 50.0
+    return x * 2
+
+
+def bench(baseline=None):
+    op = make_fake_op("bench_op", hazard=hazard)
+    if baseline is not None:
+        import dataclasses
+
+        op = dataclasses.replace(op, baseline=baseline)
+    return EntryBench(op, torch.float32, {"N": 32}, "cpu", VirtualTimer())
+
+
+def test_measure_times_accurate_configs_and_rejects_the_rest():
+    b = bench()
+    good = b.measure(config())
+    assert good.error is None and good.us == bowl_cost(FakeConfigSpec(), FakeConfigSpec().normalize(config()))
+    wrong = b.measure(config(warps=8))
+    assert math.isinf(wrong.us) and wrong.error.startswith("wrong output")
+    assert "fake launch failure" in b.measure(config(warps=1)).error
+    assert "fake compile error" in b.measure(config(warps=2)).error
+
+
+def test_remeasure_interleaves_rounds_and_reports_failures():
+    b = bench()
+    results = b.remeasure([config(), config(warps=8), config(stages=3)], rounds=3, per_round=2)
+    assert [len(r["samples"]) for r in results] == [3, 0, 3]
+    assert all(len(s) == 2 for s in results[0]["samples"])
+    assert "elements off" in results[1]["error"]
+    assert results[2]["samples"][0][0] != results[0]["samples"][0][0]
+
+
+def test_baselines_time_eager_and_compiled_peers(monkeypatch):
+    compiled = []
+
+    def fake_compile(fn, dynamic):
+        compiled.append(dynamic)
+        return fn
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    assert bench(baseline=peer).baselines() == {"eager": 50.0, "compile": 50.0}
+    assert compiled == [False]
+    assert bench().baselines() == {"eager": None, "compile": None}
