@@ -4,11 +4,12 @@ Covers causal (torch's top-left aligned mask) and non-causal, query/key lengths 
 ways, grouped- and multi-query attention, a custom scale, head dims 64, 128 and one other, and a
 single-token case. Tolerances are the op's own (kernels_src.attention.tolerance): bf16 (1e-2, 2e-3),
 fp16 (2e-3, 5e-4) as (rtol, atol). Each case runs under the default and random configs.
+bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
 import pytest
 import torch
 
-from kernel_check import check_op
+from kernel_check import check_op, skip_interpreted_bf16_dot
 from kernels_src import attention
 
 
@@ -51,6 +52,7 @@ def _label(op, shape, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", range(len(CASES["cpu"])))
 def test_forward(device, dtype, case):
+    skip_interpreted_bf16_dot(device, dtype)
     shape = CASES[device][case]
     args = attention.make_fwd_inputs(shape, dtype, device, seed=case)
     check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(dtype),
@@ -60,6 +62,7 @@ def test_forward(device, dtype, case):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", range(len(CASES["cpu"])))
 def test_backward(device, dtype, case):
+    skip_interpreted_bf16_dot(device, dtype)
     shape = CASES[device][case]
     args = attention.make_bwd_inputs(shape, dtype, device, seed=200 + case)
     check_op(attention.attention_bwd, args, attention.reference_bwd(*args), attention.tolerance(dtype),
