@@ -46,6 +46,7 @@ class SearchSettings:
     generations: int = 3
     pattern_rounds: int = 2
     pattern_starts: int = 1
+    pattern_batch: int = 16
     max_evaluations: int = 48
     time_limit_s: float = 20.0
     seed: int = 0
@@ -184,8 +185,12 @@ def differential_evolution(
                 population[i], scores[i] = trial, score
 
 
-def pattern_search(ev: Evaluations, starts: Sequence[Point], rounds: int) -> None:
-    """Greedy moves to the best neighbour of each start; all starts' neighbours form one batch."""
+def pattern_search(
+    ev: Evaluations, starts: Sequence[Point], rounds: int, rng: random.Random, max_batch: int = 16
+) -> None:
+    """Greedy moves to the best neighbour of each start; all starts' neighbours form one batch,
+    of which at most `max_batch` unmeasured ones (a random choice) are measured per round. A start
+    stops when every neighbour is measured and none is better."""
     current = _distinct(starts)
     scores = ev.measure(current)
     active = [math.isfinite(s) for s in scores]
@@ -194,12 +199,17 @@ def pattern_search(ev: Evaluations, starts: Sequence[Point], rounds: int) -> Non
             return
         candidates = {i: ev.space.neighbours(p) for i, p in enumerate(current) if active[i]}
         batch = _distinct(p for ns in candidates.values() for p in ns)
+        fresh = [p for p in batch if not ev.known(p)]
+        if len(fresh) > max_batch:
+            chosen = set(rng.sample(fresh, max_batch))
+            batch = [p for p in batch if ev.known(p) or p in chosen]
         times = dict(zip(batch, ev.measure(batch)))
         for i, neighbours in candidates.items():
-            best = min(neighbours, key=lambda p: (times[p], p), default=None)
+            measured = [p for p in neighbours if p in times]
+            best = min(measured, key=lambda p: (times[p], p), default=None)
             if best is not None and times[best] < scores[i]:
                 current[i], scores[i] = best, times[best]
-            else:
+            elif all(ev.known(p) for p in neighbours):
                 active[i] = False
 
 
@@ -244,7 +254,7 @@ def run_search(
         population = initial_population(space, seed_points, settings.population, rng)
         differential_evolution(ev, rng, population, settings.generations)
         leaders = [ev.point_of(t) for t in ev.ranked()[: settings.pattern_starts]]
-        pattern_search(ev, leaders, settings.pattern_rounds)
+        pattern_search(ev, leaders, settings.pattern_rounds, rng, settings.pattern_batch)
     else:
         raise ValueError(f"unknown search strategy {settings.strategy!r}")
     failed = [t for t in ev.trials.values() if not math.isfinite(t.us)]

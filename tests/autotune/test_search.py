@@ -99,3 +99,10 @@ def test_evolution_beats_random_at_equal_budget_on_average():
         de.append(search(SearchSettings(seed=seed, max_evaluations=40))[2].ranked[0].us)
         rnd.append(search(SearchSettings(strategy="random", seed=seed, max_evaluations=40))[2].ranked[0].us)
     assert sum(de) < sum(rnd)
+
+
+def test_pattern_search_batches_are_capped_but_still_converge():
+    settings = SearchSettings(population=4, generations=0, pattern_rounds=40, pattern_batch=3, max_evaluations=400)
+    space, objective, result = search(settings)
+    assert all(len(b) <= 4 for b in objective.batches[1:])
+    assert result.ranked[0].us == brute_force_best(space, objective)
