@@ -2,8 +2,9 @@
 
 Covers causal (torch's top-left aligned mask) and non-causal, query/key lengths that differ both
 ways, grouped- and multi-query attention, a custom scale, head dims 64, 128 and one other, and a
-single-token case. Tolerances are the op's own (kernels_src.attention.tolerance): bf16 (1e-2, 2e-3),
-fp16 (2e-3, 5e-4) as (rtol, atol). Each case runs under the default and random configs.
+single-token case. Tolerances are the ops' own (kernels_src.attention.tolerance / tolerance_bwd):
+forward bf16 (1e-2, 2e-3), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 1e-2), fp16 (2e-3, 2e-3) as
+(rtol, atol). Each case runs under the default and random configs.
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
 import pytest
@@ -65,7 +66,7 @@ def test_backward(device, dtype, case):
     skip_interpreted_bf16_dot(device, dtype)
     shape = CASES[device][case]
     args = attention.make_bwd_inputs(shape, dtype, device, seed=200 + case)
-    check_op(attention.attention_bwd, args, attention.reference_bwd(*args), attention.tolerance(dtype),
+    check_op(attention.attention_bwd, args, attention.reference_bwd(*args), attention.tolerance_bwd(dtype),
              _label("attention_bwd", shape, dtype), output_dtypes=(dtype, dtype, dtype))
 
 
