@@ -42,7 +42,7 @@ def _out_of_memory(error) -> bool:
 class PoolObjective:
     """Search objective: parallel warm-up compile, then accuracy check and timing one by one."""
 
-    def __init__(self, pool, bench, limits: Limits, on_outcome: Callable[[Outcome], None] = lambda o: None):
+    def __init__(self, pool, bench, limits: Limits, on_outcome: Callable[[object, Outcome], None] = lambda c, o: None):
         self.pool = pool
         self.bench = bench
         self.limits = limits
@@ -70,7 +70,7 @@ class PoolObjective:
             else:
                 lines = str(value).strip().splitlines() or ["?"]
                 outcomes[index] = Outcome(math.inf, f"compile: {lines[-1]}")
-            self.on_outcome(outcomes[index])
+            self.on_outcome(configs[index], outcomes[index])
         return outcomes
 
 

@@ -7,6 +7,8 @@ import math
 import sys
 from pathlib import Path
 
+from helion_kernels._variant import canonical_json
+
 LOGGER_NAME = "build_tools.autotune"
 
 
@@ -67,11 +69,14 @@ class RunProgress:
         self.log.info("[%d/%d] %s", index, self.total, label)
         self._refresh()
 
-    def candidate(self, outcome) -> None:
+    def candidate(self, config, outcome) -> None:
         self.tried += 1
         self.best = min(self.best, outcome.us)
+        config_text = canonical_json(config)
         if outcome.error:
-            self.log.debug("  candidate failed: %s", outcome.error)
+            self.log.debug("  candidate failed: %s | %s", outcome.error, config_text)
+        else:
+            self.log.debug("  candidate %s (best %s) | %s", _fmt_us(outcome.us), _fmt_us(self.best), config_text)
         self._refresh()
 
     def _refresh(self) -> None:
