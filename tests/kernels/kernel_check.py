@@ -30,27 +30,33 @@ def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str
     return configs + list(extra)
 
 
-def looped_reduction(bound) -> tuple[str, object]:
-    """("looped reduction", the default config with every `reduction_loops` entry set to a chunk a
-    quarter of the largest offered (choices reach the row length), so rows take several chunks)."""
-    spec = bound.config_spec
-    values = spec.flatten(spec.default_config())
-    looped = False
-    for position, knob in enumerate(spec.knobs()):
-        chunks = sorted(choice for choice in knob.choices if choice is not None) if knob.name == "reduction_loops" else []
-        if chunks:
-            values[position] = chunks[max(len(chunks) - 3, 0)]
-            looped = True
-    assert looped, "the kernel exposes no looped reduction_loops choice"
-    return "looped reduction", spec.normalize(spec.unflatten(values))
+def a_few_chunks(knob):
+    """A block/chunk choice about a quarter of the largest offered (choices reach the dimension's
+    size), so loops over that dimension take a few iterations, not one and not thousands."""
+    chunks = sorted(choice for choice in knob.choices if choice is not None)
+    return chunks[max(len(chunks) - 3, 0)] if chunks else None
 
 
-def with_values(**values):
-    """A config maker: the default config with the given fields (e.g. a tunable) replaced."""
+def config_with(label: str, overrides: dict):
+    """A config maker: the default config with knobs replaced. `overrides` maps (knob name, index)
+    to a value, or to a callable knob -> value (index None: scalar fields, or every index)."""
     def make(bound) -> tuple[str, object]:
         spec = bound.config_spec
-        return f"default with {values}", spec.normalize(spec.default_config().merged(**values))
+        values = spec.flatten(spec.default_config())
+        applied = set()
+        for position, knob in enumerate(spec.knobs()):
+            for (name, index), value in overrides.items():
+                if knob.name == name and index in (None, knob.index):
+                    chosen = value(knob) if callable(value) else value
+                    if chosen is not None:
+                        values[position] = chosen
+                        applied.add((name, index))
+        assert applied == set(overrides), f"knobs not offered by the kernel: {set(overrides) - applied}"
+        return label, spec.normalize(spec.unflatten(values))
     return make
+
+
+looped_reduction = config_with("looped reduction", {("reduction_loops", None): a_few_chunks})
 
 
 def _poison(tensor: torch.Tensor) -> torch.Tensor:

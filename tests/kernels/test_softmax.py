@@ -8,7 +8,7 @@ online-softmax structure, long rows also with a looped reduction.
 import pytest
 import torch
 
-from kernel_check import check_op, looped_reduction, with_values
+from kernel_check import a_few_chunks, check_op, config_with, looped_reduction
 from kernels_src import softmax
 
 SHAPES = {
@@ -16,7 +16,8 @@ SHAPES = {
     "cuda": [(1, 32000), (4097, 4096), (1000, 8192), (7, 50257)],
 }
 LONG_ROW_SHAPES = {"cpu": [(3, 5000)], "cuda": [(64, 131072), (8, 262144), (3, 300001)]}
-ONLINE = with_values(online_softmax=True)
+# The online structure with its column block (the first registered block size) a few chunks wide.
+ONLINE = config_with("online softmax", {("online_softmax", None): True, ("block_sizes", 0): a_few_chunks})
 DTYPE_PAIRS = [  # (input dtype, output dtype)
     (torch.float32, torch.float32),
     (torch.bfloat16, torch.bfloat16),
