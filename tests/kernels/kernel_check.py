@@ -39,7 +39,8 @@ def a_few_chunks(knob):
 
 def config_with(label: str, overrides: dict):
     """A config maker: the default config with knobs replaced. `overrides` maps (knob name, index)
-    to a value, or to a callable knob -> value (index None: scalar fields, or every index)."""
+    to a value, or to a callable knob -> value or None (None keeps the default; index None: scalar
+    fields, or every index)."""
     def make(bound) -> tuple[str, object]:
         spec = bound.config_spec
         values = spec.flatten(spec.default_config())
@@ -48,9 +49,8 @@ def config_with(label: str, overrides: dict):
             for (name, index), value in overrides.items():
                 if knob.name == name and index in (None, knob.index):
                     chosen = value(knob) if callable(value) else value
-                    if chosen is not None:
-                        values[position] = chosen
-                        applied.add((name, index))
+                    values[position] = values[position] if chosen is None else chosen
+                    applied.add((name, index))
         assert applied == set(overrides), f"knobs not offered by the kernel: {set(overrides) - applied}"
         return label, spec.normalize(spec.unflatten(values))
     return make
