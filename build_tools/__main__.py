@@ -1,6 +1,7 @@
 """Build-stage CLI: `python -m build_tools generate|default-table|tune|retune ...`."""
 from __future__ import annotations
 
+import os
 import sys
 
 USAGE = """usage: python -m build_tools COMMAND [ARGS]
@@ -21,6 +22,7 @@ def main(argv: list) -> int:
         from build_tools.generate import main as run
         return run(rest)
     if command == "default-table":
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # its kernel checks run on CPU; set before triton loads
         from build_tools.default_table import main as run
         return run(rest)
     if command in ("tune", "retune"):

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
+
+import torch
 
 from build_tools.generate import TABLE_DIR, op_families
 from helion_kernels._variant import to_plain, variant_id
@@ -126,18 +129,56 @@ def _entries_for(spec) -> list:
     return entries
 
 
+CHECK_SIZE = 37
+CHECK_SMALL = 3
+
+
+def _flat(value) -> list:
+    return [t for item in value for t in _flat(item)] if isinstance(value, (tuple, list)) else [value]
+
+
+def check_op(spec) -> str | None:
+    """Run the op once under the Triton interpreter (float32, else float16) at a small shape with its
+    default config and compare with its float64 reference; the failure text, or None when it agrees."""
+    dtype = torch.float32 if torch.float32 in spec.dtypes else torch.float16
+    sizes = {k: v for k, v in spec.shapes[0].items()
+             if k not in spec.exact_keys and isinstance(v, int) and not isinstance(v, bool)}
+    largest = sorted(sizes, key=lambda k: (sizes[k], k))[-2:]
+    shape = {**spec.shapes[0], **{k: min(v, CHECK_SIZE if k in largest else CHECK_SMALL) for k, v in sizes.items()}}
+    args = spec.make_inputs(shape, dtype, "cpu", 1)
+    spec.kernel.reset()
+    bound = spec.kernel.bind(args)
+    outputs = _flat(bound.compile_config(bound.config_spec.default_config())(*args))
+    expected = _flat(spec.reference(*args))
+    rtol, atol = spec.tolerance(dtype)
+    for index, (got, want) in enumerate(zip(outputs, expected)):
+        try:
+            torch.testing.assert_close(got.double(), want.double(), rtol=rtol, atol=atol)
+        except AssertionError as error:
+            return f"output {index} differs from the reference at {shape}: {str(error).splitlines()[2:4]}"
+    return None
+
+
 def build_table() -> dict:
-    """The default table; ops the DSL cannot bind yet are listed under "unavailable" with the error."""
+    """The default table. Ops the DSL cannot bind, or whose default-config kernel disagrees with the
+    reference under the interpreter, are listed under "unavailable" (the runtime then runs PyTorch)."""
     from build_tools.dsl import exc
 
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("the default table checks kernels under the Triton interpreter: "
+                           "set TRITON_INTERPRET=1 before triton is imported")
     entries, unavailable = [], {}
     for specs in op_families().values():
         for spec in specs:
             try:
-                entries += _entries_for(spec)
+                problem = check_op(spec)
+                if problem is None:
+                    entries += _entries_for(spec)
             except exc.Base as error:
-                unavailable[spec.name] = f"{type(error).__name__}: {error}"
-                print(f"warning: {spec.name} left out of the default table: {error}", file=sys.stderr)
+                problem = f"{type(error).__name__}: {error}"
+            if problem is not None:
+                unavailable[spec.name] = problem
+                print(f"warning: {spec.name} left out of the default table: {problem}", file=sys.stderr)
     return {"schema": 1, "arch": "default", "device_name": None,
             "generated_by": "python -m build_tools default-table (rules: build_tools/default_table.py)",
             "unavailable": unavailable, "entries": entries}
