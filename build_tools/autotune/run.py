@@ -72,6 +72,12 @@ def release_inputs(kernel, device: str) -> None:
         torch.cuda.empty_cache()
 
 
+def one_line(text: str) -> str:
+    """The last non-empty line of a message (a worker's traceback ends with the error itself)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else text
+
+
 def table_entry(record: dict) -> dict:
     return {k: record[k] for k in TABLE_FIELDS}
 
@@ -213,10 +219,11 @@ class Tuner:
                                   record["us"], record["baseline_us"].get("eager"),
                                   record["baseline_us"].get("compile"), t["tried"], t["failed"], t["seconds"])
                 except Exception as error:  # one entry's failure never stops the run
-                    self.log.error("  failed: %s: %s", type(error).__name__, error)
-                    self.log.debug(traceback.format_exc())
-                    self.state.mark_failed(entry.key, f"{type(error).__name__}: {error}")
-                    summary.failed[entry.key] = f"{type(error).__name__}: {error}"
+                    reason = f"{type(error).__name__}: {one_line(str(error))}"
+                    self.log.error("  failed: %s", reason)
+                    self.log.debug("%s\n%s", error, traceback.format_exc())
+                    self.state.mark_failed(entry.key, reason)
+                    summary.failed[entry.key] = reason
                 entry_times.append(self.clock() - entry_started)
                 self.write_table()
                 self.progress.finish_entry()

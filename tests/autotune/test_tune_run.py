@@ -151,3 +151,10 @@ def test_target_total_is_spread_over_the_entries(tmp_path):
     search = [r["tuning"]["seconds"] - r["tuning"]["overhead"] for r in summary.records.values()]
     assert all(s <= 60 / 3 + 5 for s in search)  # a batch started before the limit may finish after it
     assert sum(r["tuning"]["seconds"] for r in summary.records.values()) <= 60 + 15
+
+
+def test_failure_reasons_are_one_line():
+    from build_tools.autotune.run import one_line
+
+    traceback_text = 'setup failed: Traceback (most recent call last):\n  File "x.py"\nRuntimeError: N=13\n'
+    assert one_line(traceback_text) == "RuntimeError: N=13"
