@@ -83,3 +83,28 @@ def test_cli_dispatch(capsys):
 
     assert main(["--help"]) == 0 and "generate" in capsys.readouterr().out
     assert main(["no-such-command"]) == 2
+
+
+def test_tuned_entry_config_survives_binding_on_small_shapes(tmp_path):
+    """A config legal only at the entry's real size (a 8192-element reduction loop) is generated as
+    tuned, not clamped to what a small binding would allow."""
+    import torch
+
+    from helion_kernels._variant import to_plain, variant_id
+
+    spec = next(s for s in generate.op_families()["softmax"] if s.name == "softmax_bwd")
+    shape = {"M": 4, "N": 65536}
+    spec.kernel.reset()
+    bound = spec.kernel.bind(spec.make_inputs(shape, torch.float32, "cpu", 0))
+    default = to_plain(bound.config_spec.default_config())
+    config = to_plain(bound.config_spec.normalize(
+        {**default, "reduction_loops": [8192] * len(default["reduction_loops"])}))
+    specialization = to_plain(bound.specialization_key())
+    vid = variant_id(spec.name, config, specialization)
+    (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [
+        {"op": spec.name, "dtype": "float32", "shape": shape, "specialization": specialization,
+         "config": config, "variant": vid}]}))
+    variants = generate.collect_variants(generate.op_families(), generate.table_entries(tmp_path))
+    text = generate.render_family("softmax", generate.op_families()["softmax"], variants["softmax"])
+    launcher = text[text.index(f"def softmax_bwd__{vid}"):]
+    assert "8192" in launcher.split("\n\n")[0]
