@@ -81,7 +81,7 @@ def test_only_the_imports_differ_from_helion():
     assert mentions == ["import build_tools.dsl as helion", "import build_tools.dsl.language as hl"]
 
 
-@pytest.mark.parametrize("shapes", [((1,), (1,)), ((10, 33), (10, 33)), ((5, 20), (20,))])
+@pytest.mark.parametrize("shapes", [((1,), (1,)), ((6, 21), (6, 21)), ((5, 20), (20,))])
 def test_add(shapes, device):
     x, y = randn(*shapes[0], device=device), randn(*shapes[1], device=device)
     check_kernel(add, (x, y), lambda x, y: x + y)
@@ -105,7 +105,7 @@ def test_softmax(kernel, shape, device):
                                rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("index_shape,vocab,dim", [((1,), 1, 1), ((3, 7), 20, 33)])
+@pytest.mark.parametrize("index_shape,vocab,dim", [((1,), 1, 1), ((2, 5), 20, 17)])
 def test_embedding(index_shape, vocab, dim, device):
     idx = torch.randint(0, vocab, index_shape).to(device)
     weight = randn(vocab, dim, device=device)

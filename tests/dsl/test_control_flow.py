@@ -34,7 +34,7 @@ def _activation_reference(x, kind, add_one):
 @pytest.mark.parametrize("kind", ["relu", "tanh", "silu"])
 @pytest.mark.parametrize("add_one", [False, True])
 def test_constexpr_if(kind, add_one, device):
-    x = randn(5, 37, device=device)
+    x = randn(5, 17, device=device)
     check_kernel(activation, (x, kind, add_one), _activation_reference)
 
 
@@ -128,7 +128,7 @@ def row_mean_and_variance(x: torch.Tensor):
     return means, variances
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (9, 130)])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 130)])
 def test_several_loop_carried_values(shape, device):
     x = randn(*shape, device=device)
     check_kernel(row_mean_and_variance, (x,), lambda x: (x.mean(1), x.var(1, unbiased=False)),

@@ -85,7 +85,7 @@ def outer_product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("m,n", [(1, 1), (17, 40)])
+@pytest.mark.parametrize("m,n", [(1, 1), (9, 20)])
 def test_none_indices(m, n, device):
     a, b = randn(m, device=device), randn(n, device=device)
     check_kernel(outer_product, (a, b), lambda a, b: a[:, None] * b[None, :])
@@ -101,7 +101,7 @@ def embedding(idx: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("n,vocab,e", [(1, 1, 1), (30, 50, 24), (5, 3, 65)])
+@pytest.mark.parametrize("n,vocab,e", [(1, 1, 1), (10, 50, 12), (3, 3, 40)])
 def test_gather_embedding(n, vocab, e, device):
     idx, w = randint(0, vocab, n, device=device), randn(vocab, e, device=device)
     check_kernel(embedding, (idx, w), lambda idx, w: w[idx])
@@ -150,7 +150,7 @@ def store_positive_doubled(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (9, 45)])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 20)])
 def test_store_extra_mask(shape, device):
     x, out = randn(*shape, device=device), randn(*shape, device=device)
     check_kernel(store_positive_doubled, (x, out), lambda x, out: torch.where(x > 0, x * 2.0, out))
@@ -176,7 +176,7 @@ def scatter_add(x: torch.Tensor, idx: torch.Tensor, out: torch.Tensor) -> torch.
     return out
 
 
-@pytest.mark.parametrize("n,bins", [(1, 1), (200, 9), (37, 64)])
+@pytest.mark.parametrize("n,bins", [(1, 1), (100, 9), (37, 64)])
 def test_atomic_add_scatter(n, bins, device):
     x, idx = randn(n, device=device), randint(0, bins, n, device=device)
     out = randn(bins, device=device)
@@ -193,7 +193,7 @@ def index_add_rows(x: torch.Tensor, idx: torch.Tensor, rows: int) -> torch.Tenso
     return out
 
 
-@pytest.mark.parametrize("n,d,rows", [(1, 1, 1), (40, 9, 5)])
+@pytest.mark.parametrize("n,d,rows", [(1, 1, 1), (20, 6, 5)])
 def test_atomic_add_2d_into_new_zeros(n, d, rows, device):
     x, idx = randn(n, d, device=device), randint(0, rows, n, device=device)
     check_kernel(index_add_rows, (x, idx, rows),
@@ -207,7 +207,7 @@ def accumulate_in_place(out: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (31, 17)])
+@pytest.mark.parametrize("shape", [(1, 1), (9, 17)])
 def test_augmented_store(shape, device):
     out, x = randn(*shape, device=device), randn(*shape, device=device)
     check_kernel(accumulate_in_place, (out, x), lambda out, x: out + x * 2.0)
@@ -238,6 +238,6 @@ def transpose_copy(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (1, 20), (19, 36)])
+@pytest.mark.parametrize("shape", [(1, 1), (1, 20), (9, 20)])
 def test_transposed_store(shape, device):
     check_kernel(transpose_copy, (randn(*shape, device=device),), lambda x: x.T.contiguous())

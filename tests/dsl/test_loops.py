@@ -18,7 +18,7 @@ def scale_2d(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (1, 130), (67, 3), (33, 65)])
+@pytest.mark.parametrize("shape", [(1, 1), (1, 130), (37, 3), (9, 17)])
 def test_tile_list_2d(shape, device):
     check_kernel(scale_2d, (randn(*shape, device=device),), lambda x: x * 2.0 - 1.0)
 
@@ -30,7 +30,7 @@ def tile_range(x: torch.Tensor, out: torch.Tensor, begin: int, end: int) -> torc
     return out
 
 
-@pytest.mark.parametrize("n,begin,end", [(50, 0, 50), (100, 7, 93), (64, 63, 64), (300, 129, 250)])
+@pytest.mark.parametrize("n,begin,end", [(50, 0, 50), (100, 7, 93), (64, 63, 64), (160, 29, 150)])
 def test_tile_begin_end(n, begin, end, device):
     x, out = randn(n, device=device), randn(n, device=device)
 
@@ -55,7 +55,7 @@ def shared_block_size(x: torch.Tensor, y: torch.Tensor):
     return out_x, out_y
 
 
-@pytest.mark.parametrize("n", [1, 100, 513])
+@pytest.mark.parametrize("n", [1, 100, 200])
 def test_register_block_size_shared_by_loops(n, device):
     x, y = randn(n, device=device), randn(n, device=device)
     configs = check_kernel(shared_block_size, (x, y), lambda x, y: (x + 1.0, y * x))
@@ -72,7 +72,7 @@ def tile_with_registered_last_dim(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 5, 70), (3, 17, 9)])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 3, 20), (2, 9, 5)])
 def test_tile_block_size_list_with_registered(shape, device):
     x = randn(*shape, device=device)
     configs = check_kernel(tile_with_registered_last_dim, (x,), lambda x: torch.sigmoid(x) * 3.0)
@@ -89,7 +89,7 @@ def grid_rows_tile_columns(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (4, 100), (13, 7)])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 50), (13, 7)])
 def test_grid_with_nested_tile(shape, device):
     x, bias = randn(*shape, device=device), randn(shape[1], device=device)
     configs = check_kernel(
@@ -127,7 +127,7 @@ def _outer_begin(n: int, outer_block: int) -> torch.Tensor:
     return (torch.arange(n) // outer_block * outer_block).double()
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 100), (5, 47)])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 50), (3, 23)])
 def test_device_loop_over_outer_range(shape, device):
     x = randn(*shape, device=device)
 
@@ -149,7 +149,7 @@ def grid_then_device_tiles(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 70)])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 40)])
 def test_grid_with_two_level_device_loops(shape, device):
     check_kernel(grid_then_device_tiles, (randn(*shape, device=device),), lambda x: x - 1.0)
 
@@ -166,7 +166,7 @@ def two_dependent_loops(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("n", [1, 37, 200])
+@pytest.mark.parametrize("n", [1, 37, 100])
 def test_top_level_loops_run_in_order(n, device):
     x = randn(n, device=device)
     check_kernel(two_dependent_loops, (x,), lambda x: 2.0 * x + 2.0 * x.flip(0))
@@ -229,7 +229,7 @@ def causal_mask(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (40, 40), (17, 70)])
+@pytest.mark.parametrize("shape", [(1, 1), (12, 12), (9, 20)])
 def test_tile_index_arithmetic(shape, device):
     x = randn(*shape, device=device)
     check_kernel(causal_mask, (x,),

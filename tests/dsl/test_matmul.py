@@ -93,7 +93,7 @@ def matmul_split_k(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("m,k,n", SHAPES + [(8, 300, 8)])
+@pytest.mark.parametrize("m,k,n", SHAPES + [(8, 150, 8)])
 def test_split_k_atomic(m, k, n, device):
     x, y = randn(m, k, device=device), randn(k, n, device=device)
     check_kernel(matmul_split_k, (x, y), lambda x, y: x @ y, **matmul_tolerance(device))

@@ -16,7 +16,7 @@ def add_any_rank(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1,), (37,), (1, 1), (5, 19), (3, 1, 17), (2, 3, 5, 7)])
+@pytest.mark.parametrize("shape", [(1,), (37,), (1, 1), (5, 19), (3, 1, 17), (2, 3, 2, 5)])
 def test_add_any_rank(shape, device):
     x, y = randn(*shape, device=device), randn(*shape, device=device)
     check_kernel(add_any_rank, (x, y), lambda x, y: x + y)
@@ -36,7 +36,7 @@ def transcendental(a: torch.Tensor, p: torch.Tensor):
     return e, e2, ln, lg2
 
 
-@pytest.mark.parametrize("n", [1, 77, 300])
+@pytest.mark.parametrize("n", [1, 77, 130])
 def test_transcendental(n, device):
     a, p = randn(n, device=device), rand_positive(n, device=device)
     check_kernel(transcendental, (a, p),
@@ -58,7 +58,7 @@ def roots_and_activations(a: torch.Tensor, p: torch.Tensor):
     return roots, acts
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (9, 33), (40, 5)])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 21), (20, 3)])
 def test_roots_and_activations(shape, device):
     a, p = randn(*shape, device=device), rand_positive(*shape, device=device)
     check_kernel(
@@ -90,7 +90,7 @@ def _binary_ops_reference(x, y, p):
     return arith, select, compared
 
 
-@pytest.mark.parametrize("shape", [(1,), (129,), (6, 50)])
+@pytest.mark.parametrize("shape", [(1,), (67,), (3, 30)])
 def test_binary_ops(shape, device):
     args = (randn(*shape, device=device), randn(*shape, device=device),
             rand_positive(*shape, device=device))
@@ -106,7 +106,7 @@ def axpby_shift(x: torch.Tensor, y: torch.Tensor, alpha: float, beta: float, shi
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 3), (11, 70)])
+@pytest.mark.parametrize("shape", [(1, 3), (5, 30)])
 def test_scalar_arguments(shape, device):
     x, y = randn(*shape, device=device), randn(*shape, device=device)
     alpha, beta, shift = float(torch.rand(()) * 3 - 1.5), float(torch.rand(()) + 0.1), 7
@@ -148,7 +148,7 @@ def value_constructors(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("n", [1, 45, 257])
+@pytest.mark.parametrize("n", [1, 45, 130])
 def test_value_constructors(n, device):
     x = randn(n, device=device)
     check_kernel(value_constructors, (x,), lambda x: x * 2.0 + 4.5)

@@ -42,7 +42,7 @@ def test_row_sum_keepdim(shape, device):
 
 def test_row_sum_long_rows(device):
     x = rand_positive(2, LONG_ROW, device=device)
-    check_kernel(row_sum_keepdim, (x,), lambda x: x.sum(-1, keepdim=True),
+    check_kernel(row_sum_keepdim, (x,), lambda x: x.sum(-1, keepdim=True), n_random=0,
                  overrides=PERSISTENT_AND_LOOPED, rtol=1e-4, atol=1e-2)
 
 
@@ -74,7 +74,7 @@ def test_row_statistics(shape, device):
 
 def test_row_statistics_long_rows(device):
     check_kernel(row_statistics, (randn(2, LONG_ROW, device=device),), _row_statistics_reference,
-                 n_random=1, overrides=PERSISTENT_AND_LOOPED, atol=1e-5)
+                 n_random=0, overrides=PERSISTENT_AND_LOOPED, atol=1e-5)
 
 
 @helion.kernel()
@@ -86,11 +86,17 @@ def softmax_rows(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (7, 33), (2, LONG_ROW)])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 33), (3, 1000)])
 def test_softmax(shape, device):
     x = randn(*shape, device=device) * 3.0
     check_kernel(softmax_rows, (x,), lambda x: torch.softmax(x, dim=1),
                  overrides=looped(shape[1]), rtol=1e-4, atol=1e-6)
+
+
+def test_softmax_long_rows(device):
+    x = randn(2, LONG_ROW, device=device) * 3.0
+    check_kernel(softmax_rows, (x,), lambda x: torch.softmax(x, dim=1), n_random=0,
+                 overrides=PERSISTENT_AND_LOOPED, rtol=1e-4, atol=1e-9)
 
 
 @helion.kernel()
@@ -120,11 +126,17 @@ def softmax_decomposed(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (5, 250), (2, LONG_ROW)])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 250)])
 def test_softmax_decomposed(shape, device):
     x = randn(*shape, device=device)
     check_kernel(softmax_decomposed, (x,), lambda x: torch.softmax(x, dim=1),
                  overrides=looped(shape[1]), rtol=1e-4, atol=1e-6)
+
+
+def test_softmax_decomposed_long_rows(device):
+    x = randn(2, LONG_ROW, device=device)
+    check_kernel(softmax_decomposed, (x,), lambda x: torch.softmax(x, dim=1), n_random=0,
+                 overrides=PERSISTENT_AND_LOOPED, rtol=1e-4, atol=1e-9)
 
 
 @helion.kernel()
@@ -182,7 +194,7 @@ def row_sum_tiled(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (13, 77), (2, 5000)])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 40), (2, 1100)])
 def test_reduction_over_tiled_dim(shape, device):
     check_kernel(row_sum_tiled, (randn(*shape, device=device),), lambda x: x.sum(1), atol=1e-3)
 
@@ -199,7 +211,7 @@ def column_sum_tiled(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (45, 19)])
+@pytest.mark.parametrize("shape", [(1, 1), (30, 9)])
 def test_reduction_over_tiled_dim_zero(shape, device):
     check_kernel(column_sum_tiled, (randn(*shape, device=device),), lambda x: x.sum(0))
 
@@ -279,7 +291,7 @@ def online_softmax(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (6, 130), (2, 3000)])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 130), (2, 700)])
 def test_online_softmax_tuple_carry(shape, device):
     x = randn(*shape, device=device) * 3.0
     check_kernel(online_softmax, (x,), lambda x: torch.softmax(x, dim=1), atol=1e-6)
