@@ -227,3 +227,34 @@ def test_register_tunable_explicit_values(device):
         result = bound.compile_config(config)(x.clone())
         torch.testing.assert_close(result.double().cpu(), torch.exp(x.double().cpu()) * factor,
                                    rtol=1e-4, atol=1e-4)
+
+
+@helion.kernel()
+def tunable_values(x: torch.Tensor) -> torch.Tensor:
+    scale = hl.register_tunable("scale", helion.PowerOfTwoFragment(1, 8))
+    offset = hl.register_tunable("offset", helion.IntegerFragment(0, 3))
+    squash = hl.register_tunable("squash", helion.EnumFragment(("tanh", "sigmoid")))
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        values = x[tile] * scale + offset
+        if squash == "tanh":
+            values = torch.tanh(values)
+        else:
+            values = torch.sigmoid(values)
+        out[tile] = values
+    return out
+
+
+def _tunable_values_reference(x, config):
+    values = x * config["scale"] + config["offset"]
+    return torch.tanh(values) if config["squash"] == "tanh" else torch.sigmoid(values)
+
+
+@pytest.mark.parametrize("n", [1, 90])
+def test_register_tunable_values_in_device_code(n, device):
+    x = randn(n, device=device)
+    configs = check_kernel(tunable_values, (x,), _tunable_values_reference,
+                           reference_takes_config=True, n_random=6,
+                           overrides=[{"scale": 8, "offset": 3, "squash": "sigmoid"}])
+    assert {c["squash"] for c in configs} <= {"tanh", "sigmoid"}
+    assert all(c["scale"] in (1, 2, 4, 8) and 0 <= c["offset"] <= 3 for c in configs)
