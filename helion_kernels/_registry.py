@@ -13,7 +13,6 @@ class VariantRegistry:
         self._package = package
         self._launchers = None
         self._op_info = {}
-        self._families = {}
 
     def _load(self):
         launchers = {}
@@ -26,7 +25,6 @@ class VariantRegistry:
             module = importlib.import_module(f"{self._package}.{module_info.name}")
             for op, variants in getattr(module, "VARIANTS", {}).items():
                 launchers.setdefault(op, {}).update(variants)
-                self._families[op] = module_info.name
             self._op_info.update(getattr(module, "OP_INFO", {}))
         self._launchers = launchers
 
@@ -39,11 +37,6 @@ class VariantRegistry:
         if self._launchers is None:
             self._load()
         return self._op_info.get(op, {})
-
-    def family(self, op: str):
-        if self._launchers is None:
-            self._load()
-        return self._families.get(op)
 
     def ops(self) -> list:
         if self._launchers is None:

@@ -34,7 +34,6 @@ class Table:
     path: Path
     arch: str
     device_name: str | None
-    meta: dict
     entries: dict = field(default_factory=dict)
 
     def candidates(self, op: str, dtype: str) -> list:
@@ -65,8 +64,7 @@ def load_table(path: Path) -> Table:
     """Parse one table file; raises ValueError naming the file when it is malformed."""
     try:
         raw = json.loads(path.read_text())
-        table = Table(path, raw["arch"], raw.get("device_name"),
-                      {k: v for k, v in raw.items() if k != "entries"})
+        table = Table(path, raw["arch"], raw.get("device_name"))
         for item in raw.get("entries", []):
             entry = _entry(item)
             table.entries.setdefault((entry.op, entry.dtype), []).append(entry)
