@@ -64,8 +64,9 @@ class ConfigSpec:
             if ndims > 1:
                 knobs.append(Knob("loop_orders", i, tuple(tuple(p) for p in itertools.permutations(range(ndims)))))
                 knobs.append(Knob("l2_groupings", i, (1, 2, 4, 8, 16, 32, 64)))
-        for i, (_, has_dot) in enumerate(f.device_loops):
+        for i in range(f.flatten_count):
             knobs.append(Knob("flatten_loops", i, (False, True)))
+        for i, (_, has_dot) in enumerate(f.device_loops):
             knobs.append(Knob("range_unroll_factors", i, (0, 1, 2, 4)))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
             knobs.append(Knob("range_warp_specializes", i, (None, False, True) if has_dot else (None,)))
@@ -121,13 +122,11 @@ class ConfigSpec:
             "reduction_loops": reductions,
             "loop_orders": [list(range(n)) for n in f.top_loops if n > 1],
             "l2_groupings": [1 for n in f.top_loops if n > 1],
-            "flatten_loops": [False] * len(f.device_loops),
+            "flatten_loops": [False] * f.flatten_count,
             "range_unroll_factors": [0] * len(f.device_loops),
             "range_num_stages": [0] * len(f.device_loops),
             "range_warp_specializes": [None] * len(f.device_loops),
-            "num_warps": 8 if biggest >= 4096 else 4,
-            "num_stages": 3 if has_dot else 2,
-            "pid_type": "flat",
+            **self._scalar_defaults(),
             "indexing": ["pointer"] * (f.loads + f.stores),
             "load_eviction_policies": [""] * f.loads,
         }
@@ -150,6 +149,7 @@ class ConfigSpec:
         if unknown:
             raise exc.InvalidConfig(f"unknown config field(s) {unknown}")
         fields = config.to_dict()
+        self._check_lengths(fields)
         blocks = list(fields.get("block_sizes") or [])
         defaults = None
         for i in range(len(self.found.blocks)):
@@ -176,19 +176,29 @@ class ConfigSpec:
         orders = list(fields.get("loop_orders") or [])
         orders += [list(range(n)) for n in multi_dims[len(orders) :]]
         fields["loop_orders"] = [list(o) for o in orders[:n_multi]]
+        for order, ndims in zip(fields["loop_orders"], multi_dims):
+            if sorted(order) != list(range(ndims)):
+                raise exc.InvalidConfig(f"loop order {order} is not a permutation of range({ndims})")
         groups = fields.get("l2_groupings") or []
         groups = list(groups) + [1] * (n_multi - len(groups))
         fields["l2_groupings"] = [int(g) for g in groups[:n_multi]]
         n_loops = len(self.found.device_loops)
-        for name, default in (("flatten_loops", False), ("range_unroll_factors", 0), ("range_num_stages", 0), ("range_warp_specializes", None)):
+        flat = list(fields.get("flatten_loops") or [])
+        fields["flatten_loops"] = [bool(v) for v in (flat + [False] * (self.found.flatten_count - len(flat)))[: self.found.flatten_count]]
+        for name, default in (("range_unroll_factors", 0), ("range_num_stages", 0), ("range_warp_specializes", None)):
             values = list(fields.get(name) or [])
             values += [default] * (n_loops - len(values))
             fields[name] = values[:n_loops]
         for i, (_, has_dot) in enumerate(self.found.device_loops):
             if not has_dot:
                 fields["range_warp_specializes"][i] = None
-        fields.setdefault("num_warps", 4)
-        fields.setdefault("num_stages", 2)
+        for name, value in self._scalar_defaults().items():
+            fields.setdefault(name, value)
+        warps = fields["num_warps"]
+        if not isinstance(warps, int) or warps < 1 or warps > 32 or warps & (warps - 1):
+            raise exc.InvalidConfig(f"num_warps={warps!r} must be a power of two between 1 and 32")
+        if not isinstance(fields["num_stages"], int) or fields["num_stages"] < 1:
+            raise exc.InvalidConfig(f"num_stages={fields['num_stages']!r} must be a positive integer")
         fields.setdefault("pid_type", "flat")
         if fields["pid_type"] not in PID_TYPES:
             raise exc.InvalidConfig(f"pid_type {fields['pid_type']!r} is not one of {PID_TYPES}")
@@ -212,6 +222,27 @@ class ConfigSpec:
             elif fields[name] not in fragment.choices():
                 raise exc.InvalidConfig(f"tunable {name}={fields[name]!r} is not one of {fragment.choices()}")
         return Config(fields)
+
+    def _scalar_defaults(self) -> dict:
+        f = self.found
+        has_dot = any(b.in_dot for b in f.blocks)
+        biggest = max([triton.next_power_of_2(s) for s in f.rdims if s <= 8192] + [1])
+        return {"num_warps": 8 if biggest >= 4096 else 4, "num_stages": 3 if has_dot else 2, "pid_type": "flat"}
+
+    def _check_lengths(self, fields: dict) -> None:
+        expected = {
+            "block_sizes": len(self.found.blocks),
+            "reduction_loops": len(self.found.rdims),
+            "loop_orders": sum(1 for n in self.found.top_loops if n > 1),
+            "l2_groupings": sum(1 for n in self.found.top_loops if n > 1),
+            "indexing": self.found.loads + self.found.stores,
+            "load_eviction_policies": self.found.loads,
+            "flatten_loops": self.found.flatten_count,
+        }
+        for name, count in expected.items():
+            value = fields.get(name)
+            if isinstance(value, list) and value and len(value) != count:
+                raise exc.InvalidConfig(f"{name} has {len(value)} entries; this kernel has {count}")
 
     def _default_blocks(self) -> list[int]:
         f = self.found

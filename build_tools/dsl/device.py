@@ -106,7 +106,7 @@ class DeviceCompiler(PointwiseMixin):
         b = self.builder
         index = b.assign(f"{offset} + tl.arange(0, {bs})", "indices")
         needs_mask = True
-        block = self.session.block_value(block_id)
+        block = int(bs) if bs.isdigit() else self.session.block_value(block_id)
         if isinstance(end, int) and isinstance(begin, int) and block and (end - begin) % block == 0:
             needs_mask = False
         mask = b.assign(f"{index} < {end_s}", "mask") if needs_mask else None
@@ -317,7 +317,7 @@ class DeviceCompiler(PointwiseMixin):
                 value = self.constant_tensor(value)
             elif isinstance(value, HostScalar):
                 value = self.make(value.dtype, (), lambda a: a[0], [value])
-            if not isinstance(value, TVal):
+            if not isinstance(value, TVal) or value.extra == "carried":
                 continue
             self.require_eager(value, "a value carried across a loop or branch")
             var = self.builder.fresh(name)
@@ -364,7 +364,7 @@ class DeviceCompiler(PointwiseMixin):
                 continue
             block_id, fixed = self.session.block_for(spec.block_sizes[i], self.size_value(end, begin), device_loop=True)
             block_infos.append((block_id, fixed, self.block_constexpr(block_id, fixed)))
-        flatten = len(spec.ends) > 1 and self.session.flatten(loop_index)
+        flatten = self.session.flatten(len(spec.ends))
         order = list(range(len(spec.ends)))
         opts = self.session.range_options(loop_index)
         if flatten:

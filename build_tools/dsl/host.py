@@ -30,6 +30,7 @@ class ParsedKernel:
     constexpr_params: set
     body: list  # ("host", stmt) or ("device", stmt)
     local_names: set
+    globals: dict  # the function's globals plus the variables its closure captured
 
 
 def parse_kernel(fn: Callable) -> ParsedKernel:
@@ -53,15 +54,17 @@ def parse_kernel(fn: Callable) -> ParsedKernel:
         if a.annotation is not None and "constexpr" in ast.unparse(a.annotation):
             constexpr_params.add(a.arg)
     params += [a.arg for a in tree.args.kwonlyargs]
+    namespace = dict(fn.__globals__)
+    namespace.update(inspect.getclosurevars(fn).nonlocals)
     body = []
     for stmt in tree.body:
-        body.append(("device" if is_device_loop(stmt, fn.__globals__) else "host", stmt))
+        body.append(("device" if is_device_loop(stmt, namespace) else "host", stmt))
     local_names = set(params)
     for stmt in tree.body:
         for sub in ast.walk(stmt):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                 local_names.add(sub.id)
-    return ParsedKernel(fn, tree, filename, first_line, params, constexpr_params, body, local_names)
+    return ParsedKernel(fn, tree, filename, first_line, params, constexpr_params, body, local_names, namespace)
 
 
 def is_device_loop(stmt: ast.stmt, globals_: dict) -> bool:
@@ -109,7 +112,7 @@ class LauncherRewriter(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id in self.session.parsed.local_names or not isinstance(node.ctx, ast.Load):
             return node
-        globals_ = self.session.parsed.fn.__globals__
+        globals_ = self.session.parsed.globals
         if node.id in SAFE_MODULES and globals_.get(node.id, SAFE_MODULES[node.id]) is SAFE_MODULES[node.id]:
             return node
         if node.id not in globals_ and hasattr(builtins, node.id):

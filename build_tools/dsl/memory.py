@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from . import exc
-from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import ONE, BlockDim, same_dim, same_shape, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
 
 
 @dataclass
@@ -218,11 +218,16 @@ class MemoryMixin:
         use_block = strategy != "pointer" and addr.block_ok and extra_mask is None and addr.shape
         shape = addr.shape
 
+        tma_flag = self.tma_flag(tensor, addr) if use_block and strategy == "tensor_descriptor" else None
+
         def render(atoms: list[str]) -> str:
             if use_block:
                 bp = self.block_pointer(tensor, addr, strategy)
                 if strategy == "tensor_descriptor":
-                    return f"{bp}.load([{', '.join(addr.block_offsets)}])"
+                    fallback_offset, fallback_mask = self.render_address(addr, atoms, None, big)
+                    fallback_masked = f", mask={fallback_mask}, other=0" if fallback_mask else ""
+                    fallback = f"tl.load({tensor.param} + ({fallback_offset}){fallback_masked}{evict})"
+                    return f"({bp}.load([{', '.join(addr.block_offsets)}]) if {tma_flag} else {fallback})"
                 checks = [i for i, dim in enumerate(addr.block_dims) if dim.mask]
                 bc = f", boundary_check={tuple(checks)}, padding_option='zero'" if checks else ""
                 return f"tl.load({bp}{bc}{evict})"
@@ -248,21 +253,35 @@ class MemoryMixin:
             f"[{', '.join(addr.block_offsets)}], [{', '.join(blocks)}], {order})"
         )
 
+    def tma_flag(self, tensor: HostTensor, addr: Address) -> str:
+        """A constexpr the launcher computes: may this access use a TMA tensor descriptor?"""
+        size = tensor.meta.element_size()
+        host = tensor.host_expr
+        dims = addr.tensor_dims
+        conds = [f"{host}.stride({dims[-1]}) == 1", f"{host}.data_ptr() % 16 == 0"]
+        conds += [f"{host}.stride({d}) * {size} % 16 == 0" for d in dims[:-1]]
+        last = self.builder.params.get(addr.block_dims[-1].size_expr)
+        last_block = last.host_expr if last is not None else addr.block_dims[-1].size_expr
+        conds.append(f"({last_block}) * {size} >= 16")
+        if len(dims) != tensor.meta.dim() or len(dims) > 5:
+            return "False"
+        flag = f"_TMA_{tensor.param}_{len(self.builder.params)}"
+        return self.builder.constexpr(flag, "(" + " and ".join(conds) + ")")
+
     def fit_value(self, value: Any, shape: tuple, node: ast.AST) -> TVal:
         value = self.to_tval(value)
-        if value.shape == shape:
+        if same_shape(value.shape, shape):
             return value
         try:
-            self.broadcast_shape(value.shape, shape)
-            if len(value.shape) <= len(shape) and self.broadcast_shape(value.shape, shape) == shape:
+            if len(value.shape) <= len(shape) and same_shape(self.broadcast_shape(value.shape, shape), shape):
                 return value
         except exc.ShapeMismatch:
             pass
         squeezed = tuple(d for d in value.shape if d is not ONE)
-        target = tuple(d for d in shape if d is not ONE)
-        if squeezed == target or (len(squeezed) <= len(shape) and all(d in shape for d in squeezed)):
-            reshaped = self.reshape_to(value, tuple(d if d in squeezed else ONE for d in shape)) if squeezed != value.shape or len(value.shape) != len(shape) else value
-            if self.broadcast_shape(reshaped.shape, shape) == shape:
+        if len(squeezed) <= len(shape) and all(any(same_dim(d, t) for t in shape) for d in squeezed):
+            target = tuple(next((d for d in squeezed if same_dim(d, t)), ONE) for t in shape)
+            reshaped = value if same_shape(target, value.shape) else self.reshape_to(value, target)
+            if same_shape(self.broadcast_shape(reshaped.shape, shape), shape):
                 return reshaped
         raise self.error(exc.ShapeMismatch, f"cannot store a value of shape {self.shape_text(value.shape)} into {self.shape_text(shape)}", node)
 
@@ -306,13 +325,23 @@ class MemoryMixin:
                 val = f"tl.broadcast_to({val}, [{sizes}])"
             bp = self.block_pointer(tensor, addr, strategy)
             if strategy == "tensor_descriptor":
-                b.emit(f"{bp}.store([{', '.join(addr.block_offsets)}], {val})")
+                b.emit(f"if {self.tma_flag(tensor, addr)}:")
+                with b.block():
+                    b.emit(f"{bp}.store([{', '.join(addr.block_offsets)}], {val})")
+                b.emit("else:")
+                b.depth += 1
+                self.emit_pointer_write(tensor, addr, atoms, val, None, atomic)
+                b.depth -= 1
                 return
             checks = [i for i, dim in enumerate(addr.block_dims) if dim.mask]
             bc = f", boundary_check={tuple(checks)}" if checks else ""
             b.emit(f"tl.store({bp}, {val}{bc})")
             return
-        offset, mask = self.render_address(addr, atoms, self.atom(extra) if extra is not None else None, tensor.meta.numel() >= 2**31)
+        self.emit_pointer_write(tensor, addr, atoms, val, self.atom(extra) if extra is not None else None, atomic)
+
+    def emit_pointer_write(self, tensor: HostTensor, addr: Address, atoms: list[str], val: str, extra: str | None, atomic: str | None) -> None:
+        b = self.builder
+        offset, mask = self.render_address(addr, atoms, extra, tensor.meta.numel() >= 2**31)
         masked = f", mask={mask}" if mask else ""
         if atomic is not None:
             b.emit(f"tl.atomic_add({tensor.param} + ({offset}), {val}{masked}, sem={atomic!r})")

@@ -12,7 +12,7 @@ from . import exc
 from . import language as hl
 from .memory import MemoryMixin
 from .reduce import ReduceMixin
-from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
+from .values import ONE, BlockDim, same_dim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
 
 BINARY_OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -100,7 +100,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin):
         for i in range(1, max(len(a), len(b)) + 1):
             da = a[-i] if i <= len(a) else ONE
             db = b[-i] if i <= len(b) else ONE
-            if da is db or db is ONE:
+            if same_dim(da, db) or db is ONE:
                 out.append(da)
             elif da is ONE:
                 out.append(db)
@@ -204,7 +204,9 @@ class PointwiseMixin(ReduceMixin, MemoryMixin):
 
         def render(a: list[str]) -> str:
             expr = f"({a[0]} {symbol} {a[1]})"
-            return expr if out_dtype == compute else f"{expr}.to({tl_dtype(out_dtype)})"
+            if out_dtype == compute or isinstance(op, COMPARISONS):
+                return expr
+            return f"{expr}.to({tl_dtype(out_dtype)})"
 
         cast_left = self.cast_operand(left, compute)
         cast_right = self.cast_operand(right, compute)

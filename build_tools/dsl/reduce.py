@@ -8,7 +8,7 @@ from typing import Any, Iterator
 import torch
 
 from . import exc
-from .values import ONE, BlockDim, RDim, TVal, place, tl_dtype
+from .values import ONE, BlockDim, RDim, TVal, place, same_dim, tl_dtype
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -212,7 +212,7 @@ class ReduceMixin:
         if len(a.shape) < 2 or len(b.shape) < 2 or len(a.shape) != len(b.shape):
             raise self.error(exc.ShapeMismatch, f"matrix product of shapes {self.shape_text(a.shape)} and {self.shape_text(b.shape)}")
         k_a, k_b = a.shape[-1], b.shape[-2]
-        if k_a is not k_b:
+        if not same_dim(k_a, k_b):
             raise self.error(exc.ShapeMismatch, f"matrix product contracts {self.dim_text(k_a)} with {self.dim_text(k_b)} (shapes {self.shape_text(a.shape)} and {self.shape_text(b.shape)})")
         batch = self.broadcast_shape(a.shape[:-2], b.shape[:-2])
         shape = batch + (a.shape[-2], b.shape[-1])

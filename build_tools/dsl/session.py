@@ -58,6 +58,7 @@ class Discovery:
     tunables: dict = field(default_factory=dict)
     specialized: list = field(default_factory=list)
     not_loopable: set = field(default_factory=set)
+    flatten_count: int = 0  # loops with more than one dimension (top-level or device)
 
 
 @dataclass
@@ -75,7 +76,7 @@ class CompileSession:
         self.config = config
         self.static_shapes = static_shapes
         self.force_persistent = force_persistent
-        self.globals = parsed.fn.__globals__
+        self.globals = parsed.globals
         self.env: dict[str, Any] = {}
         for name, value in args.items():
             self.env[name] = value.to("meta") if isinstance(value, torch.Tensor) else value
@@ -191,7 +192,7 @@ class CompileSession:
             return False
         if getattr(callee, "__self__", None) is not None and isinstance(callee.__self__, torch.Tensor):
             return callee.__name__ in HOST_TENSOR_METHODS
-        if getattr(callee, "__module__", None) == "math" or callee in (min, max, int, float, len, abs, bool, round):
+        if getattr(callee, "__module__", None) == "math" or callee in (min, max, int, float, len, abs, bool, round, slice):
             return True
         return getattr(callee, "__name__", "") in ("cdiv", "next_power_of_2") or callee is torch.Size
 
@@ -249,7 +250,7 @@ class CompileSession:
                 return value
             return self.host_scalar(text, value, builder)
         if isinstance(value, float):
-            if static and text in self.parsed.constexpr_params:
+            if static:
                 return value
             return self.host_scalar(text, value, builder)
         return value
@@ -334,7 +335,12 @@ class CompileSession:
         self.device_loop_index += 1
         return index
 
-    def flatten(self, index: int) -> bool:
+    def flatten(self, ndims: int) -> bool:
+        """Whether this multi-dimensional loop is flattened (consumes one flatten_loops entry)."""
+        if ndims <= 1:
+            return False
+        index = self.found.flatten_count
+        self.found.flatten_count += 1
         return bool(self.knob("flatten_loops", index, False))
 
     def range_options(self, index: int) -> str:
@@ -359,6 +365,8 @@ class CompileSession:
             raise exc.InvalidConfig(f"loop_orders[{loop_index}]={order} is not a permutation of {ndims} dims")
         group = int(self.knob("l2_groupings", loop_index, 1)) if ndims > 1 else 1
         launch = self.current_launch
+        if self.flatten(ndims) and pid_type == "xyz":
+            pid_type = "flat"
         if pid_type == "xyz" and ndims <= 3:
             pids = [""] * ndims
             for axis, dim in enumerate(order):

@@ -159,3 +159,14 @@ def place(name: str, positions: list[int], rank: int) -> str:
         return name
     parts = [":" if axis in positions else "None" for axis in range(rank)]
     return f"{name}[{', '.join(parts)}]"
+
+
+def same_dim(a: Dim, b: Dim) -> bool:
+    """Dims are equal when they are one object, or blocks of the same tunable block size."""
+    if a is b:
+        return True
+    return isinstance(a, BlockDim) and isinstance(b, BlockDim) and a.block_id >= 0 and a.block_id == b.block_id
+
+
+def same_shape(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b))
