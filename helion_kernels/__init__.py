@@ -5,6 +5,7 @@
                                        # scaled_dot_product_attention, hk.nn.RMSNorm
     print(hk.explain(hk.softmax, x))   # which kernel, config and table would run
 """
+from . import _interpreter  # noqa: F401  (fixes Triton's CPU interpreter when it is on)
 from . import nn
 from ._explain import explain
 from ._ops.attention import scaled_dot_product_attention

@@ -82,6 +82,8 @@ class Kernel:
                 item: tuple = ("tensor", str(value.dtype), value.dim(), value.device.type)
                 if self.static_shapes:
                     item += (tuple(value.shape), tuple(value.stride()))
+                else:
+                    item += (tuple(size_bucket(s) for s in value.shape),)
                 key.append(item)
             elif isinstance(value, bool) or value is None or name in self.parsed.constexpr_params:
                 key.append(("const", repr(value)))
@@ -213,8 +215,16 @@ class BoundKernel:
         return self.compile_config(self.default_choice())(*args, **kwargs)
 
 
+def size_bucket(size: int) -> int:
+    """Dynamic-shape kernels are bound once per power-of-two size range (the config space's limits
+    depend on sizes; the generated code does not)."""
+    return 1 << max(int(size) - 1, 0).bit_length() if size > 0 else 0
+
+
 def load_module(source: str):
     """Imports generated source from a file (Triton needs real source files for its JIT)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from helion_kernels import _interpreter  # noqa: F401  (corrects the interpreter's bf16 dot)
     digest = hashlib.sha1(source.encode()).hexdigest()[:16]
     name = f"_dsl_generated_{digest}"
     with _MODULE_LOCK:
