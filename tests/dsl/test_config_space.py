@@ -21,6 +21,14 @@ def add_2d(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @helion.kernel()
+def add_3d(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(out.size()):
+        out[tile] = x[tile] * y[tile]
+    return out
+
+
+@helion.kernel()
 def matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     m, k = x.size()
     _, n = y.size()
@@ -270,3 +278,13 @@ def test_reduction_loops_field(device):
         {"reduction_loops": [None]}, {"reduction_loops": [16]}, {"reduction_loops": [256]},
         {"reduction_loops": [64], "block_sizes": [2], "num_warps": 2},
     ])
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2], [2, 0, 1], [1, 2, 0]])
+@pytest.mark.parametrize("pid_type", ["flat", "xyz", "persistent_interleaved"])
+def test_three_dim_loop_orders(order, pid_type, device):
+    x, y = randn(3, 10, 19, device=device), randn(3, 10, 19, device=device)
+    default = add_3d.bind((x, y)).config_spec.default_config()
+    assert len(default["block_sizes"]) == 3 and sorted(default["loop_orders"][0]) == [0, 1, 2]
+    check_kernel(add_3d, (x, y), lambda x, y: x * y, n_random=0,
+                 overrides=[{"loop_orders": [order], "pid_type": pid_type, "block_sizes": [2, 4, 8]}])

@@ -241,3 +241,24 @@ def transpose_copy(x: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("shape", [(1, 1), (1, 20), (9, 20)])
 def test_transposed_store(shape, device):
     check_kernel(transpose_copy, (randn(*shape, device=device),), lambda x: x.T.contiguous())
+
+
+@helion.kernel()
+def strided_axpy(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.size(), dtype=x.dtype, device=x.device)
+    for tile_m, tile_n in hl.tile(x.size()):
+        out[tile_m, tile_n] = 3.0 * x[tile_m, tile_n] + y[tile_m, tile_n]
+    return out
+
+
+def _non_contiguous(kind: str, device: str) -> torch.Tensor:
+    base = randn(30, 24, device=device)
+    return {"transposed": base.T, "sliced": base[::2, 1::3], "expanded": base[:1, :].expand(5, 24)}[kind]
+
+
+@pytest.mark.parametrize("kind", ["transposed", "sliced", "expanded"])
+def test_non_contiguous_inputs(kind, device):
+    x = _non_contiguous(kind, device)
+    y = randn(*x.shape, device=device)
+    assert not x.is_contiguous()
+    check_kernel(strided_axpy, (x, y), lambda x, y: 3.0 * x + y)

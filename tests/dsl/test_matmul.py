@@ -224,3 +224,10 @@ def test_transposed_operands(m, k, n, device):
     xt, yt, z = randn(k, m, device=device), randn(n, k, device=device), randn(n, m, device=device)
     check_kernel(matmul_transposed_operands, (xt, yt, z), lambda xt, yt, z: xt.T @ yt.T + z.T,
                  **matmul_tolerance(device))
+
+
+@pytest.mark.parametrize("m,k,n", SHAPES[1:])
+def test_matmul_non_contiguous_operands(m, k, n, device):
+    x = randn(k, m, device=device).T
+    y = randn(n, k, device=device).T
+    check_kernel(matmul_addmm, (x, y), lambda x, y: x @ y, **matmul_tolerance(device))
