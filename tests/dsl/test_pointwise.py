@@ -166,3 +166,27 @@ def int_arithmetic(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def test_int_arithmetic(n, device):
     a, b = randint(0, 1000, n, device=device), randint(1, 1000, n, device=device)
     check_kernel(int_arithmetic, (a, b), lambda a, b: a * 3 + b - a % 5 + b // 4)
+
+
+@helion.kernel()
+def compare_masks(x: torch.Tensor, y: torch.Tensor):
+    greater = torch.empty(x.size(), dtype=torch.bool, device=x.device)
+    both = torch.empty(x.size(), dtype=torch.bool, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        a, b = x[tile], y[tile]
+        greater[tile] = a > b
+        both[tile] = (a > 0) & (b > 0) | (a < -1.0)
+    return greater, both
+
+
+@pytest.mark.parametrize("n", [1, 70])
+def test_boolean_outputs(n, device):
+    x, y = randn(n, device=device), randn(n, device=device)
+    check_kernel(compare_masks, (x, y), lambda x, y: (x > y, (x > 0) & (y > 0) | (x < -1.0)))
+
+
+@pytest.mark.parametrize("shape", [(1,), (3, 33)])
+def test_add_bfloat16(shape, device):
+    x = randn(*shape, dtype=torch.bfloat16, device=device)
+    y = randn(*shape, dtype=torch.bfloat16, device=device)
+    check_kernel(add_any_rank, (x, y), lambda x, y: x + y)

@@ -295,3 +295,24 @@ def online_softmax(x: torch.Tensor) -> torch.Tensor:
 def test_online_softmax_tuple_carry(shape, device):
     x = randn(*shape, device=device) * 3.0
     check_kernel(online_softmax, (x,), lambda x: torch.softmax(x, dim=1), atol=1e-6)
+
+
+@helion.kernel()
+def integer_row_sums(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=torch.int32, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile, :].sum(dim=-1).to(torch.int32)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 45)])
+def test_integer_reduction(shape, device):
+    x = torch.randint(-100, 100, shape, dtype=torch.int32).to(device)
+    check_kernel(integer_row_sums, (x,), lambda x: x.sum(-1), overrides=looped(shape[1]))
+
+
+@pytest.mark.parametrize("shape", [(2, 70), (3, 1000)])
+def test_rms_norm_bfloat16(shape, device):
+    x = randn(*shape, dtype=torch.bfloat16, device=device)
+    w = randn(shape[1], dtype=torch.bfloat16, device=device)
+    check_kernel(rms_norm, (x, w, 1e-5), _rms_norm_reference, overrides=looped(shape[1]))
