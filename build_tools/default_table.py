@@ -13,8 +13,9 @@ Rules, by the shape keys of an op's tuning suite:
   nearest-shape choice switches to looping above N ~ 8192.
 - matrices {M, N, K} (and {B, M, N, K} with one batch per program): 64x64x32 tiles, 4 warps,
   3 stages for skinny (decode-like) products; 128x128x32 tiles, 8 warps, 3 stages for large ones.
-- attention {.., D, causal}: one entry per head dim D in 16..256 and causal flag; 64-wide query
-  tiles (and key tiles where the kernel allows), 4 warps up to D = 64 and 8 above, 2 stages.
+- attention {.., D, causal}: one entry per head dim D in 16..256 and causal flag; query x key tiles
+  of 64x64 up to D = 64, 64x32 up to D = 128 and 32x32 for D = 256 (so the q/k/v tiles fit the
+  shared memory of smaller GPUs), 4 warps up to D = 64 and 8 above, 2 stages.
 A wanted value the kernel's config spec does not offer at the representative shape becomes the
 largest legal value below it (else the default); the entry's "adjusted" field lists those cases.
 """
@@ -49,7 +50,9 @@ def _matrix_rule(large: bool, batched: bool) -> dict:
 
 
 def _attention_rule(head_dim: int) -> dict:
-    return {"block_sizes": [64, 64], "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 2}
+    query_tile = 64 if head_dim <= 128 else 32
+    key_tile = 64 if head_dim <= 64 else 32
+    return {"block_sizes": [query_tile, key_tile], "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 2}
 
 
 def representative_points(keys: set) -> list:

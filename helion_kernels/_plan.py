@@ -1,9 +1,11 @@
 """Plans of a call: the kernel launches it would make, or why it runs PyTorch; and their explanation."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import torch
+from triton.runtime.errors import OutOfResources
 
 from ._dispatch import DISPATCHER, Decision
 
@@ -63,7 +65,8 @@ _DECISIONS = DISPATCHER._cache
 
 def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple, fallback):
     """Run the generated variant chosen for (op, like's device and dtype, values), or `fallback`
-    when there is none. A repeated key costs one dict lookup."""
+    when there is none. A repeated key costs one dict lookup. A variant that does not fit the
+    device (shared memory, registers) is replaced by the fallback for that key, and explain says so."""
     device, dtype = like.device, like.dtype
     decision = _DECISIONS.get((op, device, dtype, values))
     if decision is None:
@@ -71,4 +74,10 @@ def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple
     launcher = decision.launcher
     if launcher is None:
         return fallback(*args)
-    return launcher(*args)
+    try:
+        return launcher(*args)
+    except OutOfResources as error:
+        _DECISIONS[(op, device, dtype, values)] = dataclasses.replace(
+            decision, launcher=None,
+            reason=f"variant {decision.variant} does not fit this device ({error}); running PyTorch")
+        return fallback(*args)

@@ -13,7 +13,7 @@ OP_INFO = {"attention_bwd": {"exact_keys": ["D", "causal"], "shape_keys": ["B", 
 
 
 @triton.jit
-def _attention_bwd_kernel_5b8c5f8013(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_0ba4bba97e(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
@@ -47,74 +47,9 @@ def _attention_bwd_kernel_5b8c5f8013(batch, q_heads, kv_len, group, k, k_stride_
         dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
         v_31 = indices_12[None, :]
-        v_32 = (v_31 < kv_len).to(tl.int1)
+        v_32 = (v_31 < kv_len)
         v_33 = indices_22[:, None]
-        v_34 = (v_33 < q_len).to(tl.int1)
-        v_35 = (v_32 & v_34)
-        v_36 = v_27[:, None]
-        v_37 = (v_30 - v_36)
-        v_38 = tl.exp2(v_37)
-        v_39 = tl.where(v_35, v_38, 0.0)
-        v_40 = v_39.to(tl.float16)
-        v_41 = tl.permute(v_40, (1, 0))
-        dot_42 = tl.dot(tl.where(mask_23[None, :], v_41, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_42
-        v_43 = tl.permute(load_16, (1, 0))
-        dot_44 = tl.dot(load_25, tl.where(rmask_0[:, None], v_43, 0))
-        load_45 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_46 = load_45[:, None]
-        v_47 = (dot_44 - v_46)
-        v_48 = (v_39 * v_47)
-        v_49 = v_48.to(tl.float16)
-        v_50 = tl.permute(v_49, (1, 0))
-        dot_51 = tl.dot(tl.where(mask_23[None, :], v_50, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_51
-        v_52 = v_48.to(tl.float16)
-        dot_53 = tl.dot(tl.where(mask_13[None, :], v_52, 0), load_15)
-        v_54 = (dot_53 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_54, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_55 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_55, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_dfb4cae226(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
-        v_30 = (dot_29 * qk_scale)
-        v_31 = indices_12[None, :]
-        v_32 = (v_31 < kv_len).to(tl.int1)
-        v_33 = indices_22[:, None]
-        v_34 = (v_33 < q_len).to(tl.int1)
+        v_34 = (v_33 < q_len)
         v_35 = (v_32 & v_34)
         v_36 = v_27[:, None]
         v_37 = (v_30 - v_36)
@@ -143,7 +78,7 @@ def _attention_bwd_kernel_dfb4cae226(batch, q_heads, kv_len, group, k, k_stride_
     tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_e829947379(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_539d41510b(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
@@ -177,13 +112,13 @@ def _attention_bwd_kernel_e829947379(batch, q_heads, kv_len, group, k, k_stride_
         dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
         v_31 = indices_12[None, :]
-        v_32 = (v_31 < kv_len).to(tl.int1)
+        v_32 = (v_31 < kv_len)
         v_33 = indices_22[:, None]
-        v_34 = (v_33 < q_len).to(tl.int1)
+        v_34 = (v_33 < q_len)
         v_35 = (v_32 & v_34)
         v_36 = indices_12[None, :]
         v_37 = indices_22[:, None]
-        v_38 = (v_36 <= v_37).to(tl.int1)
+        v_38 = (v_36 <= v_37)
         v_39 = (v_35 & v_38)
         v_40 = v_27[:, None]
         v_41 = (v_30 - v_40)
@@ -212,7 +147,7 @@ def _attention_bwd_kernel_e829947379(batch, q_heads, kv_len, group, k, k_stride_
     tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_fdb67f4f2e(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_5cd7981f31(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
@@ -246,13 +181,13 @@ def _attention_bwd_kernel_fdb67f4f2e(batch, q_heads, kv_len, group, k, k_stride_
         dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
         v_31 = indices_12[None, :]
-        v_32 = (v_31 < kv_len).to(tl.int1)
+        v_32 = (v_31 < kv_len)
         v_33 = indices_22[:, None]
-        v_34 = (v_33 < q_len).to(tl.int1)
+        v_34 = (v_33 < q_len)
         v_35 = (v_32 & v_34)
         v_36 = indices_12[None, :]
         v_37 = indices_22[:, None]
-        v_38 = (v_36 <= v_37).to(tl.int1)
+        v_38 = (v_36 <= v_37)
         v_39 = (v_35 & v_38)
         v_40 = v_27[:, None]
         v_41 = (v_30 - v_40)
@@ -281,9 +216,9 @@ def _attention_bwd_kernel_fdb67f4f2e(batch, q_heads, kv_len, group, k, k_stride_
     tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_fwd_kernel_0b70c1890a(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_b5cc855a74(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
+    rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -296,55 +231,57 @@ def _attention_fwd_kernel_0b70c1890a(batch, q_heads, q_len, group, q, q_stride_0
     mask_10 = indices_9 < q_heads
     offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
+    mask_13 = indices_12 < kv_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
-        v_28 = (dot_27 * qk_scale)
-        v_29 = indices_23[None, :]
-        v_30 = (v_29 < kv_len).to(tl.int1)
-        v_31 = tl.where(v_30, v_28, float("-inf"))
-        red_32 = (tl.max(tl.where(mask_24[None, :], v_31, float("-inf")), 1))
-        v_33 = tl.maximum(row_max_21, red_32)
-        v_34 = v_33[:, None]
-        v_35 = (v_31 - v_34)
-        v_36 = tl.exp2(v_35)
-        v_37 = (row_max_21 - v_33)
+    acc_v_19 = v_18
+    acc_k_20 = v_17
+    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
+        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_23 = indices_22 < q_len
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
+        v_27 = (load_26 * 1.4426950408889634)
+        v_28 = tl.permute(load_15, (1, 0))
+        dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
+        v_30 = (dot_29 * qk_scale)
+        v_31 = indices_12[None, :]
+        v_32 = (v_31 < kv_len)
+        v_33 = indices_22[:, None]
+        v_34 = (v_33 < q_len)
+        v_35 = (v_32 & v_34)
+        v_36 = v_27[:, None]
+        v_37 = (v_30 - v_36)
         v_38 = tl.exp2(v_37)
-        v_39 = (row_sum_19 * v_38)
-        red_40 = (tl.sum(tl.where(mask_24[None, :], v_36, 0), 1))
-        v_41 = (v_39 + red_40)
-        row_sum_19 = v_41
-        load_42 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_43 = v_38[:, None]
-        v_44 = (acc_20 * v_43)
-        acc_20 = v_44
-        v_45 = v_36.to(tl.bfloat16)
-        dot_46 = tl.dot(tl.where(mask_24[None, :], v_45, 0), load_42, acc=acc_20)
-        acc_20 = dot_46
-        row_max_21 = v_33
-    v_47 = row_sum_19[:, None]
-    v_48 = (acc_20 / v_47)
-    v_49 = v_48.to(tl.bfloat16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_50 = tl.log2(row_sum_19)
-    v_51 = (row_max_21 + v_50)
-    v_52 = (v_51 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_52, mask=(mask_13))
+        v_39 = tl.where(v_35, v_38, 0.0)
+        v_40 = v_39.to(tl.float16)
+        v_41 = tl.permute(v_40, (1, 0))
+        dot_42 = tl.dot(tl.where(mask_23[None, :], v_41, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_42
+        v_43 = tl.permute(load_16, (1, 0))
+        dot_44 = tl.dot(load_25, tl.where(rmask_0[:, None], v_43, 0))
+        load_45 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_46 = load_45[:, None]
+        v_47 = (dot_44 - v_46)
+        v_48 = (v_39 * v_47)
+        v_49 = v_48.to(tl.float16)
+        v_50 = tl.permute(v_49, (1, 0))
+        dot_51 = tl.dot(tl.where(mask_23[None, :], v_50, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_51
+        v_52 = v_48.to(tl.float16)
+        dot_53 = tl.dot(tl.where(mask_13[None, :], v_52, 0), load_15)
+        v_54 = (dot_53 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_54, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_55 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_55, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_fwd_kernel_5bda6e8e8f(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_1b3e2c32a2(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -376,7 +313,7 @@ def _attention_fwd_kernel_5bda6e8e8f(batch, q_heads, q_len, group, q, q_stride_0
         dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
         v_28 = (dot_27 * qk_scale)
         v_29 = indices_23[None, :]
-        v_30 = (v_29 < kv_len).to(tl.int1)
+        v_30 = (v_29 < kv_len)
         v_31 = tl.where(v_30, v_28, float("-inf"))
         red_32 = (tl.max(tl.where(mask_24[None, :], v_31, float("-inf")), 1))
         v_33 = tl.maximum(row_max_21, red_32)
@@ -407,7 +344,7 @@ def _attention_fwd_kernel_5bda6e8e8f(batch, q_heads, q_len, group, q, q_stride_0
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_52, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_69df11ec7a(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_1e23a16603(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -441,10 +378,10 @@ def _attention_fwd_kernel_69df11ec7a(batch, q_heads, q_len, group, q, q_stride_0
         dot_29 = tl.dot(load_15, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
         v_31 = indices_25[None, :]
-        v_32 = (v_31 < kv_len).to(tl.int1)
+        v_32 = (v_31 < kv_len)
         v_33 = indices_25[None, :]
         v_34 = indices_12[:, None]
-        v_35 = (v_33 <= v_34).to(tl.int1)
+        v_35 = (v_33 <= v_34)
         v_36 = (v_32 & v_35)
         v_37 = tl.where(v_36, v_30, float("-inf"))
         red_38 = (tl.max(tl.where(mask_26[None, :], v_37, float("-inf")), 1))
@@ -476,7 +413,70 @@ def _attention_fwd_kernel_69df11ec7a(batch, q_heads, q_len, group, q, q_stride_0
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_58, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_87fb47aade(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_3cdb4536d1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < q_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < q_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
+        v_28 = (dot_27 * qk_scale)
+        v_29 = indices_23[None, :]
+        v_30 = (v_29 < kv_len)
+        v_31 = tl.where(v_30, v_28, float("-inf"))
+        red_32 = (tl.max(tl.where(mask_24[None, :], v_31, float("-inf")), 1))
+        v_33 = tl.maximum(row_max_21, red_32)
+        v_34 = v_33[:, None]
+        v_35 = (v_31 - v_34)
+        v_36 = tl.exp2(v_35)
+        v_37 = (row_max_21 - v_33)
+        v_38 = tl.exp2(v_37)
+        v_39 = (row_sum_19 * v_38)
+        red_40 = (tl.sum(tl.where(mask_24[None, :], v_36, 0), 1))
+        v_41 = (v_39 + red_40)
+        row_sum_19 = v_41
+        load_42 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_43 = v_38[:, None]
+        v_44 = (acc_20 * v_43)
+        acc_20 = v_44
+        v_45 = v_36.to(tl.bfloat16)
+        dot_46 = tl.dot(tl.where(mask_24[None, :], v_45, 0), load_42, acc=acc_20)
+        acc_20 = dot_46
+        row_max_21 = v_33
+    v_47 = row_sum_19[:, None]
+    v_48 = (acc_20 / v_47)
+    v_49 = v_48.to(tl.bfloat16)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    v_50 = tl.log2(row_sum_19)
+    v_51 = (row_max_21 + v_50)
+    v_52 = (v_51 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_52, mask=(mask_13))
+
+@triton.jit
+def _attention_fwd_kernel_b878b784f1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -510,10 +510,10 @@ def _attention_fwd_kernel_87fb47aade(batch, q_heads, q_len, group, q, q_stride_0
         dot_29 = tl.dot(load_15, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
         v_31 = indices_25[None, :]
-        v_32 = (v_31 < kv_len).to(tl.int1)
+        v_32 = (v_31 < kv_len)
         v_33 = indices_25[None, :]
         v_34 = indices_12[:, None]
-        v_35 = (v_33 <= v_34).to(tl.int1)
+        v_35 = (v_33 <= v_34)
         v_36 = (v_32 & v_35)
         v_37 = tl.where(v_36, v_30, float("-inf"))
         red_38 = (tl.max(tl.where(mask_26[None, :], v_37, float("-inf")), 1))
@@ -545,11 +545,11 @@ def _attention_fwd_kernel_87fb47aade(batch, q_heads, q_len, group, q, q_stride_0
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_58, mask=(mask_13))
 
 
-# attention_bwd variant 09ff6c39f1ba
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__09ff6c39f1ba(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 0f6a41105bbb
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__0f6a41105bbb(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -561,7 +561,27 @@ def attention_bwd__09ff6c39f1ba(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5b8c5f8013[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
+
+
+# attention_bwd variant 13a82309691b
+# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__13a82309691b(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 32
+    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
+    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -581,7 +601,7 @@ def attention_bwd__15c5bf117421(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_e829947379[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -601,7 +621,27 @@ def attention_bwd__17f1100229e1(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_fdb67f4f2e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
+
+
+# attention_bwd variant 1e148f5c505d
+# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__1e148f5c505d(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 32
+    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
+    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -621,7 +661,7 @@ def attention_bwd__3486af520f45(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_fdb67f4f2e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -641,47 +681,7 @@ def attention_bwd__41081d92a51c(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_dfb4cae226[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 46bc7ffbaa03
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__46bc7ffbaa03(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_fdb67f4f2e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 4a1533db56e3
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__4a1533db56e3(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_e829947379[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -701,15 +701,35 @@ def attention_bwd__4ae26c0e2c68(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_fdb67f4f2e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
-# attention_bwd variant 91a20caddd12
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__91a20caddd12(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 56595ad9ccca
+# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__56595ad9ccca(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 32
+    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
+    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
+
+
+# attention_bwd variant 741ffb96c6db
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__741ffb96c6db(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -721,7 +741,47 @@ def attention_bwd__91a20caddd12(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5b8c5f8013[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
+
+
+# attention_bwd variant 82dbeb22179e
+# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__82dbeb22179e(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 32
+    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
+    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
+
+
+# attention_bwd variant 90c911ef3100
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__90c911ef3100(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
+    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
+    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -741,47 +801,7 @@ def attention_bwd__94f48a3fce36(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_dfb4cae226[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 99d12ba7ea98
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__99d12ba7ea98(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_dfb4cae226[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant adcdee9967fb
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__adcdee9967fb(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_fdb67f4f2e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -801,7 +821,7 @@ def attention_bwd__af8e47cd4269(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_e829947379[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -821,15 +841,15 @@ def attention_bwd__afee638c0641(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_dfb4cae226[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
-# attention_bwd variant b6cd89fd1239
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__b6cd89fd1239(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant bf09b49ad5ba
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__bf09b49ad5ba(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -841,7 +861,7 @@ def attention_bwd__b6cd89fd1239(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_e829947379[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -861,7 +881,7 @@ def attention_bwd__cd57c6017ea2(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5b8c5f8013[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -881,7 +901,7 @@ def attention_bwd__ce90990cbb53(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_e829947379[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -901,7 +921,7 @@ def attention_bwd__f8db6bfe1064(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5b8c5f8013[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -921,27 +941,7 @@ def attention_bwd__fcdd353455dc(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5b8c5f8013[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant fde823a0b507
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__fde823a0b507(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_dfb4cae226[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -959,25 +959,7 @@ def attention_fwd__152eb4e6f696(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_69df11ec7a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
-    return (out, lse)
-
-
-# attention_fwd variant 20332ddffdad
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__20332ddffdad(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_69df11ec7a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -995,7 +977,25 @@ def attention_fwd__2286331c9efe(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_5bda6e8e8f[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    return (out, lse)
+
+
+# attention_fwd variant 2ad267b17a5f
+# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__2ad267b17a5f(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_n = 32
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1013,7 +1013,7 @@ def attention_fwd__2cc003c9002f(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_69df11ec7a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1031,7 +1031,7 @@ def attention_fwd__3088b598c2d3(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_5bda6e8e8f[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1049,7 +1049,7 @@ def attention_fwd__3108c5a0c864(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_87fb47aade[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1067,25 +1067,25 @@ def attention_fwd__351395ba6f77(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0b70c1890a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
-# attention_fwd variant 358bd5ae85ba
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__358bd5ae85ba(q, k, v, causal, scale):
+# attention_fwd variant 408110f23c56
+# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__408110f23c56(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_n = 64
+    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_5bda6e8e8f[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1103,61 +1103,25 @@ def attention_fwd__480c94cf7738(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0b70c1890a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
-# attention_fwd variant 54414e396605
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__54414e396605(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_87fb47aade[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
-    return (out, lse)
-
-
-# attention_fwd variant 5e52eb468dff
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# attention_fwd variant 6329022c620e
+# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
 # used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__5e52eb468dff(q, k, v, causal, scale):
+def attention_fwd__6329022c620e(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_n = 64
+    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_69df11ec7a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
-    return (out, lse)
-
-
-# attention_fwd variant 61ffb13233f7
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__61ffb13233f7(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_87fb47aade[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1175,7 +1139,7 @@ def attention_fwd__66b219fb682d(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0b70c1890a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1193,7 +1157,61 @@ def attention_fwd__8cb66c4d55e0(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_87fb47aade[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    return (out, lse)
+
+
+# attention_fwd variant 92fb6f7f6ed2
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__92fb6f7f6ed2(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    return (out, lse)
+
+
+# attention_fwd variant 932a1f04d793
+# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__932a1f04d793(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_n = 32
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    return (out, lse)
+
+
+# attention_fwd variant 93a5036b43b5
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__93a5036b43b5(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1211,15 +1229,15 @@ def attention_fwd__9a2fa2ca89fb(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_5bda6e8e8f[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
-# attention_fwd variant aa91cc9a2ff3
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__aa91cc9a2ff3(q, k, v, causal, scale):
+# attention_fwd variant a48acc344503
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__a48acc344503(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -1229,7 +1247,7 @@ def attention_fwd__aa91cc9a2ff3(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0b70c1890a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1247,25 +1265,7 @@ def attention_fwd__aafb83116a84(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_69df11ec7a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
-    return (out, lse)
-
-
-# attention_fwd variant ac9f4b61ddcb
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__ac9f4b61ddcb(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_5bda6e8e8f[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1283,15 +1283,15 @@ def attention_fwd__b248902b4a34(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_87fb47aade[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
-# attention_fwd variant db15cb809db6
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__db15cb809db6(q, k, v, causal, scale):
+# attention_fwd variant ca57a3bc2c03
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__ca57a3bc2c03(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -1301,53 +1301,53 @@ def attention_fwd__db15cb809db6(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0b70c1890a[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (out, lse)
 
 
 VARIANTS = {
     'attention_fwd': {
         '152eb4e6f696': attention_fwd__152eb4e6f696,
-        '20332ddffdad': attention_fwd__20332ddffdad,
         '2286331c9efe': attention_fwd__2286331c9efe,
+        '2ad267b17a5f': attention_fwd__2ad267b17a5f,
         '2cc003c9002f': attention_fwd__2cc003c9002f,
         '3088b598c2d3': attention_fwd__3088b598c2d3,
         '3108c5a0c864': attention_fwd__3108c5a0c864,
         '351395ba6f77': attention_fwd__351395ba6f77,
-        '358bd5ae85ba': attention_fwd__358bd5ae85ba,
+        '408110f23c56': attention_fwd__408110f23c56,
         '480c94cf7738': attention_fwd__480c94cf7738,
-        '54414e396605': attention_fwd__54414e396605,
-        '5e52eb468dff': attention_fwd__5e52eb468dff,
-        '61ffb13233f7': attention_fwd__61ffb13233f7,
+        '6329022c620e': attention_fwd__6329022c620e,
         '66b219fb682d': attention_fwd__66b219fb682d,
         '8cb66c4d55e0': attention_fwd__8cb66c4d55e0,
+        '92fb6f7f6ed2': attention_fwd__92fb6f7f6ed2,
+        '932a1f04d793': attention_fwd__932a1f04d793,
+        '93a5036b43b5': attention_fwd__93a5036b43b5,
         '9a2fa2ca89fb': attention_fwd__9a2fa2ca89fb,
-        'aa91cc9a2ff3': attention_fwd__aa91cc9a2ff3,
+        'a48acc344503': attention_fwd__a48acc344503,
         'aafb83116a84': attention_fwd__aafb83116a84,
-        'ac9f4b61ddcb': attention_fwd__ac9f4b61ddcb,
         'b248902b4a34': attention_fwd__b248902b4a34,
-        'db15cb809db6': attention_fwd__db15cb809db6,
+        'ca57a3bc2c03': attention_fwd__ca57a3bc2c03,
     },
     'attention_bwd': {
-        '09ff6c39f1ba': attention_bwd__09ff6c39f1ba,
+        '0f6a41105bbb': attention_bwd__0f6a41105bbb,
+        '13a82309691b': attention_bwd__13a82309691b,
         '15c5bf117421': attention_bwd__15c5bf117421,
         '17f1100229e1': attention_bwd__17f1100229e1,
+        '1e148f5c505d': attention_bwd__1e148f5c505d,
         '3486af520f45': attention_bwd__3486af520f45,
         '41081d92a51c': attention_bwd__41081d92a51c,
-        '46bc7ffbaa03': attention_bwd__46bc7ffbaa03,
-        '4a1533db56e3': attention_bwd__4a1533db56e3,
         '4ae26c0e2c68': attention_bwd__4ae26c0e2c68,
-        '91a20caddd12': attention_bwd__91a20caddd12,
+        '56595ad9ccca': attention_bwd__56595ad9ccca,
+        '741ffb96c6db': attention_bwd__741ffb96c6db,
+        '82dbeb22179e': attention_bwd__82dbeb22179e,
+        '90c911ef3100': attention_bwd__90c911ef3100,
         '94f48a3fce36': attention_bwd__94f48a3fce36,
-        '99d12ba7ea98': attention_bwd__99d12ba7ea98,
-        'adcdee9967fb': attention_bwd__adcdee9967fb,
         'af8e47cd4269': attention_bwd__af8e47cd4269,
         'afee638c0641': attention_bwd__afee638c0641,
-        'b6cd89fd1239': attention_bwd__b6cd89fd1239,
+        'bf09b49ad5ba': attention_bwd__bf09b49ad5ba,
         'cd57c6017ea2': attention_bwd__cd57c6017ea2,
         'ce90990cbb53': attention_bwd__ce90990cbb53,
         'f8db6bfe1064': attention_bwd__f8db6bfe1064,
         'fcdd353455dc': attention_bwd__fcdd353455dc,
-        'fde823a0b507': attention_bwd__fde823a0b507,
     },
 }

@@ -173,3 +173,26 @@ def test_api_calls_resolve_once_per_exact_key(monkeypatch):
     monkeypatch.setattr(DISPATCHER, "_tables_loader", lambda: pytest.fail("tables were read again"))
     for _ in range(3):
         hk.softmax(torch.randn(3, 40))
+
+
+def test_variant_that_does_not_fit_falls_back_once(monkeypatch):
+    from triton.runtime.errors import OutOfResources
+
+    from helion_kernels import _plan
+    from helion_kernels._dispatch import DISPATCHER, Decision
+
+    calls = []
+
+    def too_big(*args):
+        calls.append("kernel")
+        raise OutOfResources(300000, 232448, "shared memory")
+
+    key = ("fake_op", CPU, torch.float32, (3,))
+    monkeypatch.setitem(DISPATCHER._cache, key, Decision("fake_op", "sm_90", "float32", {"N": 3},
+                                                          launcher=too_big, variant="abc"))
+    for _ in range(2):
+        assert _plan.launch("fake_op", ("N",), (3,), torch.ones(3), (5,), lambda v: v + 1) == 6
+    assert calls == ["kernel"]
+    decision = DISPATCHER._cache[key]
+    assert decision.launcher is None and "does not fit" in decision.reason
+    assert decision.variant == "abc"
