@@ -8,6 +8,9 @@ import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 
 from ._harness import check_kernel, config_with, randn
+from .test_composite import _attention_reference, attention
+from .test_matmul import matmul_split_k
+from .test_reductions import center_rows, online_softmax
 
 SWEEP_SEEDS = 10
 
@@ -152,6 +155,14 @@ SWEEP_CASES = {
     "softmax": (softmax, lambda d: (randn(5, 333, device=d),), lambda x: torch.softmax(x, -1)),
     "grid": (scale_rows_grid, lambda d: (randn(3, 45, device=d),),
              lambda x: x * torch.arange(1.0, x.size(0) + 1, dtype=torch.float64)[:, None]),
+    "split_k": (matmul_split_k, lambda d: (randn(9, 70, device=d), randn(70, 11, device=d)),
+                lambda x, y: x @ y),
+    "layer_norm": (center_rows, lambda d: (randn(4, 150, device=d),),
+                   lambda x: (x - x.mean(-1, keepdim=True))
+                   * torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-6)),
+    "online_softmax": (online_softmax, lambda d: (randn(3, 90, device=d),), lambda x: torch.softmax(x, -1)),
+    "attention": (attention, lambda d: (randn(2, 19, 16, device=d), randn(2, 19, 16, device=d),
+                                        randn(2, 19, 16, device=d), True), _attention_reference),
 }
 
 
