@@ -163,16 +163,19 @@ def test_variant_id_is_canonical():
     assert a != variant_id("op", {"a": 3, "b": [1, 2]}, {"x": [2]})
 
 
-def test_api_calls_resolve_once_per_exact_key(monkeypatch):
+def test_api_calls_resolve_once_per_exact_key(monkeypatch, device):
     import helion_kernels as hk
     from helion_kernels._dispatch import DISPATCHER
 
-    x = torch.randn(3, 40)
-    hk.softmax(x)
-    monkeypatch.setattr(DISPATCHER, "resolve", lambda *args: pytest.fail("decision was not cached"))
+    resolved = []
+    resolve = DISPATCHER.resolve
+    monkeypatch.setattr(DISPATCHER, "resolve", lambda *args: resolved.append(args) or resolve(*args))
+    x = torch.randn(3, 1013, device=device)
+    assert hk.explain(hk.softmax, x).uses_kernels
     monkeypatch.setattr(DISPATCHER, "_tables_loader", lambda: pytest.fail("tables were read again"))
     for _ in range(3):
-        hk.softmax(torch.randn(3, 40))
+        hk.softmax(torch.randn(3, 1013, device=device))
+    assert [args[0] for args in resolved] == ["softmax_fwd"]
 
 
 def test_variant_that_does_not_fit_falls_back_once(monkeypatch):
