@@ -316,3 +316,20 @@ def test_rms_norm_bfloat16(shape, device):
     x = randn(*shape, dtype=torch.bfloat16, device=device)
     w = randn(shape[1], dtype=torch.bfloat16, device=device)
     check_kernel(rms_norm, (x, w, 1e-5), _rms_norm_reference, overrides=looped(shape[1]))
+
+
+@helion.kernel()
+def per_group_norms(x: torch.Tensor) -> torch.Tensor:
+    b, g, n = x.size()
+    out = torch.empty([b, g], dtype=torch.float32, device=x.device)
+    for tile_b in hl.tile(b):
+        for tile_g in hl.tile(g):
+            group = x[tile_b, tile_g, :].to(torch.float32)
+            out[tile_b, tile_g] = torch.sqrt(torch.sum(group * group, dim=-1))
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 7, 50), (2, 3, 600)])
+def test_full_row_reduction_inside_device_loop(shape, device):
+    check_kernel(per_group_norms, (randn(*shape, device=device),),
+                 lambda x: x.pow(2).sum(-1).sqrt(), overrides=looped(shape[2]))
