@@ -16,6 +16,8 @@ Conventions (those of torch.nn.functional.scaled_dot_product_attention):
 Causal kernels skip key tiles that are fully masked (the key loop ends at the query tile's end) and
 the backward starts each key tile's query loop at the key tile's first position.
 The head dim is specialized (hl.specialize), so each D gets its own compiled variant.
+Out-of-range rows and columns of a tile need no explicit mask: the DSL masks loads, reductions and
+the contraction dim of dots by the tiles' bounds; only the causal mask is written out.
 Shape keys: B, H (query heads), Hkv, Sq, Sk, D, causal; D and causal must match exactly.
 """
 from __future__ import annotations
@@ -62,10 +64,8 @@ def attention_fwd(
         for tile_n in hl.tile(0, key_end, block_size=block_n):
             k_tile = k[b, kv_h, tile_n, :]
             scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale
-            visible = tile_n.index[None, :] < kv_len
             if causal:
-                visible = visible & (tile_n.index[None, :] <= tile_m.index[:, None])
-            scores = torch.where(visible, scores, float("-inf"))
+                scores = torch.where(tile_n.index[None, :] <= tile_m.index[:, None], scores, float("-inf"))
             new_max = torch.maximum(row_max, torch.amax(scores, dim=1))
             probs = torch.exp2(scores - new_max[:, None])
             rescale = torch.exp2(row_max - new_max)
@@ -118,10 +118,9 @@ def attention_bwd(
             do_tile = grad_out[b, h, tile_m, :]
             lse_log2 = lse[b, h, tile_m] * LOG2E
             scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale
-            visible = (tile_n.index[None, :] < kv_len) & (tile_m.index[:, None] < q_len)
+            probs = torch.exp2(scores - lse_log2[:, None])
             if causal:
-                visible = visible & (tile_n.index[None, :] <= tile_m.index[:, None])
-            probs = torch.where(visible, torch.exp2(scores - lse_log2[:, None]), 0.0)
+                probs = torch.where(tile_n.index[None, :] <= tile_m.index[:, None], probs, 0.0)
             acc_v = hl.dot(probs.to(do_tile.dtype).T, do_tile, acc=acc_v)
             grad_probs = hl.dot(do_tile, v_tile.T, out_dtype=torch.float32)
             grad_scores = probs * (grad_probs - delta[b, h, tile_m][:, None])
