@@ -291,7 +291,6 @@ SHAPES = [
     _shape(1, 32, 8, 16384, 16384, 128, True),
     _shape(16, 16, 16, 512, 512, 64, False),
     _shape(4, 32, 32, 2048, 2048, 64, True),
-    _shape(32, 12, 12, 128, 128, 64, False),
 ]
 EXACT_KEYS = ("D", "causal")
 DTYPES = (torch.bfloat16, torch.float16)

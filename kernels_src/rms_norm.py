@@ -207,18 +207,20 @@ def cost_noweight_bwd(shape, dtype):
     return 7.0 * m * n, float(3 * m * n * element_size(dtype) + 4 * m)
 
 
-# Decode (1 row), prefill batches at common hidden sizes, and the long-row case.
+# Decode (1 row), prefill batches at common hidden sizes, and the long-row case. The whole library
+# tunes in about 30 GPU minutes, so suites stay small: bf16 (the common case) and fp32; fp16 shares
+# bf16's element size and is served by the dispatcher's fallback. The no-weight ops tune fewer.
 SHAPES = [
     {"M": 1, "N": 4096},
     {"M": 4096, "N": 768},
     {"M": 16384, "N": 4096},
     {"M": 65536, "N": 4096},
-    {"M": 4096, "N": 8192},
     {"M": 2048, "N": 16384},
     {"M": 64, "N": 262144},
 ]
-NOWEIGHT_SHAPES = [{"M": 1, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 64, "N": 262144}]
-DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+NOWEIGHT_SHAPES = [{"M": 16384, "N": 4096}, {"M": 64, "N": 262144}]
+DTYPES = (torch.bfloat16, torch.float32)
+NOWEIGHT_DTYPES = (torch.bfloat16,)
 
 OPS = [
     OpSpec(name="rms_norm_fwd", kernel=rms_norm_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
@@ -226,9 +228,9 @@ OPS = [
     OpSpec(name="rms_norm_bwd", kernel=rms_norm_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_bwd, baseline=baseline_bwd),
     OpSpec(name="rms_norm_noweight_fwd", kernel=rms_norm_noweight_fwd, make_inputs=make_noweight_fwd_inputs,
-           reference=reference_noweight_fwd, shapes=NOWEIGHT_SHAPES, dtypes=DTYPES, tolerance=tolerance,
+           reference=reference_noweight_fwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance,
            cost=cost_noweight_fwd, baseline=baseline_noweight_fwd),
     OpSpec(name="rms_norm_noweight_bwd", kernel=rms_norm_noweight_bwd, make_inputs=make_noweight_bwd_inputs,
-           reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=DTYPES, tolerance=tolerance,
+           reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance,
            cost=cost_noweight_bwd, baseline=baseline_noweight_bwd),
 ]

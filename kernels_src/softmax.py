@@ -113,8 +113,8 @@ def cost_bwd(shape, dtype):
 
 
 # Attention-probability rows, vocabulary rows (decode and prefill) and the long-row cases.
+# Suites stay small (the library tunes in about 30 GPU minutes): bf16 and fp32 only.
 SHAPES = [
-    {"M": 4096, "N": 4096},
     {"M": 16384, "N": 4096},
     {"M": 1, "N": 32000},
     {"M": 2048, "N": 32000},
@@ -122,7 +122,7 @@ SHAPES = [
     {"M": 4096, "N": 131072},
     {"M": 256, "N": 262144},
 ]
-DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+DTYPES = (torch.bfloat16, torch.float32)
 
 OPS = [
     OpSpec(name="softmax_fwd", kernel=softmax_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
