@@ -10,6 +10,7 @@ import contextlib
 
 import pytest
 import torch
+from triton.runtime.errors import OutOfResources
 
 RANDOM_CONFIG_SEEDS = (11, 23)
 
@@ -106,11 +107,17 @@ def check_op(kernel, args, reference_outputs, tolerance, label: str, extra_confi
              random_seeds=RANDOM_CONFIG_SEEDS) -> None:
     """Run `kernel` on `args` under the default config, random configs for `random_seeds` and one
     config per maker in `extra_configs` (callables bound -> (label, config)), comparing every output
-    with the reference; `output_dtypes` checks the outputs' dtypes too."""
+    with the reference; `output_dtypes` checks the outputs' dtypes too. On a GPU a random config may
+    not fit the device (OutOfResources: too much shared memory); it is passed over, the others not."""
     kernel.reset()  # the config space follows the first binding's sizes: bind afresh for these sizes
     bound = kernel.bind(args)
     for config_label, config in configs_to_try(bound, random_seeds, [make(bound) for make in extra_configs]):
-        outputs = as_tuple(run_config(bound, config, args))
+        try:
+            outputs = as_tuple(run_config(bound, config, args))
+        except OutOfResources:
+            if config_label.startswith("random_config"):
+                continue
+            raise
         if output_dtypes is not None:
             got_dtypes = tuple(output.dtype for output in outputs)
             assert got_dtypes == tuple(output_dtypes), f"{label} [{config_label}]: dtypes {got_dtypes}"

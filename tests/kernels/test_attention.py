@@ -70,6 +70,23 @@ def test_backward(device, dtype, case):
              _label("attention_bwd", shape, dtype), output_dtypes=(dtype, dtype, dtype))
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_strided_inputs(device, causal):
+    """q/k/v as [B, H, S, D] views of [B, S, H, D] projections (the common layout): strides honoured."""
+    shape = CASES[device][2] | {"causal": causal}
+    q, k, v, causal, scale = attention.make_fwd_inputs(shape, torch.float16, device, seed=400)
+    q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in (q, k, v))
+    args = (q, k, v, causal, scale)
+    check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(torch.float16),
+             _label("attention_fwd strided", shape, torch.float16), random_seeds=())
+    grad_out, *_rest = attention.make_bwd_inputs(shape, torch.float16, device, seed=401)
+    out, lse = attention.attention_fwd(*args)
+    bwd_args = (grad_out.transpose(1, 2).contiguous().transpose(1, 2), q, k, v, out, lse, causal, scale)
+    check_op(attention.attention_bwd, bwd_args, attention.reference_bwd(*bwd_args),
+             attention.tolerance_bwd(torch.float16), _label("attention_bwd strided", shape, torch.float16),
+             random_seeds=())
+
+
 def test_reference_matches_torch_sdpa(device):
     """The float64 references follow torch's conventions (top-left causal mask, GQA head mapping)."""
     shape = _case(2, 4, 2, 9, 13, 64, True, scale=0.2)
