@@ -15,6 +15,9 @@ from typing import Callable, Iterable, Sequence
 import torch
 
 DEVICE = os.environ.get("HK_TEST_DEVICE", "cpu")
+# Deeper sweeps on demand: HK_DSL_RANDOM_CONFIGS=20 HK_DSL_SEED_OFFSET=1000 pytest tests/dsl
+RANDOM_CONFIGS = int(os.environ.get("HK_DSL_RANDOM_CONFIGS", "3"))
+SEED_OFFSET = int(os.environ.get("HK_DSL_SEED_OFFSET", "0"))
 
 DEFAULT_TOLERANCES = {
     torch.float64: (1e-7, 1e-7),
@@ -142,8 +145,8 @@ def check_kernel(
     *,
     poison: Iterable[int] = (),
     outputs: Callable | None = None,
-    n_random: int = 3,
-    seed_offset: int = 0,
+    n_random: int | None = None,
+    seed_offset: int | None = None,
     extra_configs: Sequence = (),
     overrides: Sequence[dict] = (),
     rtol: float | None = None,
@@ -154,9 +157,12 @@ def check_kernel(
 
     `reference` receives float64 CPU copies of the original arguments (and `config=` when
     `reference_takes_config`). `outputs(result, run_args)` picks what to compare; by default the
-    kernel's return value. Returns the configs that ran.
+    kernel's return value. `n_random`/`seed_offset` default to HK_DSL_RANDOM_CONFIGS (3) and
+    HK_DSL_SEED_OFFSET (0). Returns the configs that ran.
     """
     poison = tuple(poison)
+    n_random = RANDOM_CONFIGS if n_random is None else n_random
+    seed_offset = SEED_OFFSET if seed_offset is None else seed_offset
     bound = kernel.bind(tuple(args))
     ran = []
     for label, config in configs_to_run(bound, n_random, seed_offset, extra_configs, overrides):
