@@ -306,6 +306,30 @@ class DeviceCompiler(PointwiseMixin):
                     names.append(sub.target.id)
         return names
 
+    def live_in(self, name: str, body: list[ast.stmt]) -> bool:
+        """Whether a loop body reads `name` before assigning it (so its value crosses iterations)."""
+        for is_load in self.name_events(name, body):
+            return is_load
+        return False
+
+    def name_events(self, name: str, nodes: list) -> Iterator[bool]:
+        """Reads (True) and writes (False) of `name` in evaluation order."""
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                yield from self.name_events(name, [node.value])
+                yield from self.name_events(name, node.targets)
+            elif isinstance(node, ast.AugAssign):
+                yield from self.name_events(name, [node.value])
+                if isinstance(node.target, ast.Name) and node.target.id == name:
+                    yield True
+                else:
+                    yield from self.name_events(name, [node.target])
+            elif isinstance(node, ast.Name):
+                if node.id == name:
+                    yield isinstance(node.ctx, ast.Load)
+            elif isinstance(node, ast.AST):
+                yield from self.name_events(name, list(ast.iter_child_nodes(node)))
+
     def carry(self, names: list[str]) -> dict[str, TVal]:
         """Materializes the device values that a loop or branch may reassign into stable variables."""
         carried: dict[str, TVal] = {}
@@ -353,7 +377,7 @@ class DeviceCompiler(PointwiseMixin):
         if callee is range:
             raise self.error(exc.NotSupported, "range() loop in device code; use hl.tile or hl.grid", node)
         spec = self.loop_spec(node.iter, top_level=False)
-        carried = self.carry(self.assigned_names(node.body))
+        carried = self.carry([n for n in self.assigned_names(node.body) if self.live_in(n, node.body)])
         loop_index = self.session.next_device_loop(self.contains_dot(node.body))
         b = self.builder
         tiles: list = []

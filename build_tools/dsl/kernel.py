@@ -216,9 +216,9 @@ class BoundKernel:
 
 
 def size_bucket(size: int) -> int:
-    """Dynamic-shape kernels are bound once per power-of-two size range (the config space's limits
-    depend on sizes; the generated code does not)."""
-    return 1 << max(int(size) - 1, 0).bit_length() if size > 0 else 0
+    """As in Helion, dynamic-shape kernels specialize sizes 0 and 1 only; the config space of a
+    bound kernel reflects the sizes it was first bound with (`Kernel.reset()` rebinds)."""
+    return min(int(size), 2)
 
 
 def load_module(source: str):

@@ -215,7 +215,7 @@ class MemoryMixin:
                 children.append(extra_mask)
                 mask_child = len(children) - 1
         big = tensor.meta.numel() >= 2**31
-        use_block = strategy != "pointer" and addr.block_ok and extra_mask is None and addr.shape
+        use_block = strategy != "pointer" and addr.block_ok and extra_mask is None and addr.shape and tensor.meta.dtype != torch.bool
         shape = addr.shape
 
         tma_flag = self.tma_flag(tensor, addr) if use_block and strategy == "tensor_descriptor" else None
@@ -318,7 +318,7 @@ class MemoryMixin:
         if len(value.shape) < len(addr.shape) and value.shape:
             val = self.expand_to(TVal(value.dtype, value.shape, name=val), addr.shape)
         b = self.builder
-        use_block = strategy != "pointer" and addr.block_ok and extra is None and addr.shape
+        use_block = strategy != "pointer" and addr.block_ok and extra is None and addr.shape and tensor.meta.dtype != torch.bool
         if use_block:
             if value.shape != addr.shape:
                 sizes = ", ".join(d.size_expr for d in addr.shape)
