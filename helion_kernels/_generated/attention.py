@@ -13,7 +13,7 @@ OP_INFO = {"attention_bwd": {"exact_keys": ["D", "causal"], "shape_keys": ["B", 
 
 
 @triton.jit
-def _attention_bwd_kernel_0ba4bba97e(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_13fe224a1d(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
@@ -46,39 +46,33 @@ def _attention_bwd_kernel_0ba4bba97e(batch, q_heads, kv_len, group, k, k_stride_
         v_28 = tl.permute(load_15, (1, 0))
         dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
-        v_31 = indices_12[None, :]
-        v_32 = (v_31 < kv_len)
-        v_33 = indices_22[:, None]
-        v_34 = (v_33 < q_len)
-        v_35 = (v_32 & v_34)
-        v_36 = v_27[:, None]
-        v_37 = (v_30 - v_36)
-        v_38 = tl.exp2(v_37)
-        v_39 = tl.where(v_35, v_38, 0.0)
-        v_40 = v_39.to(tl.bfloat16)
-        v_41 = tl.permute(v_40, (1, 0))
-        dot_42 = tl.dot(tl.where(mask_23[None, :], v_41, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_42
-        v_43 = tl.permute(load_16, (1, 0))
-        dot_44 = tl.dot(load_25, tl.where(rmask_0[:, None], v_43, 0))
-        load_45 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_46 = load_45[:, None]
-        v_47 = (dot_44 - v_46)
-        v_48 = (v_39 * v_47)
-        v_49 = v_48.to(tl.bfloat16)
-        v_50 = tl.permute(v_49, (1, 0))
-        dot_51 = tl.dot(tl.where(mask_23[None, :], v_50, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_51
-        v_52 = v_48.to(tl.bfloat16)
-        dot_53 = tl.dot(tl.where(mask_13[None, :], v_52, 0), load_15)
-        v_54 = (dot_53 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_54, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_55 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_55, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = v_33.to(tl.float16)
+        v_35 = tl.permute(v_34, (1, 0))
+        dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_36
+        v_37 = tl.permute(load_16, (1, 0))
+        dot_38 = tl.dot(load_25, tl.where(rmask_0[:, None], v_37, 0))
+        load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_40 = load_39[:, None]
+        v_41 = (dot_38 - v_40)
+        v_42 = (v_33 * v_41)
+        v_43 = v_42.to(tl.float16)
+        v_44 = tl.permute(v_43, (1, 0))
+        dot_45 = tl.dot(tl.where(mask_23[None, :], v_44, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_45
+        v_46 = v_42.to(tl.float16)
+        dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
+        v_48 = (dot_47 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_49 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
     tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_539d41510b(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_73620fbcff(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
@@ -111,43 +105,37 @@ def _attention_bwd_kernel_539d41510b(batch, q_heads, kv_len, group, k, k_stride_
         v_28 = tl.permute(load_15, (1, 0))
         dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
-        v_31 = indices_12[None, :]
-        v_32 = (v_31 < kv_len)
-        v_33 = indices_22[:, None]
-        v_34 = (v_33 < q_len)
-        v_35 = (v_32 & v_34)
-        v_36 = indices_12[None, :]
-        v_37 = indices_22[:, None]
-        v_38 = (v_36 <= v_37)
-        v_39 = (v_35 & v_38)
-        v_40 = v_27[:, None]
-        v_41 = (v_30 - v_40)
-        v_42 = tl.exp2(v_41)
-        v_43 = tl.where(v_39, v_42, 0.0)
-        v_44 = v_43.to(tl.bfloat16)
-        v_45 = tl.permute(v_44, (1, 0))
-        dot_46 = tl.dot(tl.where(mask_23[None, :], v_45, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_46
-        v_47 = tl.permute(load_16, (1, 0))
-        dot_48 = tl.dot(load_25, tl.where(rmask_0[:, None], v_47, 0))
-        load_49 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_50 = load_49[:, None]
-        v_51 = (dot_48 - v_50)
-        v_52 = (v_43 * v_51)
-        v_53 = v_52.to(tl.bfloat16)
-        v_54 = tl.permute(v_53, (1, 0))
-        dot_55 = tl.dot(tl.where(mask_23[None, :], v_54, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_55
-        v_56 = v_52.to(tl.bfloat16)
-        dot_57 = tl.dot(tl.where(mask_13[None, :], v_56, 0), load_15)
-        v_58 = (dot_57 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_58, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_59 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_59, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = indices_12[None, :]
+        v_35 = indices_22[:, None]
+        v_36 = (v_34 <= v_35)
+        v_37 = tl.where(v_36, v_33, 0.0)
+        v_38 = v_37.to(tl.bfloat16)
+        v_39 = tl.permute(v_38, (1, 0))
+        dot_40 = tl.dot(tl.where(mask_23[None, :], v_39, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_40
+        v_41 = tl.permute(load_16, (1, 0))
+        dot_42 = tl.dot(load_25, tl.where(rmask_0[:, None], v_41, 0))
+        load_43 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_44 = load_43[:, None]
+        v_45 = (dot_42 - v_44)
+        v_46 = (v_37 * v_45)
+        v_47 = v_46.to(tl.bfloat16)
+        v_48 = tl.permute(v_47, (1, 0))
+        dot_49 = tl.dot(tl.where(mask_23[None, :], v_48, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_49
+        v_50 = v_46.to(tl.bfloat16)
+        dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
+        v_52 = (dot_51 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_53 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
     tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_5cd7981f31(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_b6b42e52e8(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
@@ -180,43 +168,37 @@ def _attention_bwd_kernel_5cd7981f31(batch, q_heads, kv_len, group, k, k_stride_
         v_28 = tl.permute(load_15, (1, 0))
         dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
-        v_31 = indices_12[None, :]
-        v_32 = (v_31 < kv_len)
-        v_33 = indices_22[:, None]
-        v_34 = (v_33 < q_len)
-        v_35 = (v_32 & v_34)
-        v_36 = indices_12[None, :]
-        v_37 = indices_22[:, None]
-        v_38 = (v_36 <= v_37)
-        v_39 = (v_35 & v_38)
-        v_40 = v_27[:, None]
-        v_41 = (v_30 - v_40)
-        v_42 = tl.exp2(v_41)
-        v_43 = tl.where(v_39, v_42, 0.0)
-        v_44 = v_43.to(tl.float16)
-        v_45 = tl.permute(v_44, (1, 0))
-        dot_46 = tl.dot(tl.where(mask_23[None, :], v_45, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_46
-        v_47 = tl.permute(load_16, (1, 0))
-        dot_48 = tl.dot(load_25, tl.where(rmask_0[:, None], v_47, 0))
-        load_49 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_50 = load_49[:, None]
-        v_51 = (dot_48 - v_50)
-        v_52 = (v_43 * v_51)
-        v_53 = v_52.to(tl.float16)
-        v_54 = tl.permute(v_53, (1, 0))
-        dot_55 = tl.dot(tl.where(mask_23[None, :], v_54, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_55
-        v_56 = v_52.to(tl.float16)
-        dot_57 = tl.dot(tl.where(mask_13[None, :], v_56, 0), load_15)
-        v_58 = (dot_57 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_58, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_59 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_59, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = indices_12[None, :]
+        v_35 = indices_22[:, None]
+        v_36 = (v_34 <= v_35)
+        v_37 = tl.where(v_36, v_33, 0.0)
+        v_38 = v_37.to(tl.float16)
+        v_39 = tl.permute(v_38, (1, 0))
+        dot_40 = tl.dot(tl.where(mask_23[None, :], v_39, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_40
+        v_41 = tl.permute(load_16, (1, 0))
+        dot_42 = tl.dot(load_25, tl.where(rmask_0[:, None], v_41, 0))
+        load_43 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_44 = load_43[:, None]
+        v_45 = (dot_42 - v_44)
+        v_46 = (v_37 * v_45)
+        v_47 = v_46.to(tl.float16)
+        v_48 = tl.permute(v_47, (1, 0))
+        dot_49 = tl.dot(tl.where(mask_23[None, :], v_48, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_49
+        v_50 = v_46.to(tl.float16)
+        dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
+        v_52 = (dot_51 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_53 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
     tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_b5cc855a74(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_c52b840d3d(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
@@ -249,39 +231,33 @@ def _attention_bwd_kernel_b5cc855a74(batch, q_heads, kv_len, group, k, k_stride_
         v_28 = tl.permute(load_15, (1, 0))
         dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
-        v_31 = indices_12[None, :]
-        v_32 = (v_31 < kv_len)
-        v_33 = indices_22[:, None]
-        v_34 = (v_33 < q_len)
-        v_35 = (v_32 & v_34)
-        v_36 = v_27[:, None]
-        v_37 = (v_30 - v_36)
-        v_38 = tl.exp2(v_37)
-        v_39 = tl.where(v_35, v_38, 0.0)
-        v_40 = v_39.to(tl.float16)
-        v_41 = tl.permute(v_40, (1, 0))
-        dot_42 = tl.dot(tl.where(mask_23[None, :], v_41, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_42
-        v_43 = tl.permute(load_16, (1, 0))
-        dot_44 = tl.dot(load_25, tl.where(rmask_0[:, None], v_43, 0))
-        load_45 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_46 = load_45[:, None]
-        v_47 = (dot_44 - v_46)
-        v_48 = (v_39 * v_47)
-        v_49 = v_48.to(tl.float16)
-        v_50 = tl.permute(v_49, (1, 0))
-        dot_51 = tl.dot(tl.where(mask_23[None, :], v_50, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_51
-        v_52 = v_48.to(tl.float16)
-        dot_53 = tl.dot(tl.where(mask_13[None, :], v_52, 0), load_15)
-        v_54 = (dot_53 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_54, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_55 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_55, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = v_33.to(tl.bfloat16)
+        v_35 = tl.permute(v_34, (1, 0))
+        dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_36
+        v_37 = tl.permute(load_16, (1, 0))
+        dot_38 = tl.dot(load_25, tl.where(rmask_0[:, None], v_37, 0))
+        load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_40 = load_39[:, None]
+        v_41 = (dot_38 - v_40)
+        v_42 = (v_33 * v_41)
+        v_43 = v_42.to(tl.bfloat16)
+        v_44 = tl.permute(v_43, (1, 0))
+        dot_45 = tl.dot(tl.where(mask_23[None, :], v_44, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_45
+        v_46 = v_42.to(tl.bfloat16)
+        dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
+        v_48 = (dot_47 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_49 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
     tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_fwd_kernel_1b3e2c32a2(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_907ce54b30(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -312,39 +288,36 @@ def _attention_fwd_kernel_1b3e2c32a2(batch, q_heads, q_len, group, q, q_stride_0
         v_26 = tl.permute(load_25, (1, 0))
         dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
         v_28 = (dot_27 * qk_scale)
-        v_29 = indices_23[None, :]
-        v_30 = (v_29 < kv_len)
-        v_31 = tl.where(v_30, v_28, float("-inf"))
-        red_32 = (tl.max(tl.where(mask_24[None, :], v_31, float("-inf")), 1))
-        v_33 = tl.maximum(row_max_21, red_32)
-        v_34 = v_33[:, None]
-        v_35 = (v_31 - v_34)
-        v_36 = tl.exp2(v_35)
-        v_37 = (row_max_21 - v_33)
-        v_38 = tl.exp2(v_37)
-        v_39 = (row_sum_19 * v_38)
-        red_40 = (tl.sum(tl.where(mask_24[None, :], v_36, 0), 1))
-        v_41 = (v_39 + red_40)
-        row_sum_19 = v_41
-        load_42 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_43 = v_38[:, None]
-        v_44 = (acc_20 * v_43)
-        acc_20 = v_44
-        v_45 = v_36.to(tl.float16)
-        dot_46 = tl.dot(tl.where(mask_24[None, :], v_45, 0), load_42, acc=acc_20)
-        acc_20 = dot_46
-        row_max_21 = v_33
-    v_47 = row_sum_19[:, None]
-    v_48 = (acc_20 / v_47)
-    v_49 = v_48.to(tl.float16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_50 = tl.log2(row_sum_19)
-    v_51 = (row_max_21 + v_50)
-    v_52 = (v_51 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_52, mask=(mask_13))
+        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_40 = v_35[:, None]
+        v_41 = (acc_20 * v_40)
+        acc_20 = v_41
+        v_42 = v_33.to(tl.float16)
+        dot_43 = tl.dot(tl.where(mask_24[None, :], v_42, 0), load_39, acc=acc_20)
+        acc_20 = dot_43
+        row_max_21 = v_30
+    v_44 = row_sum_19[:, None]
+    v_45 = (acc_20 / v_44)
+    v_46 = v_45.to(tl.float16)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    v_47 = tl.log2(row_sum_19)
+    v_48 = (row_max_21 + v_47)
+    v_49 = (v_48 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_1e23a16603(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_e573012015(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -378,105 +351,39 @@ def _attention_fwd_kernel_1e23a16603(batch, q_heads, q_len, group, q, q_stride_0
         dot_29 = tl.dot(load_15, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
         v_31 = indices_25[None, :]
-        v_32 = (v_31 < kv_len)
-        v_33 = indices_25[None, :]
-        v_34 = indices_12[:, None]
-        v_35 = (v_33 <= v_34)
-        v_36 = (v_32 & v_35)
-        v_37 = tl.where(v_36, v_30, float("-inf"))
-        red_38 = (tl.max(tl.where(mask_26[None, :], v_37, float("-inf")), 1))
-        v_39 = tl.maximum(row_max_23, red_38)
-        v_40 = v_39[:, None]
-        v_41 = (v_37 - v_40)
-        v_42 = tl.exp2(v_41)
-        v_43 = (row_max_23 - v_39)
-        v_44 = tl.exp2(v_43)
-        v_45 = (row_sum_21 * v_44)
-        red_46 = (tl.sum(tl.where(mask_26[None, :], v_42, 0), 1))
-        v_47 = (v_45 + red_46)
-        row_sum_21 = v_47
-        load_48 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_25[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_26[:, None]) & (rmask_0[None, :]), other=0)
-        v_49 = v_44[:, None]
-        v_50 = (acc_22 * v_49)
-        acc_22 = v_50
-        v_51 = v_42.to(tl.float16)
-        dot_52 = tl.dot(tl.where(mask_26[None, :], v_51, 0), load_48, acc=acc_22)
-        acc_22 = dot_52
-        row_max_23 = v_39
-    v_53 = row_sum_21[:, None]
-    v_54 = (acc_22 / v_53)
-    v_55 = v_54.to(tl.float16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_55, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_56 = tl.log2(row_sum_21)
-    v_57 = (row_max_23 + v_56)
-    v_58 = (v_57 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_58, mask=(mask_13))
+        v_32 = indices_12[:, None]
+        v_33 = (v_31 <= v_32)
+        v_34 = tl.where(v_33, v_30, float("-inf"))
+        red_35 = (tl.max(tl.where(mask_26[None, :], v_34, float("-inf")), 1))
+        v_36 = tl.maximum(row_max_23, red_35)
+        v_37 = v_36[:, None]
+        v_38 = (v_34 - v_37)
+        v_39 = tl.exp2(v_38)
+        v_40 = (row_max_23 - v_36)
+        v_41 = tl.exp2(v_40)
+        v_42 = (row_sum_21 * v_41)
+        red_43 = (tl.sum(tl.where(mask_26[None, :], v_39, 0), 1))
+        v_44 = (v_42 + red_43)
+        row_sum_21 = v_44
+        load_45 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_25[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_26[:, None]) & (rmask_0[None, :]), other=0)
+        v_46 = v_41[:, None]
+        v_47 = (acc_22 * v_46)
+        acc_22 = v_47
+        v_48 = v_39.to(tl.bfloat16)
+        dot_49 = tl.dot(tl.where(mask_26[None, :], v_48, 0), load_45, acc=acc_22)
+        acc_22 = dot_49
+        row_max_23 = v_36
+    v_50 = row_sum_21[:, None]
+    v_51 = (acc_22 / v_50)
+    v_52 = v_51.to(tl.bfloat16)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_52, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    v_53 = tl.log2(row_sum_21)
+    v_54 = (row_max_23 + v_53)
+    v_55 = (v_54 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_55, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_3cdb4536d1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
-        v_28 = (dot_27 * qk_scale)
-        v_29 = indices_23[None, :]
-        v_30 = (v_29 < kv_len)
-        v_31 = tl.where(v_30, v_28, float("-inf"))
-        red_32 = (tl.max(tl.where(mask_24[None, :], v_31, float("-inf")), 1))
-        v_33 = tl.maximum(row_max_21, red_32)
-        v_34 = v_33[:, None]
-        v_35 = (v_31 - v_34)
-        v_36 = tl.exp2(v_35)
-        v_37 = (row_max_21 - v_33)
-        v_38 = tl.exp2(v_37)
-        v_39 = (row_sum_19 * v_38)
-        red_40 = (tl.sum(tl.where(mask_24[None, :], v_36, 0), 1))
-        v_41 = (v_39 + red_40)
-        row_sum_19 = v_41
-        load_42 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_43 = v_38[:, None]
-        v_44 = (acc_20 * v_43)
-        acc_20 = v_44
-        v_45 = v_36.to(tl.bfloat16)
-        dot_46 = tl.dot(tl.where(mask_24[None, :], v_45, 0), load_42, acc=acc_20)
-        acc_20 = dot_46
-        row_max_21 = v_33
-    v_47 = row_sum_19[:, None]
-    v_48 = (acc_20 / v_47)
-    v_49 = v_48.to(tl.bfloat16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_50 = tl.log2(row_sum_19)
-    v_51 = (row_max_21 + v_50)
-    v_52 = (v_51 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_52, mask=(mask_13))
-
-@triton.jit
-def _attention_fwd_kernel_b878b784f1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_ef0551eddc(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -510,39 +417,96 @@ def _attention_fwd_kernel_b878b784f1(batch, q_heads, q_len, group, q, q_stride_0
         dot_29 = tl.dot(load_15, tl.where(rmask_0[:, None], v_28, 0))
         v_30 = (dot_29 * qk_scale)
         v_31 = indices_25[None, :]
-        v_32 = (v_31 < kv_len)
-        v_33 = indices_25[None, :]
-        v_34 = indices_12[:, None]
-        v_35 = (v_33 <= v_34)
-        v_36 = (v_32 & v_35)
-        v_37 = tl.where(v_36, v_30, float("-inf"))
-        red_38 = (tl.max(tl.where(mask_26[None, :], v_37, float("-inf")), 1))
-        v_39 = tl.maximum(row_max_23, red_38)
-        v_40 = v_39[:, None]
-        v_41 = (v_37 - v_40)
-        v_42 = tl.exp2(v_41)
-        v_43 = (row_max_23 - v_39)
-        v_44 = tl.exp2(v_43)
-        v_45 = (row_sum_21 * v_44)
-        red_46 = (tl.sum(tl.where(mask_26[None, :], v_42, 0), 1))
-        v_47 = (v_45 + red_46)
-        row_sum_21 = v_47
-        load_48 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_25[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_26[:, None]) & (rmask_0[None, :]), other=0)
-        v_49 = v_44[:, None]
-        v_50 = (acc_22 * v_49)
-        acc_22 = v_50
-        v_51 = v_42.to(tl.bfloat16)
-        dot_52 = tl.dot(tl.where(mask_26[None, :], v_51, 0), load_48, acc=acc_22)
-        acc_22 = dot_52
-        row_max_23 = v_39
-    v_53 = row_sum_21[:, None]
-    v_54 = (acc_22 / v_53)
-    v_55 = v_54.to(tl.bfloat16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_55, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_56 = tl.log2(row_sum_21)
-    v_57 = (row_max_23 + v_56)
-    v_58 = (v_57 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_58, mask=(mask_13))
+        v_32 = indices_12[:, None]
+        v_33 = (v_31 <= v_32)
+        v_34 = tl.where(v_33, v_30, float("-inf"))
+        red_35 = (tl.max(tl.where(mask_26[None, :], v_34, float("-inf")), 1))
+        v_36 = tl.maximum(row_max_23, red_35)
+        v_37 = v_36[:, None]
+        v_38 = (v_34 - v_37)
+        v_39 = tl.exp2(v_38)
+        v_40 = (row_max_23 - v_36)
+        v_41 = tl.exp2(v_40)
+        v_42 = (row_sum_21 * v_41)
+        red_43 = (tl.sum(tl.where(mask_26[None, :], v_39, 0), 1))
+        v_44 = (v_42 + red_43)
+        row_sum_21 = v_44
+        load_45 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_25[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_26[:, None]) & (rmask_0[None, :]), other=0)
+        v_46 = v_41[:, None]
+        v_47 = (acc_22 * v_46)
+        acc_22 = v_47
+        v_48 = v_39.to(tl.float16)
+        dot_49 = tl.dot(tl.where(mask_26[None, :], v_48, 0), load_45, acc=acc_22)
+        acc_22 = dot_49
+        row_max_23 = v_36
+    v_50 = row_sum_21[:, None]
+    v_51 = (acc_22 / v_50)
+    v_52 = v_51.to(tl.float16)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_52, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    v_53 = tl.log2(row_sum_21)
+    v_54 = (row_max_23 + v_53)
+    v_55 = (v_54 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_55, mask=(mask_13))
+
+@triton.jit
+def _attention_fwd_kernel_fe979f2cef(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < q_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < q_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
+        v_28 = (dot_27 * qk_scale)
+        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_40 = v_35[:, None]
+        v_41 = (acc_20 * v_40)
+        acc_20 = v_41
+        v_42 = v_33.to(tl.bfloat16)
+        dot_43 = tl.dot(tl.where(mask_24[None, :], v_42, 0), load_39, acc=acc_20)
+        acc_20 = dot_43
+        row_max_21 = v_30
+    v_44 = row_sum_19[:, None]
+    v_45 = (acc_20 / v_44)
+    v_46 = v_45.to(tl.bfloat16)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    v_47 = tl.log2(row_sum_19)
+    v_48 = (row_max_21 + v_47)
+    v_49 = (v_48 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
 
 
 # attention_bwd variant 0f6a41105bbb
@@ -561,7 +525,7 @@ def attention_bwd__0f6a41105bbb(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -581,7 +545,7 @@ def attention_bwd__13a82309691b(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -601,7 +565,7 @@ def attention_bwd__15c5bf117421(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -621,7 +585,7 @@ def attention_bwd__17f1100229e1(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -641,7 +605,7 @@ def attention_bwd__1e148f5c505d(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -661,7 +625,7 @@ def attention_bwd__3486af520f45(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -681,7 +645,7 @@ def attention_bwd__41081d92a51c(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -701,7 +665,7 @@ def attention_bwd__4ae26c0e2c68(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -721,7 +685,7 @@ def attention_bwd__56595ad9ccca(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -741,7 +705,7 @@ def attention_bwd__741ffb96c6db(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_5cd7981f31[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -761,7 +725,7 @@ def attention_bwd__82dbeb22179e(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -781,7 +745,7 @@ def attention_bwd__90c911ef3100(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -801,7 +765,7 @@ def attention_bwd__94f48a3fce36(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -821,7 +785,7 @@ def attention_bwd__af8e47cd4269(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -841,7 +805,7 @@ def attention_bwd__afee638c0641(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -861,7 +825,7 @@ def attention_bwd__bf09b49ad5ba(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_0ba4bba97e[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -881,7 +845,7 @@ def attention_bwd__cd57c6017ea2(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -901,7 +865,7 @@ def attention_bwd__ce90990cbb53(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_539d41510b[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -921,7 +885,7 @@ def attention_bwd__f8db6bfe1064(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -941,7 +905,7 @@ def attention_bwd__fcdd353455dc(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b5cc855a74[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(k.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -959,7 +923,7 @@ def attention_fwd__152eb4e6f696(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_ef0551eddc[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -977,7 +941,7 @@ def attention_fwd__2286331c9efe(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_907ce54b30[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -995,7 +959,7 @@ def attention_fwd__2ad267b17a5f(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_e573012015[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1013,7 +977,7 @@ def attention_fwd__2cc003c9002f(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_ef0551eddc[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1031,7 +995,7 @@ def attention_fwd__3088b598c2d3(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_907ce54b30[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1049,7 +1013,7 @@ def attention_fwd__3108c5a0c864(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_e573012015[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1067,7 +1031,7 @@ def attention_fwd__351395ba6f77(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_fe979f2cef[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1085,7 +1049,7 @@ def attention_fwd__408110f23c56(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_907ce54b30[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1103,7 +1067,7 @@ def attention_fwd__480c94cf7738(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_fe979f2cef[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1121,7 +1085,7 @@ def attention_fwd__6329022c620e(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_ef0551eddc[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1139,7 +1103,7 @@ def attention_fwd__66b219fb682d(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_fe979f2cef[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1157,7 +1121,7 @@ def attention_fwd__8cb66c4d55e0(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_e573012015[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1175,7 +1139,7 @@ def attention_fwd__92fb6f7f6ed2(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_fe979f2cef[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1193,7 +1157,7 @@ def attention_fwd__932a1f04d793(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_3cdb4536d1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_fe979f2cef[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1211,7 +1175,7 @@ def attention_fwd__93a5036b43b5(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_e573012015[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1229,7 +1193,7 @@ def attention_fwd__9a2fa2ca89fb(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_907ce54b30[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1247,7 +1211,7 @@ def attention_fwd__a48acc344503(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_ef0551eddc[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (out, lse)
 
 
@@ -1265,7 +1229,7 @@ def attention_fwd__aafb83116a84(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1e23a16603[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_ef0551eddc[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1283,7 +1247,7 @@ def attention_fwd__b248902b4a34(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_b878b784f1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    _attention_fwd_kernel_e573012015[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
     return (out, lse)
 
 
@@ -1301,7 +1265,7 @@ def attention_fwd__ca57a3bc2c03(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b3e2c32a2[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    _attention_fwd_kernel_907ce54b30[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(q.size(3))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
     return (out, lse)
 
 
