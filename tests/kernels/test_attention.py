@@ -87,6 +87,20 @@ def test_strided_inputs(device, causal):
              random_seeds=())
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_no_keys_gives_what_torch_gives(device, causal):
+    """Sk == 0: torch's SDPA returns zeros (and logsumexp over nothing is -inf); so must the kernel."""
+    shape = _case(1, 2, 1, 5, 0, 64, causal)
+    args = attention.make_fwd_inputs(shape, torch.float16, device, seed=500)
+    torch_out = torch.nn.functional.scaled_dot_product_attention(*(t.float() for t in args[:3]), is_causal=causal,
+                                                                 enable_gqa=True)
+    expected_out, expected_lse = attention.reference_fwd(*args)
+    torch.testing.assert_close(expected_out, torch_out.double())
+    assert torch.all(expected_lse == float("-inf"))
+    check_op(attention.attention_fwd, args, (expected_out, expected_lse), attention.tolerance(torch.float16),
+             _label("attention_fwd", shape, torch.float16), random_seeds=())
+
+
 def test_reference_matches_torch_sdpa(device):
     """The float64 references follow torch's conventions (top-left causal mask, GQA head mapping)."""
     shape = _case(2, 4, 2, 9, 13, 64, True, scale=0.2)
