@@ -13,8 +13,9 @@ Conventions (those of torch.nn.functional.scaled_dot_product_attention):
   row sees at least key 0 and no row is fully masked;
 - grouped-query attention: k/v have Hkv heads dividing Hq; query head h reads kv head h // (Hq // Hkv);
 - zero keys (Sk == 0) give a zero output and lse = -inf, as torch does.
-Causal kernels skip key tiles that are fully masked (the key loop ends at the query tile's end) and
-the backward starts each key tile's query loop at the key tile's first position.
+Causal kernels skip key tiles that are fully masked: the forward runs keys before the query tile's
+first position without any mask, then the diagonal block (up to the query tile's end) masked; the
+backward starts each key tile's query loop at the key tile's first position.
 The head dim is specialized (hl.specialize), so each D gets its own compiled variant.
 Out-of-range rows and columns of a tile need no explicit mask: the DSL masks loads, reductions and
 the contraction dim of dots by the tiles' bounds; only the causal mask is written out.
@@ -58,22 +59,31 @@ def attention_fwd(
         row_sum = hl.full([tile_m], 1.0, dtype=torch.float32)
         acc = hl.zeros([tile_m, head_dim], dtype=torch.float32)
         if causal:
-            key_end = min(tile_m.end, kv_len)
+            unmasked_end = min(tile_m.begin, kv_len)
         else:
-            key_end = kv_len
-        for tile_n in hl.tile(0, key_end, block_size=block_n):
+            unmasked_end = kv_len
+        for tile_n in hl.tile(0, unmasked_end, block_size=block_n):
             k_tile = k[b, kv_h, tile_n, :]
             scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale
-            if causal:
-                scores = torch.where(tile_n.index[None, :] <= tile_m.index[:, None], scores, float("-inf"))
             new_max = torch.maximum(row_max, torch.amax(scores, dim=1))
             probs = torch.exp2(scores - new_max[:, None])
             rescale = torch.exp2(row_max - new_max)
             row_sum = row_sum * rescale + torch.sum(probs, dim=1)
             v_tile = v[b, kv_h, tile_n, :]
-            acc = acc * rescale[:, None]
-            acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc)
+            acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc * rescale[:, None])
             row_max = new_max
+        if causal:
+            for tile_n in hl.tile(unmasked_end, min(tile_m.end, kv_len), block_size=block_n):
+                k_tile = k[b, kv_h, tile_n, :]
+                scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale
+                scores = torch.where(tile_n.index[None, :] <= tile_m.index[:, None], scores, float("-inf"))
+                new_max = torch.maximum(row_max, torch.amax(scores, dim=1))
+                probs = torch.exp2(scores - new_max[:, None])
+                rescale = torch.exp2(row_max - new_max)
+                row_sum = row_sum * rescale + torch.sum(probs, dim=1)
+                v_tile = v[b, kv_h, tile_n, :]
+                acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc * rescale[:, None])
+                row_max = new_max
         out[b, h, tile_m, :] = (acc / row_sum[:, None]).to(out.dtype)
         lse[b, h, tile_m] = (row_max + torch.log2(row_sum)) * LN2
     return out, lse
