@@ -147,10 +147,10 @@ def test_normalize_fills_defaults(device):
         assert filled[name] == default[name], name
 
 
-# --- every config agrees with the default config ----------------------------------------------
+# --- every config agrees with the default config (random ones, and all-first / all-last choices) ---
 
 SWEEP_CASES = {
-    "add_2d": (add_2d, lambda d: (randn(9, 30, device=d), randn(9, 30, device=d)), lambda x, y: x + y),
+    "add_2d": (add_2d, lambda d: (randn(7, 19, device=d), randn(7, 19, device=d)), lambda x, y: x + y),
     "matmul": (matmul, _matmul_args, lambda x, y: x @ y),
     "softmax": (softmax, lambda d: (randn(5, 333, device=d),), lambda x: torch.softmax(x, -1)),
     "grid": (scale_rows_grid, lambda d: (randn(3, 45, device=d),),
@@ -172,8 +172,11 @@ def test_random_config_sweep(case, device):
     args = make_args(device)
     bound = kernel.bind(args)
     default_result = bound.compile_config(bound.config_spec.default_config())(*args)
+    spec = bound.config_spec
+    extremes = [spec.normalize(spec.unflatten([knob.choices[pick] for knob in spec.knobs()]))
+                for pick in (0, -1)]
     configs = check_kernel(kernel, args, reference, n_random=SWEEP_SEEDS, seed_offset=100,
-                           **_tolerance(device))
+                           extra_configs=extremes, **_tolerance(device))
     for config in configs:
         torch.testing.assert_close(bound.compile_config(config)(*args), default_result,
                                    **({"rtol": 1e-4, "atol": 1e-4} if device == "cpu" else _tolerance(device)))
