@@ -96,6 +96,20 @@ def test_while_in_inner_device_loop():
 
 
 @helion.kernel()
+def uses_break(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros_like(x)
+    for tile_m in hl.tile(x.size(0)):
+        for tile_n in hl.tile(x.size(1)):
+            out[tile_m, tile_n] = x[tile_m, tile_n]
+            break  # ERR-break
+    return out
+
+
+def test_break_in_device_loop():
+    expect_dsl_error(uses_break, (randn(4, 40),), "ERR-break", ["break"])
+
+
+@helion.kernel()
 def mismatched_broadcast(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     m, n = x.size()
     out = torch.empty_like(x)
