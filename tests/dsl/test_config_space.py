@@ -302,3 +302,9 @@ def test_three_dim_loop_orders(order, pid_type, device):
     assert len(default["block_sizes"]) == 3 and sorted(default["loop_orders"][0]) == [0, 1, 2]
     check_kernel(add_3d, (x, y), lambda x, y: x * y, n_random=0,
                  overrides=[{"loop_orders": [order], "pid_type": pid_type, "block_sizes": [2, 4, 8]}])
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 10, 19)])
+def test_three_dim_tile_random_configs(shape, device):
+    x, y = randn(*shape, device=device), randn(*shape, device=device)
+    check_kernel(add_3d, (x, y), lambda x, y: x * y)
