@@ -6,7 +6,9 @@ and for ops/dtypes/specializations a tuned table lacks. Each entry is the kernel
 spec, at a representative shape; the dispatcher's nearest-shape choice then splits sizes between
 the entries (e.g. row lengths below ~8192 pick the persistent-reduction entry of a row op).
 
-Rules, by the shape keys of an op's tuning suite:
+Entries cover every dtype the runtime sends to kernels (float16, bfloat16, float32), not only the
+dtypes an op's tuning suite lists: the kernels are dtype-generic. Rules, by the shape keys of an
+op's tuning suite:
 - rows {M, N} (norms, softmax): rows up to 4096 elements are reduced in registers (persistent
   reduction) with 4 warps (N <= 1024) or 8; longer rows loop over chunks of 4096 elements
   (`reduction_loops`) with 16 warps. Entries sit at N = 1024, 4096, 16384, 131072, so the
@@ -30,6 +32,7 @@ from pathlib import Path
 import torch
 
 from build_tools.generate import TABLE_DIR, op_families
+from helion_kernels._backend import KERNEL_DTYPES
 from helion_kernels._variant import to_plain, variant_id
 
 DEFAULT_PATH = TABLE_DIR / "default.json"
@@ -117,7 +120,7 @@ def heuristic_config(config_spec, overrides: dict) -> tuple:
 def _entries_for(spec) -> list:
     keys = {k for shape in spec.shapes for k in shape}
     entries = []
-    for dtype in spec.dtypes:
+    for dtype in sorted(set(spec.dtypes) | set(KERNEL_DTYPES), key=str):
         for shape, overrides, rule in representative_points(keys):
             spec.kernel.reset()
             bound = spec.kernel.bind(spec.make_inputs(shape, dtype, "cpu", 0))
@@ -141,9 +144,9 @@ def _flat(value) -> list:
 
 
 def check_op(spec) -> str | None:
-    """Run the op once under the Triton interpreter (float32, else float16) at a small shape with its
-    default config and compare with its float64 reference; the failure text, or None when it agrees."""
-    dtype = torch.float32 if torch.float32 in spec.dtypes else torch.float16
+    """Run the op once under the Triton interpreter (float32) at a small shape with its default
+    config and compare with its float64 reference; the failure text, or None when it agrees."""
+    dtype = torch.float32
     sizes = {k: v for k, v in spec.shapes[0].items()
              if k not in spec.exact_keys and isinstance(v, int) and not isinstance(v, bool)}
     largest = sorted(sizes, key=lambda k: (sizes[k], k))[-2:]

@@ -33,7 +33,12 @@ def device_reason(device: torch.device, dtype: torch.dtype | None = None, uses_d
     key = (device, dtype, uses_dot)
     if key not in _DEVICE_REASONS:
         _DEVICE_REASONS[key] = _device_reason(device, dtype, uses_dot)
-    return _DEVICE_REASONS[key]
+    reason = _DEVICE_REASONS[key]
+    if reason is None and uses_dot and dtype is torch.float32 and device.type == "cuda" \
+            and not torch.backends.cuda.matmul.allow_tf32:
+        return ("float32 products: the kernels' tl.dot uses TF32, which PyTorch's "
+                "torch.backends.cuda.matmul.allow_tf32 currently disallows")
+    return reason
 
 
 def _device_reason(device: torch.device, dtype: torch.dtype | None, uses_dot: bool) -> str | None:

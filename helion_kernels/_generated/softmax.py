@@ -149,76 +149,7 @@ def _softmax_bwd_kernel_a6b86b726e(m, out, out_stride_0, out_stride_1, out_size_
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), c_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_3a525d3688(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    red_6 = (tl.max(tl.where(rmask_0[None, :], load_5, float("-inf")), 1, keep_dims=True))
-    v_7 = (load_5 - red_6)
-    v_8 = tl.exp(v_7)
-    red_9 = (tl.sum(tl.where(rmask_0[None, :], v_8, 0), 1, keep_dims=True))
-    v_10 = (v_8 / red_9)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_10, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_fwd_kernel_6147a4789d(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    acc_5 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], float("-inf"), tl.float32)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_6 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_7 = c_6.to(tl.float32)
-        acc_5 = tl.maximum(acc_5, tl.where(rmask_0[None, :], c_7, float("-inf")))
-    red_8 = (tl.max(acc_5, 1, keep_dims=True))
-    acc_9 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], 0, tl.float32)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_10 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_11 = c_10.to(tl.float32)
-        c_12 = (c_11 - red_8)
-        c_13 = tl.exp(c_12)
-        acc_9 = acc_9 + tl.where(rmask_0[None, :], c_13, 0)
-    red_14 = (tl.sum(acc_9, 1, keep_dims=True))
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_15 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_16 = c_15.to(tl.float32)
-        c_17 = (c_16 - red_8)
-        c_18 = tl.exp(c_17)
-        c_19 = (c_18 / red_14)
-        c_20 = c_19.to(tl.float16)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_20, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_fwd_kernel_9f9e61b982(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
-    v_8 = (v_6 - red_7)
-    v_9 = tl.exp(v_8)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (v_9 / red_10)
-    v_12 = v_11.to(tl.float16)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_fwd_kernel_c78334c3b2(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
+def _softmax_fwd_kernel_5d1af3e021(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -239,17 +170,37 @@ def _softmax_fwd_kernel_c78334c3b2(m, x, x_stride_0, x_stride_1, x_size_1, out, 
         c_11 = tl.exp(c_10)
         acc_8 = acc_8 + tl.where(rmask_0[None, :], c_11, 0)
     red_12 = (tl.sum(acc_8, 1, keep_dims=True))
+    v_13 = (1.0 / red_12)
     for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
         rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
         rmask_0 = rindex_0 < x_size_1
-        c_13 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_14 = (c_13 - red_7)
-        c_15 = tl.exp(c_14)
-        c_16 = (c_15 / red_12)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_16, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+        c_14 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_15 = (c_14 - red_7)
+        c_16 = tl.exp(c_15)
+        c_17 = (c_16 * v_13)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_17, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_e2468adb18(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
+def _softmax_fwd_kernel_6ac65ee9fc(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
+    v_8 = (v_6 - red_7)
+    v_9 = tl.exp(v_8)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    v_13 = v_12.to(tl.float16)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_7bd3f97ecc(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -272,19 +223,56 @@ def _softmax_fwd_kernel_e2468adb18(m, x, x_stride_0, x_stride_1, x_size_1, out, 
         c_13 = tl.exp(c_12)
         acc_9 = acc_9 + tl.where(rmask_0[None, :], c_13, 0)
     red_14 = (tl.sum(acc_9, 1, keep_dims=True))
+    v_15 = (1.0 / red_14)
     for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
         rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
         rmask_0 = rindex_0 < x_size_1
-        c_15 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_16 = c_15.to(tl.float32)
-        c_17 = (c_16 - red_8)
-        c_18 = tl.exp(c_17)
-        c_19 = (c_18 / red_14)
-        c_20 = c_19.to(tl.bfloat16)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_20, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+        c_16 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_17 = c_16.to(tl.float32)
+        c_18 = (c_17 - red_8)
+        c_19 = tl.exp(c_18)
+        c_20 = (c_19 * v_15)
+        c_21 = c_20.to(tl.float16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_21, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_f4f5c3017c(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_c61d2f80d6(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m
+    acc_5 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], float("-inf"), tl.float32)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_6 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_7 = c_6.to(tl.float32)
+        acc_5 = tl.maximum(acc_5, tl.where(rmask_0[None, :], c_7, float("-inf")))
+    red_8 = (tl.max(acc_5, 1, keep_dims=True))
+    acc_9 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], 0, tl.float32)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_10 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_11 = c_10.to(tl.float32)
+        c_12 = (c_11 - red_8)
+        c_13 = tl.exp(c_12)
+        acc_9 = acc_9 + tl.where(rmask_0[None, :], c_13, 0)
+    red_14 = (tl.sum(acc_9, 1, keep_dims=True))
+    v_15 = (1.0 / red_14)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_16 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_17 = c_16.to(tl.float32)
+        c_18 = (c_17 - red_8)
+        c_19 = tl.exp(c_18)
+        c_20 = (c_19 * v_15)
+        c_21 = c_20.to(tl.bfloat16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_21, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_c7fa415327(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
     pid_1 = tl.program_id(0)
@@ -297,9 +285,27 @@ def _softmax_fwd_kernel_f4f5c3017c(m, x, x_stride_0, x_stride_1, x_size_1, out, 
     v_8 = (v_6 - red_7)
     v_9 = tl.exp(v_8)
     red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (v_9 / red_10)
-    v_12 = v_11.to(tl.bfloat16)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    v_13 = v_12.to(tl.bfloat16)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_db3d3dcf17(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    red_6 = (tl.max(tl.where(rmask_0[None, :], load_5, float("-inf")), 1, keep_dims=True))
+    v_7 = (load_5 - red_6)
+    v_8 = tl.exp(v_7)
+    red_9 = (tl.sum(tl.where(rmask_0[None, :], v_8, 0), 1, keep_dims=True))
+    v_10 = (1.0 / red_9)
+    v_11 = (v_8 * v_10)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 
 # softmax_bwd variant 00ede7cf1c23
@@ -414,7 +420,7 @@ def softmax_fwd__25552b630a71(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_6147a4789d[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    _softmax_fwd_kernel_7bd3f97ecc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
     return out
 
 
@@ -427,7 +433,7 @@ def softmax_fwd__29904f9bcf04(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_9f9e61b982[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _softmax_fwd_kernel_6ac65ee9fc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
     return out
 
 
@@ -440,7 +446,7 @@ def softmax_fwd__3ee5e4c61a68(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_3a525d3688[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _softmax_fwd_kernel_db3d3dcf17[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
     return out
 
 
@@ -453,7 +459,7 @@ def softmax_fwd__78eb891236e7(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_3a525d3688[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _softmax_fwd_kernel_db3d3dcf17[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
     return out
 
 
@@ -467,7 +473,7 @@ def softmax_fwd__7c7543d085b2(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_c78334c3b2[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    _softmax_fwd_kernel_5d1af3e021[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
     return out
 
 
@@ -480,7 +486,7 @@ def softmax_fwd__7e29cd09ef5b(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_f4f5c3017c[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _softmax_fwd_kernel_c7fa415327[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
     return out
 
 
@@ -494,7 +500,7 @@ def softmax_fwd__88ff2dcea1d8(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_e2468adb18[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    _softmax_fwd_kernel_c61d2f80d6[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
     return out
 
 
@@ -507,7 +513,7 @@ def softmax_fwd__d12ac670d3b1(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_9f9e61b982[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _softmax_fwd_kernel_6ac65ee9fc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
     return out
 
 
@@ -520,7 +526,7 @@ def softmax_fwd__ebc4c2025d67(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_f4f5c3017c[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _softmax_fwd_kernel_c7fa415327[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
     return out
 
 
