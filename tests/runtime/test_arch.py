@@ -33,3 +33,14 @@ def test_cpu_and_override(monkeypatch):
     monkeypatch.setenv("HK_DEVICE_NAME", "NVIDIA A100")
     assert _arch.arch_key(torch.device("cpu")) == "sm_80"
     assert _arch.device_name(torch.device("cpu")) == "NVIDIA A100"
+
+
+def test_float32_products_on_cuda_follow_allow_tf32(monkeypatch):
+    from helion_kernels._backend import device_reason
+
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    assert "allow_tf32" in device_reason(CUDA0, torch.float32, uses_dot=True)
+    assert device_reason(CUDA0, torch.float32, uses_dot=False) is None
+    assert device_reason(CUDA0, torch.bfloat16, uses_dot=True) is None
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    assert device_reason(CUDA0, torch.float32, uses_dot=True) is None
