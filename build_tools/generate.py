@@ -1,8 +1,9 @@
 """`python -m build_tools generate [--check]`: tuned tables -> `helion_kernels/_generated/<family>.py`.
 
 For every entry of `tuned_configs/*.json` (the default table included) the entry's op is bound on
-inputs of the entry's dtype and a small shape of the same specialization, and compiled for the
-entry's config. Each kernels_src module (a "family") becomes one standalone module holding the
+inputs of the entry's dtype and the smallest capped version of its shape that keeps the recorded
+specialization and accepts the config unchanged (the DSL derives its config space from the bound
+sizes), and compiled for the entry's config. Each kernels_src module (a "family") becomes one standalone module holding the
 deduplicated Triton kernels, one launcher per variant and the `VARIANTS`/`OP_INFO` indexes the
 runtime reads. Output is deterministic; `--check` compares it with the files on disk instead.
 """
