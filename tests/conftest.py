@@ -20,3 +20,12 @@ def pytest_collection_modifyitems(config, items):
         return
     for item in items:
         item.add_marker(pytest.mark.gpu)
+
+
+def pytest_runtest_logreport(report):
+    """With HK_FAILURE_LOG set, append each failure as it happens (long runs on the GPU machine may
+    be cut off before pytest's summary)."""
+    path = os.environ.get("HK_FAILURE_LOG")
+    if path and report.failed:
+        with open(path, "a") as fh:
+            fh.write(f"=== {report.nodeid} ({report.when})\n{str(report.longrepr)[-3000:]}\n")
