@@ -34,7 +34,8 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
             for tile_n in hl.tile(n, block_size=block_n):
                 values = x[tile_m, tile_n].to(torch.float32)
                 new_max = torch.maximum(row_max, torch.amax(values, dim=1))
-                row_sum = row_sum * torch.exp(row_max - new_max) + torch.sum(torch.exp(values - new_max[:, None]), dim=1)
+                tile_sum = torch.sum(torch.exp(values - new_max[:, None]), dim=1)
+                row_sum = row_sum * torch.exp(row_max - new_max) + tile_sum
                 row_max = new_max
             inv_sum = 1.0 / row_sum
             for tile_n in hl.tile(n, block_size=block_n):
