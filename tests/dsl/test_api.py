@@ -296,3 +296,58 @@ def test_call_uses_first_of_configs_without_autotuning(monkeypatch, capfd, devic
     torch.testing.assert_close(tunable_factor_configs.bind((x,))(x), x * 7)
     captured = capfd.readouterr()
     assert (captured.out + captured.err).count("def tunable_factor_configs(") == 1
+
+
+@helion.kernel()
+def shifted(x: torch.Tensor, shift: float = 1.5, *, scale: float = 2.0) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] * scale + shift
+    return out
+
+
+def test_call_with_keywords_and_defaults(device):
+    x = randn(45, device=device)
+    expected = x.double().cpu()
+    torch.testing.assert_close(shifted(x).double().cpu(), expected * 2.0 + 1.5)
+    torch.testing.assert_close(shifted(x, shift=-1.0).double().cpu(), expected * 2.0 - 1.0)
+    torch.testing.assert_close(shifted(x, 0.25, scale=-3.0).double().cpu(), expected * -3.0 + 0.25)
+
+
+@helion.kernel(static_shapes=True)
+def add_scalars_static(x: torch.Tensor, shift: float, offset: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + shift + offset
+    return out
+
+
+@helion.kernel(static_shapes=False)
+def add_scalars_dynamic(x: torch.Tensor, shift: float, offset: int) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] + shift + offset
+    return out
+
+
+@pytest.mark.parametrize("kernel", [add_scalars_static, add_scalars_dynamic], ids=["static", "dynamic"])
+def test_scalar_arguments_are_not_baked_in(kernel, device):
+    x = randn(20, device=device)
+    compiled = kernel.bind((x, 1.5, 1)).compile_config(helion.Config(block_sizes=[8]))
+    for shift, offset in [(1.5, 1), (-1.0, 1), (1.5, 5), (0.25, -7)]:
+        expected = x.double().cpu() + shift + offset
+        torch.testing.assert_close(kernel(x, shift, offset).double().cpu(), expected)
+        torch.testing.assert_close(compiled(x, shift, offset).double().cpu(), expected)
+
+
+def test_dynamic_variant_serves_every_size(tmp_path, device):
+    x = randn(8, 20, device=device)
+    bound = dynamic_kernel.bind((x,))
+    config = bound.config_spec.default_config()
+    compiled = bound.compile_config(config)
+    module = _import_module_from_source(tmp_path, "generated_dynamic_kernel", bound.to_triton_code(config))
+    for shape in [(8, 20), (1, 1), (3, 5), (40, 70), (2, 129)]:
+        y = randn(*shape, device=device)
+        expected = y.double().cpu() - 0.5
+        torch.testing.assert_close(compiled(y).double().cpu(), expected)
+        torch.testing.assert_close(module.dynamic_kernel(y).double().cpu(), expected)

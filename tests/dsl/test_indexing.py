@@ -262,3 +262,16 @@ def test_non_contiguous_inputs(kind, device):
     y = randn(*x.shape, device=device)
     assert not x.is_contiguous()
     check_kernel(strided_axpy, (x, y), lambda x, y: 3.0 * x + y)
+
+
+@helion.kernel()
+def scale_in_place(x: torch.Tensor, factor: float) -> None:
+    for tile_m, tile_n in hl.tile(x.size()):
+        x[tile_m, tile_n] = x[tile_m, tile_n] * factor
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 30)])
+def test_in_place_kernel_returning_none(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(scale_in_place, (x, -2.5), lambda x, f: x * f,
+                 outputs=lambda result, args: (args[0],) if result is None else (result,))

@@ -234,3 +234,34 @@ def test_tile_index_arithmetic(shape, device):
     x = randn(*shape, device=device)
     check_kernel(causal_mask, (x,),
                  lambda x: torch.where(torch.ones_like(x, dtype=torch.bool).tril(), x, -1.0))
+
+
+@helion.kernel()
+def flattened_view(x: torch.Tensor) -> torch.Tensor:
+    flat = x.reshape(-1)
+    out = torch.empty_like(flat)
+    for tile in hl.tile(flat.size(0)):
+        out[tile] = flat[tile] * flat[tile]
+    return out.view(x.size())
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 13), (2, 3, 7)])
+def test_host_reshape_around_loop(shape, device):
+    check_kernel(flattened_view, (randn(*shape, device=device),), lambda x: x * x)
+
+
+@helion.kernel()
+def unit_block_rows(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m, tile_n in hl.tile([m, n], block_size=[1, None]):
+        out[tile_m, tile_n] = x[tile_m, tile_n] + tile_m.begin
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 37)])
+def test_literal_block_size(shape, device):
+    x = randn(*shape, device=device)
+    configs = check_kernel(unit_block_rows, (x,),
+                           lambda x: x + torch.arange(x.size(0), dtype=torch.float64)[:, None])
+    assert all(len(c["block_sizes"]) == 1 for c in configs)

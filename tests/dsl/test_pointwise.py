@@ -190,3 +190,20 @@ def test_add_bfloat16(shape, device):
     x = randn(*shape, dtype=torch.bfloat16, device=device)
     y = randn(*shape, dtype=torch.bfloat16, device=device)
     check_kernel(add_any_rank, (x, y), lambda x, y: x + y)
+
+
+@helion.kernel()
+def power_and_truncate(base: torch.Tensor, exponent: torch.Tensor):
+    powered = torch.empty_like(base)
+    truncated = torch.empty(base.size(), dtype=torch.int32, device=base.device)
+    for tile in hl.tile(base.size(0)):
+        powered[tile] = base[tile] ** exponent[tile]
+        truncated[tile] = (exponent[tile] * 10.0).to(torch.int32)
+    return powered, truncated
+
+
+@pytest.mark.parametrize("n", [1, 80])
+def test_tensor_exponent_and_float_to_int(n, device):
+    base, exponent = rand_positive(n, device=device), randn(n, device=device)
+    check_kernel(power_and_truncate, (base, exponent),
+                 lambda b, e: (b ** e, (e.float() * 10.0).to(torch.int32)))
