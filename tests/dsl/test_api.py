@@ -351,3 +351,10 @@ def test_dynamic_variant_serves_every_size(tmp_path, device):
         expected = y.double().cpu() - 0.5
         torch.testing.assert_close(compiled(y).double().cpu(), expected)
         torch.testing.assert_close(module.dynamic_kernel(y).double().cpu(), expected)
+
+
+@pytest.mark.parametrize("kernel", [static_kernel, dynamic_kernel], ids=["static", "dynamic"])
+def test_calls_with_changing_sizes(kernel, device):
+    for shape in [(8, 20), (1, 1), (3, 5), (8, 20), (33, 2)]:
+        y = randn(*shape, device=device)
+        torch.testing.assert_close(kernel(y).double().cpu(), y.double().cpu() - 0.5)
