@@ -358,3 +358,15 @@ def test_calls_with_changing_sizes(kernel, device):
     for shape in [(8, 20), (1, 1), (3, 5), (8, 20), (33, 2)]:
         y = randn(*shape, device=device)
         torch.testing.assert_close(kernel(y).double().cpu(), y.double().cpu() - 0.5)
+
+
+def test_same_function_wrapped_static_and_dynamic(device):
+    static = helion.kernel(static_shapes=True)(doubled_plus_one)
+    dynamic = helion.kernel(static_shapes=False)(doubled_plus_one)
+    config = helion.Config(block_sizes=[16])
+    first = randn(40, device=device)
+    static.bind((first,)).compile_config(config)(first)
+    compiled = dynamic.bind((first,)).compile_config(config)
+    for n in (40, 7, 100):
+        y = randn(n, device=device)
+        torch.testing.assert_close(compiled(y).double().cpu(), y.double().cpu() * 2.0 + 1.0)
