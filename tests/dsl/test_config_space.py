@@ -308,3 +308,21 @@ def test_three_dim_loop_orders(order, pid_type, device):
 def test_three_dim_tile_random_configs(shape, device):
     x, y = randn(*shape, device=device), randn(*shape, device=device)
     check_kernel(add_3d, (x, y), lambda x, y: x * y)
+
+
+@helion.kernel(static_shapes=False)
+def double_dynamic(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(x.size(), dtype=x.dtype, device=x.device)
+    for tile_m, tile_n in hl.tile(x.size()):
+        out[tile_m, tile_n] = x[tile_m, tile_n] * 2.0
+    return out
+
+
+@pytest.mark.parametrize("indexing", ["pointer", "block_ptr", "tensor_descriptor"])
+def test_one_variant_with_any_strides(indexing, device):
+    bound = double_dynamic.bind((randn(32, 48, device=device),))
+    compiled = bound.compile_config(helion.Config(block_sizes=[16, 16], indexing=indexing))
+    inputs = [randn(48, 32, device=device).T, randn(32, 96, device=device)[:, ::2],
+              randn(20, 40, device=device), randn(1, 40, device=device).expand(6, 40)]
+    for y in inputs:
+        torch.testing.assert_close(compiled(y).double().cpu(), y.double().cpu() * 2.0)
