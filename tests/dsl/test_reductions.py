@@ -333,3 +333,30 @@ def per_group_norms(x: torch.Tensor) -> torch.Tensor:
 def test_full_row_reduction_inside_device_loop(shape, device):
     check_kernel(per_group_norms, (randn(*shape, device=device),),
                  lambda x: x.pow(2).sum(-1).sqrt(), overrides=looped(shape[2]))
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (5, 37), (2, 1000)])
+@pytest.mark.parametrize("sign", [-1.0, 1.0])
+def test_masked_padding_does_not_leak_into_max_min(shape, sign, device):
+    x = rand_positive(*shape, device=device) * sign
+    check_kernel(row_statistics, (x,), _row_statistics_reference, overrides=looped(shape[1]))
+    check_kernel(column_max_full, (x.T.contiguous(),), lambda x: x.amax(0, keepdim=True),
+                 overrides=looped(shape[1]))
+
+
+@helion.kernel()
+def row_max_tiled(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tile_m in hl.tile(m):
+        best = hl.full([tile_m], float("-inf"), dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            best = torch.maximum(best, torch.amax(x[tile_m, tile_n], dim=1))
+        out[tile_m] = best
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 37), (3, 130)])
+def test_tiled_max_of_negative_rows(shape, device):
+    x = -rand_positive(*shape, device=device)
+    check_kernel(row_max_tiled, (x,), lambda x: x.amax(1))
