@@ -265,3 +265,20 @@ def test_literal_block_size(shape, device):
     configs = check_kernel(unit_block_rows, (x,),
                            lambda x: x + torch.arange(x.size(0), dtype=torch.float64)[:, None])
     assert all(len(c["block_sizes"]) == 1 for c in configs)
+
+
+@helion.kernel()
+def cumulative_columns(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(m):
+        running = hl.zeros([tile_m], dtype=torch.float32)
+        for j in hl.grid(n):
+            running = running + x[tile_m, j]
+            out[tile_m, j] = running
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (9, 13)])
+def test_grid_as_device_loop_with_carry(shape, device):
+    check_kernel(cumulative_columns, (randn(*shape, device=device),), lambda x: x.cumsum(1))
