@@ -326,3 +326,23 @@ def test_one_variant_with_any_strides(indexing, device):
               randn(20, 40, device=device), randn(1, 40, device=device).expand(6, 40)]
     for y in inputs:
         torch.testing.assert_close(compiled(y).double().cpu(), y.double().cpu() * 2.0)
+
+
+@helion.kernel(static_shapes=False)
+def softmax_dynamic(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(x.size(0)):
+        out[tile_m, :] = torch.softmax(x[tile_m, :], dim=-1)
+    return out
+
+
+@pytest.mark.parametrize("reduction_loops", [[None], [64], [1024]])
+def test_tuned_config_reused_on_other_row_lengths(reduction_loops, device):
+    bound = softmax_dynamic.bind((randn(4, 2048, device=device),))
+    config = bound.config_spec.normalize(config_with(bound.config_spec.default_config(),
+                                                     reduction_loops=reduction_loops))
+    compiled = bound.compile_config(config)
+    for shape in [(4, 2048), (3, 10), (2, 64), (5, 1000), (1, 3000)]:
+        y = randn(*shape, device=device)
+        torch.testing.assert_close(compiled(y).double().cpu(), torch.softmax(y.double().cpu(), -1),
+                                   rtol=1e-4, atol=1e-6)
