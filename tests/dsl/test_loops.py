@@ -282,3 +282,23 @@ def cumulative_columns(x: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("shape", [(1, 1), (9, 13)])
 def test_grid_as_device_loop_with_carry(shape, device):
     check_kernel(cumulative_columns, (randn(*shape, device=device),), lambda x: x.cumsum(1))
+
+
+@helion.kernel()
+def bounded_block_size(x: torch.Tensor) -> torch.Tensor:
+    n = x.size(0)
+    block = hl.register_block_size(16, 64)
+    out = torch.empty_like(x)
+    for tile in hl.tile(n, block_size=block):
+        out[tile] = x[tile] - tile.block_size
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 50, 300])
+def test_register_block_size_with_bounds(n, device):
+    def reference(x, config):
+        return x - config["block_sizes"][0]
+
+    configs = check_kernel(bounded_block_size, (randn(n, device=device),), reference,
+                           reference_takes_config=True, n_random=5)
+    assert all(16 <= c["block_sizes"][0] <= 64 for c in configs)
