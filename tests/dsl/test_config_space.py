@@ -130,6 +130,9 @@ def test_unflatten_of_extreme_choices_runs(pick, device):
     {"indexing": "magic"},
     {"loop_orders": [[0, 0]]},
     {"num_warps": 3},
+    {"blok_sizes": [16, 16, 16]},
+    {"reduction_loops": [64]},
+    {"pid_type": "persistent_interleaved", "num_stages": 0},
 ])
 def test_normalize_rejects_illegal_configs(bad_fields, device):
     spec = matmul.bind(_matmul_args(device)).config_spec
