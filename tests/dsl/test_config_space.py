@@ -349,3 +349,11 @@ def test_tuned_config_reused_on_other_row_lengths(reduction_loops, device):
         y = randn(*shape, device=device)
         torch.testing.assert_close(compiled(y).double().cpu(), torch.softmax(y.double().cpu(), -1),
                                    rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"])
+@pytest.mark.parametrize("case", ["softmax", "split_k", "attention", "grid", "layer_norm"])
+def test_pid_types_on_other_programs(case, pid_type, device):
+    kernel, make_args, reference = SWEEP_CASES[case]
+    check_kernel(kernel, make_args(device), reference, n_random=0, overrides=[{"pid_type": pid_type}],
+                 **_tolerance(device))
