@@ -231,3 +231,23 @@ def test_matmul_non_contiguous_operands(m, k, n, device):
     x = randn(k, m, device=device).T
     y = randn(n, k, device=device).T
     check_kernel(matmul_addmm, (x, y), lambda x, y: x @ y, **matmul_tolerance(device))
+
+
+@helion.kernel()
+def batched_matmul_operator(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    b, m, k = x.size()
+    n = y.size(2)
+    out = torch.empty([b, m, n], dtype=x.dtype, device=x.device)
+    for tile_b, tile_m, tile_n in hl.tile([b, m, n]):
+        acc = hl.zeros([tile_b, tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k):
+            acc = acc + torch.matmul(x[tile_b, tile_m, tile_k], y[tile_b, tile_k, tile_n])
+            acc += x[tile_b, tile_m, tile_k] @ y[tile_b, tile_k, tile_n]
+        out[tile_b, tile_m, tile_n] = acc * 0.5
+    return out
+
+
+@pytest.mark.parametrize("b,m,k,n", [(1, 1, 1, 1), (2, 19, 33, 17)])
+def test_batched_matmul_operators(b, m, k, n, device):
+    x, y = randn(b, m, k, device=device), randn(b, k, n, device=device)
+    check_kernel(batched_matmul_operator, (x, y), lambda x, y: torch.bmm(x, y), **matmul_tolerance(device))
