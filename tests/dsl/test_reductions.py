@@ -360,3 +360,19 @@ def row_max_tiled(x: torch.Tensor) -> torch.Tensor:
 def test_tiled_max_of_negative_rows(shape, device):
     x = -rand_positive(*shape, device=device)
     check_kernel(row_max_tiled, (x,), lambda x: x.amax(1))
+
+
+@helion.kernel(static_shapes=False)
+def row_sum_dynamic(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
+    for tile_m in hl.tile(x.size(0)):
+        out[tile_m] = x[tile_m, :].sum(-1)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0)])
+def test_empty_inputs(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(row_sum_keepdim, (x,), lambda x: x.sum(-1, keepdim=True), n_random=1)
+    check_kernel(softmax_rows, (x,), lambda x: torch.softmax(x, dim=1), n_random=1)
+    check_kernel(row_sum_dynamic, (x,), lambda x: x.sum(-1), n_random=1)
