@@ -370,3 +370,20 @@ def test_same_function_wrapped_static_and_dynamic(device):
     for n in (40, 7, 100):
         y = randn(n, device=device)
         torch.testing.assert_close(compiled(y).double().cpu(), y.double().cpu() * 2.0 + 1.0)
+
+
+def test_generated_host_function_keeps_the_signature(tmp_path, device):
+    x = randn(16, device=device)
+    bound = shifted.bind((x,))
+    config = bound.config_spec.default_config()
+    module = _import_module_from_source(tmp_path, "generated_shifted", bound.to_triton_code(config))
+    generated = bound.generate(config, "shifted__variant")
+    parameters = [(p.name, p.kind, p.default) for p in inspect.signature(module.shifted).parameters.values()]
+    assert parameters == [("x", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+                          ("shift", inspect.Parameter.POSITIONAL_OR_KEYWORD, 1.5),
+                          ("scale", inspect.Parameter.KEYWORD_ONLY, 2.0)]
+    launcher_header = generated.launcher[generated.launcher.index("def shifted__variant("):].splitlines()[0]
+    launcher_namespace = {}
+    exec(launcher_header + "\n    pass", launcher_namespace)
+    launcher_parameters = inspect.signature(launcher_namespace["shifted__variant"]).parameters.values()
+    assert [(p.name, p.kind, p.default) for p in launcher_parameters] == parameters
