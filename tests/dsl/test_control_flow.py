@@ -258,3 +258,18 @@ def test_register_tunable_values_in_device_code(n, device):
                            overrides=[{"scale": 8, "offset": 3, "squash": "sigmoid"}])
     assert {c["squash"] for c in configs} <= {"tanh", "sigmoid"}
     assert all(c["scale"] in (1, 2, 4, 8) and 0 <= c["offset"] <= 3 for c in configs)
+
+
+@helion.kernel()
+def cast_to(x: torch.Tensor, dtype: hl.constexpr) -> torch.Tensor:
+    out = torch.empty(x.size(), dtype=dtype, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = (x[tile] * 4.0).to(dtype)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.int32])
+def test_dtype_as_constexpr(dtype, device):
+    x = randn(70, device=device)
+    check_kernel(cast_to, (x, dtype), lambda x, dtype: (x * 4.0).float().to(dtype))
+    assert cast_to(x, dtype).dtype == dtype
