@@ -185,6 +185,12 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1e-2, 1e-2), torch.float16: (2e-3, 2e-3)}[dtype]
 
 
+def tolerance_bwd(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) for dX and dW. dW sums M fp32 products (in a different order than the float64
+    reference), so fp32 allows ~1e-4 (measured on an H200: 2.9e-5 abs at M=4097)."""
+    return {torch.float32: (1e-4, 1e-4), torch.bfloat16: (1e-2, 1e-2), torch.float16: (2e-3, 2e-3)}[dtype]
+
+
 def cost_fwd(shape, dtype):
     m, n = shape["M"], shape["N"]
     size = element_size(dtype)
@@ -226,11 +232,11 @@ OPS = [
     OpSpec(name="rms_norm_fwd", kernel=rms_norm_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd),
     OpSpec(name="rms_norm_bwd", kernel=rms_norm_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
-           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_bwd, baseline=baseline_bwd),
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance_bwd, cost=cost_bwd, baseline=baseline_bwd),
     OpSpec(name="rms_norm_noweight_fwd", kernel=rms_norm_noweight_fwd, make_inputs=make_noweight_fwd_inputs,
            reference=reference_noweight_fwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance,
            cost=cost_noweight_fwd, baseline=baseline_noweight_fwd),
     OpSpec(name="rms_norm_noweight_bwd", kernel=rms_norm_noweight_bwd, make_inputs=make_noweight_bwd_inputs,
-           reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance,
+           reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance_bwd,
            cost=cost_noweight_bwd, baseline=baseline_noweight_bwd),
 ]

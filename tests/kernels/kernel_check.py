@@ -15,14 +15,6 @@ from triton.runtime.errors import OutOfResources
 RANDOM_CONFIG_SEEDS = (11, 23)
 
 
-def skip_interpreted_bf16_dot(device: str, dtype: torch.dtype) -> None:
-    """Skip bf16 cases of kernels with dots under the CPU interpreter: Triton 3.6's interpreter does
-    not support bf16 tl.dot (it multiplies the raw bit patterns; triton-lang/triton#11584).
-    They run on GPUs (HK_TEST_DEVICE=cuda)."""
-    if device == "cpu" and dtype == torch.bfloat16:
-        pytest.skip("Triton interpreter has no bf16 tl.dot (triton-lang/triton#11584); runs on GPU")
-
-
 def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str, object]]:
     """(label, config) pairs: the default config, random configs for `seeds`, then `extra`."""
     spec = bound.config_spec

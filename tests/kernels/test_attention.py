@@ -3,15 +3,15 @@
 Covers causal (torch's top-left aligned mask) and non-causal, query/key lengths that differ both
 ways, grouped- and multi-query attention, a custom scale, head dims 64, 128 and one other, and a
 single-token case. Tolerances are the ops' own (kernels_src.attention.tolerance / tolerance_bwd):
-forward bf16 (1e-2, 2e-3), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 1e-2), fp16 (2e-3, 2e-3) as
-(rtol, atol); fp32 forward (2e-3, 1e-3), backward (2e-3, 2e-3), since GPUs run its dots in TF32.
+forward bf16 (1e-2, 1e-2), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 1e-2), fp16 (2e-3, 2e-3) as
+(rtol, atol); fp32 forward (1e-2, 1e-2), backward (2e-2, 2e-2), since GPUs run its dots in TF32.
 Each case runs under the default and random configs.
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
 import pytest
 import torch
 
-from kernel_check import check_op, skip_interpreted_bf16_dot
+from kernel_check import check_op
 from kernels_src import attention
 
 
@@ -54,7 +54,6 @@ def _label(op, shape, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", range(len(CASES["cpu"])))
 def test_forward(device, dtype, case):
-    skip_interpreted_bf16_dot(device, dtype)
     shape = CASES[device][case]
     args = attention.make_fwd_inputs(shape, dtype, device, seed=case)
     check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(dtype),
@@ -64,7 +63,6 @@ def test_forward(device, dtype, case):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", range(len(CASES["cpu"])))
 def test_backward(device, dtype, case):
-    skip_interpreted_bf16_dot(device, dtype)
     shape = CASES[device][case]
     args = attention.make_bwd_inputs(shape, dtype, device, seed=200 + case)
     check_op(attention.attention_bwd, args, attention.reference_bwd(*args), attention.tolerance_bwd(dtype),

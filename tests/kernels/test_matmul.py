@@ -8,7 +8,7 @@ bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 import pytest
 import torch
 
-from kernel_check import check_op, skip_interpreted_bf16_dot
+from kernel_check import check_op
 from kernels_src import matmul
 
 MNK = {  # awkward sizes: 1, primes, K not a multiple of any block
@@ -21,7 +21,6 @@ DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_matmul(device, dtype):
-    skip_interpreted_bf16_dot(device, dtype)
     for case, (m, n, k) in enumerate(MNK[device]):
         args = matmul.make_matmul_inputs({"M": m, "N": n, "K": k}, dtype, device, seed=case)
         check_op(matmul.matmul, args, matmul.reference_matmul(*args), matmul.tolerance(dtype),
@@ -30,7 +29,6 @@ def test_matmul(device, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_matmul_transposed_views(device, dtype):
-    skip_interpreted_bf16_dot(device, dtype)
     """The runtime's backward passes transposed views (dy @ w, dy.T @ x): strides must be honoured."""
     for case, (m, n, k) in enumerate(MNK[device][1:]):
         a, b = matmul.make_matmul_inputs({"M": k, "N": m, "K": n}, dtype, device, seed=50 + case)
@@ -41,7 +39,6 @@ def test_matmul_transposed_views(device, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bmm(device, dtype):
-    skip_interpreted_bf16_dot(device, dtype)
     for case, (batch, m, n, k) in enumerate(BMM[device]):
         args = matmul.make_bmm_inputs({"B": batch, "M": m, "N": n, "K": k}, dtype, device, seed=100 + case)
         check_op(matmul.bmm, args, matmul.reference_bmm(*args), matmul.tolerance(dtype),
@@ -50,7 +47,6 @@ def test_bmm(device, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_linear(device, dtype):
-    skip_interpreted_bf16_dot(device, dtype)
     for case, (m, n, k) in enumerate(MNK[device]):
         args = matmul.make_linear_inputs({"M": m, "N": n, "K": k}, dtype, device, seed=200 + case)
         check_op(matmul.linear, args, matmul.reference_linear(*args), matmul.tolerance(dtype),

@@ -1,7 +1,7 @@
 """Softmax forward/backward kernels against float64 references, including other output dtypes.
 
 Tolerances are the op's own for the output dtype (kernels_src.softmax.tolerance): fp32 (1e-5, 1e-9),
-bf16 (1e-2, 1e-8), fp16 (2e-3, 1e-7) as (rtol, atol) -- effectively relative, since outputs are
+bf16 (1e-2, 1e-8), fp16 (2e-3, 1e-7) as (rtol, atol) (backward: kernels_src.softmax.tolerance_bwd) -- effectively relative, since outputs are
 as small as 1/N. Each case runs under the default and random configs; the forward also under the
 online-softmax structure, long rows also with a looped reduction.
 """
@@ -48,7 +48,7 @@ def test_backward(device, in_dtype, out_dtype):
     for case, (m, n) in enumerate(SHAPES[device]):
         grad_out, out, _ = softmax.make_bwd_inputs(_shape(m, n), in_dtype, device, seed=100 + case)
         args = (grad_out, out, out_dtype)
-        check_op(softmax.softmax_bwd, args, softmax.reference_bwd(*args), softmax.tolerance(out_dtype),
+        check_op(softmax.softmax_bwd, args, softmax.reference_bwd(*args), softmax.tolerance_bwd(out_dtype),
                  f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", output_dtypes=(out_dtype,))
 
 
@@ -59,7 +59,7 @@ def test_long_rows_looped_reduction(device, dtype):
         check_op(softmax.softmax_fwd, fwd_args, softmax.reference_fwd(*fwd_args), softmax.tolerance(dtype),
                  f"softmax_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction, ONLINE], random_seeds=())
         bwd_args = softmax.make_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
-        check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance(dtype),
+        check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance_bwd(dtype),
                  f"softmax_bwd {m}x{n} {dtype}", extra_configs=[looped_reduction], random_seeds=())
 
 
