@@ -1,0 +1,79 @@
+"""Time one planned case: build its inputs once, then each implementation's forward, or the autograd
+backward of a forward run once outside the timed region (`torch.autograd.grad(..., retain_graph=True)`,
+so no gradient accumulation is timed)."""
+from __future__ import annotations
+
+import torch
+
+from kernels_src import ALL_OPS
+
+from . import impls
+
+SPEC_NAMES = {"rmsnorm_fwd": "rms_norm_fwd", "rmsnorm_bwd": "rms_norm_bwd", "softmax_fwd": "softmax_fwd",
+              "softmax_bwd": "softmax_bwd", "matmul": "matmul", "attention_fwd": "attention_fwd",
+              "attention_bwd": "attention_bwd"}
+COSTS = {spec.name: spec.cost for spec in ALL_OPS}
+
+
+def cost(op: str, shape: dict, dtype: torch.dtype) -> tuple:
+    """(flops, minimum bytes moved) from the kernel source's cost model."""
+    return COSTS[SPEC_NAMES[op]](shape, dtype)
+
+
+def rate(row, us: float, dtype: torch.dtype) -> tuple:
+    """(value, unit): GB/s for the memory-bound families, TFLOP/s for matmul and attention."""
+    flops, moved = cost(row.op, row.shape, dtype)
+    if row.family in ("rmsnorm", "softmax"):
+        return moved / us / 1e3, "GB/s"
+    return flops / us / 1e6, "TFLOP/s"
+
+
+def make_inputs(row, dtype: torch.dtype, device: torch.device, seed: int = 0) -> tuple:
+    """The family's arguments (tensors, plus the causal flag for attention); leaves require grad for
+    backward rows."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+
+    def randn(*size):
+        return torch.randn(*size, generator=generator, device=device, dtype=torch.float32).to(dtype)
+
+    s = row.shape
+    if row.family == "rmsnorm":
+        args = (randn(s["M"], s["N"]), randn(s["N"]))
+    elif row.family == "softmax":
+        args = (randn(s["M"], s["N"]),)
+    elif row.family == "matmul":
+        args = (randn(s["M"], s["K"]), randn(s["K"], s["N"]))
+    else:
+        args = (randn(s["B"], s["H"], s["Sq"], s["D"]), randn(s["B"], s["Hkv"], s["Sk"], s["D"]),
+                randn(s["B"], s["Hkv"], s["Sk"], s["D"]), s["causal"])
+    if row.op.endswith("_bwd"):
+        for arg in args:
+            if isinstance(arg, torch.Tensor):
+                arg.requires_grad_()
+    return args
+
+
+def timed_call(row, impl: str, args: tuple):
+    """(the callable to time, its first output tensor for the accuracy check)."""
+    forward = impls.forward(row.family, impl)
+    if not row.op.endswith("_bwd"):
+        def fn():
+            return forward(*args)
+        return fn, fn()
+    leaves = tuple(a for a in args if isinstance(a, torch.Tensor))
+    out = forward(*args)
+    generator = torch.Generator(device=out.device)
+    generator.manual_seed(1)
+    grad = torch.randn(out.shape, generator=generator, device=out.device).to(out.dtype)
+
+    def fn():
+        return torch.autograd.grad(out, leaves, grad, retain_graph=True)
+    return fn, fn()[0]
+
+
+def measure(row, impl: str, args: tuple, timer) -> tuple:
+    """(median µs, first output) of one implementation on the case."""
+    fn, first = timed_call(row, impl, args)
+    us = timer.host_us(fn) if row.mode == "host" else timer.device_us(fn)
+    return us, first

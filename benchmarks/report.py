@@ -1,0 +1,30 @@
+"""`python -m benchmarks.report --out DIR`: time every op against its peers and write DIR/RESULTS.md,
+DIR/results.json, DIR/bandwidth.png and DIR/attention.png. `--tiny` runs the same pipeline on tiny
+CPU shapes under the Triton interpreter (a dry run of every code path that needs no GPU)."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, required=True, help="output folder (at most 4 files, no subfolders)")
+    parser.add_argument("--budget-s", type=float, default=420.0,
+                        help="seconds after which the remaining rows are marked 'not run (budget)'")
+    parser.add_argument("--tiny", action="store_true", help="tiny shapes on CPU with TRITON_INTERPRET=1")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        os.environ["TRITON_INTERPRET"] = "1"   # before torch/triton/helion_kernels are imported
+    import torch
+
+    from . import runner
+    device = torch.device("cpu" if args.tiny else "cuda")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("no CUDA device: use --tiny for the CPU dry run")
+    runner.run(args.out, device, args.budget_s, args.tiny)
+
+
+if __name__ == "__main__":
+    main()

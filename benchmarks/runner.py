@@ -1,0 +1,177 @@
+"""Walks the plan under a global time budget. Every implementation runs guarded (a failure becomes
+"failed: <reason>", a missing peer "not installed", an exhausted budget "not run (budget)"), and
+results.json and RESULTS.md are rewritten after every row; the plots come at the end."""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import importlib.metadata
+import json
+import platform
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+import triton
+
+import helion_kernels as hk
+
+from . import bars, impls, measure, plan, probes, render
+from .timing import Timer
+
+DTYPE = torch.bfloat16
+IMPL_CAP_S = 60.0          # one implementation on one case (torch.compile included)
+MAX_AUTOTUNE_CAP_S = 150.0
+GRACE_S = 20.0             # an implementation started before the budget ends may run this far past it
+
+
+class Budget:
+    """Seconds left for the run, and a SIGALRM limit around each guarded piece of work."""
+
+    def __init__(self, seconds: float):
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    @contextlib.contextmanager
+    def limit(self, seconds: float):
+        def expire(signum, frame):
+            raise TimeoutError(f"timeout after {seconds:.0f} s")
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+def guarded(budget: Budget, fn, cap: float = IMPL_CAP_S, needs: float = 0.0):
+    """(fn(), "ok") or (None, the status saying why not)."""
+    if budget.left() <= needs:
+        return None, "not run (budget)"
+    try:
+        with budget.limit(min(cap, budget.left() + GRACE_S)):
+            return fn(), "ok"
+    except impls.NotInstalled as error:
+        return None, str(error)
+    except Exception as error:  # noqa: BLE001 - any failure of a peer is a result to report
+        message = (str(error).strip().splitlines() or [""])[0][:200]
+        return None, f"failed: {type(error).__name__}: {message}"
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=probes.REPO, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def environment(device: torch.device, budget_s: float, tiny: bool) -> dict:
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+    return {"device": name, "torch": torch.__version__, "triton": triton.__version__,
+            "helion_kernels": hk.__version__, "liger_kernel": _version("liger-kernel"),
+            "python": platform.python_version(), "commit": _commit(), "dtype": str(DTYPE).removeprefix("torch."),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "budget_s": budget_s, "tiny": tiny}
+
+
+class Results:
+    """Everything measured so far, written to DIR/results.json and DIR/RESULTS.md on every `write`."""
+
+    def __init__(self, out: Path, meta: dict):
+        self.out = out
+        self.data = {"meta": meta, "ceilings": {}, "records": [], "bars": [], "finished": False}
+
+    def add(self, records):
+        self.data["records"].extend(records)
+
+    def write(self, plots: bool = False):
+        self.data["bars"] = bars.check(self.data)
+        (self.out / "results.json").write_text(json.dumps(self.data, indent=1, default=str))
+        if plots:
+            self.data["plots"] = render.plots(self.data, self.out)
+        (self.out / "RESULTS.md").write_text(render.markdown(self.data))
+
+
+def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
+    base = {"op": row.op, "shape": row.shape, "mode": row.mode, "plot": row.plot}
+    args, status = guarded(budget, lambda: measure.make_inputs(row, DTYPE, timer.device))
+    if args is None:
+        return [{**base, "impl": impl, "status": status} for impl in row.impls]
+    records, ours_out = [], None
+    for impl in row.impls:
+        record = {**base, "impl": impl}
+        if impl == "compile-max-autotune":
+            result, status = guarded(budget, lambda: measure.measure(row, impl, args, timer),
+                                     cap=MAX_AUTOTUNE_CAP_S, needs=MAX_AUTOTUNE_CAP_S)
+        else:
+            result, status = guarded(budget, lambda: measure.measure(row, impl, args, timer))
+        record["status"] = status
+        if result is not None:
+            us, first = result
+            value, unit = measure.rate(row, us, DTYPE)
+            ceiling = ceilings.get("copy_GBps" if unit == "GB/s" else "cublas_TFLOPs")
+            record.update(us=us, rate=value, unit=unit, pct=100 * value / ceiling if ceiling else None)
+            if impl == "ours":
+                ours_out = first
+                record["note"] = _describe(row.family, args)
+            elif ours_out is not None and first.shape == ours_out.shape:
+                record["max_abs_diff_vs_ours"] = (first.float() - ours_out.float()).abs().max().item()
+        records.append(record)
+    return records
+
+
+def _describe(family: str, args: tuple) -> str:
+    try:
+        return impls.explain_ours(family, args)
+    except Exception as error:  # noqa: BLE001 - the explanation is a note, never a reason to fail
+        return f"explain failed: {type(error).__name__}: {error}"[:200]
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def run(out: Path, device: torch.device, budget_s: float, tiny: bool):
+    """Measure the ceilings, then every planned row until the budget ends; always leave the outputs."""
+    out.mkdir(parents=True, exist_ok=True)
+    budget = Budget(budget_s)
+    results = Results(out, environment(device, budget_s, tiny))
+    timer = Timer(device, reps=5, warmup=1, seconds=0.05) if tiny else Timer(device)
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        ceilings, status = guarded(budget, lambda: probes.ceilings(timer, tiny))
+        results.data["ceilings"] = ceilings or {"status": status}
+        ceilings = ceilings or {}
+        results.write()
+        for row in plan.build(tiny):
+            if row.kind == "dispatch":
+                records, status = guarded(budget, lambda: probes.dispatch(timer, row.shape))
+                records = records or [{"op": "dispatch_rmsnorm", "impl": "api", "status": status}]
+            elif row.kind == "first_call":
+                rounds_s = min(60.0, budget.left() / 2)
+                records, status = guarded(budget, lambda: probes.first_calls(device.type, tiny, rounds_s),
+                                          cap=200.0, needs=20.0)
+                records = records or [{"op": "first_call", "impl": "all", "status": status}]
+            else:
+                records = _case_records(row, budget, timer, ceilings)
+            results.add(records)
+            results.write()
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        results.data["finished"] = True
+    finally:
+        results.write(plots=True)
+        print(f"wrote {out}/RESULTS.md ({len(results.data['records'])} results)", flush=True)
