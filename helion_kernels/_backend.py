@@ -30,10 +30,9 @@ _DEVICE_REASONS = {}
 def device_reason(device: torch.device, dtype: torch.dtype | None = None, uses_dot: bool = False) -> str | None:
     """Why kernels cannot run on `device` (for `dtype`, in a kernel using tl.dot), or None when they can.
     Memoized: it runs on every call."""
-    key = (device, dtype, uses_dot)
-    if key not in _DEVICE_REASONS:
-        _DEVICE_REASONS[key] = _device_reason(device, dtype, uses_dot)
-    reason = _DEVICE_REASONS[key]
+    if device not in _DEVICE_REASONS:
+        _DEVICE_REASONS[device] = _device_reason(device)
+    reason = _DEVICE_REASONS[device]
     if reason is None and uses_dot and dtype is torch.float32 and device.type == "cuda" \
             and not torch.backends.cuda.matmul.allow_tf32:
         return ("float32 products: the kernels' tl.dot uses TF32, which PyTorch's "
@@ -41,15 +40,10 @@ def device_reason(device: torch.device, dtype: torch.dtype | None = None, uses_d
     return reason
 
 
-def _device_reason(device: torch.device, dtype: torch.dtype | None, uses_dot: bool) -> str | None:
+def _device_reason(device: torch.device) -> str | None:
     if DISABLED:
         return "disabled by HK_DISABLE=1"
-    if device.type == "cpu" and INTERPRET:
-        if uses_dot and dtype == torch.bfloat16:
-            return ("the Triton interpreter computes bfloat16 tl.dot wrongly (triton 3.6), "
-                    "so CPU runs PyTorch for bfloat16 products")
-        return None
-    if device.type == "cuda":
+    if device.type == "cuda" or (device.type == "cpu" and INTERPRET):
         return None
     if device.type == "cpu":
         return "CPU tensor: the generated Triton runs on CPU only under TRITON_INTERPRET=1"
