@@ -143,9 +143,14 @@ def _series(records, op, x_key, match):
     return {impl: sorted(points) for impl, points in series.items()}
 
 
+COLORS = {"ours": "tab:red", "eager": "tab:blue", "compile": "tab:orange", "liger": "tab:green",
+          "cudnn": "tab:purple", "flash": "tab:blue", "efficient": "tab:brown"}
+
+
 def _panel(ax, series, title, xlabel, ylabel, ceiling=None, ceiling_label=""):
     for impl, points in sorted(series.items()):
-        ax.plot(*zip(*points), marker="o", label=impl, linewidth=2.5 if impl == "ours" else 1.2)
+        ax.plot(*zip(*points), marker="o", label=impl, color=COLORS.get(impl),
+                linewidth=2.5 if impl == "ours" else 1.2)
     if ceiling:
         ax.axhline(ceiling, color="gray", linestyle="--", label=ceiling_label)
     ax.set_xscale("log", base=2)

@@ -11,6 +11,7 @@ import platform
 import signal
 import subprocess
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -120,17 +121,26 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
             result, status = guarded(budget, lambda: measure.measure(row, impl, args, timer))
         record["status"] = status
         if result is not None:
-            us, first = result
-            value, unit = measure.rate(row, us, DTYPE)
-            ceiling = ceilings.get("copy_GBps" if unit == "GB/s" else "cublas_TFLOPs")
-            record.update(us=us, rate=value, unit=unit, pct=100 * value / ceiling if ceiling else None)
-            if impl == "ours":
-                ours_out = first
-                record["note"] = _describe(row.family, args)
-            elif ours_out is not None and first.shape == ours_out.shape:
-                record["max_abs_diff_vs_ours"] = (first.float() - ours_out.float()).abs().max().item()
+            try:
+                ours_out = _complete(record, row, result, ceilings, args, ours_out)
+            except Exception as error:  # noqa: BLE001 - a bookkeeping bug must not end the run
+                record["status"] = f"failed: after timing: {type(error).__name__}: {error}"[:200]
         records.append(record)
     return records
+
+
+def _complete(record: dict, row, result: tuple, ceilings: dict, args: tuple, ours_out):
+    """Fill a timed record's rate, % of ceiling, and note or difference from ours; returns ours' output."""
+    us, first = result
+    value, unit = measure.rate(row, us, DTYPE)
+    ceiling = ceilings.get("copy_GBps" if unit == "GB/s" else "cublas_TFLOPs")
+    record.update(us=us, rate=value, unit=unit, pct=100 * value / ceiling if ceiling else None)
+    if record["impl"] == "ours":
+        record["note"] = _describe(row.family, args)
+        return first
+    if ours_out is not None and first.shape == ours_out.shape:
+        record["max_abs_diff_vs_ours"] = (first.float() - ours_out.float()).abs().max().item()
+    return ours_out
 
 
 def _describe(family: str, args: tuple) -> str:
@@ -138,6 +148,17 @@ def _describe(family: str, args: tuple) -> str:
         return impls.explain_ours(family, args)
     except Exception as error:  # noqa: BLE001 - the explanation is a note, never a reason to fail
         return f"explain failed: {type(error).__name__}: {error}"[:200]
+
+
+def _report_progress(results: Results, row, records: list, elapsed: float):
+    """Rewrite the outputs and print one line; a bug here is printed, never fatal to the run."""
+    try:
+        results.write()
+        statuses = ", ".join(f"{r['impl']} {r['us']:.1f}us" if "us" in r else f"{r['impl']} {r['status'][:60]}"
+                             for r in records)
+        print(f"[{elapsed:6.1f} s] {row.op} {row.shape} {row.mode}: {statuses}", flush=True)
+    except Exception as error:  # noqa: BLE001
+        print(f"[{elapsed:6.1f} s] {row.op}: writing the outputs failed: {error!r}", flush=True)
 
 
 def _terminate(signum, frame):
@@ -151,6 +172,7 @@ def run(out: Path, device: torch.device, budget_s: float, tiny: bool):
     results = Results(out, environment(device, budget_s, tiny))
     timer = Timer(device, reps=5, warmup=1, seconds=0.05) if tiny else Timer(device)
     signal.signal(signal.SIGTERM, _terminate)
+    warnings.filterwarnings("ignore", category=UserWarning)   # SDPA's per-call backend notices
     try:
         ceilings, status = guarded(budget, lambda: probes.ceilings(timer, tiny))
         results.data["ceilings"] = ceilings or {"status": status}
@@ -168,10 +190,15 @@ def run(out: Path, device: torch.device, budget_s: float, tiny: bool):
             else:
                 records = _case_records(row, budget, timer, ceilings)
             results.add(records)
-            results.write()
+            _report_progress(results, row, records, budget_s - budget.left())
             if device.type == "cuda":
                 torch.cuda.empty_cache()
         results.data["finished"] = True
     finally:
-        results.write(plots=True)
+        try:
+            results.write(plots=True)
+        except Exception as error:  # noqa: BLE001 - keep what results.json already holds
+            print(f"writing the final outputs failed: {error!r}", flush=True)
+            results.data["plots"] = []
+            (out / "RESULTS.md").write_text(render.markdown(results.data))
         print(f"wrote {out}/RESULTS.md ({len(results.data['records'])} results)", flush=True)
