@@ -25,23 +25,24 @@ def _label(key) -> str:
 
 
 def _bar(name, values, passes, describe):
-    """A bar over measured values: met when every value passes; the detail names the worst."""
+    """A bar over measured (value, case label) pairs: met when every value passes; the detail names
+    the worst case and the cases that missed."""
     if not values:
         return {"bar": name, "result": "not measured", "detail": "no successful measurement"}
     failing = [v for v in values if not passes(v)]
     worst = min(values, key=lambda v: v[0])
     detail = f"worst {describe(worst)}"
     if failing:
-        detail += f"; missed at {len(failing)}/{len(values)}: " + ", ".join(_label(v[1]) for v in failing[:6])
+        detail += f"; missed at {len(failing)}/{len(values)}: " + ", ".join(v[1] for v in failing[:6])
     return {"bar": name, "result": "missed" if failing else "met", "detail": detail}
 
 
 def _pct_bar(name, records, ops, floor, select):
-    values = [(r["pct"], tuple(sorted(r["shape"].items())))
+    values = [(r["pct"], f"{op} {_label(tuple(r['shape'].items()))}")
               for op in ops for r in _ok(records, op=op, mode="device", impl="ours")
               if r.get("pct") is not None and select(r["shape"])]
     return _bar(name, values, lambda v: v[0] >= floor,
-                lambda v: f"{v[0]:.1f}% of copy bandwidth at {_label(v[1])} (bar {floor}%)")
+                lambda v: f"{v[0]:.1f}% of copy bandwidth at {v[1]} (bar {floor}%)")
 
 
 def _ahead_bar(name, records, ops, mode="device", peers=None):
@@ -51,9 +52,10 @@ def _ahead_bar(name, records, ops, mode="device", peers=None):
         for key, impls in _cases(records, op, mode).items():
             rivals = [r["us"] for impl, r in impls.items() if impl != "ours" and (peers is None or impl in peers)]
             if "ours" in impls and rivals:
-                values.append((min(rivals) / impls["ours"]["us"], key))
+                values.append((min(rivals) / impls["ours"]["us"], f"{op} {_label(key)}"))
+    rival = "/".join(peers) if peers else "the best peer"
     return _bar(name, values, lambda v: v[0] >= 1.0,
-                lambda v: f"{v[0]:.2f}x of the best peer's speed at {_label(v[1])}")
+                lambda v: f"{v[0]:.2f}x the speed of {rival} at {v[1]}")
 
 
 def _dispatch_bar(records):

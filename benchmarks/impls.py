@@ -84,7 +84,7 @@ def forward(family: str, impl: str):
         eager = _eager_rmsnorm if family == "rmsnorm" else _eager_softmax
         return eager if impl == "eager" else _compiled(eager)
     if family == "matmul":
-        return torch.matmul if impl == "cublas" else _compiled(torch.matmul, mode="max-autotune")
+        return torch.matmul if impl == "cublas" else _compiled(torch.matmul, mode="max-autotune-no-cudagraphs")
     return _sdpa_backend(impl)
 
 

@@ -21,19 +21,24 @@ from .impls import EPS
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _copy_us(timer, nbytes: int) -> float:
+    src = torch.empty(nbytes, dtype=torch.uint8, device=timer.device).random_()
+    dst = torch.empty_like(src)
+    return timer.device_us(lambda: dst.copy_(src))
+
+
+def _matmul_us(timer, n: int) -> float:
+    a = torch.randn(n, n, device=timer.device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=timer.device, dtype=torch.bfloat16)
+    return timer.device_us(lambda: torch.matmul(a, b))
+
+
 def ceilings(timer, tiny: bool) -> dict:
     """Copy bandwidth (bytes read + written by a large device-to-device copy) and cuBLAS bf16 TFLOP/s at 4096³."""
     nbytes = (4 << 20) if tiny else (1 << 30)
-    src = torch.empty(nbytes, dtype=torch.uint8, device=timer.device).random_()
-    dst = torch.empty_like(src)
-    copy_us = timer.device_us(lambda: dst.copy_(src))
-    del src, dst
     n = 128 if tiny else 4096
-    a = torch.randn(n, n, device=timer.device, dtype=torch.bfloat16)
-    b = torch.randn(n, n, device=timer.device, dtype=torch.bfloat16)
-    mm_us = timer.device_us(lambda: torch.matmul(a, b))
-    return {"copy_GBps": 2 * nbytes / copy_us / 1e3, "copy_bytes": nbytes,
-            "cublas_TFLOPs": 2 * n ** 3 / mm_us / 1e6, "cublas_n": n}
+    return {"copy_GBps": 2 * nbytes / _copy_us(timer, nbytes) / 1e3, "copy_bytes": nbytes,
+            "cublas_TFLOPs": 2 * n ** 3 / _matmul_us(timer, n) / 1e6, "cublas_n": n}
 
 
 def dispatch(timer, shape: dict) -> list:

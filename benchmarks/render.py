@@ -33,8 +33,9 @@ faster). Backward rows time `torch.autograd.grad(out, inputs, grad, retain_graph
 forward run once outside the timed region, so every implementation's own backward runs (Liger's
 RMSNorm backward is in place, as its module uses it). Ours runs through the public API
 (`hk.rmsnorm`, `hk.softmax`, `hk.matmul`, `hk.scaled_dot_product_attention`); torch.compile is the
-default mode on `F.rms_norm`/`torch.softmax` (matmul: max-autotune only, at 4096³, when the budget
-leaves room); attention peers are SDPA with one backend forced (`sdpa_kernel`)."""
+default mode on `F.rms_norm`/`torch.softmax`, `dynamic=False` (matmul: mode
+max-autotune-no-cudagraphs only, at 4096³, when the budget leaves room; default mode would be cuBLAS);
+attention peers are SDPA with one backend forced (`sdpa_kernel`)."""
 
 
 def shape_label(shape: dict) -> str:
