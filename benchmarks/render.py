@@ -22,7 +22,7 @@ GROUPS = [
 
 METHOD = """\
 Method: all implementations run in one process, bf16. Kernel times are the median over up to 100
-runs (fewer for slow cases, about 1 s per implementation) of CUDA events around each call, after 10
+runs (at least 5; fewer than 100 when runs are slow, about 0.3 s per implementation) of CUDA events around each call, after 10
 warm-up calls, with L2 flushed before each run by writing a 256 MB buffer. Decode-size tables and the
 dispatch overhead use host time instead: the per-call time of a loop of 1000 calls ended by a
 synchronize (median of 5 loops), which includes Python and launch overhead. GB/s and TFLOP/s use
@@ -60,25 +60,29 @@ def _num(value, digits=1) -> str:
 
 
 def _case_table(records: list, title: str) -> list:
+    """One row per (shape, impl); host-timed groups show per-call µs only (no bandwidth)."""
     cases = {}
     for r in records:
         cases.setdefault(tuple(r["shape"].items()), []).append(r)
-    unit = next((r["unit"] for r in records if r.get("unit")), "rate")
-    lines = [f"## {title}", "", f"| shape | impl | µs | {unit} | % ceiling | ours × | notes |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    unit = next((r["unit"] for r in records if r.get("unit")), None)
+    rate_cols = f" {unit} | % ceiling |" if unit else ""
+    lines = [f"## {title}", "", f"| shape | impl | µs |{rate_cols} ours × | notes |",
+             "|---|---|---:|" + ("---:|---:|" if unit else "") + "---:|---|"]
     for key in sorted(cases, key=lambda k: _sort_key(dict(k))):
         rows = cases[key]
         ours = next((r for r in rows if r["impl"] == "ours" and r["status"] == "ok"), None)
         for r in rows:
             if r["status"] != "ok":
-                lines.append(f"| {shape_label(r['shape'])} | {r['impl']} | {r['status']} | | | | |")
+                lines.append(f"| {shape_label(r['shape'])} | {r['impl']} | {r['status']} |"
+                             + (" | |" if unit else "") + " | |")
                 continue
             speedup = f"{r['us'] / ours['us']:.2f}x" if ours and r is not ours else ""
             notes = r.get("note", "") if r["impl"] == "ours" else ""
             if "max_abs_diff_vs_ours" in r:
                 notes = f"max abs diff vs ours {r['max_abs_diff_vs_ours']:.3g}"
-            lines.append(f"| {shape_label(r['shape'])} | {r['impl']} | {_num(r['us'])} | {_num(r.get('rate'))} | "
-                         f"{_num(r.get('pct'))} | {speedup} | {notes.replace('|', '/')} |")
+            rates = f" {_num(r.get('rate'))} | {_num(r.get('pct'))} |" if unit else ""
+            lines.append(f"| {shape_label(r['shape'])} | {r['impl']} | {_num(r['us'])} |{rates} {speedup} | "
+                         f"{notes.replace('|', '/')} |")
     return lines + [""]
 
 

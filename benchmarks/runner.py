@@ -132,9 +132,11 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
 def _complete(record: dict, row, result: tuple, ceilings: dict, args: tuple, ours_out):
     """Fill a timed record's rate, % of ceiling, and note or difference from ours; returns ours' output."""
     us, first = result
-    value, unit = measure.rate(row, us, DTYPE)
-    ceiling = ceilings.get("copy_GBps" if unit == "GB/s" else "cublas_TFLOPs")
-    record.update(us=us, rate=value, unit=unit, pct=100 * value / ceiling if ceiling else None)
+    record["us"] = us
+    if row.mode == "device":   # a host-loop time is a per-call cost, not a kernel's bandwidth
+        value, unit = measure.rate(row, us, DTYPE)
+        ceiling = ceilings.get("copy_GBps" if unit == "GB/s" else "cublas_TFLOPs")
+        record.update(rate=value, unit=unit, pct=100 * value / ceiling if ceiling else None)
     if record["impl"] == "ours":
         record["note"] = _describe(row.family, args)
         return first

@@ -14,7 +14,7 @@ class Timer:
     each run, a 256 MB write flushing L2 before it); `host_us` is the per-call time of a loop of
     back-to-back calls ended by a synchronize (what a CPU-bound caller sees: launch overhead included)."""
 
-    def __init__(self, device: torch.device, reps: int = 100, warmup: int = 10, seconds: float = 1.0):
+    def __init__(self, device: torch.device, reps: int = 100, warmup: int = 10, seconds: float = 0.3):
         self.device = device
         self.cuda = device.type == "cuda"
         self.reps, self.warmup, self.seconds = reps, warmup, seconds
