@@ -58,9 +58,9 @@ class Plan:
         self.rows.append(row)
 
 
-def _attn(batch, heads, seq, dim, causal, kv_heads=None, kv_seq=None):
-    return {"B": batch, "H": heads, "Hkv": kv_heads or heads, "Sq": seq, "Sk": kv_seq or seq, "D": dim,
-            "causal": causal}
+def _attn(batch, heads, seq, dim, causal):
+    """Self-attention shape key (as many key/value heads as query heads)."""
+    return {"B": batch, "H": heads, "Hkv": heads, "Sq": seq, "Sk": seq, "D": dim, "causal": causal}
 
 
 def shrink(op: str, shape: dict) -> dict:
