@@ -195,6 +195,8 @@ class ConfigSpec:
         for name, value in self._scalar_defaults().items():
             fields.setdefault(name, value)
         warps = fields["num_warps"]
+        if isinstance(warps, int) and warps >= 1 and not warps & (warps - 1):
+            fields["num_warps"] = warps = min(warps, self._max_warps(fields["block_sizes"], fields.get("reduction_loops")))
         if not isinstance(warps, int) or warps < 1 or warps > 32 or warps & (warps - 1):
             raise exc.InvalidConfig(f"num_warps={warps!r} must be a power of two between 1 and 32")
         if not isinstance(fields["num_stages"], int) or fields["num_stages"] < 1:
@@ -261,6 +263,20 @@ class ConfigSpec:
                 want = {1: 1024, 2: 32, 3: 8}.get(top_dims, 4)
             blocks.append(min(max(want, choices[0]), choices[-1]))
         return blocks
+
+    def _max_warps(self, blocks: list[int], reductions: Any) -> int:
+        """More warps than a program has elements (32 per warp) only idles threads, and Triton 3.6's
+        compiler asserts on some such configs (e.g. 16 warps over a 1x2 tile with reductions)."""
+        volume = 1
+        for b in blocks:
+            volume *= b
+        for r, size in enumerate(self.found.rdims):
+            chunk = reductions[r] if reductions and r < len(reductions) else None
+            volume *= chunk if chunk else triton.next_power_of_2(max(size, 1))
+        warps = 1
+        while warps * 2 * 32 <= volume and warps < 32:
+            warps *= 2
+        return warps
 
     def _cap_volume(self, blocks: list[int], reductions: Any) -> list[int]:
         """Halves the largest blocks until one program's elements stay within a compilable volume."""
