@@ -306,6 +306,8 @@ def shifted(x: torch.Tensor, shift: float = 1.5, *, scale: float = 2.0) -> torch
     return out
 
 
+@pytest.mark.xfail(strict=True, reason="notes/dsl_gaps_corpus.md G9: scalar arguments baked into "
+                                      "static_shapes=True kernels")
 def test_call_with_keywords_and_defaults(device):
     x = randn(45, device=device)
     expected = x.double().cpu()
@@ -330,7 +332,11 @@ def add_scalars_dynamic(x: torch.Tensor, shift: float, offset: int) -> torch.Ten
     return out
 
 
-@pytest.mark.parametrize("kernel", [add_scalars_static, add_scalars_dynamic], ids=["static", "dynamic"])
+@pytest.mark.parametrize("kernel", [
+    pytest.param(add_scalars_static, id="static", marks=pytest.mark.xfail(
+        strict=True, reason="notes/dsl_gaps_corpus.md G9: scalar arguments baked into static_shapes=True kernels")),
+    pytest.param(add_scalars_dynamic, id="dynamic"),
+])
 def test_scalar_arguments_are_not_baked_in(kernel, device):
     x = randn(20, device=device)
     compiled = kernel.bind((x, 1.5, 1)).compile_config(helion.Config(block_sizes=[8]))
