@@ -306,8 +306,6 @@ def shifted(x: torch.Tensor, shift: float = 1.5, *, scale: float = 2.0) -> torch
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="notes/dsl_gaps_corpus.md G9: scalar arguments baked into "
-                                      "static_shapes=True kernels")
 def test_call_with_keywords_and_defaults(device):
     x = randn(45, device=device)
     expected = x.double().cpu()
@@ -333,8 +331,7 @@ def add_scalars_dynamic(x: torch.Tensor, shift: float, offset: int) -> torch.Ten
 
 
 @pytest.mark.parametrize("kernel", [
-    pytest.param(add_scalars_static, id="static", marks=pytest.mark.xfail(
-        strict=True, reason="notes/dsl_gaps_corpus.md G9: scalar arguments baked into static_shapes=True kernels")),
+    pytest.param(add_scalars_static, id="static"),
     pytest.param(add_scalars_dynamic, id="dynamic"),
 ])
 def test_scalar_arguments_are_not_baked_in(kernel, device):

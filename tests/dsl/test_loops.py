@@ -294,8 +294,6 @@ def bounded_block_size(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="notes/dsl_gaps_corpus.md G10: register_block_size(min, max) "
-                                      "ignores the lower bound")
 @pytest.mark.parametrize("n", [1, 50, 300])
 def test_register_block_size_with_bounds(n, device):
     def reference(x, config):
