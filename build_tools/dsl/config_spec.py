@@ -44,9 +44,11 @@ class ConfigSpec:
     # ------------------------------------------------------------------ knobs
     def block_range(self, i: int) -> list[int]:
         info = self.found.blocks[i]
-        low = 16 if info.in_dot else 1
+        low = max(16 if info.in_dot else 1, triton.next_power_of_2(info.low))
         top = max(low, triton.next_power_of_2(max(info.size, 1)))
         high = min(top, 256 if info.in_dot else 4096)
+        if info.high is not None:
+            high = max(low, min(high, info.high))
         return pow2_range(low, max(low, high))
 
     def reduction_range(self, r: int) -> list:

@@ -32,8 +32,9 @@ def _context(name: str) -> Any:
 
 def register_block_size(min_or_max: int, max_or_none: int | None = None) -> int:
     """Declare a tunable block size for a dimension of the given size; returns the config's value."""
-    size = min_or_max if max_or_none is None else max_or_none
-    return _context("register_block_size").register_block_size(size)
+    if max_or_none is None:
+        return _context("register_block_size").register_block_size(min_or_max)
+    return _context("register_block_size").register_block_size(max_or_none, low=min_or_max)
 
 
 def register_reduction_dim(size: int) -> int:

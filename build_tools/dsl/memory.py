@@ -70,7 +70,7 @@ class MemoryMixin:
         else:
             block = max(1, 1 << (max(size_value, 1) - 1).bit_length())
             rdim.needs_mask = not (static and block == size_value)
-            launcher = str(block) if static else f"triton.next_power_of_2({host_expr})"
+            launcher = str(block) if static else f"triton.next_power_of_2(max(1, {host_expr}))"
             self.builder.constexpr(rdim.size_expr, launcher)
             self.setup_lines.append(f"    {rdim.index} = tl.arange(0, {rdim.size_expr})")
             if rdim.needs_mask:

@@ -42,6 +42,8 @@ class BlockInfo:
     device_loop: bool = False
     in_dot: bool = False
     registered: bool = False
+    low: int = 1  # lower bound given to hl.register_block_size(min, max)
+    high: int | None = None  # upper bound given to hl.register_block_size(min, max)
 
 
 @dataclass
@@ -82,6 +84,10 @@ class CompileSession:
             self.env[name] = value.to("meta") if isinstance(value, torch.Tensor) else value
         self.found = Discovery()
         self.static_names = set(parsed.constexpr_params) | {n for n, v in args.items() if isinstance(v, bool) or v is None}
+        self.runtime_scalars = {
+            n for n, v in args.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and n not in parsed.constexpr_params
+        }
         self.replay: list[Any] = []
         self.launcher_lines: list[str] = []
         self.kernels: list[KernelLaunch] = []
@@ -111,9 +117,12 @@ class CompileSession:
         return int(self.knob("block_sizes", block_id, DISCOVERY_BLOCK))
 
     # ------------------------------------------------------------------ host-time hl helpers
-    def register_block_size(self, size: Any) -> int:
+    def register_block_size(self, size: Any, low: int | None = None) -> int:
         block_id = len(self.found.blocks)
-        self.found.blocks.append(BlockInfo(int(size), registered=True))
+        info = BlockInfo(int(size), registered=True)
+        if low is not None:
+            info.low, info.high = max(1, int(low)), int(size)
+        self.found.blocks.append(info)
         value = BlockSizeInt(self.block_value(block_id), block_id)
         self.replay.append(value)
         return value
@@ -200,7 +209,10 @@ class CompileSession:
         return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
 
     def is_static_node(self, node: ast.AST) -> bool:
-        """True when the host expression's value is fixed for this specialization."""
+        """True when the host expression's value is fixed for this specialization. Scalar arguments
+        (and host values computed from them) are run-time values even under static shapes."""
+        if self.runtime_scalars.intersection(self.names_in(node)):
+            return False
         if self.static_shapes:
             return True
         for name in self.names_in(node):
@@ -229,7 +241,8 @@ class CompileSession:
 
     def host_name(self, name: str, builder: KernelBuilder) -> Any:
         if name in self.env:
-            return self.wrap_host(self.env[name], name, builder, self.static_shapes or name in self.static_names)
+            static = name in self.static_names or (self.static_shapes and name not in self.runtime_scalars)
+            return self.wrap_host(self.env[name], name, builder, static)
         if name in self.globals:
             value = self.globals[name]
             if isinstance(value, torch.Tensor):
@@ -448,6 +461,10 @@ class CompileSession:
                 raise
             except Exception as err:
                 raise exc.NotSupported(f"host statement failed: {type(err).__name__}: {err}", self.location(stmt)) from None
+            if self.runtime_scalars.intersection(self.names_in(stmt)) and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for target in targets:
+                    self.runtime_scalars.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
             if isinstance(stmt, ast.Assign) and any(
                 isinstance(n, ast.Call) and self.try_eval(n.func, self.env) is hl.specialize for n in ast.walk(stmt.value)
             ):
@@ -467,7 +484,7 @@ class CompileSession:
             if rdim.in_dot and not rdim.looped:
                 host_expr, static = self.rdim_host[id(rdim)]
                 block = max(16, triton.next_power_of_2(max(rdim.size_value, 1)))
-                builder.params[rdim.size_expr].host_expr = str(block) if static else f"max(16, triton.next_power_of_2({host_expr}))"
+                builder.params[rdim.size_expr].host_expr = str(block) if static else f"max(16, triton.next_power_of_2(max(1, {host_expr})))"
                 if block != rdim.size_value and not rdim.needs_mask:
                     raise exc.NotSupported("internal: dot rdim padding without mask")
         name, source = builder.render()

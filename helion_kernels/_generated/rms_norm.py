@@ -953,7 +953,7 @@ def rms_norm_bwd__0da2b1aa9550(grad_out, x, weight, inv_rms):
     block_m = 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_5768e45934[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_bwd_kernel_5768e45934[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -966,7 +966,7 @@ def rms_norm_bwd__1c54406c29b5(grad_out, x, weight, inv_rms):
     block_m = 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_88bd1ac99f[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_bwd_kernel_88bd1ac99f[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -979,7 +979,7 @@ def rms_norm_bwd__20e522cc32e6(grad_out, x, weight, inv_rms):
     block_m = 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_5768e45934[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_bwd_kernel_5768e45934[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1008,7 +1008,7 @@ def rms_norm_bwd__7012f45d6f96(grad_out, x, weight, inv_rms):
     block_m = 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_40ccda4597[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=1)
+    _rms_norm_bwd_kernel_40ccda4597[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=1)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1036,7 +1036,7 @@ def rms_norm_bwd__b130c409bf57(grad_out, x, weight, inv_rms):
     block_m = 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_0e0944210a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_bwd_kernel_0e0944210a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1049,7 +1049,7 @@ def rms_norm_bwd__b1585dd64897(grad_out, x, weight, inv_rms):
     block_m = 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_88bd1ac99f[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_bwd_kernel_88bd1ac99f[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1090,7 +1090,7 @@ def rms_norm_bwd__dfd6be3e94b4(grad_out, x, weight, inv_rms):
     block_m = 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_0e0944210a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_bwd_kernel_0e0944210a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1127,7 +1127,7 @@ def rms_norm_fwd__42e3212088d3(x, weight, eps):
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
     _ensure_allocator()
-    _rms_norm_fwd_kernel_eb6e8137a1[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), out.size(0), out.size(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), _TMA_out_15=(out.stride(1) == 1 and out.data_ptr() % 16 == 0 and out.stride(0) * 4 % 16 == 0 and (triton.next_power_of_2(x.size(1))) * 4 >= 16), num_warps=8, num_stages=1)
+    _rms_norm_fwd_kernel_eb6e8137a1[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), out.size(0), out.size(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), _TMA_out_15=(out.stride(1) == 1 and out.data_ptr() % 16 == 0 and out.stride(0) * 4 % 16 == 0 and (triton.next_power_of_2(max(1, x.size(1)))) * 4 >= 16), num_warps=8, num_stages=1)
     return (out, inv_rms)
 
 
@@ -1140,7 +1140,7 @@ def rms_norm_fwd__61b28234f4dc(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_d78f60a109[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_fwd_kernel_d78f60a109[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1167,7 +1167,7 @@ def rms_norm_fwd__82e96a9cd1f2(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_246252294a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_fwd_kernel_246252294a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1192,7 +1192,7 @@ def rms_norm_fwd__926ad4d0808b(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_6716d9cbfa[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_fwd_kernel_6716d9cbfa[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1207,7 +1207,7 @@ def rms_norm_fwd__a0ec5c066da4(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_d78f60a109[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_fwd_kernel_d78f60a109[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1219,7 +1219,7 @@ def rms_norm_fwd__afe3a526e0eb(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_6716d9cbfa[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_fwd_kernel_6716d9cbfa[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1231,7 +1231,7 @@ def rms_norm_fwd__b711d13744a4(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_217ac07bce[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), x.size(0), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), inv_rms.size(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=16, num_stages=4)
+    _rms_norm_fwd_kernel_217ac07bce[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), x.size(0), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), inv_rms.size(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=16, num_stages=4)
     return (out, inv_rms)
 
 
@@ -1256,7 +1256,7 @@ def rms_norm_fwd__f32737fbb6e4(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_246252294a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_fwd_kernel_246252294a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1280,7 +1280,7 @@ def rms_norm_fwd__f86845012711(x, weight, eps):
 def rms_norm_noweight_bwd__0665e5ec91ce(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_c2ebd4317b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_noweight_bwd_kernel_c2ebd4317b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return grad_x
 
 
@@ -1291,7 +1291,7 @@ def rms_norm_noweight_bwd__0665e5ec91ce(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__1e3769fdcfb7(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_0197066a14[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_noweight_bwd_kernel_0197066a14[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return grad_x
 
 
@@ -1302,7 +1302,7 @@ def rms_norm_noweight_bwd__1e3769fdcfb7(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__5cfe0a937199(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_cf2419675e[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_noweight_bwd_kernel_cf2419675e[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return grad_x
 
 
@@ -1337,7 +1337,7 @@ def rms_norm_noweight_bwd__749557e55fbe(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__7a1e65e16f26(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_cf2419675e[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_noweight_bwd_kernel_cf2419675e[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return grad_x
 
 
@@ -1348,7 +1348,7 @@ def rms_norm_noweight_bwd__7a1e65e16f26(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__8b75e1395fb0(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_0197066a14[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_noweight_bwd_kernel_0197066a14[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return grad_x
 
 
@@ -1359,7 +1359,7 @@ def rms_norm_noweight_bwd__8b75e1395fb0(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__9add576a9f0a(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_c2ebd4317b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_noweight_bwd_kernel_c2ebd4317b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return grad_x
 
 
@@ -1383,7 +1383,7 @@ def rms_norm_noweight_fwd__049b699269fd(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_7760f8f044[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_noweight_fwd_kernel_7760f8f044[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1395,7 +1395,7 @@ def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_ace6b6a89b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_noweight_fwd_kernel_ace6b6a89b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1407,7 +1407,7 @@ def rms_norm_noweight_fwd__1a75d30bf2b0(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_ace6b6a89b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_noweight_fwd_kernel_ace6b6a89b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1458,7 +1458,7 @@ def rms_norm_noweight_fwd__e4f824145d68(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_ee14c2bc85[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_noweight_fwd_kernel_ee14c2bc85[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1470,7 +1470,7 @@ def rms_norm_noweight_fwd__e74a052ce379(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_ee14c2bc85[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _rms_norm_noweight_fwd_kernel_ee14c2bc85[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return (out, inv_rms)
 
 
@@ -1482,7 +1482,7 @@ def rms_norm_noweight_fwd__fc595e15e018(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_7760f8f044[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _rms_norm_noweight_fwd_kernel_7760f8f044[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return (out, inv_rms)
 
 

@@ -315,7 +315,7 @@ def _softmax_fwd_kernel_db3d3dcf17(m, x, x_stride_0, x_stride_1, x_size_1, out, 
 def softmax_bwd__00ede7cf1c23(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_8d44693cec[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(out.size(1)), num_warps=4, num_stages=2)
+    _softmax_bwd_kernel_8d44693cec[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=4, num_stages=2)
     return grad_in
 
 
@@ -326,7 +326,7 @@ def softmax_bwd__00ede7cf1c23(grad_out, out, grad_in_dtype):
 def softmax_bwd__056254f5d10c(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_9b8fee69a2[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(out.size(1)), num_warps=4, num_stages=2)
+    _softmax_bwd_kernel_9b8fee69a2[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=4, num_stages=2)
     return grad_in
 
 
@@ -349,7 +349,7 @@ def softmax_bwd__0a1796d1c70d(grad_out, out, grad_in_dtype):
 def softmax_bwd__36f69ba0d670(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_9b8fee69a2[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(out.size(1)), num_warps=8, num_stages=2)
+    _softmax_bwd_kernel_9b8fee69a2[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=8, num_stages=2)
     return grad_in
 
 
@@ -384,7 +384,7 @@ def softmax_bwd__8868262d2f6d(grad_out, out, grad_in_dtype):
 def softmax_bwd__992ce4898f14(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_95733e939b[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(out.size(1)), num_warps=8, num_stages=2)
+    _softmax_bwd_kernel_95733e939b[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=8, num_stages=2)
     return grad_in
 
 
@@ -395,7 +395,7 @@ def softmax_bwd__992ce4898f14(grad_out, out, grad_in_dtype):
 def softmax_bwd__9e8384b390e3(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_8d44693cec[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(out.size(1)), num_warps=8, num_stages=2)
+    _softmax_bwd_kernel_8d44693cec[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=8, num_stages=2)
     return grad_in
 
 
@@ -406,7 +406,7 @@ def softmax_bwd__9e8384b390e3(grad_out, out, grad_in_dtype):
 def softmax_bwd__e532d75476e7(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_95733e939b[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(out.size(1)), num_warps=4, num_stages=2)
+    _softmax_bwd_kernel_95733e939b[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=4, num_stages=2)
     return grad_in
 
 
@@ -433,7 +433,7 @@ def softmax_fwd__29904f9bcf04(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_6ac65ee9fc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _softmax_fwd_kernel_6ac65ee9fc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return out
 
 
@@ -446,7 +446,7 @@ def softmax_fwd__3ee5e4c61a68(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_db3d3dcf17[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _softmax_fwd_kernel_db3d3dcf17[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return out
 
 
@@ -459,7 +459,7 @@ def softmax_fwd__78eb891236e7(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_db3d3dcf17[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _softmax_fwd_kernel_db3d3dcf17[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return out
 
 
@@ -486,7 +486,7 @@ def softmax_fwd__7e29cd09ef5b(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_c7fa415327[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _softmax_fwd_kernel_c7fa415327[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return out
 
 
@@ -513,7 +513,7 @@ def softmax_fwd__d12ac670d3b1(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_6ac65ee9fc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=8, num_stages=2)
+    _softmax_fwd_kernel_6ac65ee9fc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
     return out
 
 
@@ -526,7 +526,7 @@ def softmax_fwd__ebc4c2025d67(x, out_dtype):
     out = torch.empty([m, n], dtype=out_dtype, device=x.device)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_c7fa415327[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(x.size(1)), num_warps=4, num_stages=2)
+    _softmax_fwd_kernel_c7fa415327[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
     return out
 
 
