@@ -2,6 +2,7 @@
 import os
 import shutil
 import subprocess
+import site
 import sys
 import venv
 from pathlib import Path
@@ -49,6 +50,10 @@ def test_wheel_installs_into_fresh_venv(tmp_path):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
+    # torch and triton come from the environment running the tests, which may itself be a venv
+    # (whose packages --system-site-packages does not reach): point the new venv at it explicitly.
+    (purelib,) = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.split()
+    Path(purelib, "parent_env.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HK_TUNED_CONFIGS", "HK_ARCH")}
     env.update(TRITON_INTERPRET="1", PIP_NO_INDEX="1")
     run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], env=env, cwd=tmp_path)
