@@ -112,13 +112,11 @@ class ConfigSpec:
     # ------------------------------------------------------------------ defaults and normalization
     def default_config(self) -> Config:
         f = self.found
-        has_dot = any(b.in_dot for b in f.blocks)
         blocks = self._default_blocks()
         reductions = []
         for r, size in enumerate(f.rdims):
             loopable = len(self.reduction_range(r)) > 1
             reductions.append(4096 if loopable and triton.next_power_of_2(size) > 8192 and 4096 < size else None)
-        biggest = max([triton.next_power_of_2(s) for s, red in zip(f.rdims, reductions) if red is None] + [1])
         fields: dict[str, Any] = {
             "block_sizes": blocks,
             "reduction_loops": reductions,

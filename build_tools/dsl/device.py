@@ -6,8 +6,6 @@ re-materialized inside a chunk loop by the reduction or store that consumes them
 from __future__ import annotations
 
 import ast
-import contextlib
-import math
 from typing import Any, Iterator
 
 import torch
@@ -16,7 +14,7 @@ from . import exc
 from . import language as hl
 from .emitter import KernelBuilder
 from .pointwise import PointwiseMixin
-from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, tl_dtype
 
 UNSUPPORTED_STATEMENTS = {
     ast.While: "while loop",

@@ -224,7 +224,9 @@ def size_bucket(size: int) -> int:
 def load_module(source: str):
     """Imports generated source from a file (Triton needs real source files for its JIT)."""
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from helion_kernels import _interpreter  # noqa: F401  (corrects the interpreter's bf16 dot)
+        from helion_kernels import _interpreter
+
+        _interpreter.apply()  # corrects the interpreter's bf16 dot (idempotent)
     digest = hashlib.sha1(source.encode()).hexdigest()[:16]
     name = f"_dsl_generated_{digest}"
     with _MODULE_LOCK:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from . import exc
-from .values import ONE, BlockDim, same_dim, same_shape, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import ONE, same_dim, same_shape, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
 
 
 @dataclass

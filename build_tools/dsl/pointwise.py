@@ -125,9 +125,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin):
         """Triton expression of `value` reshaped (by inserting unit axes) so it broadcasts to `shape`."""
         if value.shape == shape or len(value.shape) == len(shape):
             return self.atom(value)
-        positions = []
         j = len(shape) - len(value.shape)
-        positions = list(range(j, len(shape)))
         if j < 0:
             raise self.error(exc.ShapeMismatch, f"value of shape {self.shape_text(value.shape)} stored into {self.shape_text(shape)}")
         parts = ["None"] * j + [":"] * len(value.shape)

@@ -2,13 +2,14 @@
 implement looped reductions by re-materializing lazy values one chunk at a time."""
 from __future__ import annotations
 
+import ast
 import contextlib
 from typing import Any, Iterator
 
 import torch
 
 from . import exc
-from .values import ONE, BlockDim, RDim, TVal, place, same_dim, tl_dtype
+from .values import ONE, RDim, TVal, place, same_dim, tl_dtype
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -170,13 +171,11 @@ class ReduceMixin:
         value = self.to_tval(value)
         out_dtype = dtype or value.dtype
         x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
-        import ast as _ast
-
         m = self.reduce("max", x, dim, keepdim=True)
-        shifted = self.binary(_ast.Sub(), x, m)
+        shifted = self.binary(ast.Sub(), x, m)
         e = self.math("exp", shifted)
         s = self.reduce("sum", e, dim, keepdim=True)
-        out = self.binary(_ast.Sub(), shifted, self.math("log", s)) if log else self.binary(_ast.Div(), e, s)
+        out = self.binary(ast.Sub(), shifted, self.math("log", s)) if log else self.binary(ast.Div(), e, s)
         return self.to_dtype(out, out_dtype)
 
     # ------------------------------------------------------------------ matrix products
@@ -187,12 +186,10 @@ class ReduceMixin:
 
     def addmm(self, acc: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> TVal:
         if beta != 1 or alpha != 1:
-            import ast as _ast
-
             product = self.matmul(a, b)
-            product = self.binary(_ast.Mult(), product, alpha) if alpha != 1 else product
-            base = self.binary(_ast.Mult(), acc, beta) if beta != 1 else acc
-            return self.binary(_ast.Add(), base, product)
+            product = self.binary(ast.Mult(), product, alpha) if alpha != 1 else product
+            base = self.binary(ast.Mult(), acc, beta) if beta != 1 else acc
+            return self.binary(ast.Add(), base, product)
         acc = self.to_tval(acc)
         return self.dot_product(self.to_tval(a), self.to_tval(b), acc, acc.dtype)
 

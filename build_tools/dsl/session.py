@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,7 @@ from . import language as hl
 from .config import Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder
-from .host import HOST_TENSOR_METHODS, SAFE_MODULES, LauncherRewriter, ParsedKernel, find_device_calls
+from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
 from .values import BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
 DISCOVERY_BLOCK = 16
