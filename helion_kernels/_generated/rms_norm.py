@@ -12,6 +12,16 @@ import triton.language as tl
 OP_INFO = {"rms_norm_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "rms_norm_fwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "rms_norm_noweight_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "rms_norm_noweight_fwd": {"exact_keys": [], "shape_keys": ["M", "N"]}}
 
 
+_ALLOCATOR_SET: list = []
+
+
+def _ensure_allocator() -> None:
+    """Tensor descriptors built inside kernels need a scratch allocator (set once)."""
+    if not _ALLOCATOR_SET:
+        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+        _ALLOCATOR_SET.append(True)
+
+
 @triton.jit
 def _rms_norm_bwd_kernel_0a83acaa33(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, weight, weight_stride_0, x_size_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_x_size_0, grad_x_size_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr, _TMA_inv_rms_12: tl.constexpr, _TMA_grad_x_22: tl.constexpr):
     pid_1 = tl.program_id(0)

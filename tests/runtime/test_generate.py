@@ -1,5 +1,7 @@
 """`python -m build_tools generate`: committed files are fresh, staleness is detected, output is clean."""
 import ast
+import builtins
+import dis
 import importlib.util
 import os
 import json
@@ -9,6 +11,15 @@ import sys
 import pytest
 
 from build_tools import default_table, generate
+
+
+def _global_names(code) -> set:
+    """Global names a function (and the functions nested in it) loads."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
+    for const in code.co_consts:
+        if hasattr(const, "co_code"):
+            names |= _global_names(const)
+    return names
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +70,9 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
         for op, launchers in namespace["VARIANTS"].items():
             variants.setdefault(op, set()).update(launchers)
             assert all(fn.__name__ == f"{op}__{vid}" for vid, fn in launchers.items())
+            for fn in launchers.values():
+                undefined = _global_names(fn.__code__) - set(namespace) - set(dir(builtins))
+                assert not undefined, f"{name}: {fn.__name__} reads undefined globals {sorted(undefined)}"
     for table, entry in generate.table_entries():
         assert entry["variant"] in variants.get(entry["op"], set()), (table, entry["op"], entry["shape"])
 
