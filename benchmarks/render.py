@@ -77,7 +77,7 @@ def _case_table(records: list, title: str) -> list:
                              + (" | |" if unit else "") + " | |")
                 continue
             speedup = f"{r['us'] / ours['us']:.2f}x" if ours and r is not ours else ""
-            notes = r.get("note", "") if r["impl"] == "ours" else ""
+            notes = "; ".join(filter(None, (r.get("note", ""), r.get("resources", "")))) if r["impl"] == "ours" else ""
             if "max_abs_diff_vs_ours" in r:
                 notes = f"max abs diff vs ours {r['max_abs_diff_vs_ours']:.3g}"
             rates = f" {_num(r.get('rate'))} | {_num(r.get('pct'))} |" if unit else ""

@@ -19,7 +19,7 @@ import triton
 
 import helion_kernels as hk
 
-from . import bars, impls, measure, plan, probes, render
+from . import bars, impls, measure, plan, probes, render, resources
 from .timing import Timer
 
 DTYPE = torch.bfloat16
@@ -139,6 +139,8 @@ def _complete(record: dict, row, result: tuple, ceilings: dict, args: tuple, our
         record.update(rate=value, unit=unit, pct=100 * value / ceiling if ceiling else None)
     if record["impl"] == "ours":
         record["note"] = _describe(row.family, args)
+        if row.mode == "device" and torch.cuda.is_available() and first.is_cuda:
+            record["resources"] = resources.describe(measure.timed_call(row, "ours", args)[0])
         return first
     if ours_out is not None and first.shape == ours_out.shape:
         record["max_abs_diff_vs_ours"] = (first.float() - ours_out.float()).abs().max().item()
