@@ -38,11 +38,11 @@ def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     batch, m, k = a.size()
     n = b.size(2)
     out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    for tile_b, tile_m, tile_n in hl.tile([batch, m, n]):
-        acc = hl.zeros([tile_b, tile_m, tile_n], dtype=torch.float32)
+    for tile_b, tile_m, tile_n in hl.tile([batch, m, n], block_size=[1, None, None]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):
-            acc = torch.baddbmm(acc, a[tile_b, tile_m, tile_k], b[tile_b, tile_k, tile_n])
-        out[tile_b, tile_m, tile_n] = acc.to(out.dtype)
+            acc = torch.addmm(acc, a[tile_b.begin, tile_m, tile_k], b[tile_b.begin, tile_k, tile_n])
+        out[tile_b.begin, tile_m, tile_n] = acc.to(out.dtype)
     return out
 
 
