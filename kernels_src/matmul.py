@@ -6,6 +6,8 @@ backward of linear/matmul from these kernels (dx = dy @ w, dw = dy.T @ x, via `m
 and runs a bias-free linear as `matmul(x, weight.t())`.
 fp32 inputs use the dot unit's default precision, which is TF32 on NVIDIA GPUs (10-bit mantissa
 inputs, fp32 accumulation); their tolerance says so.
+`bmm` runs one batch per program with 2-D tiles: a 3-D dot over a batch tile compiles without
+wgmma on sm_90 and spills. Split-K was tried and lost on an H200 (notes/dsl_gaps_kernels.md, 6).
 """
 from __future__ import annotations
 

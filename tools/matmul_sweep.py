@@ -31,15 +31,13 @@ TMA_LOADS = "tensor_descriptor loads"  # TMA for the two matrix operands, pointe
 SMEM = 220 * 1024
 
 
-def cfg(bm, bn, bk, warps, stages, index="pointer", pid="flat", l2=1, ws=None, split=None, evict=None):
+def cfg(bm, bn, bk, warps, stages, index="pointer", pid="flat", l2=1, ws=None, evict=None):
     """Config overrides; `index` applies to every load/store site (the kernel's count is filled in).
     Stages drop until the operand ring buffer fits in shared memory."""
     while stages > 2 and stages * (bm * bk + bk * bn) * 2 > SMEM:
         stages -= 1
     out = {"block_sizes": [bm, bn, bk], "num_warps": warps, "num_stages": stages,
            "pid_type": pid, "l2_groupings": [l2], "indexing": index, "range_warp_specializes": [ws]}
-    if split is not None:
-        out["split_k"] = split
     if evict is not None:
         out["load_eviction_policies"] = evict
     return out
@@ -68,16 +66,8 @@ LARGE = [
     cfg(128, 256, 64, 8, 3, TMA_LOADS, l2=8),
     cfg(128, 256, 64, 8, 4, TMA_LOADS, l2=8),
 ]
-LARGE_SPLIT = [
-    cfg(128, 256, 64, 8, 3, l2=8, split=1),
-    cfg(128, 256, 64, 8, 4, l2=8, split=1),
-    cfg(128, 128, 64, 4, 4, l2=8, split=1),
-    cfg(128, 256, 64, 8, 3, pid="persistent_interleaved", l2=8, split=1),
-]
-
-
 def decode(m: int) -> list:
-    """Non-split candidates for a skinny M: one M tile, narrow N tiles, deep K tiles and pipelines."""
+    """Candidates for a skinny M: one M tile, narrow N tiles, deep K tiles and pipelines."""
     bm = 16 if m <= 16 else 64
     out = [cfg(64, 64, 32, 4, 3)]
     for bn, bk, stages in ((32, 256, 4), (32, 256, 5), (64, 256, 4), (64, 128, 5), (128, 128, 4), (32, 128, 6)):
@@ -86,18 +76,6 @@ def decode(m: int) -> list:
             cfg(bm, 32, 256, 4, 4, evict=["last", "first"]), cfg(bm, 64, 128, 8, 4), cfg(bm, 32, 256, 2, 4)]
     if m >= 128:
         out += [cfg(128, 64, 128, 4, 4), cfg(128, 64, 128, 8, 4, TMA), cfg(128, 128, 64, 8, 4, TMA), cfg(128, 32, 128, 4, 4)]
-    return out
-
-
-def decode_split(m: int) -> list:
-    bm = 16 if m <= 16 else 64
-    out = []
-    for bn, bk, stages, split in ((64, 256, 4, 2), (64, 256, 4, 4), (64, 128, 5, 4), (128, 128, 4, 4),
-                                  (128, 128, 4, 8), (32, 256, 4, 2), (32, 256, 4, 4), (64, 256, 4, 8)):
-        out.append(cfg(bm, bn, bk, 4, stages, split=split))
-    if m >= 128:
-        out += [cfg(128, 128, 64, 8, 4, split=2), cfg(128, 128, 64, 8, 4, split=4), cfg(128, 64, 128, 4, 4, split=2),
-                cfg(128, 128, 128, 8, 3, split=4)]
     return out
 
 
@@ -113,16 +91,15 @@ def plan() -> list:
             [(16, 4096, 4096), (128, 4096, 14336)]
         for m, n, k in mnk:
             shape = {"M": m, "N": n, "K": k}
-            rows += [(op, "kernels_src.matmul", shape, decode(m)), (op, "splitk_candidates", shape, decode_split(m))]
+            rows.append((op, "kernels_src.matmul", shape, decode(m)))
         big = [(4096, 4096, 4096), (4096, 4096, 11008), (4096, 11008, 4096), (8192, 8192, 8192)] if op == "matmul" else \
             [(4096, 4096, 4096), (8192, 14336, 4096)]
         for m, n, k in big:
             shape = {"M": m, "N": n, "K": k}
-            rows += [(op, "kernels_src.matmul", shape, LARGE), (op, "splitk_candidates", shape, LARGE_SPLIT)]
-    awkward = {"M": 77, "N": 1001, "K": 999}  # correctness at sizes off every block (split ranges included)
+            rows.append((op, "kernels_src.matmul", shape, LARGE))
+    awkward = {"M": 77, "N": 1001, "K": 999}  # correctness at sizes off every block
     for op in ("matmul", "linear"):
-        rows.append((op, "splitk_candidates", awkward, [cfg(64, 64, 128, 4, 3, split=4), cfg(16, 32, 256, 4, 4, split=2),
-                                                        cfg(128, 128, 64, 4, 3, split=1)]))
+        rows.append((op, "kernels_src.matmul", awkward, [cfg(16, 32, 256, 4, 4), cfg(64, 64, 128, 4, 5), LARGE[3]]))
     rows.append(("bmm", "kernels_src.matmul", {"B": 7, "M": 333, "N": 129, "K": 257}, BMM[:2]))
     for b, m, n, k in ((16, 2048, 2048, 2048), (128, 16, 128, 4096), (32, 1024, 1024, 128), (8, 4096, 4096, 64)):
         rows.append(("bmm", "kernels_src.matmul", {"B": b, "M": m, "N": n, "K": k}, BMM))
