@@ -13,8 +13,18 @@ op's tuning suite:
   reduction) with 4 warps (N <= 1024) or 8; longer rows loop over chunks of 4096 elements
   (`reduction_loops`) with 16 warps. Entries sit at N = 1024, 4096, 16384, 131072, so the
   nearest-shape choice switches to looping above N ~ 8192.
-- matrices {M, N, K} (and {B, M, N, K} with one batch per program): 64x64x32 tiles, 4 warps,
-  3 stages for skinny (decode-like) products; 128x128x32 tiles, 8 warps, 3 stages for large ones.
+- matrices {M, N, K}, measured on an H200 (tools/matmul_sweep.py; 16/64/128-row and 4096-8192
+  products, bf16): M <= 32 takes 16x32x256 tiles, 4 warps, 4 stages (128 programs stream the
+  [K, N] operand at N = 4096); M ~ 128 takes 64x64x128 tiles, 4 warps, 5 stages, and with a wide
+  N (~11008) 128x128x64 tiles, 8 warps, 4 stages over tensor descriptors; large products take
+  128x256x64 tiles, 8 warps, 3 stages, tensor-descriptor (TMA) loads and stores, a persistent
+  interleaved program order and L2 grouping 8 (0.90-1.03x cuBLAS).
+  K tiles are halved for float32 (same bytes per stage), and large float32 products keep
+  128x128x32 pointer tiles: the 128x256 fp32 output tile of a TMA store does not fit beside the
+  operand buffers in shared memory.
+- batched {B, M, N, K} (one batch per program, 2-D tiles): 16x128x64 tiles, 4 warps, 4 stages for
+  16-row batches; 128x128x64, 8 warps, 3 stages for shallow K (~128); 128x256x64, 8 warps,
+  3 stages, L2 grouping 8 for deep K.
 - attention {.., D, causal}: one entry per head dim D in 16..256 and causal flag; query x key tiles
   of 64x64 up to D = 64, 64x32 up to D = 128 and 32x32 for D = 256 (so the q/k/v tiles fit the
   shared memory of smaller GPUs), 4 warps up to D = 64 and 8 above, 2 stages.
@@ -47,9 +57,26 @@ def _row_rule(n: int) -> dict:
     return {"num_warps": warps, "reduction_loops": [None] if n <= PERSISTENT_MAX_N else [LOOP_CHUNK]}
 
 
-def _matrix_rule(large: bool, batched: bool) -> dict:
-    tiles = [128, 128, 32] if large else [64, 64, 32]
-    return {"block_sizes": [1] * batched + tiles, "num_warps": 8 if large else 4, "num_stages": 3}
+MATRIX_RULES = {  # name: (block sizes M, N, K for 2-byte dtypes, warps, stages, other overrides)
+    "tiny-M matrix": ([16, 32, 256], 4, 4, {}),
+    "skinny matrix": ([64, 64, 128], 4, 5, {}),
+    "skinny wide matrix": ([128, 128, 64], 8, 4, {"indexing": ["tensor_descriptor"]}),
+    "large matrix": ([128, 256, 64], 8, 3, {"indexing": ["tensor_descriptor"], "pid_type": "persistent_interleaved",
+                                           "l2_groupings": [8]}),
+    "small batched matrix": ([16, 128, 64], 4, 4, {}),
+    "shallow batched matrix": ([128, 128, 64], 8, 3, {}),
+    "large batched matrix": ([128, 256, 64], 8, 3, {"l2_groupings": [8]}),
+}
+LARGE_FP32 = ([128, 128, 32], 8, 3, {"l2_groupings": [8]})
+
+
+def _matrix_rule(name: str, dtype: torch.dtype) -> dict:
+    if (name, dtype) == ("large matrix", torch.float32):
+        tiles, warps, stages, extra = LARGE_FP32
+    else:
+        tiles, warps, stages, extra = MATRIX_RULES[name]
+        tiles = tiles[:2] + [tiles[2] * 2 // dtype.itemsize]
+    return {"block_sizes": tiles, "num_warps": warps, "num_stages": stages, **extra}
 
 
 def _attention_rule(head_dim: int) -> dict:
@@ -58,17 +85,22 @@ def _attention_rule(head_dim: int) -> dict:
     return {"block_sizes": [query_tile, key_tile], "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 2}
 
 
-def representative_points(keys: set) -> list:
-    """(shape, overrides, rule name) for an op whose tuning suite has shape keys `keys`; shapes are
-    big enough for every wanted value to be legal and small enough to bind quickly on CPU."""
+def representative_points(keys: set, dtype: torch.dtype = torch.bfloat16) -> list:
+    """(shape, overrides, rule name) for an op whose tuning suite has shape keys `keys`, for
+    `dtype`; shapes are big enough for every wanted value to be legal and small enough to bind
+    quickly on CPU."""
     if keys == {"M", "N"}:
         return [({"M": 64, "N": n}, _row_rule(n), "rows") for n in ROW_SIZES]
     if keys == {"M", "N", "K"}:
-        return [({"M": 64, "N": 4096, "K": 4096}, _matrix_rule(False, False), "skinny matrix"),
-                ({"M": 2048, "N": 2048, "K": 2048}, _matrix_rule(True, False), "large matrix")]
+        points = [({"M": 16, "N": 4096, "K": 4096}, "tiny-M matrix"), ({"M": 128, "N": 4096, "K": 4096}, "skinny matrix"),
+                  ({"M": 128, "N": 11008, "K": 4096}, "skinny wide matrix"),
+                  ({"M": 2048, "N": 2048, "K": 2048}, "large matrix")]
+        return [(shape, _matrix_rule(rule, dtype), rule) for shape, rule in points]
     if keys == {"B", "M", "N", "K"}:
-        return [({"B": 8, "M": 64, "N": 128, "K": 512}, _matrix_rule(False, True), "small batched matrix"),
-                ({"B": 4, "M": 1024, "N": 1024, "K": 1024}, _matrix_rule(True, True), "large batched matrix")]
+        points = [({"B": 64, "M": 16, "N": 128, "K": 4096}, "small batched matrix"),
+                  ({"B": 32, "M": 1024, "N": 1024, "K": 128}, "shallow batched matrix"),
+                  ({"B": 4, "M": 1024, "N": 1024, "K": 1024}, "large batched matrix")]
+        return [(shape, _matrix_rule(rule, dtype), rule) for shape, rule in points]
     if "D" in keys:
         points = []
         for head_dim in HEAD_DIMS:
@@ -121,7 +153,7 @@ def _entries_for(spec) -> list:
     keys = {k for shape in spec.shapes for k in shape}
     entries = []
     for dtype in sorted(set(spec.dtypes) | set(KERNEL_DTYPES), key=str):
-        for shape, overrides, rule in representative_points(keys):
+        for shape, overrides, rule in representative_points(keys, dtype):
             spec.kernel.reset()
             bound = spec.kernel.bind(spec.make_inputs(shape, dtype, "cpu", 0))
             config, adjusted = heuristic_config(bound.config_spec, overrides)

@@ -6,6 +6,8 @@ backward of linear/matmul from these kernels (dx = dy @ w, dw = dy.T @ x, via `m
 and runs a bias-free linear as `matmul(x, weight.t())`.
 fp32 inputs use the dot unit's default precision, which is TF32 on NVIDIA GPUs (10-bit mantissa
 inputs, fp32 accumulation); their tolerance says so.
+`bmm` runs one batch per program with 2-D tiles: a 3-D dot over a batch tile compiles without
+wgmma on sm_90 and spills. Split-K was tried and lost on an H200 (notes/dsl_gaps_kernels.md, 6).
 """
 from __future__ import annotations
 
@@ -38,11 +40,11 @@ def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     batch, m, k = a.size()
     n = b.size(2)
     out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    for tile_b, tile_m, tile_n in hl.tile([batch, m, n]):
-        acc = hl.zeros([tile_b, tile_m, tile_n], dtype=torch.float32)
+    for tile_b, tile_m, tile_n in hl.tile([batch, m, n], block_size=[1, None, None]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):
-            acc = torch.baddbmm(acc, a[tile_b, tile_m, tile_k], b[tile_b, tile_k, tile_n])
-        out[tile_b, tile_m, tile_n] = acc.to(out.dtype)
+            acc = torch.addmm(acc, a[tile_b.begin, tile_m, tile_k], b[tile_b.begin, tile_k, tile_n])
+        out[tile_b.begin, tile_m, tile_n] = acc.to(out.dtype)
     return out
 
 

@@ -313,7 +313,9 @@ class PointwiseMixin(ReduceMixin, MemoryMixin):
         if order == list(range(len(order))):
             return value
         shape = tuple(value.shape[o] for o in order)
-        return self.make(value.dtype, shape, lambda a: f"tl.permute({a[0]}, {tuple(order)})", [value])
+        permuted = self.make(value.dtype, shape, lambda a: f"tl.permute({a[0]}, {tuple(order)})", [value])
+        permuted.is_load = value.is_load  # a permuted zero-filled load is zero where masked too
+        return permuted
 
     def transpose(self, value: Any, d0: int = 0, d1: int = 1) -> TVal:
         value = self.to_tval(value)

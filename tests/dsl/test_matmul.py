@@ -204,6 +204,14 @@ def test_linear_epilogue(m, k, n, dtype, device):
                  **matmul_tolerance(device, dtype))
 
 
+def test_transposed_load_operand_needs_no_mask_select():
+    """A transposed load is zero-filled where masked like the load itself, so the dot takes it as is
+    (a tl.where on an operand forces it through registers instead of shared memory into the MMA)."""
+    x, w, bias = randn(37, 45), randn(19, 45), randn(19)
+    code = linear_relu.bind((x, w, bias)).to_triton_code()
+    assert "tl.dot(" in code and "tl.where(" not in code
+
+
 @helion.kernel()
 def matmul_transposed_operands(xt: torch.Tensor, yt: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
     k, m = xt.size()
