@@ -1,8 +1,10 @@
 """Measures candidates of one (op, dtype, shape) on one device, inside a worker process.
 
-Holds the inputs, the float64 reference and the bound kernel; `measure` gates a candidate on
-accuracy before timing it, `remeasure` times front runners interleaved, `baselines` times the
-op's plain-PyTorch peer eagerly and under torch.compile. Timing goes through an injected Timer.
+Holds the inputs, the float64 reference and the bound kernel; `warm` compiles a candidate
+without running it (compile workers), `measure` gates a candidate on accuracy before timing it and
+stops early when it is clearly slower than the best so far, `remeasure` times front runners
+interleaved, `baselines` times the op's plain-PyTorch peer eagerly and under torch.compile.
+Timing goes through an injected Timer.
 """
 from __future__ import annotations
 
@@ -11,9 +13,13 @@ import math
 import torch
 
 from build_tools.autotune.accuracy import mismatch
+from build_tools.autotune.compile_only import compile_only
 from build_tools.autotune.search import Outcome
 from build_tools.autotune.space import config_key
 from build_tools.autotune.timing import interleaved, median
+
+EARLY_SAMPLES = 2     # samples taken before deciding whether a candidate deserves a full timing
+SLOW_FACTOR = 2.0     # a candidate this many times slower than the best so far is timed no further
 
 
 def clone_args(args) -> tuple:
@@ -61,9 +67,9 @@ class EntryBench:
         return self._compiled[key]
 
     def warm(self, config) -> None:
-        """Compile and launch once (fills the on-disk Triton cache for the benchmark process)."""
-        self.compiled(config)(*self.args)
-        self.synchronize()
+        """Compile without running (fills the on-disk Triton cache for the benchmark process)."""
+        with compile_only():
+            self.compiled(config)(*self.args)
 
     def check(self, config) -> str | None:
         """None when the candidate's output matches the reference, else the mismatch."""
@@ -76,14 +82,18 @@ class EntryBench:
         args = self.args
         return lambda: fn(*args)
 
-    def measure(self, config) -> Outcome:
-        """Median microseconds of an accurate candidate; inf with the reason otherwise."""
+    def measure(self, config, best_us: float | None = None) -> Outcome:
+        """Median microseconds of an accurate candidate; inf with the reason otherwise. A candidate
+        whose first samples are over SLOW_FACTOR times `best_us` keeps that rough median."""
         try:
             wrong = self.check(config)
             if wrong is not None:
                 return Outcome(math.inf, f"wrong output: {wrong}")
             call = self._timed_call(config)
-            return Outcome(median(self.timer.samples(call, self.timer.repeats_for(call))))
+            first = self.timer.samples(call, EARLY_SAMPLES)
+            if best_us is not None and median(first) > SLOW_FACTOR * best_us:
+                return Outcome(median(first))
+            return Outcome(median(first + self.timer.samples(call, self.timer.repeats_for(call))))
         except Exception as error:  # any failure of one candidate only rules that candidate out
             return Outcome(math.inf, describe(error))
 
@@ -118,18 +128,19 @@ class EntryBench:
             self._compiled_baseline()(*self.args)
             self.synchronize()
 
-    def baselines(self) -> dict:
-        """Eager and torch.compile median microseconds of the op's baseline (None when absent)."""
+    def baselines(self, with_compile: bool = True) -> dict:
+        """Eager and torch.compile median microseconds of the op's baseline (None when absent,
+        failing, or, for torch.compile, not asked for)."""
         baseline = self.op.baseline
         if baseline is None:
             return {"eager": None, "compile": None}
-        peers = {"eager": baseline, "compile": self._compiled_baseline()}
+        peers = {"eager": baseline, "compile": self._compiled_baseline() if with_compile else None}
         result = {}
         for name, fn in peers.items():
             args = self.args
             call = lambda fn=fn: fn(*args)  # noqa: E731
             try:
-                result[name] = median(self.timer.samples(call, self.timer.repeats_for(call)))
+                result[name] = median(self.timer.samples(call, self.timer.repeats_for(call))) if fn else None
             except Exception:  # a peer that cannot run on this input is simply not reported
                 result[name] = None
         return result

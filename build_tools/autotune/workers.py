@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import statistics
 import time
 import traceback
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 def resolve(path: str):
@@ -155,10 +157,13 @@ class Worker:
             return None
         return request_id, status, value
 
-    def post(self, kind: str, *payload) -> None:
-        """Send a request whose reply nobody waits for (background work such as prefetching)."""
+    def post(self, kind: str, *payload) -> int:
+        """Send a request whose reply nobody waits for (background work such as prefetching);
+        its id stays in `posted` until its reply has been drained."""
         self.drain()
-        self.posted[self.send(kind, *payload)] = time.monotonic()
+        request_id = self.send(kind, *payload)
+        self.posted[request_id] = time.monotonic()
+        return request_id
 
     def drain(self) -> None:
         """Read every reply already waiting, forgetting the posted requests they answer."""
@@ -225,6 +230,27 @@ class Worker:
                 raise WorkerFailure(f"worker died (exit code {code}) during {kind}")
 
 
+SKIPPED = "skipped: the entry's time ran out"
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """When a pool run stops waiting. `deadline()` is an absolute time.monotonic() (or None for
+    none) read on every loop, so the caller can lift it until some candidate has succeeded.
+    A straggler, running while nothing else is left to hand out, is cut once it has run
+    `straggler_factor` times the median duration of the requests finished in this run, and at
+    least `straggler_min_s`."""
+
+    deadline: Callable[[], float | None] = lambda: None
+    straggler_factor: float = 4.0
+    straggler_min_s: float = 4.0
+
+    def straggler_limit(self, durations: list) -> float:
+        if not durations:
+            return math.inf
+        return max(self.straggler_min_s, self.straggler_factor * statistics.median(durations))
+
+
 class WorkerPool:
     """Several workers running one kind of request over a list of payloads in parallel."""
 
@@ -232,20 +258,64 @@ class WorkerPool:
         context = multiprocessing.get_context("spawn")
         self.workers = [Worker(context, f"{name}-{i}") for i in range(size)]
 
+    def __len__(self) -> int:
+        return len(self.workers)
+
     def set_entry(self, setup: EntrySetup) -> None:
         for worker in self.workers:
             worker.set_entry(setup)
 
-    def run(self, kind: str, payloads: list, timeout: float, setup_timeout: float = 300.0) -> Iterator:
-        """Yield (index, ok, value) as requests finish; ok is False on error, timeout or death."""
+    def _collect_setups(self, idle) -> None:
+        """Mark idle workers whose setup has finished as ready (non-blocking)."""
+        for worker in idle:
+            try:
+                while not worker.ready and worker.alive() and worker.conn.poll(0):
+                    worker.receive()
+            except (EOFError, OSError):
+                continue
+
+    def wait_ready(self, timeout: float) -> None:
+        """Wait (at most `timeout`) until every live worker has finished its setup."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            waiting = [w for w in self.workers if w.alive() and not w.ready]
+            if not waiting:
+                return
+            self._collect_setups(waiting)
+            time.sleep(0.05)
+
+    def _free_workers(self, busy) -> list:
+        """Idle workers to hand work to: ready ones; any idle one while no worker at all is ready
+        (so a restarting worker never holds up a batch the others can compile)."""
+        idle = [w for w in self.workers if w not in busy]
+        self._collect_setups(idle)
+        if any(w.ready for w in self.workers):
+            return [w for w in idle if w.ready]
+        return idle
+
+    def run(self, kind: str, payloads: list, timeout: float, setup_timeout: float = 300.0,
+            limits: Deadlines = Deadlines()) -> Iterator:
+        """Yield (index, ok, value) as requests finish; ok is False on error, timeout or death.
+        Past `limits.deadline()`, running requests are killed and the rest are not started: both
+        are yielded with the value SKIPPED. Stragglers are cut (see Deadlines)."""
         pending = deque(enumerate(payloads))
         busy: dict[Worker, tuple] = {}
+        durations: list[float] = []
         while pending or busy:
-            for worker in self.workers:
-                if pending and worker not in busy:
-                    index, payload = pending.popleft()
-                    request_id = worker.send(kind, *payload)
-                    busy[worker] = (index, request_id, time.monotonic())
+            deadline = limits.deadline()
+            if deadline is not None and time.monotonic() >= deadline:
+                for worker, (index, _, _) in list(busy.items()):
+                    worker.restart()
+                    yield index, False, SKIPPED
+                for index, _ in pending:
+                    yield index, False, SKIPPED
+                return
+            for worker in self._free_workers(busy):
+                if not pending:
+                    break
+                index, payload = pending.popleft()
+                request_id = worker.send(kind, *payload)
+                busy[worker] = (index, request_id, time.monotonic())
             conns = {w.conn: w for w in busy}
             for conn in multiprocessing.connection.wait(list(conns), timeout=0.2):
                 worker = conns[conn]
@@ -259,12 +329,21 @@ class WorkerPool:
                         busy[worker] = (index, request_id, time.monotonic())
                 elif reply[0] == request_id:
                     del busy[worker]
+                    durations.append(time.monotonic() - started)
                     yield index, reply[1] == "ok", reply[2]
             now = time.monotonic()
+            straggler = limits.straggler_limit(durations) if not pending else math.inf
             for worker, (index, _, started) in list(busy.items()):
                 limit = timeout + (0 if worker.ready else setup_timeout)
+                if worker.ready:
+                    limit = min(limit, straggler)
                 if now - started > limit or not worker.alive():
-                    reason = "timed out" if worker.alive() else f"died (exit code {worker.process.exitcode})"
+                    if not worker.alive():
+                        reason = f"died (exit code {worker.process.exitcode})"
+                    elif now - started > timeout:
+                        reason = "timed out"
+                    else:
+                        reason = f"cut as a straggler after {now - started:.1f}s"
                     del busy[worker]
                     worker.restart()
                     yield index, False, f"{kind} {reason}"
