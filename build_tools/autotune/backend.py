@@ -44,13 +44,15 @@ class PeerPrefetch:
         worker.drain()
         if worker.oldest_post_age() > self.STALL_S:
             worker.restart()
+        lost = []
         for key, (entry, request_id, restarts) in list(self.inflight.items()):
             if worker.restarts != restarts:   # lost with the old process: post it again
                 del self.inflight[key]
-                self.queue.insert(0, entry)
+                lost.append(entry)
             elif request_id not in worker.posted:
                 del self.inflight[key]
                 self.done.add(key)
+        self.queue[:0] = lost
         while self.queue and len(self.inflight) < self.ahead:
             entry = self.queue.pop(0)
             worker.set_entry(self.setup_of(entry))
