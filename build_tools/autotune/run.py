@@ -116,12 +116,13 @@ class Tuner:
             self.existing = None
 
     def _overhead(self) -> float:
-        """Mean wall seconds an entry spends outside its search (setup, re-benchmark, peers)."""
+        """Mean wall seconds an entry spends outside its search (setup, re-benchmark, peers), not
+        counting the worker start-up of a run's first entry."""
         planned = {e.key for e in self.entries}
         tunings = [r["tuning"] for key, r in self.state.finished.items() if key in planned and "wall" in r["tuning"]]
         if not tunings:
             return FIRST_OVERHEAD_S
-        return sum(t["wall"] - t["search"] for t in tunings) / len(tunings)
+        return sum(t["wall"] - t["search"] - t.get("startup", 0.0) for t in tunings) / len(tunings)
 
     def _entry_time_limit(self, started: float) -> float | None:
         """Search seconds for the next entry: the per-entry cap and an even share of what is left
@@ -172,6 +173,7 @@ class Tuner:
         self.backend.start_entry(entry, options.input_seed)
         if first:  # worker processes are starting: let them all finish before the clock runs
             self.backend.wait_ready(limits.setup_timeout_s)
+        startup = self.clock() - entry_started
         self.backend.bench.call("ready", timeout=limits.run_timeout_s, setup_timeout=limits.setup_timeout_s)
         args = entry.op.make_inputs(entry.shape, entry.dtype, options.device, options.input_seed)
         bound = bind_fresh(entry.op.kernel, args)
@@ -190,7 +192,7 @@ class Tuner:
         specialization = plain(bound.specialization_key())
         tuning = {
             "seconds": round(result.seconds, 2), "search": round(result.search_seconds, 2),
-            "wall": round(self.clock() - entry_started, 2),
+            "wall": round(self.clock() - entry_started, 2), "startup": round(startup, 2) if first else 0.0,
             "tried": result.tried, "failed": result.failed, "skipped": result.skipped,
             "invalid": result.invalid, "noise": round(result.noise, 4), "errors": result.errors,
         }
