@@ -9,6 +9,7 @@ Timing goes through an injected Timer.
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 
@@ -20,6 +21,7 @@ from build_tools.autotune.timing import interleaved, median
 
 EARLY_SAMPLES = 2     # samples taken before deciding whether a candidate deserves a full timing
 SLOW_FACTOR = 2.0     # a candidate this many times slower than the best so far is timed no further
+LOAD_SLACK_US = 20_000.0   # what a first call may add to the kernel (loading it from the cache)
 
 
 def clone_args(args) -> tuple:
@@ -73,9 +75,17 @@ class EntryBench:
 
     def check(self, config) -> str | None:
         """None when the candidate's output matches the reference, else the mismatch."""
-        output = self.compiled(config)(*clone_args(self.args))
+        return self._checked_call(config)[0]
+
+    def _checked_call(self, config) -> tuple[str | None, float]:
+        """The mismatch (or None) and the host microseconds of the checked call, a rough upper
+        bound of the kernel's time (it includes the launch and, the first time, the load)."""
+        fn, args = self.compiled(config), clone_args(self.args)
+        started = time.perf_counter()
+        output = fn(*args)
         self.synchronize()
-        return mismatch(output, self.expected, self.rtol, self.atol)
+        elapsed_us = (time.perf_counter() - started) * 1e6
+        return mismatch(output, self.expected, self.rtol, self.atol), elapsed_us
 
     def _timed_call(self, config):
         fn = self.compiled(config)
@@ -83,12 +93,15 @@ class EntryBench:
         return lambda: fn(*args)
 
     def measure(self, config, best_us: float | None = None) -> Outcome:
-        """Median microseconds of an accurate candidate; inf with the reason otherwise. A candidate
-        whose first samples are over SLOW_FACTOR times `best_us` keeps that rough median."""
+        """Median microseconds of an accurate candidate; inf with the reason otherwise. A clearly
+        slower candidate than `best_us` (by SLOW_FACTOR) keeps a rough time: its checked call's
+        when that alone shows it (long kernels), else the median of its first samples."""
         try:
-            wrong = self.check(config)
+            wrong, elapsed_us = self._checked_call(config)
             if wrong is not None:
                 return Outcome(math.inf, f"wrong output: {wrong}")
+            if best_us is not None and elapsed_us > SLOW_FACTOR * best_us + LOAD_SLACK_US:
+                return Outcome(elapsed_us)
             call = self._timed_call(config)
             first = self.timer.samples(call, EARLY_SAMPLES)
             if best_us is not None and median(first) > SLOW_FACTOR * best_us:

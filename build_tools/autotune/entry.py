@@ -8,15 +8,19 @@ compiled or measured: those candidates are skipped, not failed. Workers are reac
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from build_tools.autotune.progress import LOGGER_NAME
 from build_tools.autotune.search import Outcome, SearchSettings, run_search
 from build_tools.autotune.space import SearchSpace, config_key
 from build_tools.autotune.timing import median, relative_spread
 from build_tools.autotune.workers import SKIPPED, Deadlines, WorkerFailure
+
+log = logging.getLogger(LOGGER_NAME)
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class PoolObjective:
         return outcome
 
     def evaluate(self, configs: list) -> list[Outcome]:
+        started = time.monotonic()
         outcomes: list[Outcome | None] = [None] * len(configs)
         if self.pool is None:
             finished = ((i, True, None) for i in range(len(configs)))
@@ -99,6 +104,9 @@ class PoolObjective:
                 outcomes[index] = Outcome(math.inf, f"compile: {lines[-1]}")
             if not outcomes[index].skipped:
                 self.on_outcome(configs[index], outcomes[index])
+        skipped = sum(o.skipped for o in outcomes)
+        log.debug("  batch of %d done in %.2fs%s", len(configs), time.monotonic() - started,
+                  f" ({skipped} skipped at the deadline)" if skipped else "")
         return outcomes
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -116,13 +117,14 @@ class Tuner:
             self.existing = None
 
     def _overhead(self) -> float:
-        """Mean wall seconds an entry spends outside its search (setup, re-benchmark, peers), not
-        counting the worker start-up of a run's first entry."""
+        """Median wall seconds an entry spends outside its search (setup, re-benchmark, peers),
+        not counting the worker start-up of a run's first entry (whose peers are not prefetched
+        either: the median keeps that one entry from weighing on the rest)."""
         planned = {e.key for e in self.entries}
         tunings = [r["tuning"] for key, r in self.state.finished.items() if key in planned and "wall" in r["tuning"]]
         if not tunings:
             return FIRST_OVERHEAD_S
-        return sum(t["wall"] - t["search"] - t.get("startup", 0.0) for t in tunings) / len(tunings)
+        return statistics.median(t["wall"] - t["search"] - t.get("startup", 0.0) for t in tunings)
 
     def _entry_time_limit(self, started: float) -> float | None:
         """Search seconds for the next entry: the per-entry cap and an even share of what is left

@@ -114,6 +114,7 @@ class Worker:
         self.ready = False
         self.restarts = 0
         self.posted: dict[int, float] = {}
+        self.abandoned: tuple[int, float] | None = None   # (request id, when) of a reply nobody wants
 
     def start(self) -> None:
         parent, child = self.context.Pipe()
@@ -182,9 +183,11 @@ class Worker:
         return self.process is not None and self.process.is_alive()
 
     def kill(self) -> None:
+        """SIGKILL without waiting long for the exit (a process holding a CUDA context can take
+        seconds to be torn down; multiprocessing reaps it later)."""
         if self.process is not None:
             self.process.kill()
-            self.process.join(timeout=10)
+            self.process.join(timeout=0.5)
             self.conn.close()
         self.process = None
 
@@ -192,7 +195,27 @@ class Worker:
         self.kill()
         self.restarts += 1
         self.posted.clear()
+        self.abandoned = None
         self.start()
+
+    def abandon(self, request_id: int) -> None:
+        """Stop waiting for a request's reply but let the worker finish it (cheaper than a kill
+        and a restart; a compile finished this way still lands in the on-disk cache)."""
+        self.abandoned = (request_id, time.monotonic())
+
+    def settle(self, limit_s: float) -> None:
+        """Read the replies already waiting (non-blocking): a setup's marks the worker ready, an
+        abandoned request's frees it. A worker still on an abandoned request after `limit_s` is
+        restarted."""
+        try:
+            while self.alive() and self.conn.poll(0):
+                reply = self.receive()
+                if reply is not None and self.abandoned is not None and reply[0] == self.abandoned[0]:
+                    self.abandoned = None
+        except (EOFError, OSError):
+            return
+        if self.abandoned is not None and time.monotonic() - self.abandoned[1] > limit_s:
+            self.restart()
 
     def stop(self) -> None:
         if self.alive():
@@ -265,15 +288,6 @@ class WorkerPool:
         for worker in self.workers:
             worker.set_entry(setup)
 
-    def _collect_setups(self, idle) -> None:
-        """Mark idle workers whose setup has finished as ready (non-blocking)."""
-        for worker in idle:
-            try:
-                while not worker.ready and worker.alive() and worker.conn.poll(0):
-                    worker.receive()
-            except (EOFError, OSError):
-                continue
-
     def wait_ready(self, timeout: float) -> None:
         """Wait (at most `timeout`) until every live worker has finished its setup."""
         deadline = time.monotonic() + timeout
@@ -281,36 +295,41 @@ class WorkerPool:
             waiting = [w for w in self.workers if w.alive() and not w.ready]
             if not waiting:
                 return
-            self._collect_setups(waiting)
+            for worker in waiting:
+                worker.settle(timeout)
             time.sleep(0.05)
 
-    def _free_workers(self, busy) -> list:
-        """Idle workers to hand work to: ready ones; any idle one while no worker at all is ready
-        (so a restarting worker never holds up a batch the others can compile)."""
+    def _free_workers(self, busy, timeout: float) -> list:
+        """Idle workers to hand work to: ready ones without an abandoned request; any such idle
+        one while none is ready (so a restarting worker never holds up a batch the others can
+        compile)."""
         idle = [w for w in self.workers if w not in busy]
-        self._collect_setups(idle)
-        if any(w.ready for w in self.workers):
-            return [w for w in idle if w.ready]
-        return idle
+        for worker in idle:
+            worker.settle(timeout)
+        available = [w for w in idle if w.abandoned is None]
+        if any(w.ready and w.abandoned is None for w in self.workers):
+            return [w for w in available if w.ready]
+        return available
 
     def run(self, kind: str, payloads: list, timeout: float, setup_timeout: float = 300.0,
             limits: Deadlines = Deadlines()) -> Iterator:
         """Yield (index, ok, value) as requests finish; ok is False on error, timeout or death.
-        Past `limits.deadline()`, running requests are killed and the rest are not started: both
-        are yielded with the value SKIPPED. Stragglers are cut (see Deadlines)."""
+        Past `limits.deadline()`, running requests are abandoned (see Worker.abandon) and the rest
+        are not started: both are yielded with the value SKIPPED. Stragglers are killed (see
+        Deadlines)."""
         pending = deque(enumerate(payloads))
         busy: dict[Worker, tuple] = {}
         durations: list[float] = []
         while pending or busy:
             deadline = limits.deadline()
             if deadline is not None and time.monotonic() >= deadline:
-                for worker, (index, _, _) in list(busy.items()):
-                    worker.restart()
+                for worker, (index, request_id, _) in list(busy.items()):
+                    worker.abandon(request_id)
                     yield index, False, SKIPPED
                 for index, _ in pending:
                     yield index, False, SKIPPED
                 return
-            for worker in self._free_workers(busy):
+            for worker in self._free_workers(busy, timeout):
                 if not pending:
                     break
                 index, payload = pending.popleft()

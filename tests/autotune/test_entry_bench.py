@@ -12,7 +12,7 @@ def config(warps=4, stages=2, indexing="pointer"):
 
 
 def hazard(cfg):
-    return {8: "wrong", 1: "raise", 2: "compile_error"}.get(cfg["num_warps"])
+    return {8: "wrong", 1: "raise", 2: "compile_error", 16: "slow"}.get(cfg["num_warps"])
 
 
 def peer(x):
@@ -87,3 +87,11 @@ def test_a_clearly_losing_candidate_is_not_timed_further():
 def test_baselines_without_the_compiled_peer(monkeypatch):
     monkeypatch.setattr(torch, "compile", lambda fn, dynamic: (_ for _ in ()).throw(AssertionError("compiled")))
     assert bench(baseline=peer).baselines(with_compile=False) == {"eager": 50.0, "compile": None}
+
+
+def test_a_candidate_whose_checked_call_alone_is_too_slow_is_not_timed():
+    b = bench()
+    b.timer = CountingTimer()
+    slow = b.measure(config(warps=16), best_us=1.0)
+    assert slow.error is None and slow.us >= 50_000 and b.timer.samples_taken == 0
+    assert b.measure(config(warps=16)).us == bowl_cost(FakeConfigSpec(), FakeConfigSpec().normalize(config(warps=16)))
