@@ -105,6 +105,16 @@ def _target_total(args):
     return DEFAULT_TARGET_TOTAL_S if args.command == "tune" and not args.smoke else None
 
 
+def _seed_entries() -> list:
+    """The default table's entries (what ships for untuned shapes), to seed the searches."""
+    from build_tools.autotune.table import load_table
+
+    try:
+        return (load_table(REPO_ROOT / "tuned_configs" / "default.json") or {}).get("entries", [])
+    except (ValueError, OSError):
+        return []
+
+
 def _entries(args, ops):
     from build_tools.autotune.plan import plan_entries, smoke_entries
 
@@ -156,7 +166,7 @@ def _run(args) -> int:
         arch=arch, out_path=out_path, work_dir=work_dir, device=args.device, device_name=name,
         budget_s=args.budget_s, resume=args.resume, settings=_settings(args, workers), limits=_limits(args),
         with_baselines=not (args.no_baselines or args.smoke), target_total_s=_target_total(args),
-        incumbents=incumbents,
+        incumbents=incumbents, seed_entries=_seed_entries(),
         show_bar=args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty()),
     )
     entries = _entries(args, resolve(args.op_source))

@@ -49,6 +49,7 @@ class RunOptions:
     with_baselines: bool = True
     target_total_s: float | None = None   # spread this much time over all planned entries
     incumbents: dict = field(default_factory=dict)   # entry key -> shipped config (retune)
+    seed_entries: list = field(default_factory=list)  # table entries (e.g. the default table) seeding searches
     show_bar: bool = False
     input_seed: int = 0
 
@@ -115,6 +116,10 @@ class Tuner:
         except (ValueError, OSError) as error:
             self.log.warning("ignoring unreadable %s: %s", options.out_path, error)
             self.existing = None
+        # Configs of the table being replaced and of the seed tables start the searches of the
+        # nearest shapes too, so a tuned entry starts from at least what would ship without it.
+        seed_entries = (self.existing or {}).get("entries", []) + list(options.seed_entries)
+        self.seed_records = {i: e for i, e in enumerate(seed_entries) if {"op", "dtype", "shape", "config"} <= e.keys()}
 
     def _overhead(self) -> float:
         """Median wall seconds an entry spends outside its search (setup, re-benchmark, peers),
@@ -153,6 +158,7 @@ class Tuner:
         if incumbent is not None:
             seeds.append(make(incumbent))
         seeds += [make(c) for c in neighbour_configs(entry, self.state.finished)]
+        seeds += [make(c) for c in neighbour_configs(entry, self.seed_records)]
         return seeds
 
     def _limits(self, started: float, time_limit_s: float) -> Limits:

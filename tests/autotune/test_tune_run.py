@@ -216,3 +216,14 @@ def test_a_peer_not_compiled_in_time_is_skipped_with_a_note_in_the_table(tmp_pat
     assert entry["baseline_notes"]["compile"].startswith("skipped")
     assert "| skipped |" in (tmp_path / "work" / "tune-report.md").read_text()
     assert summary.finished
+
+
+def test_seed_tables_start_the_search_of_the_nearest_shapes(tmp_path):
+    best = FakeConfigSpec().unflatten([choices[i] for choices, i in zip(
+        [k.choices for k in FakeConfigSpec.KNOBS], (3, 1, 3, 2, 1))])
+    seeds = [{"op": "fake_scale", "dtype": "float32", "shape": {"N": 100}, "config": best}]
+    opts = options(tmp_path, seed_entries=seeds, settings=SearchSettings(population=4, generations=0,
+                                                                          pattern_rounds=0, max_evaluations=4))
+    summary, _ = run(opts, {"fake_scale"})
+    assert all(r["us"] == best_possible_cost() == bowl_cost(FakeConfigSpec(), r["config"])
+               for r in summary.records.values())
