@@ -281,9 +281,6 @@ class WorkerPool:
         context = multiprocessing.get_context("spawn")
         self.workers = [Worker(context, f"{name}-{i}") for i in range(size)]
 
-    def __len__(self) -> int:
-        return len(self.workers)
-
     def set_entry(self, setup: EntrySetup) -> None:
         for worker in self.workers:
             worker.set_entry(setup)
