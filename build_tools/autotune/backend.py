@@ -1,11 +1,13 @@
 """Where candidates run: worker processes (the real thing) or the main process (tests, debugging).
 
 A backend gives each entry a `bench` handle (`call(kind, *payload, timeout=...)`) and, for the
-process backend, a compile pool; both are reused across the entries of a run.
+process backend, a compile pool; both are reused across the entries of a run (the worker
+processes start once per run and only switch inputs between entries).
 """
 from __future__ import annotations
 
 import multiprocessing
+import time
 from dataclasses import replace
 
 from build_tools.autotune.workers import EntrySetup, Worker, WorkerFailure, WorkerPool, build_bench
@@ -17,41 +19,102 @@ def _setup(backend, entry, seed: int, role: str = "bench") -> EntrySetup:
     )
 
 
+class PeerPrefetch:
+    """Compiles the torch.compile peers of the coming entries, `ahead` at a time, in a background
+    worker, so that the benchmark worker's own torch.compile of an entry's peer finds Inductor's
+    on-disk caches warm and takes a fraction of a second."""
+
+    STALL_S = 300.0
+
+    def __init__(self, worker: Worker, setup_of, ahead: int = 2):
+        self.worker = worker
+        self.setup_of = setup_of
+        self.ahead = ahead
+        self.queue: list = []
+        self.inflight: dict[str, tuple[object, int, int]] = {}   # key -> (entry, request id, restarts)
+        self.done: set[str] = set()
+
+    def plan(self, entries) -> None:
+        """Prefetch these entries, in this order (replaces any earlier plan)."""
+        self.queue = [e for e in entries if e.key not in self.done]
+
+    def refresh(self) -> None:
+        """Collect finished prefetches and post the next ones."""
+        worker = self.worker
+        worker.drain()
+        if worker.oldest_post_age() > self.STALL_S:
+            worker.restart()
+        lost = []
+        for key, (entry, request_id, restarts) in list(self.inflight.items()):
+            if worker.restarts != restarts:   # lost with the old process: post it again
+                del self.inflight[key]
+                lost.append(entry)
+            elif request_id not in worker.posted:
+                del self.inflight[key]
+                self.done.add(key)
+        self.queue[:0] = lost
+        while self.queue and len(self.inflight) < self.ahead:
+            entry = self.queue.pop(0)
+            worker.set_entry(self.setup_of(entry))
+            self.inflight[entry.key] = (entry, worker.post("warm_baselines"), worker.restarts)
+
+    def wait(self, entry, timeout: float) -> bool:
+        """True once `entry`'s peer is compiled (or its compile failed), False after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.refresh()
+            if entry.key in self.done:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+
 class ProcessBackend:
     """A compile pool of `workers` processes, one benchmark process that is killed on a hang, and
-    a peer process that compiles the next entry's torch.compile peer while this entry is tuned."""
-
-    PEER_STALL_S = 600.0
+    a peer process that compiles the coming entries' torch.compile peers in the background."""
 
     def __init__(self, workers: int, op_source: str, device: str, timer: str, prefetch_peers: bool = True):
         self.op_source, self.device, self.timer = op_source, device, timer
+        self.seed = 0
         context = multiprocessing.get_context("spawn")
         self.pool = WorkerPool(workers) if workers > 0 else None
         self.bench = Worker(context, "bench")
-        self.peer = Worker(context, "peer") if prefetch_peers else None
+        self.peers = PeerPrefetch(Worker(context, "peer"), self._peer_setup) if prefetch_peers else None
+
+    def _peer_setup(self, entry) -> EntrySetup:
+        return _setup(self, entry, self.seed, role="compile")
+
+    def plan(self, entries, seed: int = 0) -> None:
+        """The entries this run will tune, in order (their peers are prefetched)."""
+        self.seed = seed
+        if self.peers is not None:
+            self.peers.plan(entries)
+            self.peers.refresh()
 
     def start_entry(self, entry, seed: int = 0) -> None:
         setup = _setup(self, entry, seed)
         if self.pool is not None:
             self.pool.set_entry(replace(setup, role="compile"))
         self.bench.set_entry(setup)
+        if self.peers is not None:
+            self.peers.refresh()
 
-    def prepare_next(self, entry, seed: int = 0) -> None:
-        """Start compiling `entry`'s torch.compile peer in the background (best effort)."""
-        if self.peer is None:
-            return
-        self.peer.drain()
-        if self.peer.oldest_post_age() > self.PEER_STALL_S:
-            self.peer.restart()
-        self.peer.set_entry(_setup(self, entry, seed, role="compile"))
-        self.peer.post("warm_baselines")
+    def wait_ready(self, timeout: float) -> None:
+        """Wait (at most `timeout`) until every compile worker has set up the current entry."""
+        if self.pool is not None:
+            self.pool.wait_ready(timeout)
+
+    def peer_ready(self, entry, timeout: float) -> bool:
+        """Whether `entry`'s torch.compile peer is compiled, waiting at most `timeout` for it."""
+        return self.peers is not None and self.peers.wait(entry, timeout)
 
     def close(self) -> None:
         if self.pool is not None:
             self.pool.stop()
         self.bench.stop()
-        if self.peer is not None:
-            self.peer.stop()
+        if self.peers is not None:
+            self.peers.worker.stop()
 
 
 class InProcessWorker:
@@ -76,11 +139,18 @@ class InProcessBackend:
         self.op_source, self.device, self.timer = op_source, device, timer
         self.bench = None
 
+    def plan(self, entries, seed: int = 0) -> None:
+        """Nothing to prefetch without background processes."""
+
     def start_entry(self, entry, seed: int = 0) -> None:
         self.bench = InProcessWorker(build_bench(_setup(self, entry, seed)))
 
-    def prepare_next(self, entry, seed: int = 0) -> None:
-        """Nothing to prefetch without background processes."""
+    def wait_ready(self, timeout: float) -> None:
+        """Set up as soon as started."""
+
+    def peer_ready(self, entry, timeout: float) -> bool:
+        """The benchmark compiles the peer itself, in this process."""
+        return True
 
     def close(self) -> None:
         self.bench = None

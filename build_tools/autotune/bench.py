@@ -1,19 +1,27 @@
 """Measures candidates of one (op, dtype, shape) on one device, inside a worker process.
 
-Holds the inputs, the float64 reference and the bound kernel; `measure` gates a candidate on
-accuracy before timing it, `remeasure` times front runners interleaved, `baselines` times the
-op's plain-PyTorch peer eagerly and under torch.compile. Timing goes through an injected Timer.
+Holds the inputs, the float64 reference and the bound kernel; `warm` compiles a candidate
+without running it (compile workers), `measure` gates a candidate on accuracy before timing it and
+stops early when it is clearly slower than the best so far, `remeasure` times front runners
+interleaved, `baselines` times the op's plain-PyTorch peer eagerly and under torch.compile.
+Timing goes through an injected Timer.
 """
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 
 from build_tools.autotune.accuracy import mismatch
+from build_tools.autotune.compile_only import compile_only
 from build_tools.autotune.search import Outcome
 from build_tools.autotune.space import config_key
 from build_tools.autotune.timing import interleaved, median
+
+EARLY_SAMPLES = 2     # samples taken before deciding whether a candidate deserves a full timing
+SLOW_FACTOR = 2.0     # a candidate this many times slower than the best so far is timed no further
+LOAD_SLACK_US = 20_000.0   # what a first call may add to the kernel (loading it from the cache)
 
 
 def clone_args(args) -> tuple:
@@ -61,29 +69,44 @@ class EntryBench:
         return self._compiled[key]
 
     def warm(self, config) -> None:
-        """Compile and launch once (fills the on-disk Triton cache for the benchmark process)."""
-        self.compiled(config)(*self.args)
-        self.synchronize()
+        """Compile without running (fills the on-disk Triton cache for the benchmark process)."""
+        with compile_only():
+            self.compiled(config)(*self.args)
 
     def check(self, config) -> str | None:
         """None when the candidate's output matches the reference, else the mismatch."""
-        output = self.compiled(config)(*clone_args(self.args))
+        return self._checked_call(config)[0]
+
+    def _checked_call(self, config) -> tuple[str | None, float]:
+        """The mismatch (or None) and the host microseconds of the checked call, a rough upper
+        bound of the kernel's time (it includes the launch and, the first time, the load)."""
+        fn, args = self.compiled(config), clone_args(self.args)
+        started = time.perf_counter()
+        output = fn(*args)
         self.synchronize()
-        return mismatch(output, self.expected, self.rtol, self.atol)
+        elapsed_us = (time.perf_counter() - started) * 1e6
+        return mismatch(output, self.expected, self.rtol, self.atol), elapsed_us
 
     def _timed_call(self, config):
         fn = self.compiled(config)
         args = self.args
         return lambda: fn(*args)
 
-    def measure(self, config) -> Outcome:
-        """Median microseconds of an accurate candidate; inf with the reason otherwise."""
+    def measure(self, config, best_us: float | None = None) -> Outcome:
+        """Median microseconds of an accurate candidate; inf with the reason otherwise. A clearly
+        slower candidate than `best_us` (by SLOW_FACTOR) keeps a rough time: its checked call's
+        when that alone shows it (long kernels), else the median of its first samples."""
         try:
-            wrong = self.check(config)
+            wrong, elapsed_us = self._checked_call(config)
             if wrong is not None:
                 return Outcome(math.inf, f"wrong output: {wrong}")
+            if best_us is not None and elapsed_us > SLOW_FACTOR * best_us + LOAD_SLACK_US:
+                return Outcome(elapsed_us)
             call = self._timed_call(config)
-            return Outcome(median(self.timer.samples(call, self.timer.repeats_for(call))))
+            first = self.timer.samples(call, EARLY_SAMPLES)
+            if best_us is not None and median(first) > SLOW_FACTOR * best_us:
+                return Outcome(median(first))
+            return Outcome(median(first + self.timer.samples(call, self.timer.repeats_for(call))))
         except Exception as error:  # any failure of one candidate only rules that candidate out
             return Outcome(math.inf, describe(error))
 
@@ -118,18 +141,19 @@ class EntryBench:
             self._compiled_baseline()(*self.args)
             self.synchronize()
 
-    def baselines(self) -> dict:
-        """Eager and torch.compile median microseconds of the op's baseline (None when absent)."""
+    def baselines(self, with_compile: bool = True) -> dict:
+        """Eager and torch.compile median microseconds of the op's baseline (None when absent,
+        failing, or, for torch.compile, not asked for)."""
         baseline = self.op.baseline
         if baseline is None:
             return {"eager": None, "compile": None}
-        peers = {"eager": baseline, "compile": self._compiled_baseline()}
+        peers = {"eager": baseline, "compile": self._compiled_baseline() if with_compile else None}
         result = {}
         for name, fn in peers.items():
             args = self.args
             call = lambda fn=fn: fn(*args)  # noqa: E731
             try:
-                result[name] = median(self.timer.samples(call, self.timer.repeats_for(call)))
+                result[name] = median(self.timer.samples(call, self.timer.repeats_for(call))) if fn else None
             except Exception:  # a peer that cannot run on this input is simply not reported
                 result[name] = None
         return result

@@ -30,7 +30,7 @@ def _add_common(parser: argparse.ArgumentParser, arch_default: str | None) -> No
     parser.add_argument("--smoke", action="store_true",
                         help="one tiny entry per op, tiny search, CPU timer (integration check)")
     parser.add_argument("--workers", type=int, default=None,
-                        help="parallel compile processes (default: min(8, cores - 2); 0: none)")
+                        help="parallel compile processes (default: cores - 3, at most 16; 0: none)")
     parser.add_argument("--in-process", action="store_true",
                         help="benchmark in this process (no compile pool, no hang protection)")
     parser.add_argument("--out", type=Path, default=None, help="output table (default tuned_configs/<arch>.json, or <arch>-<device>.json "
@@ -67,11 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args):
+def default_workers(cores: int | None) -> int:
+    """Compile processes: every core but three (main, benchmark and peer processes), at most 16."""
+    return min(max((cores or 2) - 3, 1), 16)
+
+
+def _settings(args, workers: int):
     from build_tools.autotune.search import SearchSettings
 
-    base = SearchSettings(population=4, generations=1, pattern_rounds=1, max_evaluations=6, time_limit_s=120) \
-        if args.smoke else SearchSettings()
+    if args.smoke:
+        base = SearchSettings(population=4, generations=1, pattern_rounds=1, max_evaluations=6, time_limit_s=120)
+    else:  # one generation fills the compile pool
+        base = SearchSettings(population=min(max(SearchSettings.population, workers), 16))
     overrides = {
         "strategy": args.strategy, "seed": args.seed, "population": args.population,
         "generations": args.generations, "max_evaluations": args.max_evals, "time_limit_s": args.entry_time_s,
@@ -96,6 +103,16 @@ def _target_total(args):
     if args.target_total_s is not None:
         return args.target_total_s
     return DEFAULT_TARGET_TOTAL_S if args.command == "tune" and not args.smoke else None
+
+
+def _seed_entries() -> list:
+    """The default table's entries (what ships for untuned shapes), to seed the searches."""
+    from build_tools.autotune.table import load_table
+
+    try:
+        return (load_table(REPO_ROOT / "tuned_configs" / "default.json") or {}).get("entries", [])
+    except (ValueError, OSError):
+        return []
 
 
 def _entries(args, ops):
@@ -138,7 +155,7 @@ def _run(args) -> int:
     timer = args.timer or (
         "build_tools.autotune.timing:CudaEventTimer" if args.device == "cuda" else "build_tools.autotune.timing:CpuTimer"
     )
-    workers = args.workers if args.workers is not None else min(8, max((os.cpu_count() or 2) - 2, 1))
+    workers = args.workers if args.workers is not None else default_workers(os.cpu_count())
 
     incumbents = {}
     if args.command == "retune":
@@ -147,9 +164,9 @@ def _run(args) -> int:
         incumbents = incumbents_of(load_table(shipped_path))
     options = RunOptions(
         arch=arch, out_path=out_path, work_dir=work_dir, device=args.device, device_name=name,
-        budget_s=args.budget_s, resume=args.resume, settings=_settings(args), limits=_limits(args),
+        budget_s=args.budget_s, resume=args.resume, settings=_settings(args, workers), limits=_limits(args),
         with_baselines=not (args.no_baselines or args.smoke), target_total_s=_target_total(args),
-        incumbents=incumbents,
+        incumbents=incumbents, seed_entries=_seed_entries(),
         show_bar=args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty()),
     )
     entries = _entries(args, resolve(args.op_source))

@@ -1,21 +1,26 @@
 """Tunes one (op, dtype, shape): search, interleaved re-benchmark of the front runners, peers.
 
 The search's objective compiles a batch of candidates in the worker pool (in parallel, which
-fills the on-disk Triton cache) and then measures each candidate that compiled in the benchmark
-worker. Workers are reached through `call(kind, *payload, timeout=...)`, so tests can swap in an
-in-process worker with a fake timer.
+fills the on-disk Triton cache) and measures each candidate in the benchmark worker as soon as it
+has compiled. Past the entry's deadline (once some candidate has succeeded) nothing more is
+compiled or measured: those candidates are skipped, not failed. Workers are reached through
+`call(kind, *payload, timeout=...)`, so tests can swap in an in-process worker with a fake timer.
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from build_tools.autotune.progress import LOGGER_NAME
 from build_tools.autotune.search import Outcome, SearchSettings, run_search
 from build_tools.autotune.space import SearchSpace, config_key
 from build_tools.autotune.timing import median, relative_spread
-from build_tools.autotune.workers import WorkerFailure
+from build_tools.autotune.workers import SKIPPED, Deadlines, WorkerFailure
+
+log = logging.getLogger(LOGGER_NAME)
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,10 @@ class Limits:
     finalists: int = 3
     rounds: int = 3
     per_round: int = 5
+    straggler_factor: float = 4.0    # see workers.Deadlines
+    straggler_min_s: float = 4.0
+    min_run_timeout_s: float = 10.0  # a measurement near the deadline still gets this long
+    peer_wait_s: float = 3.0         # longest wait for an entry's torch.compile peer to be compiled
 
 
 class EntryFailed(Exception):
@@ -39,38 +48,65 @@ def _out_of_memory(error) -> bool:
     return "out of memory" in str(error).lower()
 
 
-class PoolObjective:
-    """Search objective: parallel warm-up compile, then accuracy check and timing one by one."""
+SKIPPED_OUTCOME = Outcome(math.inf, SKIPPED, skipped=True)
 
-    def __init__(self, pool, bench, limits: Limits, on_outcome: Callable[[object, Outcome], None] = lambda c, o: None):
+
+class PoolObjective:
+    """Search objective: parallel compile, then accuracy check and timing one by one, both within
+    the entry's `deadline` (a time.monotonic() value; None: no deadline)."""
+
+    def __init__(self, pool, bench, limits: Limits, on_outcome: Callable[[object, Outcome], None] = lambda c, o: None,
+                 deadline: float | None = None):
         self.pool = pool
         self.bench = bench
         self.limits = limits
         self.on_outcome = on_outcome
+        self.deadline = deadline
+        self.best = math.inf
+
+    def active_deadline(self) -> float | None:
+        """The deadline, lifted until some candidate has succeeded (an entry needs one result)."""
+        return self.deadline if math.isfinite(self.best) else None
 
     def _measure(self, config) -> Outcome:
+        deadline = self.active_deadline()
+        timeout = self.limits.run_timeout_s
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return SKIPPED_OUTCOME
+            timeout = min(timeout, max(self.limits.min_run_timeout_s, left))
+        best = self.best if math.isfinite(self.best) else None
         try:
-            return self.bench.call(
-                "measure", config, timeout=self.limits.run_timeout_s, setup_timeout=self.limits.setup_timeout_s
-            )
+            outcome = self.bench.call("measure", config, best, timeout=timeout, setup_timeout=self.limits.setup_timeout_s)
         except WorkerFailure as failure:
             return Outcome(math.inf, f"benchmark: {failure}")
+        self.best = min(self.best, outcome.us)
+        return outcome
 
     def evaluate(self, configs: list) -> list[Outcome]:
+        started = time.monotonic()
         outcomes: list[Outcome | None] = [None] * len(configs)
         if self.pool is None:
             finished = ((i, True, None) for i in range(len(configs)))
         else:
+            deadlines = Deadlines(self.active_deadline, self.limits.straggler_factor, self.limits.straggler_min_s)
             finished = self.pool.run(
-                "warm", [(c,) for c in configs], self.limits.compile_timeout_s, self.limits.setup_timeout_s
+                "warm", [(c,) for c in configs], self.limits.compile_timeout_s, self.limits.setup_timeout_s, deadlines
             )
         for index, ok, value in finished:
             if ok or _out_of_memory(value):  # the pool's copy of the inputs did not fit: try anyway
                 outcomes[index] = self._measure(configs[index])
+            elif value == SKIPPED:
+                outcomes[index] = SKIPPED_OUTCOME
             else:
                 lines = str(value).strip().splitlines() or ["?"]
                 outcomes[index] = Outcome(math.inf, f"compile: {lines[-1]}")
-            self.on_outcome(configs[index], outcomes[index])
+            if not outcomes[index].skipped:
+                self.on_outcome(configs[index], outcomes[index])
+        skipped = sum(o.skipped for o in outcomes)
+        log.debug("  batch of %d done in %.2fs%s", len(configs), time.monotonic() - started,
+                  f" ({skipped} skipped at the deadline)" if skipped else "")
         return outcomes
 
 
@@ -107,6 +143,13 @@ class EntryResult:
     winner: Measured
     incumbent: Measured | None = None
     errors: list = field(default_factory=list)
+    skipped: int = 0
+    peer_notes: dict = field(default_factory=dict)
+
+
+def no_peers() -> tuple[dict, dict]:
+    """Peers of a run without them: nothing measured, nothing to note."""
+    return {"eager": None, "compile": None}, {}
 
 
 def tune_entry(
@@ -117,10 +160,11 @@ def tune_entry(
     settings: SearchSettings,
     limits: Limits,
     incumbent=None,
-    with_baselines: bool = True,
+    peers: Callable[[], tuple[dict, dict]] = no_peers,
     clock: Callable[[], float] = time.monotonic,
 ) -> EntryResult:
-    """Search, then re-benchmark the finalists (and the shipped incumbent) side by side."""
+    """Search, then re-benchmark the finalists (and the shipped incumbent) side by side, then
+    measure the peers: `peers()` returns their microseconds and notes on any it skipped."""
     started = clock()
     found = run_search(space, objective, list(seeds), settings, clock)
     search_seconds = clock() - started
@@ -144,14 +188,7 @@ def tune_entry(
     if not contenders:
         raise EntryFailed("every finalist failed the re-benchmark: " + str(measured[0].error))
     winner = min(contenders, key=lambda m: (m.us, config_key(m.config)))
-    baseline_us = {"eager": None, "compile": None}
-    if with_baselines:
-        try:
-            baseline_us = bench.call(
-                "baselines", timeout=limits.baseline_timeout_s, setup_timeout=limits.setup_timeout_s
-            )
-        except WorkerFailure:
-            pass
+    baseline_us, peer_notes = peers()
     return EntryResult(
         config=winner.config,
         us=winner.us,
@@ -165,4 +202,6 @@ def tune_entry(
         winner=winner,
         incumbent=by_key.get(config_key(incumbent)) if incumbent is not None else None,
         errors=sorted(set(found.errors))[:5],
+        skipped=found.skipped,
+        peer_notes=peer_notes,
     )

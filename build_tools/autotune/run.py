@@ -3,11 +3,15 @@
 Each entry is tuned, recorded in the state file and merged into the output table before the
 next starts, so a run stopped by its budget (or killed) keeps everything finished so far. An
 exception in one entry is logged and the run moves on; `--resume` retries it once more.
+Time: each entry gets an even share of what is left of `target_total_s` (across resumed runs,
+from the wall time the state has recorded), less the per-entry overhead measured so far; an
+entry that would not fit what is left of this run's `budget_s` is not started ("not run").
 """
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import time
 import traceback
 from dataclasses import dataclass, field, replace
@@ -15,17 +19,20 @@ from pathlib import Path
 from typing import Callable
 
 from build_tools.autotune.bench import bind_fresh
-from build_tools.autotune.entry import Limits, PoolObjective, tune_entry
+from build_tools.autotune.entry import Limits, PoolObjective, no_peers, tune_entry
 from build_tools.autotune.plan import Entry, neighbour_configs
 from build_tools.autotune.progress import RunProgress
 from build_tools.autotune.search import SearchSettings
 from build_tools.autotune.space import SearchSpace
 from build_tools.autotune.state import TuneState
 from build_tools.autotune.table import environment_header, load_table, merged_table, write_table
+from build_tools.autotune.workers import WorkerFailure
 from helion_kernels._variant import canonical_json, variant_id
 
 MAX_ATTEMPTS = 2
 TABLE_FIELDS = ("op", "dtype", "shape", "specialization", "config", "variant", "us", "baseline_us")
+MIN_SEARCH_S = 1.5        # an entry's search never gets less; one that cannot is not started
+FIRST_OVERHEAD_S = 2.0    # per-entry overhead (setup, re-benchmark, peers) assumed before any is measured
 
 
 @dataclass
@@ -42,6 +49,7 @@ class RunOptions:
     with_baselines: bool = True
     target_total_s: float | None = None   # spread this much time over all planned entries
     incumbents: dict = field(default_factory=dict)   # entry key -> shipped config (retune)
+    seed_entries: list = field(default_factory=list)  # table entries (e.g. the default table) seeding searches
     show_bar: bool = False
     input_seed: int = 0
 
@@ -53,6 +61,7 @@ class RunSummary:
     failed: dict = field(default_factory=dict)       # key -> error
     skipped: list = field(default_factory=list)      # keys given up after MAX_ATTEMPTS
     stopped_for_budget: bool = False
+    not_run: list = field(default_factory=list)      # keys left for a later run (budget)
     records: dict = field(default_factory=dict)      # every finished key (this and earlier runs)
 
 
@@ -79,7 +88,11 @@ def one_line(text: str) -> str:
 
 
 def table_entry(record: dict) -> dict:
-    return {k: record[k] for k in TABLE_FIELDS}
+    """The record's table fields, plus `baseline_notes` when a peer was skipped or failed."""
+    entry = {k: record[k] for k in TABLE_FIELDS}
+    if record.get("baseline_notes"):
+        entry["baseline_notes"] = record["baseline_notes"]
+    return entry
 
 
 def _round(us):
@@ -103,22 +116,39 @@ class Tuner:
         except (ValueError, OSError) as error:
             self.log.warning("ignoring unreadable %s: %s", options.out_path, error)
             self.existing = None
+        # Configs of the table being replaced and of the seed tables start the searches of the
+        # nearest shapes too, so a tuned entry starts from at least what would ship without it.
+        seed_entries = (self.existing or {}).get("entries", []) + list(options.seed_entries)
+        self.seed_records = {i: e for i, e in enumerate(seed_entries) if {"op", "dtype", "shape", "config"} <= e.keys()}
 
-    def _entry_time_limit(self, started: float) -> float:
-        """Search seconds for the next entry: the per-entry cap, an even share of what is left of
-        `target_total_s` over the unfinished entries (across resumed runs), and what is left of
-        this run's budget, each less the measured per-entry overhead (re-benchmark, peers)."""
+    def _overhead(self) -> float:
+        """Median wall seconds an entry spends outside its search (setup, re-benchmark, peers),
+        not counting the worker start-up of a run's first entry (whose peers are not prefetched
+        either: the median keeps that one entry from weighing on the rest)."""
         planned = {e.key for e in self.entries}
-        finished = [r["tuning"] for key, r in self.state.finished.items() if key in planned]
-        overhead = sum(t.get("overhead", 0.0) for t in finished) / len(finished) if finished else 0.0
+        tunings = [r["tuning"] for key, r in self.state.finished.items() if key in planned and "wall" in r["tuning"]]
+        if not tunings:
+            return FIRST_OVERHEAD_S
+        return statistics.median(t["wall"] - t["search"] - t.get("startup", 0.0) for t in tunings)
+
+    def _entry_time_limit(self, started: float) -> float | None:
+        """Search seconds for the next entry: the per-entry cap and an even share of what is left
+        of `target_total_s` over the unfinished entries, less the overhead, but at least
+        MIN_SEARCH_S; None when what is left of this run's budget cannot fit that."""
+        overhead = self._overhead()
         limit = self.options.settings.time_limit_s
         if self.options.target_total_s:
-            spent = sum(t["seconds"] for t in finished)
-            remaining = max(len(self.entries) - len(finished), 1)
-            limit = min(limit, (self.options.target_total_s - spent) / remaining - overhead)
+            remaining = sum(1 for e in self.entries
+                            if not self.state.is_finished(e.key) and self.state.attempts(e.key) < MAX_ATTEMPTS)
+            share = (self.options.target_total_s - self.state.spent_s) / max(remaining, 1)
+            limit = min(limit, share - overhead)
+        limit = max(limit, MIN_SEARCH_S)
         if self.options.budget_s is not None:
-            limit = min(limit, self.options.budget_s - (self.clock() - started) - overhead)
-        return max(limit, 0.0)
+            left = self.options.budget_s - (self.clock() - started) - overhead
+            if left < MIN_SEARCH_S:
+                return None
+            limit = min(limit, left)
+        return limit
 
     def _seeds(self, entry: Entry, config_spec) -> list:
         default = config_spec.default_config()
@@ -128,6 +158,7 @@ class Tuner:
         if incumbent is not None:
             seeds.append(make(incumbent))
         seeds += [make(c) for c in neighbour_configs(entry, self.state.finished)]
+        seeds += [make(c) for c in neighbour_configs(entry, self.seed_records)]
         return seeds
 
     def _limits(self, started: float, time_limit_s: float) -> Limits:
@@ -143,10 +174,14 @@ class Tuner:
             baseline_timeout_s=min(limits.baseline_timeout_s, cap),
         )
 
-    def tune_one(self, entry: Entry, time_limit_s: float, limits: Limits | None = None) -> dict:
+    def tune_one(self, entry: Entry, time_limit_s: float, limits: Limits | None = None, first: bool = False) -> dict:
         options = self.options
         limits = limits or options.limits
+        entry_started = self.clock()
         self.backend.start_entry(entry, options.input_seed)
+        if first:  # worker processes are starting: let them all finish before the clock runs
+            self.backend.wait_ready(limits.setup_timeout_s)
+        startup = self.clock() - entry_started
         self.backend.bench.call("ready", timeout=limits.run_timeout_s, setup_timeout=limits.setup_timeout_s)
         args = entry.op.make_inputs(entry.shape, entry.dtype, options.device, options.input_seed)
         bound = bind_fresh(entry.op.kernel, args)
@@ -154,16 +189,19 @@ class Tuner:
         incumbent = options.incumbents.get(entry.key)
         incumbent = type(bound.config_spec.default_config())(incumbent) if incumbent is not None else None
         settings = replace(options.settings, time_limit_s=time_limit_s)
+        objective = PoolObjective(self.backend.pool, self.backend.bench, limits, self.progress.candidate,
+                                  deadline=time.monotonic() + time_limit_s)
         result = tune_entry(
-            SearchSpace(bound.config_spec), self._objective(limits), self.backend.bench,
+            SearchSpace(bound.config_spec), objective, self.backend.bench,
             self._seeds(entry, bound.config_spec), settings, limits, incumbent,
-            options.with_baselines, self.clock,
+            (lambda: self._peers(entry, limits)) if options.with_baselines else no_peers, self.clock,
         )
         config = plain(result.config)
         specialization = plain(bound.specialization_key())
         tuning = {
-            "seconds": round(result.seconds, 2), "overhead": round(result.seconds - result.search_seconds, 2),
-            "tried": result.tried, "failed": result.failed,
+            "seconds": round(result.seconds, 2), "search": round(result.search_seconds, 2),
+            "wall": round(self.clock() - entry_started, 2), "startup": round(startup, 2) if first else 0.0,
+            "tried": result.tried, "failed": result.failed, "skipped": result.skipped,
             "invalid": result.invalid, "noise": round(result.noise, 4), "errors": result.errors,
         }
         if result.incumbent is not None:
@@ -179,11 +217,24 @@ class Tuner:
             "variant": variant_id(entry.op_name, config, specialization),
             "us": _round(result.us),
             "baseline_us": {k: _round(v) for k, v in result.baseline_us.items()},
+            "baseline_notes": result.peer_notes,
             "tuning": tuning,
         }
 
-    def _objective(self, limits: Limits) -> PoolObjective:
-        return PoolObjective(self.backend.pool, self.backend.bench, limits, self.progress.candidate)
+    def _peers(self, entry: Entry, limits: Limits) -> tuple[dict, dict]:
+        """Eager and torch.compile times of the entry's baseline, and notes on any peer skipped:
+        torch.compile is timed only if its background compile is done within `peer_wait_s`
+        (compiling it here could take longer than tuning the entry)."""
+        compiled = self.backend.peer_ready(entry, limits.peer_wait_s)
+        notes = {} if compiled else {"compile": f"skipped: not compiled within {limits.peer_wait_s:g}s of tuning"}
+        try:
+            us = self.backend.bench.call(
+                "baselines", compiled, timeout=limits.baseline_timeout_s, setup_timeout=limits.setup_timeout_s
+            )
+        except WorkerFailure as failure:
+            return {"eager": None, "compile": None}, {"eager": f"failed: {one_line(str(failure))}",
+                                                      "compile": notes.get("compile", "failed")}
+        return us, notes
 
     def write_table(self) -> None:
         header = environment_header(self.options.arch, self.options.device_name)
@@ -194,37 +245,39 @@ class Tuner:
         started = self.clock()
         summary = RunSummary(planned=len(self.entries))
         todo = [e for e in self.entries if not self.state.is_finished(e.key)]
-        entry_times: list[float] = []
+        self.backend.plan([e for e in todo if self.state.attempts(e.key) < MAX_ATTEMPTS], self.options.input_seed)
+        first = True
         try:
             for number, entry in enumerate(todo, start=1):
                 if self.state.attempts(entry.key) >= MAX_ATTEMPTS:
                     summary.skipped.append(entry.key)
                     continue
-                if self._out_of_budget(started, entry_times):
+                time_limit_s = self._entry_time_limit(started)
+                if time_limit_s is None:
                     summary.stopped_for_budget = True
-                    self.log.warning("budget reached: stopping before %s (%d entries left)",
-                                     entry.label(), len(todo) - number + 1)
+                    summary.not_run = [e.key for e in todo[number - 1:] if self.state.attempts(e.key) < MAX_ATTEMPTS]
+                    self.log.warning("budget reached: %d entries not run, from %s on (run again with --resume)",
+                                     len(summary.not_run), entry.label())
                     break
                 self.progress.start_entry(self.entries.index(entry) + 1, entry.label())
                 entry_started = self.clock()
                 try:
-                    if number < len(todo):
-                        self.backend.prepare_next(todo[number], self.options.input_seed)
-                    time_limit_s = self._entry_time_limit(started)
-                    record = self.tune_one(entry, time_limit_s, self._limits(started, time_limit_s))
+                    record = self.tune_one(entry, time_limit_s, self._limits(started, time_limit_s), first)
                     self.state.mark_finished(entry.key, record)
                     summary.finished.append(entry.key)
                     t = record["tuning"]
-                    self.log.info("  %.3f us (eager %s, compile %s) | %d configs tried, %d failed, %.1fs",
-                                  record["us"], record["baseline_us"].get("eager"),
-                                  record["baseline_us"].get("compile"), t["tried"], t["failed"], t["seconds"])
+                    self.log.info("  %.3f us (eager %s, compile %s) | %d configs tried, %d failed, %d skipped, "
+                                  "search %.1fs, entry %.1fs", record["us"], record["baseline_us"].get("eager"),
+                                  record["baseline_us"].get("compile"), t["tried"], t["failed"], t["skipped"],
+                                  t["search"], t["wall"])
                 except Exception as error:  # one entry's failure never stops the run
                     reason = f"{type(error).__name__}: {one_line(str(error))}"
                     self.log.error("  failed: %s", reason)
                     self.log.debug("%s\n%s", error, traceback.format_exc())
                     self.state.mark_failed(entry.key, reason)
                     summary.failed[entry.key] = reason
-                entry_times.append(self.clock() - entry_started)
+                first = False
+                self.state.add_spent(self.clock() - entry_started)
                 self.write_table()
                 self.progress.finish_entry()
         finally:
@@ -232,41 +285,41 @@ class Tuner:
         self.write_table()
         summary.records = dict(self.state.finished)
         write_run_report(self.options.work_dir / "tune-report.md", self.entries, self.state, summary)
-        self.log.info("finished %d/%d entries (%d this run, %d failed)%s; table: %s",
+        self.log.info("finished %d/%d entries (%d this run, %d failed)%s; %.0fs spent in all; table: %s",
                       len(self.state.finished), len(self.entries), len(summary.finished), len(summary.failed),
-                      ", stopped for budget" if summary.stopped_for_budget else "", self.options.out_path)
+                      ", stopped for budget" if summary.stopped_for_budget else "", self.state.spent_s,
+                      self.options.out_path)
         return summary
-
-    def _out_of_budget(self, started: float, entry_times: list) -> bool:
-        if self.options.budget_s is None:
-            return False
-        left = self.options.budget_s - (self.clock() - started)
-        expected = max(entry_times) if entry_times else 0.0
-        return left <= 0 or left < min(expected, self.options.settings.time_limit_s) * 1.2
 
 
 def write_run_report(path: Path, entries, state: TuneState, summary: RunSummary) -> None:
     """Markdown table of every planned entry: time, peers, tuning seconds and configs tried."""
     lines = [
-        "| op | dtype | shape | us | eager us | compile us | tune s | tried | failed |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| op | dtype | shape | us | eager us | compile us | entry s | search s | tried | failed | skipped |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    not_run = set(summary.not_run)
     for entry in entries:
         record = state.finished.get(entry.key)
         shape = canonical_json(entry.shape)
         if record is None:
-            error = state.data["failed"].get(entry.key, {}).get("error", "not tuned yet")
-            lines.append(f"| {entry.op_name} | {entry.dtype_name} | `{shape}` | {error[:80]} | | | | | |")
+            failure = state.data["failed"].get(entry.key, {}).get("error")
+            status = f"failed: {failure}" if failure else "not run (budget)" if entry.key in not_run else "not run"
+            lines.append(f"| {entry.op_name} | {entry.dtype_name} | `{shape}` | {status[:80]} | | | | | | | |")
             continue
         t, b = record["tuning"], record["baseline_us"]
+        compile_us = b.get("compile") if b.get("compile") is not None else (
+            "skipped" if "compile" in record.get("baseline_notes", {}) else None)
         lines.append(
             f"| {entry.op_name} | {entry.dtype_name} | `{shape}` | {record['us']} | {b.get('eager')} | "
-            f"{b.get('compile')} | {t['seconds']} | {t['tried']} | {t['failed']} |"
+            f"{compile_us} | {t.get('wall', t['seconds'])} | {t.get('search', '')} | {t['tried']} | "
+            f"{t['failed']} | {t.get('skipped', '')} |"
         )
-    seconds = [r["tuning"]["seconds"] for r in state.finished.values()]
+    walls = [r["tuning"].get("wall", r["tuning"]["seconds"]) for r in state.finished.values()]
     head = (
         f"# Tuning report ({len(state.finished)}/{len(entries)} entries finished"
         f"{', stopped for budget' if summary.stopped_for_budget else ''})\n\n"
-        f"Tuning time: {sum(seconds):.0f} s in all, {sum(seconds) / max(len(seconds), 1):.1f} s per entry.\n\n"
+        f"Wall time: {state.spent_s:.0f} s in all over every run of this state; finished entries took "
+        f"{sum(walls):.0f} s, {sum(walls) / max(len(walls), 1):.1f} s per entry.\n\n"
     )
     path.write_text(head + "\n".join(lines) + "\n")

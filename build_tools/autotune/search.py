@@ -23,6 +23,7 @@ class Outcome:
 
     us: float
     error: str | None = None
+    skipped: bool = False    # not measured (the entry's time ran out): neither tried nor failed
 
 
 class Objective(Protocol):
@@ -70,6 +71,7 @@ class Evaluations:
         self.clock = clock
         self.started = clock()
         self.trials: dict[str, Trial] = {}
+        self.skipped = 0
         self.invalid_points: set[Point] = set()
         self._point_keys: dict[Point, str] = {}
         self._configs: dict[str, object] = {}
@@ -100,10 +102,12 @@ class Evaluations:
         return self._point_keys[point]
 
     def measure(self, points: Sequence[Point]) -> list[float]:
-        """Times of `points` (inf: illegal, failed or beyond the budget); new configs in one batch."""
+        """Times of `points` (inf: illegal, failed, skipped or beyond the budget); new configs in
+        one batch. The first batch is measured even when the time limit is already spent, so an
+        entry always learns something; skipped outcomes are not recorded (they may be retried)."""
         keys = [self._key_of(p) for p in points]
         room = max(self.max_evaluations - self.tried, 0)
-        if self.clock() - self.started >= self.time_limit_s:
+        if self.trials and self.clock() - self.started >= self.time_limit_s:
             room = 0
         fresh: list[str] = []
         for key in keys:
@@ -112,7 +116,10 @@ class Evaluations:
         if fresh:
             outcomes = self.objective.evaluate([self._configs[k] for k in fresh])
             for key, outcome in zip(fresh, outcomes):
-                self.trials[key] = Trial(self._configs[key], key, outcome.us, outcome.error)
+                if outcome.skipped:
+                    self.skipped += 1
+                else:
+                    self.trials[key] = Trial(self._configs[key], key, outcome.us, outcome.error)
         return [self.trials[k].us if k in self.trials else FAILED for k in keys]
 
     def ranked(self) -> list[Trial]:
@@ -230,6 +237,7 @@ class SearchResult:
     failed: int
     invalid: int
     errors: list[str] = field(default_factory=list)
+    skipped: int = 0
 
 
 def run_search(
@@ -264,4 +272,5 @@ def run_search(
         failed=len(failed),
         invalid=len(ev.invalid_points),
         errors=[t.error for t in failed if t.error],
+        skipped=ev.skipped,
     )

@@ -1,7 +1,8 @@
 """Resumable run state: which (op, dtype, shape) entries are finished, and which failed.
 
 Saved atomically after every entry, so a run killed at any moment loses at most the entry in
-progress; `--resume` skips finished entries and retries failed ones up to `max_attempts`.
+progress; `--resume` skips finished entries and retries failed ones up to `max_attempts`. The
+wall time spent so far is kept too, so resumed runs can share a fixed total between them.
 """
 from __future__ import annotations
 
@@ -44,6 +45,15 @@ class TuneState:
 
     def mark_failed(self, key: str, error: str) -> None:
         self.data["failed"][key] = {"attempts": self.attempts(key) + 1, "error": error}
+        self.save()
+
+    @property
+    def spent_s(self) -> float:
+        """Wall seconds spent on entries (finished or failed) over every run of this state."""
+        return self.data.get("spent_s", 0.0)
+
+    def add_spent(self, seconds: float) -> None:
+        self.data["spent_s"] = round(self.spent_s + seconds, 3)
         self.save()
 
     def save(self) -> None:

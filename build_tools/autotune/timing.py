@@ -20,7 +20,7 @@ class Timer(Protocol):
 class CudaEventTimer:
     """Median-ready samples: warm-up calls, L2 flushed before every timed call, CUDA events."""
 
-    def __init__(self, warmup: int = 3, flush_bytes: int = 256 << 20, target_ms: float = 40.0):
+    def __init__(self, warmup: int = 3, flush_bytes: int = 256 << 20, target_ms: float = 15.0):
         import torch
 
         self.torch = torch
@@ -45,7 +45,7 @@ class CudaEventTimer:
         torch.cuda.synchronize()
         return [start.elapsed_time(end) * 1000.0 for start, end in events]
 
-    def repeats_for(self, fn, minimum: int = 5, maximum: int = 100) -> int:
+    def repeats_for(self, fn, minimum: int = 5, maximum: int = 50) -> int:
         """How many samples fit the target time, from one flushed probe call."""
         probe = self.samples(fn, 1)[0]
         return int(min(max(self.target_ms * 1000.0 / max(probe, 1.0), minimum), maximum))

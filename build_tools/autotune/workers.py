@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
+import statistics
 import time
 import traceback
 from collections import deque
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 def resolve(path: str):
@@ -112,6 +114,7 @@ class Worker:
         self.ready = False
         self.restarts = 0
         self.posted: dict[int, float] = {}
+        self.abandoned: tuple[int, float] | None = None   # (request id, when) of a reply nobody wants
 
     def start(self) -> None:
         parent, child = self.context.Pipe()
@@ -155,10 +158,13 @@ class Worker:
             return None
         return request_id, status, value
 
-    def post(self, kind: str, *payload) -> None:
-        """Send a request whose reply nobody waits for (background work such as prefetching)."""
+    def post(self, kind: str, *payload) -> int:
+        """Send a request whose reply nobody waits for (background work such as prefetching);
+        its id stays in `posted` until its reply has been drained."""
         self.drain()
-        self.posted[self.send(kind, *payload)] = time.monotonic()
+        request_id = self.send(kind, *payload)
+        self.posted[request_id] = time.monotonic()
+        return request_id
 
     def drain(self) -> None:
         """Read every reply already waiting, forgetting the posted requests they answer."""
@@ -177,9 +183,11 @@ class Worker:
         return self.process is not None and self.process.is_alive()
 
     def kill(self) -> None:
+        """SIGKILL without waiting long for the exit (a process holding a CUDA context can take
+        seconds to be torn down; multiprocessing reaps it later)."""
         if self.process is not None:
             self.process.kill()
-            self.process.join(timeout=10)
+            self.process.join(timeout=0.5)
             self.conn.close()
         self.process = None
 
@@ -187,7 +195,27 @@ class Worker:
         self.kill()
         self.restarts += 1
         self.posted.clear()
+        self.abandoned = None
         self.start()
+
+    def abandon(self, request_id: int) -> None:
+        """Stop waiting for a request's reply but let the worker finish it (cheaper than a kill
+        and a restart; a compile finished this way still lands in the on-disk cache)."""
+        self.abandoned = (request_id, time.monotonic())
+
+    def settle(self, limit_s: float) -> None:
+        """Read the replies already waiting (non-blocking): a setup's marks the worker ready, an
+        abandoned request's frees it. A worker still on an abandoned request after `limit_s` is
+        restarted."""
+        try:
+            while self.alive() and self.conn.poll(0):
+                reply = self.receive()
+                if reply is not None and self.abandoned is not None and reply[0] == self.abandoned[0]:
+                    self.abandoned = None
+        except (EOFError, OSError):
+            return
+        if self.abandoned is not None and time.monotonic() - self.abandoned[1] > limit_s:
+            self.restart()
 
     def stop(self) -> None:
         if self.alive():
@@ -225,6 +253,27 @@ class Worker:
                 raise WorkerFailure(f"worker died (exit code {code}) during {kind}")
 
 
+SKIPPED = "skipped: the entry's time ran out"
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """When a pool run stops waiting. `deadline()` is an absolute time.monotonic() (or None for
+    none) read on every loop, so the caller can lift it until some candidate has succeeded.
+    A straggler, running while nothing else is left to hand out, is cut once it has run
+    `straggler_factor` times the median duration of the requests finished in this run, and at
+    least `straggler_min_s`."""
+
+    deadline: Callable[[], float | None] = lambda: None
+    straggler_factor: float = 4.0
+    straggler_min_s: float = 4.0
+
+    def straggler_limit(self, durations: list) -> float:
+        if not durations:
+            return math.inf
+        return max(self.straggler_min_s, self.straggler_factor * statistics.median(durations))
+
+
 class WorkerPool:
     """Several workers running one kind of request over a list of payloads in parallel."""
 
@@ -236,16 +285,53 @@ class WorkerPool:
         for worker in self.workers:
             worker.set_entry(setup)
 
-    def run(self, kind: str, payloads: list, timeout: float, setup_timeout: float = 300.0) -> Iterator:
-        """Yield (index, ok, value) as requests finish; ok is False on error, timeout or death."""
+    def wait_ready(self, timeout: float) -> None:
+        """Wait (at most `timeout`) until every live worker has finished its setup."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            waiting = [w for w in self.workers if w.alive() and not w.ready]
+            if not waiting:
+                return
+            for worker in waiting:
+                worker.settle(timeout)
+            time.sleep(0.05)
+
+    def _free_workers(self, busy, timeout: float) -> list:
+        """Idle workers to hand work to: ready ones without an abandoned request; any such idle
+        one while none is ready (so a restarting worker never holds up a batch the others can
+        compile)."""
+        idle = [w for w in self.workers if w not in busy]
+        for worker in idle:
+            worker.settle(timeout)
+        available = [w for w in idle if w.abandoned is None]
+        if any(w.ready and w.abandoned is None for w in self.workers):
+            return [w for w in available if w.ready]
+        return available
+
+    def run(self, kind: str, payloads: list, timeout: float, setup_timeout: float = 300.0,
+            limits: Deadlines = Deadlines()) -> Iterator:
+        """Yield (index, ok, value) as requests finish; ok is False on error, timeout or death.
+        Past `limits.deadline()`, running requests are abandoned (see Worker.abandon) and the rest
+        are not started: both are yielded with the value SKIPPED. Stragglers are killed (see
+        Deadlines)."""
         pending = deque(enumerate(payloads))
         busy: dict[Worker, tuple] = {}
+        durations: list[float] = []
         while pending or busy:
-            for worker in self.workers:
-                if pending and worker not in busy:
-                    index, payload = pending.popleft()
-                    request_id = worker.send(kind, *payload)
-                    busy[worker] = (index, request_id, time.monotonic())
+            deadline = limits.deadline()
+            if deadline is not None and time.monotonic() >= deadline:
+                for worker, (index, request_id, _) in list(busy.items()):
+                    worker.abandon(request_id)
+                    yield index, False, SKIPPED
+                for index, _ in pending:
+                    yield index, False, SKIPPED
+                return
+            for worker in self._free_workers(busy, timeout):
+                if not pending:
+                    break
+                index, payload = pending.popleft()
+                request_id = worker.send(kind, *payload)
+                busy[worker] = (index, request_id, time.monotonic())
             conns = {w.conn: w for w in busy}
             for conn in multiprocessing.connection.wait(list(conns), timeout=0.2):
                 worker = conns[conn]
@@ -259,12 +345,21 @@ class WorkerPool:
                         busy[worker] = (index, request_id, time.monotonic())
                 elif reply[0] == request_id:
                     del busy[worker]
+                    durations.append(time.monotonic() - started)
                     yield index, reply[1] == "ok", reply[2]
             now = time.monotonic()
+            straggler = limits.straggler_limit(durations) if not pending else math.inf
             for worker, (index, _, started) in list(busy.items()):
                 limit = timeout + (0 if worker.ready else setup_timeout)
+                if worker.ready:
+                    limit = min(limit, straggler)
                 if now - started > limit or not worker.alive():
-                    reason = "timed out" if worker.alive() else f"died (exit code {worker.process.exitcode})"
+                    if not worker.alive():
+                        reason = f"died (exit code {worker.process.exitcode})"
+                    elif now - started > timeout:
+                        reason = "timed out"
+                    else:
+                        reason = f"cut as a straggler after {now - started:.1f}s"
                     del busy[worker]
                     worker.restart()
                     yield index, False, f"{kind} {reason}"

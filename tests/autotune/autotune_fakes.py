@@ -144,6 +144,8 @@ class FakeBound:
                 os._exit(7)
             if hazard == "raise":
                 raise RuntimeError("fake launch failure")
+            if hazard == "slow":
+                time.sleep(0.05)
             VIRTUAL_CLOCK["us"] += cost
             return x * (3 if hazard == "wrong" else 2)
 

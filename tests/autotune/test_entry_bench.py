@@ -12,7 +12,7 @@ def config(warps=4, stages=2, indexing="pointer"):
 
 
 def hazard(cfg):
-    return {8: "wrong", 1: "raise", 2: "compile_error"}.get(cfg["num_warps"])
+    return {8: "wrong", 1: "raise", 2: "compile_error", 16: "slow"}.get(cfg["num_warps"])
 
 
 def peer(x):
@@ -59,3 +59,39 @@ def test_baselines_time_eager_and_compiled_peers(monkeypatch):
     assert bench(baseline=peer).baselines() == {"eager": 50.0, "compile": 50.0}
     assert compiled == [False]
     assert bench().baselines() == {"eager": None, "compile": None}
+
+
+class CountingTimer(VirtualTimer):
+    def __init__(self):
+        self.samples_taken = 0
+
+    def samples(self, fn, repeats):
+        self.samples_taken += repeats
+        return super().samples(fn, repeats)
+
+
+def test_a_clearly_losing_candidate_is_not_timed_further():
+    from build_tools.autotune.bench import EARLY_SAMPLES, SLOW_FACTOR
+
+    b = bench()
+    b.timer = CountingTimer()
+    us = b.measure(config()).us
+    full = b.timer.samples_taken
+    b.timer.samples_taken = 0
+    slow = b.measure(config(), best_us=us / (SLOW_FACTOR * 1.01))
+    assert slow.us == us and b.timer.samples_taken == EARLY_SAMPLES < full
+    b.timer.samples_taken = 0
+    assert b.measure(config(), best_us=us / SLOW_FACTOR).us == us and b.timer.samples_taken == full
+
+
+def test_baselines_without_the_compiled_peer(monkeypatch):
+    monkeypatch.setattr(torch, "compile", lambda fn, dynamic: (_ for _ in ()).throw(AssertionError("compiled")))
+    assert bench(baseline=peer).baselines(with_compile=False) == {"eager": 50.0, "compile": None}
+
+
+def test_a_candidate_whose_checked_call_alone_is_too_slow_is_not_timed():
+    b = bench()
+    b.timer = CountingTimer()
+    slow = b.measure(config(warps=16), best_us=1.0)
+    assert slow.error is None and slow.us >= 50_000 and b.timer.samples_taken == 0
+    assert b.measure(config(warps=16)).us == bowl_cost(FakeConfigSpec(), FakeConfigSpec().normalize(config(warps=16)))

@@ -5,7 +5,7 @@ import math
 import pytest
 from autotune_fakes import BowlObjective, FakeConfigSpec, StepClock
 
-from build_tools.autotune.search import SearchSettings, run_search
+from build_tools.autotune.search import Outcome, SearchSettings, run_search
 from build_tools.autotune.space import SearchSpace, config_key
 
 OPTIMUM = {"block_sizes": [128, 32], "num_warps": 8, "num_stages": 3, "indexing": "block_ptr"}
@@ -106,3 +106,34 @@ def test_pattern_search_batches_are_capped_but_still_converge():
     space, objective, result = search(settings)
     assert all(len(b) <= 4 for b in objective.batches[1:])
     assert result.ranked[0].us == brute_force_best(space, objective)
+
+
+class SkippingObjective(BowlObjective):
+    """Skips (as a deadline would) every candidate after the first `measured` of the search."""
+
+    def __init__(self, spec, measured):
+        super().__init__(spec, OPTIMUM)
+        self.left = measured
+
+    def evaluate(self, configs):
+        outcomes = super().evaluate(configs)
+        result = []
+        for outcome in outcomes:
+            result.append(outcome if self.left > 0 else Outcome(math.inf, "skipped", skipped=True))
+            self.left -= 1
+        return result
+
+
+def test_skipped_candidates_are_neither_tried_nor_failed():
+    spec = FakeConfigSpec()
+    objective = SkippingObjective(spec, measured=3)
+    settings = SearchSettings(population=8, generations=2, pattern_rounds=0, max_evaluations=100)
+    result = run_search(SearchSpace(spec), objective, [spec.default_config()], settings)
+    assert result.tried == 3 and result.failed == 0 and len(result.ranked) == 3
+    assert result.skipped == sum(len(b) for b in objective.batches) - 3 > 0
+
+
+def test_the_first_batch_is_measured_even_without_time():
+    settings = SearchSettings(population=4, generations=5, pattern_rounds=5, time_limit_s=0)
+    _, objective, result = search(settings, clock=StepClock(step=1.0))
+    assert len(objective.batches) == 1 and result.tried == len(objective.batches[0]) and result.ranked

@@ -9,7 +9,7 @@ from autotune_fakes import FAKE_OPS, FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigS
 from build_tools.autotune.backend import InProcessBackend
 from build_tools.autotune.entry import Limits
 from build_tools.autotune.plan import plan_entries
-from build_tools.autotune.run import MAX_ATTEMPTS, RunOptions, Tuner
+from build_tools.autotune.run import MAX_ATTEMPTS, MIN_SEARCH_S, RunOptions, Tuner
 from build_tools.autotune.search import SearchSettings
 from build_tools.autotune.space import SearchSpace
 from helion_kernels._variant import variant_id
@@ -47,8 +47,8 @@ def options(tmp_path, **overrides):
     return RunOptions(**base)
 
 
-def run(opts, only_ops, clock=None):
-    backend = CountingBackend()
+def run(opts, only_ops, clock=None, backend=None):
+    backend = backend or CountingBackend()
     entries = plan_entries(FAKE_OPS, only_ops)
     tuner = Tuner(opts, entries, backend, **({"clock": clock} if clock else {}))
     return tuner.run(), backend
@@ -148,9 +148,9 @@ def test_target_total_is_spread_over_the_entries(tmp_path):
                                                                         max_evaluations=10_000, time_limit_s=1000))
     summary, _ = run(opts, {"fake_scale"}, clock=StepClock(step=1.0))
     assert len(summary.finished) == 3
-    search = [r["tuning"]["seconds"] - r["tuning"]["overhead"] for r in summary.records.values()]
+    search = [r["tuning"]["search"] for r in summary.records.values()]
     assert all(s <= 60 / 3 + 5 for s in search)  # a batch started before the limit may finish after it
-    assert sum(r["tuning"]["seconds"] for r in summary.records.values()) <= 60 + 15
+    assert sum(r["tuning"]["wall"] for r in summary.records.values()) <= 60 + 15
 
 
 def test_failure_reasons_are_one_line():
@@ -158,3 +158,72 @@ def test_failure_reasons_are_one_line():
 
     traceback_text = 'setup failed: Traceback (most recent call last):\n  File "x.py"\nRuntimeError: N=13\n'
     assert one_line(traceback_text) == "RuntimeError: N=13"
+
+
+def test_entries_the_budget_cannot_fit_are_not_run_rather_than_failed(tmp_path):
+    opts = options(tmp_path, budget_s=30)
+    summary, backend = run(opts, {"fake_scale"}, clock=StepClock(step=1.0))
+    assert summary.stopped_for_budget and not summary.failed
+    assert summary.not_run and len(summary.not_run) + len(summary.finished) == 3
+    state = json.loads((tmp_path / "work" / "state.json").read_text())
+    assert state["failed"] == {}
+    log = (tmp_path / "work" / "tune.log").read_text()
+    assert "no legal config" not in log and "failed:" not in log
+    assert f"{len(summary.not_run)} entries not run" in log
+    assert (tmp_path / "work" / "tune-report.md").read_text().count("not run (budget)") == len(summary.not_run)
+
+
+def test_a_spent_target_total_still_gives_each_entry_a_minimal_search(tmp_path):
+    opts = options(tmp_path, target_total_s=1, settings=SearchSettings(max_evaluations=10_000, time_limit_s=1000))
+    summary, _ = run(opts, {"fake_scale"}, clock=StepClock(step=1.0))
+    assert len(summary.finished) == 3 and not summary.failed
+    assert all(1 <= r["tuning"]["tried"] and r["tuning"]["search"] <= MIN_SEARCH_S + 8
+               for r in summary.records.values())
+
+
+def test_resumed_runs_share_the_target_total_through_the_recorded_wall_time(tmp_path):
+    opts = options(tmp_path, resume=True, target_total_s=100,
+                   settings=SearchSettings(max_evaluations=10_000, time_limit_s=1000))
+    tuner = Tuner(opts, plan_entries(FAKE_OPS, {"fake_scale"}), CountingBackend(), clock=StepClock(step=0.0))
+    assert tuner._entry_time_limit(0.0) == 100 / 3 - 2.0   # no entry measured yet: assumed overhead
+    key = tuner.entries[0].key
+    tuner.state.mark_finished(key, {"op": "fake_scale", "tuning": {"wall": 30.0, "search": 26.0}})
+    tuner.state.add_spent(30.0)
+    tuner.state.add_spent(10.0)   # a failed attempt costs time too
+    again = Tuner(opts, plan_entries(FAKE_OPS, {"fake_scale"}), CountingBackend(), clock=StepClock(step=0.0))
+    assert again._entry_time_limit(0.0) == (100 - 40) / 2 - 4.0
+
+
+class NoPeerBackend(CountingBackend):
+    """A backend whose torch.compile peers are never compiled in time."""
+
+    def peer_ready(self, entry, timeout):
+        return False
+
+
+def test_a_peer_not_compiled_in_time_is_skipped_with_a_note_in_the_table(tmp_path, monkeypatch):
+    import dataclasses
+
+    import autotune_fakes
+
+    op = dataclasses.replace(FAKE_OPS[0], name="fake_peer", shapes=[{"N": 64}], baseline=lambda x: x * 2)
+    monkeypatch.setattr(autotune_fakes, "FAKE_OPS", [op])
+    opts = options(tmp_path, with_baselines=True)
+    tuner = Tuner(opts, plan_entries([op]), NoPeerBackend())
+    summary = tuner.run()
+    [entry] = json.loads(opts.out_path.read_text())["entries"]
+    assert entry["baseline_us"]["compile"] is None and entry["baseline_us"]["eager"] is not None
+    assert entry["baseline_notes"]["compile"].startswith("skipped")
+    assert "| skipped |" in (tmp_path / "work" / "tune-report.md").read_text()
+    assert summary.finished
+
+
+def test_seed_tables_start_the_search_of_the_nearest_shapes(tmp_path):
+    best = FakeConfigSpec().unflatten([choices[i] for choices, i in zip(
+        [k.choices for k in FakeConfigSpec.KNOBS], (3, 1, 3, 2, 1))])
+    seeds = [{"op": "fake_scale", "dtype": "float32", "shape": {"N": 100}, "config": best}]
+    opts = options(tmp_path, seed_entries=seeds, settings=SearchSettings(population=4, generations=0,
+                                                                          pattern_rounds=0, max_evaluations=4))
+    summary, _ = run(opts, {"fake_scale"})
+    assert all(r["us"] == best_possible_cost() == bowl_cost(FakeConfigSpec(), r["config"])
+               for r in summary.records.values())

@@ -1,6 +1,7 @@
 """Worker processes on the CPU with fake kernels: hangs, crashes and errors never stop a search."""
 import math
 import multiprocessing
+import time
 
 import pytest
 from autotune_fakes import FAKE_OPS, FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigSpec, bowl_cost
@@ -10,7 +11,7 @@ from build_tools.autotune.entry import Limits
 from build_tools.autotune.plan import plan_entries
 from build_tools.autotune.run import RunOptions, Tuner
 from build_tools.autotune.search import SearchSettings
-from build_tools.autotune.workers import EntrySetup, Worker, WorkerFailure, WorkerPool
+from build_tools.autotune.workers import SKIPPED, Deadlines, EntrySetup, Worker, WorkerFailure, WorkerPool
 
 SETUP = EntrySetup(FAKE_OPS_SOURCE, "fake_hazards", "float32", {"N": 64}, "cpu", VIRTUAL_TIMER)
 
@@ -88,3 +89,50 @@ def test_a_failed_setup_is_reported_by_the_first_call():
         assert worker.call("ready", timeout=30, setup_timeout=120) is True
     finally:
         worker.stop()
+
+
+def test_past_the_deadline_running_requests_are_abandoned_and_the_rest_skipped():
+    pool = WorkerPool(1)
+    try:
+        pool.set_entry(SETUP)
+        pool.wait_ready(120)
+        assert all(w.ready for w in pool.workers)
+        deadline = time.monotonic() + 2
+        limits = Deadlines(deadline=lambda: deadline)
+        results = list(pool.run("warm", [(GOOD,), (HANG,), (GOOD,)], timeout=60, limits=limits))
+        assert results == [(0, True, None), (1, False, SKIPPED), (2, False, SKIPPED)]
+        worker = pool.workers[0]
+        assert time.monotonic() - deadline < 2 and worker.restarts == 0 and worker.abandoned is not None
+        # The abandoned hang holds its worker until the request timeout, then the worker restarts.
+        assert list(pool.run("warm", [(GOOD,)], timeout=2, setup_timeout=120)) == [(0, True, None)]
+        assert worker.restarts == 1 and worker.abandoned is None
+    finally:
+        pool.stop()
+
+
+def test_an_abandoned_request_that_finishes_frees_its_worker():
+    pool = WorkerPool(1)
+    try:
+        pool.set_entry(SETUP)
+        pool.wait_ready(120)
+        worker = pool.workers[0]
+        worker.abandon(worker.send("warm", GOOD))
+        assert list(pool.run("warm", [(GOOD,)], timeout=60)) == [(0, True, None)]
+        assert worker.restarts == 0 and worker.abandoned is None
+    finally:
+        pool.stop()
+
+
+def test_a_straggler_is_cut_once_the_rest_of_the_batch_is_done():
+    pool = WorkerPool(2)
+    try:
+        pool.set_entry(SETUP)
+        pool.wait_ready(120)
+        started = time.monotonic()
+        limits = Deadlines(straggler_factor=4.0, straggler_min_s=1.0)
+        results = {i: (ok, value) for i, ok, value in pool.run("warm", [(HANG,), (GOOD,)], timeout=60, limits=limits)}
+        assert results[1] == (True, None)
+        assert not results[0][0] and "straggler" in results[0][1]
+        assert time.monotonic() - started < 10
+    finally:
+        pool.stop()
