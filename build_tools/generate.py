@@ -169,9 +169,10 @@ def render_family(family: str, specs: list, variants: dict) -> str:
     """Source text of `_generated/<family>.py`."""
     from build_tools.dsl import Config
 
-    kernels, launchers = {}, []
+    kernels, helpers, launchers = {}, {}, []
     for (op, vid), variant in sorted(variants.items()):
         code = variant.bound.generate(Config.from_json(json.dumps(variant.config)), f"{op}__{vid}")
+        helpers.update(code.helpers)
         for name, source in sorted(code.kernels.items()):
             _, body = _split_imports(source)
             if kernels.setdefault(name, body) != body:
@@ -190,6 +191,7 @@ def render_family(family: str, specs: list, variants: dict) -> str:
               f"Variants: {len(launchers)} (each launcher's comment names its config and the table "
               'entries using it).\n"""\n' + "\n".join(ALLOWED_IMPORTS))
     lines = [header, f"OP_INFO = {json.dumps(op_info, sort_keys=True)}"]
+    lines += [helpers[name].strip("\n") for name in sorted(helpers)]
     lines += ["\n\n".join(body for _, body in sorted(kernels.items()))] if kernels else []
     lines += ["\n\n\n".join(text for _, _, text in launchers)] if launchers else []
     table = ["VARIANTS = {"]

@@ -59,6 +59,9 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
         for op, launchers in namespace["VARIANTS"].items():
             variants.setdefault(op, set()).update(launchers)
             assert all(fn.__name__ == f"{op}__{vid}" for vid, fn in launchers.items())
+            for fn in launchers.values():  # the module's helpers and kernels a launcher calls exist
+                missing = [n for n in fn.__code__.co_names if n.startswith("_") and n not in namespace]
+                assert not missing, (name, fn.__name__, missing)
     for table, entry in generate.table_entries():
         assert entry["variant"] in variants.get(entry["op"], set()), (table, entry["op"], entry["shape"])
 
