@@ -12,6 +12,64 @@ import triton.language as tl
 OP_INFO = {"attention_bwd": {"exact_keys": ["D", "causal"], "shape_keys": ["B", "D", "H", "Hkv", "Sk", "Sq", "causal"]}, "attention_fwd": {"exact_keys": ["D", "causal"], "shape_keys": ["B", "D", "H", "Hkv", "Sk", "Sq", "causal"]}}
 
 
+_LAUNCHES: dict = {}
+_LAUNCHES_PER_KERNEL = 1024
+
+
+def _launch(kernel, grid, args, constants, num_warps, num_stages):
+    """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
+    argument specialization on the same device launches the compiled kernel directly."""
+    # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
+    state = _LAUNCHES.get(id(kernel))
+    if state is None:
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
+    launches = state[1]
+    runtime = triton.knobs.runtime
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    hooked = (enter.calls if enter.__class__ is triton.knobs.HookChain else enter is not None) or \
+        (leave.calls if leave.__class__ is triton.knobs.HookChain else leave is not None)
+    if launches is None or hooked or kernel.pre_run_hooks:
+        kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        return
+    device = torch._C._cuda_getDevice()  # torch.cuda.current_device() without its lazy-init check
+    key = [device, num_warps, num_stages, constants, runtime.debug, triton.knobs.compilation.instrumentation_mode]
+    for arg in args:
+        kind = arg.__class__
+        if kind is int:
+            key.append(arg)
+        elif kind is float:
+            key.append(float)
+        elif isinstance(arg, torch.Tensor):
+            # a dtype always precedes the flag, so the flat key cannot confuse it with an int
+            key.append(arg.dtype)
+            key.append(arg.data_ptr() % 16 == 0)
+        else:
+            key.append((kind, arg))
+    key = tuple(key)
+    launch = launches.get(key)
+    if launch is None:
+        compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        if compiled is not None and not kernel.used_global_vals:
+            if len(launches) >= _LAUNCHES_PER_KERNEL:
+                launches.clear()
+            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+        return
+    run, function, metadata = launch
+    if len(grid) < 3:
+        grid = (*grid, 1, 1)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
+        None, None, None, *args, *constants)
+
+
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def _next_power_of_2(n):
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 @triton.jit
 def _attention_bwd_kernel_13fe224a1d(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
@@ -843,7 +901,17 @@ def attention_bwd__0f6a41105bbb(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_73620fbcff, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -863,7 +931,17 @@ def attention_bwd__13a82309691b(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_c52b840d3d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -883,7 +961,17 @@ def attention_bwd__15c5bf117421(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_73620fbcff, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -903,7 +991,17 @@ def attention_bwd__17f1100229e1(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_b6b42e52e8, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -923,7 +1021,17 @@ def attention_bwd__1875bcb7bf9a(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_a60a8d2edb, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -943,7 +1051,17 @@ def attention_bwd__1e148f5c505d(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_b6b42e52e8, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -963,7 +1081,17 @@ def attention_bwd__3486af520f45(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_b6b42e52e8, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -983,7 +1111,17 @@ def attention_bwd__41081d92a51c(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_c52b840d3d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1003,7 +1141,17 @@ def attention_bwd__46fcefc33ee8(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4c73e14625, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1023,7 +1171,17 @@ def attention_bwd__4ae26c0e2c68(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_b6b42e52e8, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1043,7 +1201,17 @@ def attention_bwd__4b23ce330e2f(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4c73e14625, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1063,7 +1231,17 @@ def attention_bwd__56595ad9ccca(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_73620fbcff, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1083,7 +1261,17 @@ def attention_bwd__5afce08e8bcc(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_a60a8d2edb, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1103,7 +1291,17 @@ def attention_bwd__5c0e372a6b7c(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4c73e14625, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1123,7 +1321,17 @@ def attention_bwd__5cdcc240288f(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4c73e14625, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1143,7 +1351,17 @@ def attention_bwd__741ffb96c6db(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_b6b42e52e8, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1163,7 +1381,17 @@ def attention_bwd__82dbeb22179e(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_13fe224a1d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1183,7 +1411,17 @@ def attention_bwd__85b60c34ae23(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_a60a8d2edb, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1203,7 +1441,17 @@ def attention_bwd__90c911ef3100(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_13fe224a1d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1223,7 +1471,17 @@ def attention_bwd__94f48a3fce36(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_c52b840d3d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1243,7 +1501,17 @@ def attention_bwd__af8e47cd4269(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_73620fbcff, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1263,7 +1531,17 @@ def attention_bwd__afee638c0641(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_c52b840d3d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1283,7 +1561,17 @@ def attention_bwd__aff37e226f3b(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_a60a8d2edb, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1303,7 +1591,17 @@ def attention_bwd__b911382f9545(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_a60a8d2edb, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1323,7 +1621,17 @@ def attention_bwd__bf09b49ad5ba(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_c52b840d3d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1343,7 +1651,17 @@ def attention_bwd__cd57c6017ea2(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_13fe224a1d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1363,7 +1681,17 @@ def attention_bwd__ce90990cbb53(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_73620fbcff, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1383,7 +1711,17 @@ def attention_bwd__e6cee15a4bb5(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4c73e14625, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1403,7 +1741,17 @@ def attention_bwd__f8db6bfe1064(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_13fe224a1d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1423,7 +1771,17 @@ def attention_bwd__fcdd353455dc(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_13fe224a1d, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1441,7 +1799,13 @@ def attention_fwd__0cdc355ec797(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_330a7e57ea, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1459,7 +1823,13 @@ def attention_fwd__0ea8311861f4(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0bad0c35b5, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1477,7 +1847,13 @@ def attention_fwd__2286331c9efe(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_1b7ba0d48c, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1495,7 +1871,13 @@ def attention_fwd__2335a514d7d8(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_923c4d3065, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1513,7 +1895,13 @@ def attention_fwd__3088b598c2d3(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_1b7ba0d48c, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1531,7 +1919,13 @@ def attention_fwd__351395ba6f77(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_38b37c8de1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1549,7 +1943,13 @@ def attention_fwd__3e60ce4d2318(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0bad0c35b5, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1567,7 +1967,13 @@ def attention_fwd__408110f23c56(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_1b7ba0d48c, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1585,7 +1991,13 @@ def attention_fwd__432f6da60d99(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_923c4d3065, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1603,7 +2015,13 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_920b530ac6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1621,7 +2039,13 @@ def attention_fwd__480c94cf7738(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_38b37c8de1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1639,7 +2063,13 @@ def attention_fwd__5a781adc8769(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_923c4d3065, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1657,7 +2087,13 @@ def attention_fwd__66b219fb682d(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_38b37c8de1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1675,7 +2111,13 @@ def attention_fwd__6745ae4f0c8c(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_330a7e57ea, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1693,7 +2135,13 @@ def attention_fwd__80464e55e609(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_920b530ac6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1711,7 +2159,13 @@ def attention_fwd__883a4250664d(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_330a7e57ea, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1729,7 +2183,13 @@ def attention_fwd__912e0e5a00d2(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0bad0c35b5, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1747,7 +2207,13 @@ def attention_fwd__92fb6f7f6ed2(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_38b37c8de1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1765,7 +2231,13 @@ def attention_fwd__932a1f04d793(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_38b37c8de1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1783,7 +2255,13 @@ def attention_fwd__9a2fa2ca89fb(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_1b7ba0d48c, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1801,7 +2279,13 @@ def attention_fwd__b415b0261e49(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_923c4d3065, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1819,7 +2303,13 @@ def attention_fwd__ca57a3bc2c03(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_1b7ba0d48c, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1837,7 +2327,13 @@ def attention_fwd__d0bd0047c2a1(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_920b530ac6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1855,7 +2351,13 @@ def attention_fwd__d31c02e5d059(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_923c4d3065, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1873,7 +2375,13 @@ def attention_fwd__d45dd177fbb8(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0bad0c35b5, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1891,7 +2399,13 @@ def attention_fwd__e230fc514c6b(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_920b530ac6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1909,7 +2423,13 @@ def attention_fwd__e83da4b3b6c7(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_330a7e57ea, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1927,7 +2447,13 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_920b530ac6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1945,7 +2471,13 @@ def attention_fwd__f3c397778c8d(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_330a7e57ea, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1963,7 +2495,13 @@ def attention_fwd__f4a52e86f860(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0bad0c35b5, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 

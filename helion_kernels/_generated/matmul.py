@@ -12,6 +12,64 @@ import triton.language as tl
 OP_INFO = {"bmm": {"exact_keys": [], "shape_keys": ["B", "K", "M", "N"]}, "linear": {"exact_keys": [], "shape_keys": ["K", "M", "N"]}, "matmul": {"exact_keys": [], "shape_keys": ["K", "M", "N"]}}
 
 
+_LAUNCHES: dict = {}
+_LAUNCHES_PER_KERNEL = 1024
+
+
+def _launch(kernel, grid, args, constants, num_warps, num_stages):
+    """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
+    argument specialization on the same device launches the compiled kernel directly."""
+    # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
+    state = _LAUNCHES.get(id(kernel))
+    if state is None:
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
+    launches = state[1]
+    runtime = triton.knobs.runtime
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    hooked = (enter.calls if enter.__class__ is triton.knobs.HookChain else enter is not None) or \
+        (leave.calls if leave.__class__ is triton.knobs.HookChain else leave is not None)
+    if launches is None or hooked or kernel.pre_run_hooks:
+        kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        return
+    device = torch._C._cuda_getDevice()  # torch.cuda.current_device() without its lazy-init check
+    key = [device, num_warps, num_stages, constants, runtime.debug, triton.knobs.compilation.instrumentation_mode]
+    for arg in args:
+        kind = arg.__class__
+        if kind is int:
+            key.append(arg)
+        elif kind is float:
+            key.append(float)
+        elif isinstance(arg, torch.Tensor):
+            # a dtype always precedes the flag, so the flat key cannot confuse it with an int
+            key.append(arg.dtype)
+            key.append(arg.data_ptr() % 16 == 0)
+        else:
+            key.append((kind, arg))
+    key = tuple(key)
+    launch = launches.get(key)
+    if launch is None:
+        compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        if compiled is not None and not kernel.used_global_vals:
+            if len(launches) >= _LAUNCHES_PER_KERNEL:
+                launches.clear()
+            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+        return
+    run, function, metadata = launch
+    if len(grid) < 3:
+        grid = (*grid, 1, 1)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
+        None, None, None, *args, *constants)
+
+
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def _next_power_of_2(n):
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 @triton.jit
 def _bmm_kernel_17d8fda848(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2, b, b_stride_0, b_stride_1, b_stride_2, out, out_stride_0, out_stride_1, out_stride_2, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -250,8 +308,11 @@ def _matmul_kernel_bd88c5d99c(m, n, k, a, a_stride_0, a_stride_1, b, b_stride_0,
 def bmm__2dfc69474c23(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    _bmm_kernel_17d8fda848[((triton.cdiv(batch, 1)) * (triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](batch, m, n, k, a, a.stride(0), a.stride(1), a.stride(2), b, b.stride(0), b.stride(1), b.stride(2), out, out.stride(0), out.stride(1), out.stride(2), _BLOCK_SIZE_0=1, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=128, _BLOCK_SIZE_3=32, num_warps=8, num_stages=3)
+    out = a.new_empty((batch, m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_17d8fda848, (_cdiv(batch, 1) * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (1, 128, 128, 32), 8, 3)
     return out
 
 
@@ -262,8 +323,11 @@ def bmm__2dfc69474c23(a, b):
 def bmm__3014304f839d(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    _bmm_kernel_a7fbb4810e[((triton.cdiv(batch, 1)) * (triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](batch, m, n, k, a, a.stride(0), a.stride(1), a.stride(2), b, b.stride(0), b.stride(1), b.stride(2), out, out.stride(0), out.stride(1), out.stride(2), _BLOCK_SIZE_0=1, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=64, _BLOCK_SIZE_3=32, num_warps=4, num_stages=3)
+    out = a.new_empty((batch, m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_a7fbb4810e, (_cdiv(batch, 1) * _cdiv(m, 64) * _cdiv(n, 64),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (1, 64, 64, 32), 4, 3)
     return out
 
 
@@ -274,8 +338,11 @@ def bmm__3014304f839d(a, b):
 def bmm__94b2f477ec2d(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    _bmm_kernel_a7fbb4810e[((triton.cdiv(batch, 1)) * (triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](batch, m, n, k, a, a.stride(0), a.stride(1), a.stride(2), b, b.stride(0), b.stride(1), b.stride(2), out, out.stride(0), out.stride(1), out.stride(2), _BLOCK_SIZE_0=1, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=128, _BLOCK_SIZE_3=32, num_warps=8, num_stages=3)
+    out = a.new_empty((batch, m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_a7fbb4810e, (_cdiv(batch, 1) * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (1, 128, 128, 32), 8, 3)
     return out
 
 
@@ -286,8 +353,11 @@ def bmm__94b2f477ec2d(a, b):
 def bmm__98d63f44b8be(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    _bmm_kernel_17d8fda848[((triton.cdiv(batch, 1)) * (triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](batch, m, n, k, a, a.stride(0), a.stride(1), a.stride(2), b, b.stride(0), b.stride(1), b.stride(2), out, out.stride(0), out.stride(1), out.stride(2), _BLOCK_SIZE_0=1, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=64, _BLOCK_SIZE_3=32, num_warps=4, num_stages=3)
+    out = a.new_empty((batch, m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_17d8fda848, (_cdiv(batch, 1) * _cdiv(m, 64) * _cdiv(n, 64),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (1, 64, 64, 32), 4, 3)
     return out
 
 
@@ -298,8 +368,11 @@ def bmm__98d63f44b8be(a, b):
 def bmm__abbce5025cd3(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    _bmm_kernel_ffd4054121[((triton.cdiv(batch, 1)) * (triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](batch, m, n, k, a, a.stride(0), a.stride(1), a.stride(2), b, b.stride(0), b.stride(1), b.stride(2), out, out.stride(0), out.stride(1), out.stride(2), _BLOCK_SIZE_0=1, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=128, _BLOCK_SIZE_3=32, num_warps=8, num_stages=3)
+    out = a.new_empty((batch, m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_ffd4054121, (_cdiv(batch, 1) * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (1, 128, 128, 32), 8, 3)
     return out
 
 
@@ -310,8 +383,11 @@ def bmm__abbce5025cd3(a, b):
 def bmm__ef347e4a7c42(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
-    _bmm_kernel_ffd4054121[((triton.cdiv(batch, 1)) * (triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](batch, m, n, k, a, a.stride(0), a.stride(1), a.stride(2), b, b.stride(0), b.stride(1), b.stride(2), out, out.stride(0), out.stride(1), out.stride(2), _BLOCK_SIZE_0=1, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=64, _BLOCK_SIZE_3=32, num_warps=4, num_stages=3)
+    out = a.new_empty((batch, m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_ffd4054121, (_cdiv(batch, 1) * _cdiv(m, 64) * _cdiv(n, 64),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (1, 64, 64, 32), 4, 3)
     return out
 
 
@@ -322,8 +398,11 @@ def bmm__ef347e4a7c42(a, b):
 def linear__26f0c3c4fae5(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
-    _linear_kernel_a3b9442b52[((triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](m, n, k, x, x.stride(0), x.stride(1), weight, weight.stride(0), weight.stride(1), bias, bias.stride(0), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=64, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=32, num_warps=4, num_stages=3)
+    out = x.new_empty((m, n))
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_a3b9442b52, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 32), 4, 3)
     return out
 
 
@@ -334,8 +413,11 @@ def linear__26f0c3c4fae5(x, weight, bias):
 def linear__41f2555a16ab(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
-    _linear_kernel_1a582460e1[((triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](m, n, k, x, x.stride(0), x.stride(1), weight, weight.stride(0), weight.stride(1), bias, bias.stride(0), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=128, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=32, num_warps=8, num_stages=3)
+    out = x.new_empty((m, n))
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_1a582460e1, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
     return out
 
 
@@ -346,8 +428,11 @@ def linear__41f2555a16ab(x, weight, bias):
 def linear__658affa2df84(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
-    _linear_kernel_0d49dcb5df[((triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](m, n, k, x, x.stride(0), x.stride(1), weight, weight.stride(0), weight.stride(1), bias, bias.stride(0), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=64, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=32, num_warps=4, num_stages=3)
+    out = x.new_empty((m, n))
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_0d49dcb5df, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 32), 4, 3)
     return out
 
 
@@ -358,8 +443,11 @@ def linear__658affa2df84(x, weight, bias):
 def linear__77afc711818b(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
-    _linear_kernel_1a582460e1[((triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](m, n, k, x, x.stride(0), x.stride(1), weight, weight.stride(0), weight.stride(1), bias, bias.stride(0), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=64, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=32, num_warps=4, num_stages=3)
+    out = x.new_empty((m, n))
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_1a582460e1, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 32), 4, 3)
     return out
 
 
@@ -370,8 +458,11 @@ def linear__77afc711818b(x, weight, bias):
 def linear__b575d77a5368(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
-    _linear_kernel_a3b9442b52[((triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](m, n, k, x, x.stride(0), x.stride(1), weight, weight.stride(0), weight.stride(1), bias, bias.stride(0), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=128, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=32, num_warps=8, num_stages=3)
+    out = x.new_empty((m, n))
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_a3b9442b52, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
     return out
 
 
@@ -382,8 +473,11 @@ def linear__b575d77a5368(x, weight, bias):
 def linear__c8668d21fc74(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
-    _linear_kernel_0d49dcb5df[((triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](m, n, k, x, x.stride(0), x.stride(1), weight, weight.stride(0), weight.stride(1), bias, bias.stride(0), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=128, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=32, num_warps=8, num_stages=3)
+    out = x.new_empty((m, n))
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_0d49dcb5df, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
     return out
 
 
@@ -394,8 +488,11 @@ def linear__c8668d21fc74(x, weight, bias):
 def matmul__4e2d59892cdd(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    _matmul_kernel_b2722b469f[((triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](m, n, k, a, a.stride(0), a.stride(1), b, b.stride(0), b.stride(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=128, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=32, num_warps=8, num_stages=3)
+    out = a.new_empty((m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_b2722b469f, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
     return out
 
 
@@ -406,8 +503,11 @@ def matmul__4e2d59892cdd(a, b):
 def matmul__717abfca3189(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    _matmul_kernel_bd88c5d99c[((triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](m, n, k, a, a.stride(0), a.stride(1), b, b.stride(0), b.stride(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=64, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=32, num_warps=4, num_stages=3)
+    out = a.new_empty((m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_bd88c5d99c, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 32), 4, 3)
     return out
 
 
@@ -418,8 +518,11 @@ def matmul__717abfca3189(a, b):
 def matmul__7e3d582cde92(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    _matmul_kernel_b2722b469f[((triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](m, n, k, a, a.stride(0), a.stride(1), b, b.stride(0), b.stride(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=64, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=32, num_warps=4, num_stages=3)
+    out = a.new_empty((m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_b2722b469f, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 32), 4, 3)
     return out
 
 
@@ -430,8 +533,11 @@ def matmul__7e3d582cde92(a, b):
 def matmul__7f96b0183d26(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    _matmul_kernel_8fc516df51[((triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](m, n, k, a, a.stride(0), a.stride(1), b, b.stride(0), b.stride(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=128, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=32, num_warps=8, num_stages=3)
+    out = a.new_empty((m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_8fc516df51, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
     return out
 
 
@@ -442,8 +548,11 @@ def matmul__7f96b0183d26(a, b):
 def matmul__e7c7f88ce029(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    _matmul_kernel_bd88c5d99c[((triton.cdiv(m, 128)) * (triton.cdiv(n, 128)),)](m, n, k, a, a.stride(0), a.stride(1), b, b.stride(0), b.stride(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=128, _BLOCK_SIZE_1=128, _BLOCK_SIZE_2=32, num_warps=8, num_stages=3)
+    out = a.new_empty((m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_bd88c5d99c, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
     return out
 
 
@@ -454,8 +563,11 @@ def matmul__e7c7f88ce029(a, b):
 def matmul__f2517d7d58dc(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
-    _matmul_kernel_8fc516df51[((triton.cdiv(m, 64)) * (triton.cdiv(n, 64)),)](m, n, k, a, a.stride(0), a.stride(1), b, b.stride(0), b.stride(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_0=64, _BLOCK_SIZE_1=64, _BLOCK_SIZE_2=32, num_warps=4, num_stages=3)
+    out = a.new_empty((m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_8fc516df51, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 32), 4, 3)
     return out
 
 
