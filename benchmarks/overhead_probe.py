@@ -95,6 +95,7 @@ def measure(timer: Timer, old: dict) -> tuple:
             gpu = _guarded(checks, f"{name} M={m} {impl} gpu", lambda fn=fn: timer.device_us(fn))
             rows.append({"case": name, "M": m, "impl": impl, "host_us": host, "gpu_us": gpu,
                          "variant": f"{op}__{decision.variant}" if impl != "eager" else ""})
+            print(rows[-1], flush=True)
     return rows, checks
 
 
