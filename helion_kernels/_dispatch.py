@@ -62,6 +62,7 @@ class Dispatcher:
         self._tables = None
         self._cache = {}
         self._device_arch = {}
+        self.plans = {}  # the public functions' direct-call plans (see _direct), built on decisions
 
     @property
     def tables(self) -> list:
@@ -70,10 +71,11 @@ class Dispatcher:
         return self._tables
 
     def reload(self):
-        """Forget tables, architecture and decisions (after changing HK_* variables or tables)."""
+        """Forget tables, architecture, decisions and plans (after changing HK_* variables or tables)."""
         self._tables = None
         self._cache.clear()
         self._device_arch.clear()
+        self.plans.clear()
 
     def select(self, op: str, device: torch.device, dtype: torch.dtype, names: tuple,
                values: tuple) -> Decision:

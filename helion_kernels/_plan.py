@@ -81,3 +81,10 @@ def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple
             decision, launcher=None,
             reason=f"variant {decision.variant} does not fit this device ({error}); running PyTorch")
         return fallback(*args)
+
+
+def chosen_launcher(op: str, values: tuple, like: torch.Tensor):
+    """The launcher `launch` runs for (op, like's device and dtype, values), or None when it runs
+    the fallback there (or has not run there yet)."""
+    decision = _DECISIONS.get((op, like.device, like.dtype, values))
+    return None if decision is None else decision.launcher

@@ -26,7 +26,7 @@ from ._inputs import as_float64, element_size, randn, seeded_generator
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.size()
     n = b.size(1)
-    out = torch.empty([m, n], dtype=a.dtype, device=a.device)
+    out = a.new_empty((m, n))
     for tile_m, tile_n in hl.tile([m, n]):
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):
@@ -39,7 +39,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     batch, m, k = a.size()
     n = b.size(2)
-    out = torch.empty([batch, m, n], dtype=a.dtype, device=a.device)
+    out = a.new_empty((batch, m, n))
     for tile_b, tile_m, tile_n in hl.tile([batch, m, n], block_size=[1, None, None]):
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):
@@ -52,7 +52,7 @@ def bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     m, k = x.size()
     n = weight.size(0)
-    out = torch.empty([m, n], dtype=x.dtype, device=x.device)
+    out = x.new_empty((m, n))
     for tile_m, tile_n in hl.tile([m, n]):
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
         for tile_k in hl.tile(k):

@@ -27,7 +27,7 @@ DEFAULT_EPS = 1e-6
 def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
     for tile_m in hl.tile(m):
         x_tile = x[tile_m, :].to(torch.float32)
         rstd = torch.rsqrt(torch.mean(x_tile * x_tile, dim=-1) + eps)
@@ -40,7 +40,7 @@ def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[tor
 def rms_norm_noweight_fwd(x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
     for tile_m in hl.tile(m):
         x_tile = x[tile_m, :].to(torch.float32)
         rstd = torch.rsqrt(torch.mean(x_tile * x_tile, dim=-1) + eps)
@@ -56,7 +56,7 @@ def rms_norm_bwd(
     m, n = x.size()
     block_m = hl.register_block_size(m)
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([helion.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
+    grad_weight_partial = x.new_empty((helion.cdiv(m, block_m), n), dtype=torch.float32)
     for tile_m in hl.tile(m, block_size=block_m):
         x_tile = x[tile_m, :].to(torch.float32)
         dy = grad_out[tile_m, :].to(torch.float32)

@@ -24,7 +24,7 @@ from ._inputs import as_float64, element_size, randn, seeded_generator
 @helion.kernel(static_shapes=False)
 def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = hl.register_tunable("online_softmax", helion.EnumFragment((False, True)))
     block_n = hl.register_block_size(n)
     for tile_m in hl.tile(m):
@@ -53,7 +53,7 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
 @helion.kernel(static_shapes=False)
 def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.dtype) -> torch.Tensor:
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     for tile_m in hl.tile(m):
         y = out[tile_m, :].to(torch.float32)
         dy = grad_out[tile_m, :].to(torch.float32)

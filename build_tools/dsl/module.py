@@ -4,6 +4,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .fast_launch import LAUNCH_HELPERS, rewrite_launches
+
 IMPORTS = "from __future__ import annotations\n\nimport math\n\nimport torch\nimport triton\nimport triton.language as tl\n"
 
 HELPERS = {
@@ -64,11 +66,15 @@ def launcher_source(fn_name: str, tree: ast.FunctionDef, lines: list[str]) -> st
 
 def generated_code(session, fn_name: str) -> GeneratedCode:
     code = GeneratedCode()
+    code.helpers["_launch"] = LAUNCH_HELPERS
+    constexprs = {}
     for launch in session.kernels:
         code.kernels[launch.name] = launch.source
+        constexprs[launch.name] = [p.name for p in launch.builder.ordered_params() if p.constexpr]
         if launch.uses_num_sms:
             code.helpers["_num_sms"] = HELPERS["_num_sms"]
         if launch.builder.uses_tensor_descriptors:
             code.helpers["_ensure_allocator"] = HELPERS["_ensure_allocator"]
-    code.launcher = launcher_source(fn_name, session.parsed.tree, session.launcher_lines)
+    lines = rewrite_launches(session.launcher_lines, constexprs)
+    code.launcher = launcher_source(fn_name, session.parsed.tree, lines)
     return code

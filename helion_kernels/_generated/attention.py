@@ -12,8 +12,66 @@ import triton.language as tl
 OP_INFO = {"attention_bwd": {"exact_keys": ["D", "causal"], "shape_keys": ["B", "D", "H", "Hkv", "Sk", "Sq", "causal"]}, "attention_fwd": {"exact_keys": ["D", "causal"], "shape_keys": ["B", "D", "H", "Hkv", "Sk", "Sq", "causal"]}}
 
 
+_LAUNCHES: dict = {}
+_LAUNCHES_PER_KERNEL = 1024
+
+
+def _launch(kernel, grid, args, constants, num_warps, num_stages):
+    """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
+    argument specialization on the same device launches the compiled kernel directly."""
+    # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
+    state = _LAUNCHES.get(id(kernel))
+    if state is None:
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
+    launches = state[1]
+    runtime = triton.knobs.runtime
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    hooked = (enter.calls if enter.__class__ is triton.knobs.HookChain else enter is not None) or \
+        (leave.calls if leave.__class__ is triton.knobs.HookChain else leave is not None)
+    if launches is None or hooked or kernel.pre_run_hooks:
+        kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        return
+    device = torch._C._cuda_getDevice()  # torch.cuda.current_device() without its lazy-init check
+    key = [device, num_warps, num_stages, constants, runtime.debug, triton.knobs.compilation.instrumentation_mode]
+    for arg in args:
+        kind = arg.__class__
+        if kind is int:
+            key.append(arg)
+        elif kind is float:
+            key.append(float)
+        elif isinstance(arg, torch.Tensor):
+            # a dtype always precedes the flag, so the flat key cannot confuse it with an int
+            key.append(arg.dtype)
+            key.append(arg.data_ptr() % 16 == 0)
+        else:
+            key.append((kind, arg))
+    key = tuple(key)
+    launch = launches.get(key)
+    if launch is None:
+        compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        if compiled is not None and not kernel.used_global_vals:
+            if len(launches) >= _LAUNCHES_PER_KERNEL:
+                launches.clear()
+            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+        return
+    run, function, metadata = launch
+    if len(grid) < 3:
+        grid = (*grid, 1, 1)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
+        None, None, None, *args, *constants)
+
+
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def _next_power_of_2(n):
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 @triton.jit
-def _attention_bwd_kernel_13fe224a1d(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_41b0781b61(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
@@ -44,308 +102,7 @@ def _attention_bwd_kernel_13fe224a1d(batch, q_heads, kv_len, group, k, k_stride_
         load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
         v_27 = (load_26 * 1.4426950408889634)
         v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = v_33.to(tl.float16)
-        v_35 = tl.permute(v_34, (1, 0))
-        dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_36
-        v_37 = tl.permute(load_16, (1, 0))
-        dot_38 = tl.dot(load_25, tl.where(rmask_0[:, None], v_37, 0))
-        load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_40 = load_39[:, None]
-        v_41 = (dot_38 - v_40)
-        v_42 = (v_33 * v_41)
-        v_43 = v_42.to(tl.float16)
-        v_44 = tl.permute(v_43, (1, 0))
-        dot_45 = tl.dot(tl.where(mask_23[None, :], v_44, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_45
-        v_46 = v_42.to(tl.float16)
-        dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
-        v_48 = (dot_47 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_49 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_4c73e14625(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = tl.permute(v_33, (1, 0))
-        dot_35 = tl.dot(tl.where(mask_23[None, :], v_34, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_35
-        v_36 = tl.permute(load_16, (1, 0))
-        dot_37 = tl.dot(load_25, tl.where(rmask_0[:, None], v_36, 0))
-        load_38 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_39 = load_38[:, None]
-        v_40 = (dot_37 - v_39)
-        v_41 = (v_33 * v_40)
-        v_42 = tl.permute(v_41, (1, 0))
-        dot_43 = tl.dot(tl.where(mask_23[None, :], v_42, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_43
-        dot_44 = tl.dot(tl.where(mask_13[None, :], v_41, 0), load_15)
-        v_45 = (dot_44 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_46 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_73620fbcff(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = indices_12[None, :]
-        v_35 = indices_22[:, None]
-        v_36 = (v_34 <= v_35)
-        v_37 = tl.where(v_36, v_33, 0.0)
-        v_38 = v_37.to(tl.bfloat16)
-        v_39 = tl.permute(v_38, (1, 0))
-        dot_40 = tl.dot(tl.where(mask_23[None, :], v_39, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_40
-        v_41 = tl.permute(load_16, (1, 0))
-        dot_42 = tl.dot(load_25, tl.where(rmask_0[:, None], v_41, 0))
-        load_43 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_44 = load_43[:, None]
-        v_45 = (dot_42 - v_44)
-        v_46 = (v_37 * v_45)
-        v_47 = v_46.to(tl.bfloat16)
-        v_48 = tl.permute(v_47, (1, 0))
-        dot_49 = tl.dot(tl.where(mask_23[None, :], v_48, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_49
-        v_50 = v_46.to(tl.bfloat16)
-        dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
-        v_52 = (dot_51 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_53 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_a60a8d2edb(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = indices_12[None, :]
-        v_35 = indices_22[:, None]
-        v_36 = (v_34 <= v_35)
-        v_37 = tl.where(v_36, v_33, 0.0)
-        v_38 = tl.permute(v_37, (1, 0))
-        dot_39 = tl.dot(tl.where(mask_23[None, :], v_38, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_39
-        v_40 = tl.permute(load_16, (1, 0))
-        dot_41 = tl.dot(load_25, tl.where(rmask_0[:, None], v_40, 0))
-        load_42 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_43 = load_42[:, None]
-        v_44 = (dot_41 - v_43)
-        v_45 = (v_37 * v_44)
-        v_46 = tl.permute(v_45, (1, 0))
-        dot_47 = tl.dot(tl.where(mask_23[None, :], v_46, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_47
-        dot_48 = tl.dot(tl.where(mask_13[None, :], v_45, 0), load_15)
-        v_49 = (dot_48 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_49, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_50 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_50, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_b6b42e52e8(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = indices_12[None, :]
-        v_35 = indices_22[:, None]
-        v_36 = (v_34 <= v_35)
-        v_37 = tl.where(v_36, v_33, 0.0)
-        v_38 = v_37.to(tl.float16)
-        v_39 = tl.permute(v_38, (1, 0))
-        dot_40 = tl.dot(tl.where(mask_23[None, :], v_39, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_40
-        v_41 = tl.permute(load_16, (1, 0))
-        dot_42 = tl.dot(load_25, tl.where(rmask_0[:, None], v_41, 0))
-        load_43 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_44 = load_43[:, None]
-        v_45 = (dot_42 - v_44)
-        v_46 = (v_37 * v_45)
-        v_47 = v_46.to(tl.float16)
-        v_48 = tl.permute(v_47, (1, 0))
-        dot_49 = tl.dot(tl.where(mask_23[None, :], v_48, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_49
-        v_50 = v_46.to(tl.float16)
-        dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
-        v_52 = (dot_51 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_53 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_c52b840d3d(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, tl.where(rmask_0[:, None], v_28, 0))
+        dot_29 = tl.dot(load_24, v_28)
         v_30 = (dot_29 * qk_scale)
         v_31 = v_27[:, None]
         v_32 = (v_30 - v_31)
@@ -355,7 +112,7 @@ def _attention_bwd_kernel_c52b840d3d(batch, q_heads, kv_len, group, k, k_stride_
         dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
         acc_v_19 = dot_36
         v_37 = tl.permute(load_16, (1, 0))
-        dot_38 = tl.dot(load_25, tl.where(rmask_0[:, None], v_37, 0))
+        dot_38 = tl.dot(load_25, v_37)
         load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
         v_40 = load_39[:, None]
         v_41 = (dot_38 - v_40)
@@ -373,7 +130,308 @@ def _attention_bwd_kernel_c52b840d3d(batch, q_heads, kv_len, group, k, k_stride_
     tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
 
 @triton.jit
-def _attention_fwd_kernel_0bad0c35b5(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_42616a59ca(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < k_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < kv_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_19 = v_18
+    acc_k_20 = v_17
+    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
+        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_23 = indices_22 < q_len
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
+        v_27 = (load_26 * 1.4426950408889634)
+        v_28 = tl.permute(load_15, (1, 0))
+        dot_29 = tl.dot(load_24, v_28)
+        v_30 = (dot_29 * qk_scale)
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = indices_12[None, :]
+        v_35 = indices_22[:, None]
+        v_36 = (v_34 <= v_35)
+        v_37 = tl.where(v_36, v_33, 0.0)
+        v_38 = v_37.to(tl.bfloat16)
+        v_39 = tl.permute(v_38, (1, 0))
+        dot_40 = tl.dot(tl.where(mask_23[None, :], v_39, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_40
+        v_41 = tl.permute(load_16, (1, 0))
+        dot_42 = tl.dot(load_25, v_41)
+        load_43 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_44 = load_43[:, None]
+        v_45 = (dot_42 - v_44)
+        v_46 = (v_37 * v_45)
+        v_47 = v_46.to(tl.bfloat16)
+        v_48 = tl.permute(v_47, (1, 0))
+        dot_49 = tl.dot(tl.where(mask_23[None, :], v_48, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_49
+        v_50 = v_46.to(tl.bfloat16)
+        dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
+        v_52 = (dot_51 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_53 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+
+@triton.jit
+def _attention_bwd_kernel_4f6d3faaa3(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < k_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < kv_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_19 = v_18
+    acc_k_20 = v_17
+    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
+        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_23 = indices_22 < q_len
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
+        v_27 = (load_26 * 1.4426950408889634)
+        v_28 = tl.permute(load_15, (1, 0))
+        dot_29 = tl.dot(load_24, v_28)
+        v_30 = (dot_29 * qk_scale)
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = indices_12[None, :]
+        v_35 = indices_22[:, None]
+        v_36 = (v_34 <= v_35)
+        v_37 = tl.where(v_36, v_33, 0.0)
+        v_38 = tl.permute(v_37, (1, 0))
+        dot_39 = tl.dot(tl.where(mask_23[None, :], v_38, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_39
+        v_40 = tl.permute(load_16, (1, 0))
+        dot_41 = tl.dot(load_25, v_40)
+        load_42 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_43 = load_42[:, None]
+        v_44 = (dot_41 - v_43)
+        v_45 = (v_37 * v_44)
+        v_46 = tl.permute(v_45, (1, 0))
+        dot_47 = tl.dot(tl.where(mask_23[None, :], v_46, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_47
+        dot_48 = tl.dot(tl.where(mask_13[None, :], v_45, 0), load_15)
+        v_49 = (dot_48 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_49, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_50 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_50, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+
+@triton.jit
+def _attention_bwd_kernel_7bf69e51a0(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < k_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < kv_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_19 = v_18
+    acc_k_20 = v_17
+    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
+        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_23 = indices_22 < q_len
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
+        v_27 = (load_26 * 1.4426950408889634)
+        v_28 = tl.permute(load_15, (1, 0))
+        dot_29 = tl.dot(load_24, v_28)
+        v_30 = (dot_29 * qk_scale)
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = indices_12[None, :]
+        v_35 = indices_22[:, None]
+        v_36 = (v_34 <= v_35)
+        v_37 = tl.where(v_36, v_33, 0.0)
+        v_38 = v_37.to(tl.float16)
+        v_39 = tl.permute(v_38, (1, 0))
+        dot_40 = tl.dot(tl.where(mask_23[None, :], v_39, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_40
+        v_41 = tl.permute(load_16, (1, 0))
+        dot_42 = tl.dot(load_25, v_41)
+        load_43 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_44 = load_43[:, None]
+        v_45 = (dot_42 - v_44)
+        v_46 = (v_37 * v_45)
+        v_47 = v_46.to(tl.float16)
+        v_48 = tl.permute(v_47, (1, 0))
+        dot_49 = tl.dot(tl.where(mask_23[None, :], v_48, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_49
+        v_50 = v_46.to(tl.float16)
+        dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
+        v_52 = (dot_51 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_53 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+
+@triton.jit
+def _attention_bwd_kernel_d4099d418b(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < k_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < kv_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_19 = v_18
+    acc_k_20 = v_17
+    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
+        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_23 = indices_22 < q_len
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
+        v_27 = (load_26 * 1.4426950408889634)
+        v_28 = tl.permute(load_15, (1, 0))
+        dot_29 = tl.dot(load_24, v_28)
+        v_30 = (dot_29 * qk_scale)
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = v_33.to(tl.float16)
+        v_35 = tl.permute(v_34, (1, 0))
+        dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_36
+        v_37 = tl.permute(load_16, (1, 0))
+        dot_38 = tl.dot(load_25, v_37)
+        load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_40 = load_39[:, None]
+        v_41 = (dot_38 - v_40)
+        v_42 = (v_33 * v_41)
+        v_43 = v_42.to(tl.float16)
+        v_44 = tl.permute(v_43, (1, 0))
+        dot_45 = tl.dot(tl.where(mask_23[None, :], v_44, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_45
+        v_46 = v_42.to(tl.float16)
+        dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
+        v_48 = (dot_47 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_49 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+
+@triton.jit
+def _attention_bwd_kernel_f1898cb91e(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < k_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < kv_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_19 = v_18
+    acc_k_20 = v_17
+    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
+        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_23 = indices_22 < q_len
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
+        v_27 = (load_26 * 1.4426950408889634)
+        v_28 = tl.permute(load_15, (1, 0))
+        dot_29 = tl.dot(load_24, v_28)
+        v_30 = (dot_29 * qk_scale)
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = tl.permute(v_33, (1, 0))
+        dot_35 = tl.dot(tl.where(mask_23[None, :], v_34, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_35
+        v_36 = tl.permute(load_16, (1, 0))
+        dot_37 = tl.dot(load_25, v_36)
+        load_38 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_39 = load_38[:, None]
+        v_40 = (dot_37 - v_39)
+        v_41 = (v_33 * v_40)
+        v_42 = tl.permute(v_41, (1, 0))
+        dot_43 = tl.dot(tl.where(mask_23[None, :], v_42, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_43
+        dot_44 = tl.dot(tl.where(mask_13[None, :], v_41, 0), load_15)
+        v_45 = (dot_44 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    v_46 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+
+@triton.jit
+def _attention_fwd_kernel_0e983a6a88(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -403,7 +461,7 @@ def _attention_fwd_kernel_0bad0c35b5(batch, q_heads, q_len, group, q, q_stride_0
         mask_25 = indices_24 < v_19
         load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
-        dot_28 = tl.dot(load_15, tl.where(rmask_0[:, None], v_27, 0))
+        dot_28 = tl.dot(load_15, v_27)
         v_29 = (dot_28 * qk_scale)
         red_30 = (tl.max(tl.where(mask_25[None, :], v_29, float("-inf")), 1))
         v_31 = tl.maximum(row_max_22, red_30)
@@ -432,7 +490,7 @@ def _attention_fwd_kernel_0bad0c35b5(batch, q_heads, q_len, group, q, q_stride_0
         mask_51 = indices_50 < v_45
         load_52 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_50[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_51[:, None]) & (rmask_0[None, :]), other=0)
         v_53 = tl.permute(load_52, (1, 0))
-        dot_54 = tl.dot(load_15, tl.where(rmask_0[:, None], v_53, 0))
+        dot_54 = tl.dot(load_15, v_53)
         v_55 = (dot_54 * qk_scale)
         v_56 = indices_50[None, :]
         v_57 = indices_12[:, None]
@@ -464,7 +522,7 @@ def _attention_fwd_kernel_0bad0c35b5(batch, q_heads, q_len, group, q, q_stride_0
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_78, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_1b7ba0d48c(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_836b6ac57f(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -493,7 +551,7 @@ def _attention_fwd_kernel_1b7ba0d48c(batch, q_heads, q_len, group, q, q_stride_0
         mask_24 = indices_23 < kv_len
         load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
         v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
+        dot_27 = tl.dot(load_15, v_26)
         v_28 = (dot_27 * qk_scale)
         red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
         v_30 = tl.maximum(row_max_21, red_29)
@@ -507,7 +565,7 @@ def _attention_fwd_kernel_1b7ba0d48c(batch, q_heads, q_len, group, q, q_stride_0
         v_38 = (v_36 + red_37)
         row_sum_19 = v_38
         load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_40 = v_33.to(tl.float16)
+        v_40 = v_33.to(tl.bfloat16)
         v_41 = v_35[:, None]
         v_42 = (acc_20 * v_41)
         dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
@@ -515,7 +573,7 @@ def _attention_fwd_kernel_1b7ba0d48c(batch, q_heads, q_len, group, q, q_stride_0
         row_max_21 = v_30
     v_44 = row_sum_19[:, None]
     v_45 = (acc_20 / v_44)
-    v_46 = v_45.to(tl.float16)
+    v_46 = v_45.to(tl.bfloat16)
     tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]))
     v_47 = tl.log2(row_sum_19)
     v_48 = (row_max_21 + v_47)
@@ -523,7 +581,7 @@ def _attention_fwd_kernel_1b7ba0d48c(batch, q_heads, q_len, group, q, q_stride_0
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_330a7e57ea(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_98687d0169(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -553,7 +611,7 @@ def _attention_fwd_kernel_330a7e57ea(batch, q_heads, q_len, group, q, q_stride_0
         mask_25 = indices_24 < v_19
         load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
-        dot_28 = tl.dot(load_15, tl.where(rmask_0[:, None], v_27, 0))
+        dot_28 = tl.dot(load_15, v_27)
         v_29 = (dot_28 * qk_scale)
         red_30 = (tl.max(tl.where(mask_25[None, :], v_29, float("-inf")), 1))
         v_31 = tl.maximum(row_max_22, red_30)
@@ -583,7 +641,7 @@ def _attention_fwd_kernel_330a7e57ea(batch, q_heads, q_len, group, q, q_stride_0
         mask_52 = indices_51 < v_46
         load_53 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]) & (rmask_0[None, :]), other=0)
         v_54 = tl.permute(load_53, (1, 0))
-        dot_55 = tl.dot(load_15, tl.where(rmask_0[:, None], v_54, 0))
+        dot_55 = tl.dot(load_15, v_54)
         v_56 = (dot_55 * qk_scale)
         v_57 = indices_51[None, :]
         v_58 = indices_12[:, None]
@@ -617,123 +675,7 @@ def _attention_fwd_kernel_330a7e57ea(batch, q_heads, q_len, group, q, q_stride_0
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_81, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_38b37c8de1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_40 = v_33.to(tl.bfloat16)
-        v_41 = v_35[:, None]
-        v_42 = (acc_20 * v_41)
-        dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
-        acc_20 = dot_43
-        row_max_21 = v_30
-    v_44 = row_sum_19[:, None]
-    v_45 = (acc_20 / v_44)
-    v_46 = v_45.to(tl.bfloat16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_47 = tl.log2(row_sum_19)
-    v_48 = (row_max_21 + v_47)
-    v_49 = (v_48 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
-
-@triton.jit
-def _attention_fwd_kernel_920b530ac6(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, tl.where(rmask_0[:, None], v_26, 0))
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_40 = v_35[:, None]
-        v_41 = (acc_20 * v_40)
-        dot_42 = tl.dot(tl.where(mask_24[None, :], v_33, 0), load_39, acc=v_41)
-        acc_20 = dot_42
-        row_max_21 = v_30
-    v_43 = row_sum_19[:, None]
-    v_44 = (acc_20 / v_43)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_44, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_45 = tl.log2(row_sum_19)
-    v_46 = (row_max_21 + v_45)
-    v_47 = (v_46 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_47, mask=(mask_13))
-
-@triton.jit
-def _attention_fwd_kernel_923c4d3065(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_9fd08cb8ec(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
@@ -763,7 +705,7 @@ def _attention_fwd_kernel_923c4d3065(batch, q_heads, q_len, group, q, q_stride_0
         mask_25 = indices_24 < v_19
         load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
-        dot_28 = tl.dot(load_15, tl.where(rmask_0[:, None], v_27, 0))
+        dot_28 = tl.dot(load_15, v_27)
         v_29 = (dot_28 * qk_scale)
         red_30 = (tl.max(tl.where(mask_25[None, :], v_29, float("-inf")), 1))
         v_31 = tl.maximum(row_max_22, red_30)
@@ -793,7 +735,7 @@ def _attention_fwd_kernel_923c4d3065(batch, q_heads, q_len, group, q, q_stride_0
         mask_52 = indices_51 < v_46
         load_53 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]) & (rmask_0[None, :]), other=0)
         v_54 = tl.permute(load_53, (1, 0))
-        dot_55 = tl.dot(load_15, tl.where(rmask_0[:, None], v_54, 0))
+        dot_55 = tl.dot(load_15, v_54)
         v_56 = (dot_55 * qk_scale)
         v_57 = indices_51[None, :]
         v_58 = indices_12[:, None]
@@ -826,6 +768,122 @@ def _attention_fwd_kernel_923c4d3065(batch, q_heads, q_len, group, q, q_stride_0
     v_81 = (v_80 * 0.6931471805599453)
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_81, mask=(mask_13))
 
+@triton.jit
+def _attention_fwd_kernel_a4962f06b1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < q_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < q_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        v_28 = (dot_27 * qk_scale)
+        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_40 = v_35[:, None]
+        v_41 = (acc_20 * v_40)
+        dot_42 = tl.dot(tl.where(mask_24[None, :], v_33, 0), load_39, acc=v_41)
+        acc_20 = dot_42
+        row_max_21 = v_30
+    v_43 = row_sum_19[:, None]
+    v_44 = (acc_20 / v_43)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_44, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    v_45 = tl.log2(row_sum_19)
+    v_46 = (row_max_21 + v_45)
+    v_47 = (v_46 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_47, mask=(mask_13))
+
+@triton.jit
+def _attention_fwd_kernel_b37f2e3443(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < q_size_3
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < q_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        v_28 = (dot_27 * qk_scale)
+        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        v_40 = v_33.to(tl.float16)
+        v_41 = v_35[:, None]
+        v_42 = (acc_20 * v_41)
+        dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
+        acc_20 = dot_43
+        row_max_21 = v_30
+    v_44 = row_sum_19[:, None]
+    v_45 = (acc_20 / v_44)
+    v_46 = v_45.to(tl.float16)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    v_47 = tl.log2(row_sum_19)
+    v_48 = (row_max_21 + v_47)
+    v_49 = (v_48 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
+
 
 # attention_bwd variant 0f6a41105bbb
 # config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
@@ -843,7 +901,17 @@ def attention_bwd__0f6a41105bbb(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -863,7 +931,17 @@ def attention_bwd__13a82309691b(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -883,7 +961,17 @@ def attention_bwd__15c5bf117421(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -903,7 +991,17 @@ def attention_bwd__17f1100229e1(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -923,7 +1021,17 @@ def attention_bwd__1875bcb7bf9a(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -943,7 +1051,17 @@ def attention_bwd__1e148f5c505d(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -963,7 +1081,17 @@ def attention_bwd__3486af520f45(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -983,7 +1111,17 @@ def attention_bwd__41081d92a51c(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1003,7 +1141,17 @@ def attention_bwd__46fcefc33ee8(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1023,7 +1171,17 @@ def attention_bwd__4ae26c0e2c68(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1043,7 +1201,17 @@ def attention_bwd__4b23ce330e2f(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1063,7 +1231,17 @@ def attention_bwd__56595ad9ccca(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1083,7 +1261,17 @@ def attention_bwd__5afce08e8bcc(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1103,7 +1291,17 @@ def attention_bwd__5c0e372a6b7c(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1123,7 +1321,17 @@ def attention_bwd__5cdcc240288f(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1143,7 +1351,17 @@ def attention_bwd__741ffb96c6db(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_b6b42e52e8[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1163,7 +1381,17 @@ def attention_bwd__82dbeb22179e(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1183,7 +1411,17 @@ def attention_bwd__85b60c34ae23(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1203,7 +1441,17 @@ def attention_bwd__90c911ef3100(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1223,7 +1471,17 @@ def attention_bwd__94f48a3fce36(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1243,7 +1501,17 @@ def attention_bwd__af8e47cd4269(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1263,7 +1531,17 @@ def attention_bwd__afee638c0641(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1283,7 +1561,17 @@ def attention_bwd__aff37e226f3b(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1303,7 +1591,17 @@ def attention_bwd__b911382f9545(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_a60a8d2edb[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1323,7 +1621,17 @@ def attention_bwd__bf09b49ad5ba(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_c52b840d3d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1343,7 +1651,17 @@ def attention_bwd__cd57c6017ea2(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1363,7 +1681,17 @@ def attention_bwd__ce90990cbb53(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_73620fbcff[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1383,7 +1711,17 @@ def attention_bwd__e6cee15a4bb5(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_4c73e14625[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 32)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1403,7 +1741,17 @@ def attention_bwd__f8db6bfe1064(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1423,7 +1771,17 @@ def attention_bwd__fcdd353455dc(grad_out, q, k, v, out, lse, causal, scale):
     grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
     grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
     grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    _attention_bwd_kernel_13fe224a1d[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(kv_len, 64)),)](batch, q_heads, kv_len, group, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), k.size(3), v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), q_len, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), grad_out, grad_out.stride(0), grad_out.stride(1), grad_out.stride(2), grad_out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), qk_scale, delta, delta.stride(0), delta.stride(1), delta.stride(2), scale, grad_q, grad_q.stride(0), grad_q.stride(1), grad_q.stride(2), grad_q.stride(3), grad_k, grad_k.stride(0), grad_k.stride(1), grad_k.stride(2), grad_k.stride(3), grad_v, grad_v.stride(0), grad_v.stride(1), grad_v.stride(2), grad_v.stride(3), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, k.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    grad_v_strides = grad_v.stride()
+    k_sizes = k.size()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1441,7 +1799,13 @@ def attention_fwd__0cdc355ec797(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1459,7 +1823,13 @@ def attention_fwd__0ea8311861f4(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1477,7 +1847,13 @@ def attention_fwd__2286331c9efe(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1495,7 +1871,13 @@ def attention_fwd__2335a514d7d8(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1513,7 +1895,13 @@ def attention_fwd__3088b598c2d3(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1531,7 +1919,13 @@ def attention_fwd__351395ba6f77(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1549,7 +1943,13 @@ def attention_fwd__3e60ce4d2318(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1567,7 +1967,13 @@ def attention_fwd__408110f23c56(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1585,7 +1991,13 @@ def attention_fwd__432f6da60d99(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1603,7 +2015,13 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1621,7 +2039,13 @@ def attention_fwd__480c94cf7738(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1639,7 +2063,13 @@ def attention_fwd__5a781adc8769(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1657,7 +2087,13 @@ def attention_fwd__66b219fb682d(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1675,7 +2111,13 @@ def attention_fwd__6745ae4f0c8c(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1693,7 +2135,13 @@ def attention_fwd__80464e55e609(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1711,7 +2159,13 @@ def attention_fwd__883a4250664d(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1729,7 +2183,13 @@ def attention_fwd__912e0e5a00d2(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1747,7 +2207,13 @@ def attention_fwd__92fb6f7f6ed2(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1765,7 +2231,13 @@ def attention_fwd__932a1f04d793(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_38b37c8de1[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1783,7 +2255,13 @@ def attention_fwd__9a2fa2ca89fb(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1801,7 +2279,13 @@ def attention_fwd__b415b0261e49(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1819,7 +2303,13 @@ def attention_fwd__ca57a3bc2c03(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_1b7ba0d48c[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1837,7 +2327,13 @@ def attention_fwd__d0bd0047c2a1(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1855,7 +2351,13 @@ def attention_fwd__d31c02e5d059(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_923c4d3065[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1873,7 +2375,13 @@ def attention_fwd__d45dd177fbb8(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1891,7 +2399,13 @@ def attention_fwd__e230fc514c6b(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1909,7 +2423,13 @@ def attention_fwd__e83da4b3b6c7(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
     return (out, lse)
 
 
@@ -1927,7 +2447,13 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_920b530ac6[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 64)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=64, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=64, num_warps=4, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
     return (out, lse)
 
 
@@ -1945,7 +2471,13 @@ def attention_fwd__f3c397778c8d(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_330a7e57ea[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 
@@ -1963,7 +2495,13 @@ def attention_fwd__f4a52e86f860(q, k, v, causal, scale):
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    _attention_fwd_kernel_0bad0c35b5[((triton.cdiv(batch, 1)) * (triton.cdiv(q_heads, 1)) * (triton.cdiv(q_len, 32)),)](batch, q_heads, q_len, group, q, q.stride(0), q.stride(1), q.stride(2), q.stride(3), q.size(3), kv_len, k, k.stride(0), k.stride(1), k.stride(2), k.stride(3), qk_scale, v, v.stride(0), v.stride(1), v.stride(2), v.stride(3), out, out.stride(0), out.stride(1), out.stride(2), out.stride(3), lse, lse.stride(0), lse.stride(1), lse.stride(2), _BLOCK_SIZE_1=32, _RDIM_SIZE_0=max(16, triton.next_power_of_2(max(1, q.size(3)))), _BLOCK_SIZE_0=32, num_warps=8, num_stages=2)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_sizes = q.size()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
     return (out, lse)
 
 

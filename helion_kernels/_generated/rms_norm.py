@@ -22,6 +22,64 @@ def _ensure_allocator() -> None:
         _ALLOCATOR_SET.append(True)
 
 
+_LAUNCHES: dict = {}
+_LAUNCHES_PER_KERNEL = 1024
+
+
+def _launch(kernel, grid, args, constants, num_warps, num_stages):
+    """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
+    argument specialization on the same device launches the compiled kernel directly."""
+    # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
+    state = _LAUNCHES.get(id(kernel))
+    if state is None:
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
+    launches = state[1]
+    runtime = triton.knobs.runtime
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    hooked = (enter.calls if enter.__class__ is triton.knobs.HookChain else enter is not None) or \
+        (leave.calls if leave.__class__ is triton.knobs.HookChain else leave is not None)
+    if launches is None or hooked or kernel.pre_run_hooks:
+        kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        return
+    device = torch._C._cuda_getDevice()  # torch.cuda.current_device() without its lazy-init check
+    key = [device, num_warps, num_stages, constants, runtime.debug, triton.knobs.compilation.instrumentation_mode]
+    for arg in args:
+        kind = arg.__class__
+        if kind is int:
+            key.append(arg)
+        elif kind is float:
+            key.append(float)
+        elif isinstance(arg, torch.Tensor):
+            # a dtype always precedes the flag, so the flat key cannot confuse it with an int
+            key.append(arg.dtype)
+            key.append(arg.data_ptr() % 16 == 0)
+        else:
+            key.append((kind, arg))
+    key = tuple(key)
+    launch = launches.get(key)
+    if launch is None:
+        compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        if compiled is not None and not kernel.used_global_vals:
+            if len(launches) >= _LAUNCHES_PER_KERNEL:
+                launches.clear()
+            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+        return
+    run, function, metadata = launch
+    if len(grid) < 3:
+        grid = (*grid, 1, 1)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
+        None, None, None, *args, *constants)
+
+
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def _next_power_of_2(n):
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 @triton.jit
 def _rms_norm_bwd_kernel_0a83acaa33(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, weight, weight_stride_0, x_size_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_x_size_0, grad_x_size_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr, _TMA_inv_rms_12: tl.constexpr, _TMA_grad_x_22: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -962,8 +1020,13 @@ def rms_norm_bwd__0da2b1aa9550(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_5768e45934[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_5768e45934, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -975,8 +1038,13 @@ def rms_norm_bwd__1c54406c29b5(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_88bd1ac99f[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_88bd1ac99f, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -988,8 +1056,13 @@ def rms_norm_bwd__20e522cc32e6(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_5768e45934[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_5768e45934, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1002,8 +1075,12 @@ def rms_norm_bwd__563b78804a18(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_a9b52b8dd1[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_a9b52b8dd1, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, 4096), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1017,8 +1094,13 @@ def rms_norm_bwd__7012f45d6f96(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_40ccda4597[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=1)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_40ccda4597, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 1)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1031,8 +1113,12 @@ def rms_norm_bwd__9153032f3456(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_b92ca6761e[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_b92ca6761e, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, 4096), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1045,8 +1131,13 @@ def rms_norm_bwd__b130c409bf57(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_0e0944210a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_0e0944210a, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1058,8 +1149,13 @@ def rms_norm_bwd__b1585dd64897(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_88bd1ac99f[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_88bd1ac99f, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1071,9 +1167,16 @@ def rms_norm_bwd__cffcc4e7e164(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 2
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
     _ensure_allocator()
-    _rms_norm_bwd_kernel_0a83acaa33[(triton.cdiv(m, 2),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), inv_rms.size(0), weight, weight.stride(0), x.size(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_x.size(0), grad_x.size(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=2, _REDUCTION_BLOCK_0=4096, _TMA_inv_rms_12=(inv_rms.stride(0) == 1 and inv_rms.data_ptr() % 16 == 0 and (2) * 4 >= 16), _TMA_grad_x_22=(grad_x.stride(1) == 1 and grad_x.data_ptr() % 16 == 0 and grad_x.stride(0) * 2 % 16 == 0 and (4096) * 2 >= 16), num_warps=4, num_stages=5)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_sizes = grad_x.size()
+    grad_x_strides = grad_x.stride()
+    inv_rms_strides = inv_rms.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_0a83acaa33, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms_strides[0], inv_rms.size(0), weight, weight.stride(0), x_sizes[0], grad_x, grad_x_strides[0], grad_x_strides[1], grad_x_sizes[0], grad_x_sizes[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (2, 4096, inv_rms_strides[0] == 1 and inv_rms.data_ptr() % 16 == 0 and (2 * 4 >= 16), grad_x_strides[1] == 1 and grad_x.data_ptr() % 16 == 0 and (grad_x_strides[0] * 2 % 16 == 0) and (4096 * 2 >= 16)), 4, 5)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1086,8 +1189,12 @@ def rms_norm_bwd__d8d2cd527379(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_4805ee0c0f[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_4805ee0c0f, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, 4096), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1099,8 +1206,13 @@ def rms_norm_bwd__dfd6be3e94b4(grad_out, x, weight, inv_rms):
     m, n = x.size()
     block_m = 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = torch.empty([triton.cdiv(m, block_m), n], dtype=torch.float32, device=x.device)
-    _rms_norm_bwd_kernel_0e0944210a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), grad_weight_partial, grad_weight_partial.stride(0), grad_weight_partial.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    grad_weight_partial = x.new_empty((_cdiv(m, block_m), n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_0e0944210a, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1111,8 +1223,12 @@ def rms_norm_bwd__dfd6be3e94b4(grad_out, x, weight, inv_rms):
 def rms_norm_fwd__11ac3b6c6fef(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_6003d45159[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), x.size(0), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), out.size(0), out.size(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=2048, num_warps=8, num_stages=1)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_sizes = out.size()
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_6003d45159, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], x_sizes[0], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (1, 2048), 8, 1)
     return (out, inv_rms)
 
 
@@ -1123,8 +1239,12 @@ def rms_norm_fwd__11ac3b6c6fef(x, weight, eps):
 def rms_norm_fwd__22ebcdbf4fa6(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_b802444cd0[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), x.size(0), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), out.size(0), out.size(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=2048, num_warps=8, num_stages=1)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_sizes = out.size()
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_b802444cd0, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], x_sizes[0], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (1, 2048), 8, 1)
     return (out, inv_rms)
 
 
@@ -1135,9 +1255,13 @@ def rms_norm_fwd__22ebcdbf4fa6(x, weight, eps):
 def rms_norm_fwd__42e3212088d3(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
     _ensure_allocator()
-    _rms_norm_fwd_kernel_eb6e8137a1[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), out.size(0), out.size(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), _TMA_out_15=(out.stride(1) == 1 and out.data_ptr() % 16 == 0 and out.stride(0) * 4 % 16 == 0 and (triton.next_power_of_2(max(1, x.size(1)))) * 4 >= 16), num_warps=8, num_stages=1)
+    out_sizes = out.size()
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_eb6e8137a1, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1])), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (_next_power_of_2(max(1, x_sizes[1])) * 4 >= 16)), 8, 1)
     return (out, inv_rms)
 
 
@@ -1149,8 +1273,11 @@ def rms_norm_fwd__42e3212088d3(x, weight, eps):
 def rms_norm_fwd__61b28234f4dc(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_d78f60a109[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_d78f60a109, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1162,8 +1289,10 @@ def rms_norm_fwd__61b28234f4dc(x, weight, eps):
 def rms_norm_fwd__688874442fd9(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_dc30539c98[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_dc30539c98, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -1176,8 +1305,11 @@ def rms_norm_fwd__688874442fd9(x, weight, eps):
 def rms_norm_fwd__82e96a9cd1f2(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_246252294a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_246252294a, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1189,8 +1321,10 @@ def rms_norm_fwd__82e96a9cd1f2(x, weight, eps):
 def rms_norm_fwd__86976b94ac34(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_a8d1106cf5[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_a8d1106cf5, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -1201,8 +1335,11 @@ def rms_norm_fwd__86976b94ac34(x, weight, eps):
 def rms_norm_fwd__926ad4d0808b(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_6716d9cbfa[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_6716d9cbfa, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1216,8 +1353,11 @@ def rms_norm_fwd__926ad4d0808b(x, weight, eps):
 def rms_norm_fwd__a0ec5c066da4(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_d78f60a109[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_d78f60a109, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1228,8 +1368,11 @@ def rms_norm_fwd__a0ec5c066da4(x, weight, eps):
 def rms_norm_fwd__afe3a526e0eb(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_6716d9cbfa[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_6716d9cbfa, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1240,8 +1383,11 @@ def rms_norm_fwd__afe3a526e0eb(x, weight, eps):
 def rms_norm_fwd__b711d13744a4(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_217ac07bce[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), x.size(0), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), inv_rms.size(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=16, num_stages=4)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_217ac07bce, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], x_sizes[0], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 4)
     return (out, inv_rms)
 
 
@@ -1253,8 +1399,10 @@ def rms_norm_fwd__b711d13744a4(x, weight, eps):
 def rms_norm_fwd__c3f522a5e94b(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_474fe778dc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_474fe778dc, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -1265,8 +1413,11 @@ def rms_norm_fwd__c3f522a5e94b(x, weight, eps):
 def rms_norm_fwd__f32737fbb6e4(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_246252294a[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_246252294a, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1278,8 +1429,12 @@ def rms_norm_fwd__f32737fbb6e4(x, weight, eps):
 def rms_norm_fwd__f86845012711(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_fwd_kernel_152d11a45c[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), x.size(0), eps, weight, weight.stride(0), out, out.stride(0), out.stride(1), out.size(0), out.size(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=2048, num_warps=8, num_stages=1)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_sizes = out.size()
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_152d11a45c, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], x_sizes[0], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (1, 2048), 8, 1)
     return (out, inv_rms)
 
 
@@ -1290,7 +1445,11 @@ def rms_norm_fwd__f86845012711(x, weight, eps):
 def rms_norm_noweight_bwd__0665e5ec91ce(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_c2ebd4317b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return grad_x
 
 
@@ -1301,7 +1460,11 @@ def rms_norm_noweight_bwd__0665e5ec91ce(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__1e3769fdcfb7(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_0197066a14[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
@@ -1312,7 +1475,11 @@ def rms_norm_noweight_bwd__1e3769fdcfb7(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__5cfe0a937199(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_cf2419675e[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
@@ -1324,7 +1491,10 @@ def rms_norm_noweight_bwd__5cfe0a937199(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__6a7c8568779e(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_fcf7b35a62[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
     return grad_x
 
 
@@ -1336,7 +1506,10 @@ def rms_norm_noweight_bwd__6a7c8568779e(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__749557e55fbe(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_c5c07b9205[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_c5c07b9205, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
     return grad_x
 
 
@@ -1347,7 +1520,11 @@ def rms_norm_noweight_bwd__749557e55fbe(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__7a1e65e16f26(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_cf2419675e[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return grad_x
 
 
@@ -1358,7 +1535,11 @@ def rms_norm_noweight_bwd__7a1e65e16f26(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__8b75e1395fb0(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_0197066a14[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return grad_x
 
 
@@ -1369,7 +1550,11 @@ def rms_norm_noweight_bwd__8b75e1395fb0(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__9add576a9f0a(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_c2ebd4317b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
@@ -1381,7 +1566,10 @@ def rms_norm_noweight_bwd__9add576a9f0a(grad_out, x, inv_rms):
 def rms_norm_noweight_bwd__9ebda1bfd5d8(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
-    _rms_norm_noweight_bwd_kernel_12cba8c0c9[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), inv_rms, inv_rms.stride(0), grad_x, grad_x.stride(0), grad_x.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_12cba8c0c9, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
     return grad_x
 
 
@@ -1392,8 +1580,11 @@ def rms_norm_noweight_bwd__9ebda1bfd5d8(grad_out, x, inv_rms):
 def rms_norm_noweight_fwd__049b699269fd(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_7760f8f044[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1404,8 +1595,11 @@ def rms_norm_noweight_fwd__049b699269fd(x, eps):
 def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_ace6b6a89b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1416,8 +1610,11 @@ def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
 def rms_norm_noweight_fwd__1a75d30bf2b0(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_ace6b6a89b[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1429,8 +1626,10 @@ def rms_norm_noweight_fwd__1a75d30bf2b0(x, eps):
 def rms_norm_noweight_fwd__6913e97b0d06(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_160c437468[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_160c437468, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -1442,8 +1641,10 @@ def rms_norm_noweight_fwd__6913e97b0d06(x, eps):
 def rms_norm_noweight_fwd__a1620148432c(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_fcc3f9def5[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -1455,8 +1656,10 @@ def rms_norm_noweight_fwd__a1620148432c(x, eps):
 def rms_norm_noweight_fwd__e453de21559d(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_bea456f8e7[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -1467,8 +1670,11 @@ def rms_norm_noweight_fwd__e453de21559d(x, eps):
 def rms_norm_noweight_fwd__e4f824145d68(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_ee14c2bc85[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1479,8 +1685,11 @@ def rms_norm_noweight_fwd__e4f824145d68(x, eps):
 def rms_norm_noweight_fwd__e74a052ce379(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_ee14c2bc85[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1491,8 +1700,11 @@ def rms_norm_noweight_fwd__e74a052ce379(x, eps):
 def rms_norm_noweight_fwd__fc595e15e018(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = torch.empty([m], dtype=torch.float32, device=x.device)
-    _rms_norm_noweight_fwd_kernel_7760f8f044[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), eps, out, out.stride(0), out.stride(1), inv_rms, inv_rms.stride(0), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 

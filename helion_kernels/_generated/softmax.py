@@ -12,6 +12,64 @@ import triton.language as tl
 OP_INFO = {"softmax_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "softmax_fwd": {"exact_keys": [], "shape_keys": ["M", "N"]}}
 
 
+_LAUNCHES: dict = {}
+_LAUNCHES_PER_KERNEL = 1024
+
+
+def _launch(kernel, grid, args, constants, num_warps, num_stages):
+    """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
+    argument specialization on the same device launches the compiled kernel directly."""
+    # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
+    state = _LAUNCHES.get(id(kernel))
+    if state is None:
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
+    launches = state[1]
+    runtime = triton.knobs.runtime
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    hooked = (enter.calls if enter.__class__ is triton.knobs.HookChain else enter is not None) or \
+        (leave.calls if leave.__class__ is triton.knobs.HookChain else leave is not None)
+    if launches is None or hooked or kernel.pre_run_hooks:
+        kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        return
+    device = torch._C._cuda_getDevice()  # torch.cuda.current_device() without its lazy-init check
+    key = [device, num_warps, num_stages, constants, runtime.debug, triton.knobs.compilation.instrumentation_mode]
+    for arg in args:
+        kind = arg.__class__
+        if kind is int:
+            key.append(arg)
+        elif kind is float:
+            key.append(float)
+        elif isinstance(arg, torch.Tensor):
+            # a dtype always precedes the flag, so the flat key cannot confuse it with an int
+            key.append(arg.dtype)
+            key.append(arg.data_ptr() % 16 == 0)
+        else:
+            key.append((kind, arg))
+    key = tuple(key)
+    launch = launches.get(key)
+    if launch is None:
+        compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        if compiled is not None and not kernel.used_global_vals:
+            if len(launches) >= _LAUNCHES_PER_KERNEL:
+                launches.clear()
+            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+        return
+    run, function, metadata = launch
+    if len(grid) < 3:
+        grid = (*grid, 1, 1)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
+        None, None, None, *args, *constants)
+
+
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def _next_power_of_2(n):
+    return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
 @triton.jit
 def _softmax_bwd_kernel_4b2e85e507(m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -314,8 +372,12 @@ def _softmax_fwd_kernel_db3d3dcf17(m, x, x_stride_0, x_stride_1, x_size_1, out, 
 # used by: default.json float32 {"M":64,"N":1024}
 def softmax_bwd__00ede7cf1c23(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_8d44693cec[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=4, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_8d44693cec, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
@@ -325,8 +387,12 @@ def softmax_bwd__00ede7cf1c23(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":1024}
 def softmax_bwd__056254f5d10c(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_9b8fee69a2[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=4, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_9b8fee69a2, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
@@ -337,8 +403,11 @@ def softmax_bwd__056254f5d10c(grad_out, out, grad_in_dtype):
 #   default.json float16 {"M":64,"N":16384}
 def softmax_bwd__0a1796d1c70d(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_4b2e85e507[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_4b2e85e507, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
     return grad_in
 
 
@@ -348,8 +417,12 @@ def softmax_bwd__0a1796d1c70d(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":4096}
 def softmax_bwd__36f69ba0d670(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_9b8fee69a2[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=8, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_9b8fee69a2, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 2)
     return grad_in
 
 
@@ -360,8 +433,11 @@ def softmax_bwd__36f69ba0d670(grad_out, out, grad_in_dtype):
 #   default.json bfloat16 {"M":64,"N":16384}
 def softmax_bwd__386b584b2fbe(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_808c3bdf54[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_808c3bdf54, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
     return grad_in
 
 
@@ -372,8 +448,11 @@ def softmax_bwd__386b584b2fbe(grad_out, out, grad_in_dtype):
 #   default.json float32 {"M":64,"N":16384}
 def softmax_bwd__8868262d2f6d(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_a6b86b726e[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_a6b86b726e, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
     return grad_in
 
 
@@ -383,8 +462,12 @@ def softmax_bwd__8868262d2f6d(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":4096}
 def softmax_bwd__992ce4898f14(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_95733e939b[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=8, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_95733e939b, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 2)
     return grad_in
 
 
@@ -394,8 +477,12 @@ def softmax_bwd__992ce4898f14(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":4096}
 def softmax_bwd__9e8384b390e3(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_8d44693cec[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=8, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_8d44693cec, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 2)
     return grad_in
 
 
@@ -405,8 +492,12 @@ def softmax_bwd__9e8384b390e3(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":1024}
 def softmax_bwd__e532d75476e7(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = torch.empty([m, n], dtype=grad_in_dtype, device=out.device)
-    _softmax_bwd_kernel_95733e939b[((triton.cdiv(m, 1)),)](m, out, out.stride(0), out.stride(1), out.size(1), grad_out, grad_out.stride(0), grad_out.stride(1), grad_in, grad_in.stride(0), grad_in.stride(1), _BLOCK_SIZE_0=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, out.size(1))), num_warps=4, num_stages=2)
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_95733e939b, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
@@ -417,10 +508,12 @@ def softmax_bwd__e532d75476e7(grad_out, out, grad_in_dtype):
 #   default.json float16 {"M":64,"N":16384}
 def softmax_fwd__25552b630a71(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_7bd3f97ecc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_7bd3f97ecc, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), out, out_strides[0], out_strides[1]), (1, 4096), 16, 2)
     return out
 
 
@@ -430,10 +523,13 @@ def softmax_fwd__25552b630a71(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":1024}
 def softmax_fwd__29904f9bcf04(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_6ac65ee9fc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_6ac65ee9fc, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -443,10 +539,13 @@ def softmax_fwd__29904f9bcf04(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":4096}
 def softmax_fwd__3ee5e4c61a68(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_db3d3dcf17[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_db3d3dcf17, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return out
 
 
@@ -456,10 +555,13 @@ def softmax_fwd__3ee5e4c61a68(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":1024}
 def softmax_fwd__78eb891236e7(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_db3d3dcf17[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_db3d3dcf17, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -470,10 +572,12 @@ def softmax_fwd__78eb891236e7(x, out_dtype):
 #   default.json float32 {"M":64,"N":16384}
 def softmax_fwd__7c7543d085b2(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_5d1af3e021[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_5d1af3e021, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), out, out_strides[0], out_strides[1]), (1, 4096), 16, 2)
     return out
 
 
@@ -483,10 +587,13 @@ def softmax_fwd__7c7543d085b2(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":4096}
 def softmax_fwd__7e29cd09ef5b(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_c7fa415327[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_c7fa415327, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return out
 
 
@@ -497,10 +604,12 @@ def softmax_fwd__7e29cd09ef5b(x, out_dtype):
 #   default.json bfloat16 {"M":64,"N":16384}
 def softmax_fwd__88ff2dcea1d8(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_c61d2f80d6[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _REDUCTION_BLOCK_0=4096, num_warps=16, num_stages=2)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_c61d2f80d6, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), out, out_strides[0], out_strides[1]), (1, 4096), 16, 2)
     return out
 
 
@@ -510,10 +619,13 @@ def softmax_fwd__88ff2dcea1d8(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":4096}
 def softmax_fwd__d12ac670d3b1(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_6ac65ee9fc[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=8, num_stages=2)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_6ac65ee9fc, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return out
 
 
@@ -523,10 +635,13 @@ def softmax_fwd__d12ac670d3b1(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":1024}
 def softmax_fwd__ebc4c2025d67(x, out_dtype):
     m, n = x.size()
-    out = torch.empty([m, n], dtype=out_dtype, device=x.device)
+    out = x.new_empty((m, n), dtype=out_dtype)
     online = False
     block_n = 1
-    _softmax_fwd_kernel_c7fa415327[((triton.cdiv(m, 1)),)](m, x, x.stride(0), x.stride(1), x.size(1), out, out.stride(0), out.stride(1), _BLOCK_SIZE_1=1, _RDIM_SIZE_0=triton.next_power_of_2(max(1, x.size(1))), num_warps=4, num_stages=2)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_c7fa415327, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 

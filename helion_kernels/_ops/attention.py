@@ -11,6 +11,7 @@ import math
 import torch
 from torch import Tensor
 
+from .. import _direct
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
 from .._plan import KernelCall, explanation, launch
 
@@ -156,10 +157,10 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     q, k, v = _as_4d(query), _as_4d(key), _as_4d(value)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else float(scale)
     causal = bool(is_causal)
-    if needs_autograd(query, key, value):
-        out = attention_fwd(q, k, v, causal, scale)[0]
-    else:
+    if _direct.direct(query, key, value):
         out = _forward(q, k, v, causal, scale)[0]
+    else:
+        out = attention_fwd(q, k, v, causal, scale)[0]
     return out if q is query else out.view(query.shape)
 
 

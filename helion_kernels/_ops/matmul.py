@@ -7,8 +7,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .. import _direct
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
-from .._plan import KernelCall, explanation, launch
+from .._plan import KernelCall, chosen_launcher, explanation, launch
 
 MM_KEYS = ("M", "N", "K")
 BMM_KEYS = ("B", "M", "N", "K")
@@ -147,16 +148,43 @@ def matmul_reason(input, other) -> str | None:
     return _common_reason((input, other))
 
 
+def _matmul_plan(launcher, rows: int | None):
+    """The direct call of one key (2-D `other`); `rows` is K when the input is viewed as [-1, K]."""
+    def call(input, other):
+        if rows is None:
+            return launcher(input, other)
+        return launcher(input.reshape(-1, rows), other).view(*input.shape[:-1], other.shape[-1])
+    return call
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Same as torch.matmul."""
+    key = _direct.key(matmul, input, other)
+    if key is not None:
+        out = _direct.run(key, input, other)
+        if out is not _direct.MISSING:
+            return out
     if matmul_reason(input, other) is not None:
         return ORIGINAL["matmul"](input, other)
-    grad = needs_autograd(input, other)
     if other.dim() == 3:
-        return bmm_op(input, other) if grad else _bmm(input, other)
+        return bmm_op(input, other) if key is None else _bmm(input, other)
     a = input if input.dim() == 2 else input.reshape(-1, input.shape[-1])
-    out = matmul_op(a, other) if grad else _mm(a, other)
+    if key is None:
+        out = matmul_op(a, other)
+    else:
+        out = _mm(a, other)
+        _store_mm_plan(key, a, other, _matmul_plan, None if a is input else a.shape[1])
     return out if a is input else out.view(*input.shape[:-1], other.shape[-1])
+
+
+def _store_mm_plan(key, a: Tensor, b: Tensor, make, *details) -> None:
+    """Store the direct plan of a product that ran the `matmul` kernel; float32 products keep the
+    full path (whether they may use TF32 is PyTorch's global setting, checked on every call)."""
+    if a.dtype is torch.float32:
+        return
+    launcher = chosen_launcher("matmul", (a.shape[0], b.shape[1], a.shape[1]), a)
+    if launcher is not None:
+        _direct.store(key, make(launcher, *details))
 
 
 def linear_reason(input, weight, bias) -> str | None:
@@ -171,15 +199,36 @@ def linear_reason(input, weight, bias) -> str | None:
     return _common_reason(tensors)
 
 
+def _linear_plan(launcher, rows: int | None, biased: bool):
+    """The direct call of one key; `rows` is K when the input is viewed as [-1, K]."""
+    def call(input, weight, bias):
+        x = input if rows is None else input.reshape(-1, rows)
+        out = launcher(x, weight, bias) if biased else launcher(x, weight.t())
+        return out if rows is None else out.view(*input.shape[:-1], weight.shape[0])
+    return call
+
+
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """Same as torch.nn.functional.linear."""
+    key = _direct.key(linear, input, weight, bias)
+    if key is not None:
+        out = _direct.run(key, input, weight, bias)
+        if out is not _direct.MISSING:
+            return out
     if linear_reason(input, weight, bias) is not None:
         return ORIGINAL["linear"](input, weight, bias)
     x = input if input.dim() == 2 else input.reshape(-1, input.shape[-1])
-    if needs_autograd(input, weight, bias):
+    if key is None:
         out = linear_op(x, weight, bias)
     else:
         out = _linear(x, weight, bias)
+        rows = None if x is input else x.shape[1]
+        if bias is None:
+            _store_mm_plan(key, x, weight.t(), _linear_plan, rows, False)
+        elif x.dtype is not torch.float32:
+            launcher = chosen_launcher("linear", (x.shape[0], weight.shape[0], x.shape[1]), x)
+            if launcher is not None:
+                _direct.store(key, _linear_plan(launcher, rows, True))
     return out if x is input else out.view(*input.shape[:-1], weight.shape[0])
 
 

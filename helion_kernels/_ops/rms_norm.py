@@ -6,8 +6,9 @@ import math
 import torch
 from torch import Tensor
 
+from .. import _direct
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
-from .._plan import KernelCall, explanation, launch
+from .._plan import KernelCall, chosen_launcher, explanation, launch
 
 SHAPE_KEYS = ("M", "N")
 
@@ -134,26 +135,58 @@ def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):
     return input.reshape(-1, n), (weight.reshape(n) if weight is not None else None)
 
 
-def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
-             eps: float | None = None) -> Tensor:
-    """Same as torch.nn.functional.rms_norm."""
+def _plan(launcher, weighted: bool, rows: int | None, default_eps: float):
+    """The direct call of one key; `rows` is N when the input is viewed as [-1, N] rows."""
+    def call(input, weight, eps):
+        x = input if rows is None else input.reshape(-1, rows)
+        eps = default_eps if eps is None else eps
+        if weighted:
+            out = launcher(x, weight if rows is None else weight.reshape(rows), eps)[0]
+        else:
+            out = launcher(x, eps)[0]
+        return out if rows is None else out.view(input.shape)
+    return call
+
+
+def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float | None, key) -> Tensor:
+    """The full path; `key` is the direct-call key (None: the call goes through the custom op)."""
     if fallback_reason(input, normalized_shape, weight) is not None:
         return ORIGINAL["rms_norm"](input, normalized_shape, weight, eps)
     x, w = _as_rows(input, normalized_shape, weight)
-    if eps is None:
-        eps = torch.finfo(input.dtype).eps
-    if needs_autograd(input, weight):
-        out = rms_norm_fwd(x, w, eps)[0]
+    default_eps = torch.finfo(input.dtype).eps
+    if key is None:
+        out = rms_norm_fwd(x, w, default_eps if eps is None else eps)[0]
     else:
-        out = _forward(x, w, eps)[0]
+        out = _forward(x, w, default_eps if eps is None else eps)[0]
+        op = "rms_norm_fwd" if w is not None else "rms_norm_noweight_fwd"
+        launcher = chosen_launcher(op, x.shape, x)
+        if launcher is not None:
+            _direct.store(key, _plan(launcher, w is not None, None if x is input else x.shape[1], default_eps))
     return out if x is input else out.view(input.shape)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """Same as torch.nn.functional.rms_norm."""
+    dims = tuple(normalized_shape) if normalized_shape.__class__ is list else normalized_shape
+    key = _direct.key((rms_norm, dims), input, weight)
+    if key is not None:
+        out = _direct.run(key, input, weight, eps)
+        if out is not _direct.MISSING:
+            return out
+    return _rms_norm(input, normalized_shape, weight, eps, key)
 
 
 def rmsnorm(x: Tensor, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """RMSNorm over the last dimension of `x` (rms_norm with normalized_shape = x.shape[-1:])."""
+    key = _direct.key(rmsnorm, x, weight)
+    if key is not None:
+        out = _direct.run(key, x, weight, eps)
+        if out is not _direct.MISSING:
+            return out
     if not isinstance(x, Tensor) or x.dim() == 0:
         return ORIGINAL["rms_norm"](x, list(getattr(x, "shape", ()))[-1:], weight, eps)
-    return rms_norm(x, x.shape[-1:], weight, eps)
+    return _rms_norm(x, x.shape[-1:], weight, eps, key)
 
 
 def explain_rms_norm(input, normalized_shape, weight=None, eps=None):

@@ -4,8 +4,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .. import _direct
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
-from .._plan import KernelCall, explanation, launch
+from .._plan import KernelCall, chosen_launcher, explanation, launch
 
 SHAPE_KEYS = ("M", "N")
 
@@ -90,12 +91,32 @@ def _as_rows(input: Tensor, dim: int, dtype):
     return x, (x if x.dim() == 2 else x.reshape(-1, x.shape[-1]))
 
 
+def _plan(launcher, rows: int | None):
+    """The direct call of one key (no cast, last dim); `rows` is N when the input is viewed as [-1, N]."""
+    def call(input):
+        if rows is None:
+            return launcher(input, input.dtype)
+        return launcher(input.reshape(-1, rows), input.dtype).view(input.shape)
+    return call
+
+
 def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> Tensor:
     """Same as torch.nn.functional.softmax (dim defaults to the last dimension)."""
+    key = _direct.key((softmax, dim, dtype), input)
+    if key is not None:
+        out = _direct.run(key, input)
+        if out is not _direct.MISSING:
+            return out
     if fallback_reason(input, dim, dtype) is not None:
         return ORIGINAL["softmax"](input, dim, dtype=dtype)
     x, rows = _as_rows(input, dim, dtype)
-    out = softmax_fwd(rows) if needs_autograd(input) else _forward(rows)
+    if key is None:
+        out = softmax_fwd(rows)
+    else:
+        out = _forward(rows)
+        launcher = chosen_launcher("softmax_fwd", rows.shape, rows)
+        if launcher is not None and x is input:
+            _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1]))
     if rows is not x:
         out = out.view(x.shape)
     if dim in (-1, input.dim() - 1):

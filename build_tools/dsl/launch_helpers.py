@@ -1,0 +1,81 @@
+"""Launch helpers that every generated module carries: `module.LAUNCH_HELPERS` is this file's code
+after its imports, copied verbatim (generated modules import only torch, triton and math).
+
+`_launch(kernel, grid, args, constants, num_warps, num_stages)` does what
+`kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)` does, where `args`
+are the kernel's run-time arguments and `constants` its constexpr values, in signature order.
+Triton's `JITFunction.run` binds and specializes every argument, builds its cache key, looks up
+device and stream, builds launch metadata and calls the launch hooks on every launch. Here the
+first launch of a (kernel, options, current device, argument specialization) goes through Triton
+and the compiled kernel it returns is kept; later launches call that kernel's launcher directly on
+the current stream, passing every argument as Triton does (constexprs included; its launcher skips
+them). The key keeps all Triton specializes on: each int's value (Triton specializes ints equal to
+1, divisible by 16 and wider than 32 bits), each tensor's dtype and 16-byte alignment, floats as
+float, the constexprs, the options and Triton's debug and instrumentation settings. Triton's plain
+path runs under the interpreter, for kernels with pre-run hooks or used globals, and while a launch
+hook is set.
+
+`_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
+constexpr functions, costly to call from Python).
+"""
+from __future__ import annotations
+
+import torch
+import triton
+
+_LAUNCHES: dict = {}
+_LAUNCHES_PER_KERNEL = 1024
+
+
+def _launch(kernel, grid, args, constants, num_warps, num_stages):
+    """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
+    argument specialization on the same device launches the compiled kernel directly."""
+    # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
+    state = _LAUNCHES.get(id(kernel))
+    if state is None:
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
+    launches = state[1]
+    runtime = triton.knobs.runtime
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    hooked = (enter.calls if enter.__class__ is triton.knobs.HookChain else enter is not None) or \
+        (leave.calls if leave.__class__ is triton.knobs.HookChain else leave is not None)
+    if launches is None or hooked or kernel.pre_run_hooks:
+        kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        return
+    device = torch._C._cuda_getDevice()  # torch.cuda.current_device() without its lazy-init check
+    key = [device, num_warps, num_stages, constants, runtime.debug, triton.knobs.compilation.instrumentation_mode]
+    for arg in args:
+        kind = arg.__class__
+        if kind is int:
+            key.append(arg)
+        elif kind is float:
+            key.append(float)
+        elif isinstance(arg, torch.Tensor):
+            # a dtype always precedes the flag, so the flat key cannot confuse it with an int
+            key.append(arg.dtype)
+            key.append(arg.data_ptr() % 16 == 0)
+        else:
+            key.append((kind, arg))
+    key = tuple(key)
+    launch = launches.get(key)
+    if launch is None:
+        compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        if compiled is not None and not kernel.used_global_vals:
+            if len(launches) >= _LAUNCHES_PER_KERNEL:
+                launches.clear()
+            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+        return
+    run, function, metadata = launch
+    if len(grid) < 3:
+        grid = (*grid, 1, 1)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
+        None, None, None, *args, *constants)
+
+
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def _next_power_of_2(n):
+    return 1 << (n - 1).bit_length() if n > 0 else 0

@@ -1,0 +1,65 @@
+"""Direct calls: the public functions' fast path around torch.library.
+
+A call on plain tensors (torch.Tensor or nn.Parameter, no subclass such as FakeTensor) that
+autograd need not record (grad mode off, or no input requires grad) and that torch.compile is not
+tracing may skip the custom op. Its exact key (the function, each tensor's shape, dtype and device,
+the other arguments) finds a plan in one dict lookup: a small function that calls the generated
+launcher the dispatcher chose for that key. A key's first call takes the full path, which stores
+the plan when a kernel ran (PyTorch fallbacks keep the full path). Any other call goes through
+the custom op (autograd, tracing, fake tensors, opcheck).
+"""
+from __future__ import annotations
+
+import torch
+from triton.runtime.errors import OutOfResources
+
+from ._dispatch import DISPATCHER
+
+PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})
+MISSING = object()
+PLANS = DISPATCHER.plans
+
+
+def direct(*tensors) -> bool:
+    """True when a call on `tensors` (at most three, None entries allowed) may skip torch.library."""
+    return key(None, *tensors) is not None
+
+
+def key(tag, a, b=None, c=None) -> tuple | None:
+    """The direct-call key of a call identified by `tag` (the function and its non-tensor
+    arguments) on the tensors a, b, c (b and c may be None), or None when the call must go through
+    torch.library. Spelled out for three tensors: this runs on every call."""
+    if a.__class__ not in PLAIN or not (b is None or b.__class__ in PLAIN) \
+            or not (c is None or c.__class__ in PLAIN) or torch.compiler.is_compiling():
+        return None
+    if torch.is_grad_enabled() and (a.requires_grad or (b is not None and b.requires_grad)
+                                    or (c is not None and c.requires_grad)):
+        return None
+    found = (tag, a.shape, a.dtype, a.device)
+    found += (None,) if b is None else (b.shape, b.dtype, b.device)
+    return found if c is None else found + (c.shape, c.dtype, c.device)
+
+
+def run(key, *args):
+    """The stored plan for `key` applied to args, or MISSING when there is none (an unhashable key,
+    such as one holding a list, has none). A plan whose kernel turns out not to fit the device
+    (a new specialization compiled) is dropped, and the full path handles the call."""
+    try:
+        plan = PLANS.get(key)
+    except TypeError:
+        return MISSING
+    if plan is None:
+        return MISSING
+    try:
+        return plan(*args)
+    except OutOfResources:
+        PLANS.pop(key, None)
+        return MISSING
+
+
+def store(key, plan) -> None:
+    """Remember `plan` for `key` (unhashable keys are not stored)."""
+    try:
+        PLANS[key] = plan
+    except TypeError:
+        pass

@@ -1,0 +1,38 @@
+"""Generated launchers launch through `_launch` (constexprs in signature order, strides and sizes
+read once per tensor) and call plain cdiv/next_power_of_2; the helpers travel with the module."""
+import ast
+
+import pytest
+
+from build_tools.dsl import exc
+from build_tools.dsl.fast_launch import LAUNCH_HELPERS, rewrite_launches
+
+
+def test_launch_is_rewritten_with_constexprs_in_signature_order():
+    lines = ["n = x.size(0)",
+             "k[(triton.cdiv(n, 4),)](x, x.stride(0), x.stride(1), n, y, y.stride(0), "
+             "C=triton.next_power_of_2(n), B=4, num_warps=8, num_stages=2)"]
+    assert rewrite_launches(lines, {"k": ["B", "C"]}) == [
+        "n = x.size(0)",
+        "x_strides = x.stride()",
+        "_launch(k, (_cdiv(n, 4),), (x, x_strides[0], x_strides[1], n, y, y.stride(0)), "
+        "(4, _next_power_of_2(n)), 8, 2)",
+    ]
+
+
+def test_hoisted_names_do_not_shadow_launcher_variables():
+    lines = ["x_strides = 3", "k[(1,)](x, x.stride(0), x.stride(1), x_strides, num_warps=4, num_stages=1)"]
+    assert rewrite_launches(lines, {"k": []})[1:] == [
+        "_x_strides = x.stride()", "_launch(k, (1,), (x, _x_strides[0], _x_strides[1], x_strides), (), 4, 1)"]
+
+
+def test_a_launch_whose_keywords_differ_from_the_constexprs_is_an_internal_error():
+    with pytest.raises(exc.NotSupported, match="internal"):
+        rewrite_launches(["k[(1,)](x, B=4, num_warps=4, num_stages=1)"], {"k": ["B", "C"]})
+
+
+def test_helpers_are_self_contained_source():
+    tree = ast.parse(LAUNCH_HELPERS)
+    assert not [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert {"_launch", "_cdiv", "_next_power_of_2"} <= defined

@@ -1,0 +1,156 @@
+"""The generated modules' `_launch`: Triton's own launch for a new (kernel, options, device,
+argument specialization), the compiled kernel launched directly for a repeated one, and Triton's
+path whenever a hook, a pre-run hook or a used global is involved. A real JITFunction stands in for
+a generated kernel; its `run` (Triton's launch) and the CUDA device/stream queries are faked, so
+this runs without a GPU (the GPU suites check the real launches)."""
+import pytest
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.jit import JITFunction
+
+from helion_kernels._generated import softmax as generated
+
+
+def _body(x, n, BLOCK: tl.constexpr):
+    pass
+
+
+class Compiled:
+    """What Triton's launch returns: the launcher (`run`), the function handle and its metadata."""
+
+    function = "function"
+    packed_metadata = ("metadata",)
+
+    def __init__(self):
+        self.launches = []
+
+    def run(self, *args):
+        self.launches.append(args)
+
+
+class Fake:
+    def __init__(self, monkeypatch):
+        self.kernel = JITFunction(_body)
+        self.compiled = Compiled()
+        self.plain = []
+        self.device = 0
+        self.kernel.run = self._triton_run
+        monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: self.device, raising=False)
+        monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 100 + device, raising=False)
+
+    def _triton_run(self, *args, grid, warmup, **kwargs):
+        self.plain.append((grid, args, kwargs))
+        return self.compiled
+
+    def launch(self, grid, args, constants=(16,), num_warps=4, num_stages=2):
+        generated._launch(self.kernel, grid, args, constants, num_warps, num_stages)
+
+    def counts(self):
+        return len(self.plain), len(self.compiled.launches)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    return Fake(monkeypatch)
+
+
+def test_repeated_specialization_launches_the_compiled_kernel(fake):
+    x = torch.ones(4)
+    fake.launch((3,), (x, 5))
+    grid, args, kwargs = fake.plain[0]
+    assert grid == (3,) and args[0] is x and args[1:] == (5, 16) and kwargs == {"num_warps": 4, "num_stages": 2}
+    fake.launch((3,), (x, 5))
+    fake.launch((2, 3), (x, 5))
+    assert fake.counts() == (1, 2)
+    first, second = fake.compiled.launches
+    assert first[:9] == (3, 1, 1, 100, "function", ("metadata",), None, None, None)
+    assert first[9] is x and first[10:] == (5, 16)
+    assert second[:3] == (2, 3, 1)
+
+
+@pytest.mark.parametrize("change", ["int", "int_one", "float_for_int", "dtype", "alignment", "constant",
+                                    "num_warps", "device"])
+def test_anything_triton_specializes_on_is_a_new_key(fake, change):
+    x = torch.ones(8)
+    fake.launch((1,), (x, 32))
+    fake.launch((1,), (x, 32))
+    assert fake.counts() == (1, 1)
+    args, constants, warps = (x, 32), (16,), 4
+    if change == "int":
+        args = (x, 48)
+    elif change == "int_one":
+        args = (x, 1)
+    elif change == "float_for_int":
+        args = (x, 32.0)
+    elif change == "dtype":
+        args = (x.half(), 32)
+    elif change == "alignment":
+        args = (x[1:], 32)
+    elif change == "constant":
+        constants = (32,)
+    elif change == "num_warps":
+        warps = 8
+    else:
+        fake.device = 1
+    fake.launch((1,), args, constants, warps)
+    assert fake.counts() == (2, 1)
+    fake.launch((1,), args, constants, warps)
+    assert fake.counts() == (2, 2)
+    assert fake.compiled.launches[-1][3] == 100 + fake.device
+
+
+def test_launch_hooks_take_tritons_path(fake):
+    x = torch.ones(4)
+    fake.launch((1,), (x, 5))
+    runtime = triton.knobs.runtime
+    runtime.launch_enter_hook.add(print)
+    try:
+        fake.launch((1,), (x, 5))
+    finally:
+        runtime.launch_enter_hook.remove(print)
+    assert fake.counts() == (2, 0)
+    chain = runtime.launch_exit_hook
+    runtime.launch_exit_hook = print  # a plain function instead of Triton's hook chain
+    try:
+        fake.launch((1,), (x, 5))
+    finally:
+        runtime.launch_exit_hook = chain
+    assert fake.counts() == (3, 0)
+    fake.launch((1,), (x, 5))
+    assert fake.counts() == (3, 1)
+
+
+def test_pre_run_hooks_and_used_globals_take_tritons_path(fake):
+    x = torch.ones(4)
+    fake.kernel.used_global_vals = {("G", 0): (1, {})}
+    fake.launch((1,), (x, 5))
+    fake.launch((1,), (x, 5))
+    assert fake.counts() == (2, 0)
+    fake.kernel.used_global_vals = {}
+    fake.launch((1,), (x, 5))
+    fake.kernel.pre_run_hooks.append(lambda *args, **kwargs: None)
+    fake.launch((1,), (x, 5))
+    assert fake.counts() == (4, 0)
+
+
+def test_other_kernels_always_take_their_own_launch():
+    calls = []
+
+    class Interpreted:
+        pre_run_hooks = []
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: calls.append((grid, args, kwargs))
+
+    kernel = Interpreted()
+    for _ in range(2):
+        generated._launch(kernel, (2,), (7,), (16,), 4, 2)
+    assert calls == [((2,), (7, 16), {"num_warps": 4, "num_stages": 2})] * 2
+
+
+def test_host_helpers_match_triton():
+    for a in range(0, 70):
+        assert generated._next_power_of_2(a) == triton.next_power_of_2(a)
+        for b in (1, 2, 16, 64):
+            assert generated._cdiv(a, b) == triton.cdiv(a, b)
