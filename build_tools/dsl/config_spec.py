@@ -68,10 +68,10 @@ class ConfigSpec:
                 knobs.append(Knob("l2_groupings", i, (1, 2, 4, 8, 16, 32, 64)))
         for i in range(f.flatten_count):
             knobs.append(Knob("flatten_loops", i, (False, True)))
-        for i, (_, has_dot) in enumerate(f.device_loops):
-            knobs.append(Knob("range_unroll_factors", i, (0, 1, 2, 4)))
+        for i, loop in enumerate(f.device_loops):
+            knobs.append(Knob("range_unroll_factors", i, (0,) if loop.has_branch else (0, 1, 2, 4)))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
-            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if has_dot else (None,)))
+            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if loop.has_dot else (None,)))
         knobs.append(Knob("num_warps", None, (1, 2, 4, 8, 16)))
         knobs.append(Knob("num_stages", None, (1, 2, 3, 4, 5)))
         max_dims = max(f.top_loops, default=1)
@@ -189,9 +189,11 @@ class ConfigSpec:
             values = list(fields.get(name) or [])
             values += [default] * (n_loops - len(values))
             fields[name] = values[:n_loops]
-        for i, (_, has_dot) in enumerate(self.found.device_loops):
-            if not has_dot:
+        for i, loop in enumerate(self.found.device_loops):
+            if not loop.has_dot:
                 fields["range_warp_specializes"][i] = None
+            if loop.has_branch:
+                fields["range_unroll_factors"][i] = 0
         for name, value in self._scalar_defaults().items():
             fields.setdefault(name, value)
         warps = fields["num_warps"]

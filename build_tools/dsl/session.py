@@ -46,6 +46,15 @@ class BlockInfo:
 
 
 @dataclass
+class DeviceLoopInfo:
+    has_dot: bool
+    # A runtime `if` somewhere in the body. Such loops are never unrolled: Triton 3.6's loop unroller
+    # leaves the remainder iteration's branch with a constant condition, and TritonGPUCoalesce
+    # asserts on memory accesses inside the branch that constant propagation proves dead.
+    has_branch: bool = False
+
+
+@dataclass
 class Discovery:
     """What a compile found: the shape of the config space."""
 
@@ -55,7 +64,7 @@ class Discovery:
     loads: int = 0
     stores: int = 0
     top_loops: list = field(default_factory=list)  # number of dims per top-level loop
-    device_loops: list = field(default_factory=list)  # (ndims, has_dot)
+    device_loops: list = field(default_factory=list)  # DeviceLoopInfo per device loop
     tunables: dict = field(default_factory=dict)
     specialized: list = field(default_factory=list)
     not_loopable: set = field(default_factory=set)
@@ -342,10 +351,15 @@ class CompileSession:
         return {"first": "evict_first", "last": "evict_last"}.get(value, value or "")
 
     def next_device_loop(self, has_dot: bool) -> int:
-        self.found.device_loops.append((0, has_dot))
+        self.found.device_loops.append(DeviceLoopInfo(has_dot))
         index = self.device_loop_index
         self.device_loop_index += 1
         return index
+
+    def note_branch(self, loop_indices: list[int]) -> None:
+        """A runtime `if` was emitted inside these device loops."""
+        for index in loop_indices:
+            self.found.device_loops[index].has_branch = True
 
     def flatten(self, ndims: int) -> bool:
         """Whether this multi-dimensional loop is flattened (consumes one flatten_loops entry)."""
