@@ -19,7 +19,7 @@ from .config import Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder
 from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
-from .values import BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
+from .values import DOT_MIN_DIM, BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
 DISCOVERY_BLOCK = 16
 
@@ -285,6 +285,12 @@ class CompileSession:
     def static_or_specialized(self, value: Any) -> bool:
         return self.static_shapes
 
+    def is_specialized_size(self, size_value: int) -> bool:
+        """Whether a whole-dimension size equal to `size_value` is a compile-time constant: the value
+        went through hl.specialize (part of the bound kernel's key). Whole dims are unified by value
+        (one RDim per size), so every `:` over a dim of that size shares the constant."""
+        return size_value in self.found.specialized
+
     def tensor_size(self, tensor: HostTensor, d: int, builder: KernelBuilder) -> Any:
         size = tensor.meta.size(d)
         if self.static_shapes:
@@ -496,8 +502,8 @@ class CompileSession:
         for rdim in compiler.rdims.values():
             if rdim.in_dot and not rdim.looped:
                 host_expr, static = self.rdim_host[id(rdim)]
-                block = max(16, triton.next_power_of_2(max(rdim.size_value, 1)))
-                builder.params[rdim.size_expr].host_expr = str(block) if static else f"max(16, triton.next_power_of_2(max(1, {host_expr})))"
+                block = max(DOT_MIN_DIM, triton.next_power_of_2(max(rdim.size_value, 1)))
+                builder.params[rdim.size_expr].host_expr = str(block) if static else f"max({DOT_MIN_DIM}, triton.next_power_of_2(max(1, {host_expr})))"
                 if block != rdim.size_value and not rdim.needs_mask:
                     raise exc.NotSupported("internal: dot rdim padding without mask")
         name, source = builder.render()
