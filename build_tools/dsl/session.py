@@ -19,6 +19,7 @@ from .config import Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder
 from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
+from .sizes import SizeTracker
 from .values import DOT_MIN_DIM, BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
 DISCOVERY_BLOCK = 16
@@ -104,6 +105,7 @@ class CompileSession:
         self.device_loop_index = 0
         self.rdim_objects: list[RDim] = []
         self.rdim_host: dict[int, tuple[str, bool]] = {}
+        self.sizes = SizeTracker(lambda node: self.try_eval(node, self.env))
 
     # ------------------------------------------------------------------ locations
     def location(self, node: ast.AST | None) -> str:
@@ -286,10 +288,10 @@ class CompileSession:
         return self.static_shapes
 
     def is_specialized_size(self, size_value: int) -> bool:
-        """Whether a whole-dimension size equal to `size_value` is a compile-time constant: the value
-        went through hl.specialize (part of the bound kernel's key). Whole dims are unified by value
-        (one RDim per size), so every `:` over a dim of that size shares the constant."""
-        return size_value in self.found.specialized
+        """Whether a whole-dimension size equal to `size_value` is a compile-time constant: a tensor
+        size of that value went through hl.specialize (so it is part of the bound kernel's key).
+        Whole dims are unified by value (one RDim per size), so every `:` over them shares it."""
+        return size_value in self.sizes.specialized
 
     def tensor_size(self, tensor: HostTensor, d: int, builder: KernelBuilder) -> Any:
         size = tensor.meta.size(d)
@@ -471,6 +473,7 @@ class CompileSession:
             raise exc.NotSupported("hl.tile/hl.grid loops must be top-level statements of the kernel", self.location(bad))
         start = len(self.replay)
         if not isinstance(stmt, ast.Return):
+            self.sizes.before(stmt)
             code = compile(ast.Module(body=[stmt], type_ignores=[]), self.parsed.filename, "exec")
             try:
                 exec(code, self.globals, self.env)

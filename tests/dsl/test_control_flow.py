@@ -220,6 +220,24 @@ def test_specialized_size_is_a_constant(k, device):
         assert f"rmask_0 = rindex_0 < {k}" in code
 
 
+@helion.kernel(static_shapes=False)
+def scaled_row_sums(x: torch.Tensor, times: int) -> torch.Tensor:
+    times = hl.specialize(times)
+    m = x.size(0)
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        out[tile_m] = x[tile_m, :].sum(1) * times
+    return out
+
+
+def test_specialized_scalar_does_not_fix_an_equal_size(device):
+    """`times` is specialized, not x.size(1): a width that equals it at bind time stays a run-time size."""
+    narrow, wide = randn(3, 16, device=device), randn(3, 24, device=device)
+    assert scaled_row_sums.bind((narrow, 16)) is scaled_row_sums.bind((wide, 16))
+    for x in (narrow, wide):
+        check_kernel(scaled_row_sums, (x, 16), lambda x, times: x.sum(1) * times, n_random=1)
+
+
 @helion.kernel()
 def tunable_chunks(x: torch.Tensor) -> torch.Tensor:
     n = x.size(0)
