@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import triton
 
@@ -37,9 +37,24 @@ def pow2_range(low: int, high: int) -> list[int]:
 
 
 class ConfigSpec:
-    def __init__(self, found: Discovery):
+    def __init__(self, found: Discovery, discover: Callable[[dict], Discovery] | None = None):
+        """`found`: the kernel's structure under default tunables; `discover(tunables)`: its structure
+        under other tunable values (a tunable may switch whole branches of the kernel on or off)."""
         self.found = found
+        self._discover = discover
+        self._found_by_tunables = {self._tunable_key({}): found}
         self._knobs = self._build_knobs()
+
+    def _tunable_key(self, fields: dict) -> tuple:
+        return tuple((name, repr(fields.get(name, fragment.default()))) for name, fragment in sorted(self.found.tunables.items()))
+
+    def found_for(self, fields: dict) -> Discovery:
+        """What a compile with the tunable values in `fields` contains."""
+        key = self._tunable_key(fields)
+        if key not in self._found_by_tunables:
+            tunables = {name: fields.get(name, fragment.default()) for name, fragment in self.found.tunables.items()}
+            self._found_by_tunables[key] = self._discover(tunables) if self._discover else self.found
+        return self._found_by_tunables[key]
 
     # ------------------------------------------------------------------ knobs
     def block_range(self, i: int) -> list[int]:
@@ -68,10 +83,10 @@ class ConfigSpec:
                 knobs.append(Knob("l2_groupings", i, (1, 2, 4, 8, 16, 32, 64)))
         for i in range(f.flatten_count):
             knobs.append(Knob("flatten_loops", i, (False, True)))
-        for i, (_, has_dot) in enumerate(f.device_loops):
-            knobs.append(Knob("range_unroll_factors", i, (0, 1, 2, 4)))
+        for i, loop in enumerate(f.device_loops):
+            knobs.append(Knob("range_unroll_factors", i, (0,) if loop.has_branch else (0, 1, 2, 4)))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
-            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if has_dot else (None,)))
+            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if loop.has_dot else (None,)))
         knobs.append(Knob("num_warps", None, (1, 2, 4, 8, 16)))
         knobs.append(Knob("num_stages", None, (1, 2, 3, 4, 5)))
         max_dims = max(f.top_loops, default=1)
@@ -150,6 +165,12 @@ class ConfigSpec:
             raise exc.InvalidConfig(f"unknown config field(s) {unknown}")
         fields = config.to_dict()
         self._check_lengths(fields)
+        for name, fragment in self.found.tunables.items():
+            if name not in fields:
+                fields[name] = fragment.default()
+            elif fields[name] not in fragment.choices():
+                raise exc.InvalidConfig(f"tunable {name}={fields[name]!r} is not one of {fragment.choices()}")
+        compiled = self.found_for(fields)
         blocks = list(fields.get("block_sizes") or [])
         defaults = None
         for i in range(len(self.found.blocks)):
@@ -161,7 +182,7 @@ class ConfigSpec:
             if value & (value - 1):
                 raise exc.InvalidConfig(f"block_sizes[{i}]={value} is not a power of two")
             blocks[i] = min(max(value, choices[0]), max(choices[-1], value if not self.found.blocks[i].in_dot else choices[-1]))
-        fields["block_sizes"] = self._cap_volume(blocks[: len(self.found.blocks)], fields.get("reduction_loops"))
+        fields["block_sizes"] = self._cap_volume(blocks[: len(self.found.blocks)], fields.get("reduction_loops"), compiled)
         reductions = list(fields.get("reduction_loops") or [])
         reductions += [None] * (len(self.found.rdims) - len(reductions))
         for r in range(len(self.found.rdims)):
@@ -189,14 +210,16 @@ class ConfigSpec:
             values = list(fields.get(name) or [])
             values += [default] * (n_loops - len(values))
             fields[name] = values[:n_loops]
-        for i, (_, has_dot) in enumerate(self.found.device_loops):
-            if not has_dot:
+        for i, loop in enumerate(self.found.device_loops):
+            if not loop.has_dot:
                 fields["range_warp_specializes"][i] = None
+            if loop.has_branch:
+                fields["range_unroll_factors"][i] = 0
         for name, value in self._scalar_defaults().items():
             fields.setdefault(name, value)
         warps = fields["num_warps"]
         if isinstance(warps, int) and warps >= 1 and not warps & (warps - 1):
-            fields["num_warps"] = warps = min(warps, self._max_warps(fields["block_sizes"], fields.get("reduction_loops")))
+            fields["num_warps"] = warps = min(warps, self._max_warps(fields["block_sizes"], fields.get("reduction_loops"), compiled))
         if not isinstance(warps, int) or warps < 1 or warps > 32 or warps & (warps - 1):
             raise exc.InvalidConfig(f"num_warps={warps!r} must be a power of two between 1 and 32")
         if not isinstance(fields["num_stages"], int) or fields["num_stages"] < 1:
@@ -218,11 +241,6 @@ class ConfigSpec:
         eviction = list(fields.get("load_eviction_policies") or [])
         eviction += [""] * (self.found.loads - len(eviction))
         fields["load_eviction_policies"] = eviction[: self.found.loads]
-        for name, fragment in self.found.tunables.items():
-            if name not in fields:
-                fields[name] = fragment.default()
-            elif fields[name] not in fragment.choices():
-                raise exc.InvalidConfig(f"tunable {name}={fields[name]!r} is not one of {fragment.choices()}")
         return Config(fields)
 
     def _scalar_defaults(self) -> dict:
@@ -264,13 +282,14 @@ class ConfigSpec:
             blocks.append(min(max(want, choices[0]), choices[-1]))
         return blocks
 
-    def _max_warps(self, blocks: list[int], reductions: Any) -> int:
+    def _max_warps(self, blocks: list[int], reductions: Any, compiled: Discovery) -> int:
         """More warps than a program has elements (32 per warp) only idles threads, and Triton 3.6's
-        compiler asserts on some such configs (e.g. 16 warps over a 1x2 tile with reductions)."""
+        compiler asserts on some such configs (e.g. 16 warps over a 1x2 tile with reductions).
+        `compiled`: the structure the config compiles (see found_for)."""
         volume = 1
         for b in blocks:
             volume *= b
-        for r, size in enumerate(self.found.rdims):
+        for r, size in enumerate(compiled.rdims):
             chunk = reductions[r] if reductions and r < len(reductions) else None
             volume *= chunk if chunk else triton.next_power_of_2(max(size, 1))
         warps = 1
@@ -278,17 +297,19 @@ class ConfigSpec:
             warps *= 2
         return warps
 
-    def _cap_volume(self, blocks: list[int], reductions: Any) -> list[int]:
-        """Halves the largest blocks until one program's elements stay within a compilable volume."""
-        has_dot = any(b.in_dot for b in self.found.blocks)
+    def _cap_volume(self, blocks: list[int], reductions: Any, compiled: Discovery) -> list[int]:
+        """Halves the largest blocks until one program's elements stay within a compilable volume,
+        counting the reduction dims of the structure the config compiles (`compiled`, see found_for)."""
+        infos = [compiled.blocks[i] if i < len(compiled.blocks) else info for i, info in enumerate(self.found.blocks)]
+        has_dot = any(b.in_dot for b in infos)
         cap = MAX_DOT_VOLUME if has_dot else MAX_VOLUME
         persistent = 1
-        for r, size in enumerate(self.found.rdims):
+        for r, size in enumerate(compiled.rdims):
             chunk = reductions[r] if reductions and r < len(reductions) else None
             persistent *= chunk if chunk else triton.next_power_of_2(max(size, 1))
         persistent = min(persistent, cap)
         blocks = list(blocks)
-        floor = [16 if b.in_dot else 1 for b in self.found.blocks]
+        floor = [16 if b.in_dot else 1 for b in infos]
 
         def volume() -> int:
             v = persistent

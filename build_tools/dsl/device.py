@@ -54,6 +54,7 @@ class DeviceCompiler(PointwiseMixin):
         self.chunk_memo: dict[int, str] | None = None
         self.current_node: ast.AST | None = None
         self.in_dot_loop = False
+        self.open_device_loops: list[int] = []  # indices of the device loops being compiled
 
     # ------------------------------------------------------------------ errors
     def error(self, cls: type, message: str, node: ast.AST | None = None) -> exc.CompileError:
@@ -404,7 +405,7 @@ class DeviceCompiler(PointwiseMixin):
                 rest = f"({rest} // {counts[i]})"
                 tiles.append(self.loop_tile(spec, i, block_infos[i], f"{self.atom(spec.begins[i])} + {local}" if block_infos[i] is None else f"{self.atom(spec.begins[i])} + {local} * {block_infos[i][2]}"))
             self.bind_loop_target(node.target, tiles, spec.kind)
-            self.statements(node.body)
+            self.loop_body(loop_index, node.body)
             b.depth -= 1
         else:
             for i in order:
@@ -415,9 +416,16 @@ class DeviceCompiler(PointwiseMixin):
                 b.depth += 1
                 tiles.append(self.loop_tile(spec, i, block_infos[i], var))
             self.bind_loop_target(node.target, tiles, spec.kind)
-            self.statements(node.body)
+            self.loop_body(loop_index, node.body)
             b.depth -= len(order)
         self.uncarry(carried)
+
+    def loop_body(self, loop_index: int, body: list[ast.stmt]) -> None:
+        self.open_device_loops.append(loop_index)
+        try:
+            self.statements(body)
+        finally:
+            self.open_device_loops.pop()
 
     def loop_tile(self, spec: LoopSpec, i: int, info: Any, offset_expr: str) -> Any:
         b = self.builder
@@ -447,6 +455,7 @@ class DeviceCompiler(PointwiseMixin):
         if cond.shape not in ((), (ONE,)):
             raise self.error(exc.ShapeMismatch, f"if condition must be a scalar, got shape {list(cond.shape)}", node.test)
         carried = self.carry(self.assigned_names(node.body + node.orelse))
+        self.session.note_branch(self.open_device_loops)
         b = self.builder
         b.emit(f"if {cond.name}:")
         with b.block():

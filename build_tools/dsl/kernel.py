@@ -128,7 +128,7 @@ class BoundKernel:
         self._compiled: dict[str, Callable] = {}
         self._code: dict[str, str] = {}
         self.found = self._discover()
-        self.config_spec = ConfigSpec(self.found)
+        self.config_spec = ConfigSpec(self.found, self._discover)
         self.specialized_values = tuple(self.found.specialized)
 
     def _session(self, config: Config, force_persistent: set, arguments: dict | None = None) -> CompileSession:
@@ -136,9 +136,10 @@ class BoundKernel:
         session.run()
         return session
 
-    def _discover(self):
+    def _discover(self, tunables: dict | None = None):
+        """The kernel's structure (config space) under the given tunable values (default: defaults)."""
         not_loopable: set = set()
-        probe = Config(reduction_loops=[LOOP_DISCOVERY_CHUNK] * 64)
+        probe = Config(reduction_loops=[LOOP_DISCOVERY_CHUNK] * 64, **(tunables or {}))
         while True:
             try:
                 session = self._session(probe, not_loopable)

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from . import exc
-from .values import ONE, same_dim, same_shape, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import DOT_MIN_DIM, ONE, same_dim, same_shape, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
 
 
 @dataclass
@@ -62,6 +62,9 @@ class MemoryMixin:
             return self.rdims[key]
         rdim_id, chunk = self.session.rdim(size_value)
         static = size_param.lstrip("-").isdigit()
+        if not static and self.session.is_specialized_size(size_value):
+            size_param = host_expr = str(size_value)
+            static = True
         looped = chunk is not None
         rdim = RDim(rdim_id, size_value, size_param, looped, chunk, needs_mask=True)
         if looped:
@@ -69,7 +72,8 @@ class MemoryMixin:
             self.builder.constexpr(rdim.size_expr, str(chunk))
         else:
             block = max(1, 1 << (max(size_value, 1) - 1).bit_length())
-            rdim.needs_mask = not (static and block == size_value)
+            # a dim below DOT_MIN_DIM may be padded later, if it turns out to feed a dot
+            rdim.needs_mask = not (static and block == size_value and size_value >= DOT_MIN_DIM)
             launcher = str(block) if static else f"triton.next_power_of_2(max(1, {host_expr}))"
             self.builder.constexpr(rdim.size_expr, launcher)
             self.setup_lines.append(f"    {rdim.index} = tl.arange(0, {rdim.size_expr})")
@@ -157,14 +161,16 @@ class MemoryMixin:
         if item.start is None and item.stop is None and tensor.meta.size(d) in self.rdims:
             rdim = self.rdims[tensor.meta.size(d)]
             return (ONE if rdim.size_value == 1 and rdim.size_param == "1" else rdim), "0"
-        full = self.session.tensor_size(tensor, d, self.builder)
+        whole = item.start is None and item.stop is None
+        size = tensor.meta.size(d)
+        full = size if whole and self.session.is_specialized_size(size) else self.session.tensor_size(tensor, d, self.builder)
         lower = 0 if item.start is None else item.start
         upper = full if item.stop is None else item.stop
         lo_v = self.int_value(lower, node)
         hi_v = self.int_value(upper, node)
         size_value = max(hi_v - lo_v, 0)
         lo_s, hi_s = self.atom(lower), self.atom(upper)
-        if item.start is None and item.stop is None:
+        if whole:
             size_param, host = self.atom(full), self.session.host_expr(full) if isinstance(full, HostScalar) else str(full)
         else:
             if isinstance(lower, TVal) or isinstance(upper, TVal):

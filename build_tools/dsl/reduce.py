@@ -14,6 +14,16 @@ from .values import ONE, RDim, TVal, place, same_dim, tl_dtype
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
+def opaque_identity(x: str) -> str:
+    """`x` unchanged, through an op Triton's MLIR passes do not fold (LLVM later does, so it is free).
+
+    Inside loops, float reductions of raw loads read their operand through this. Triton 3.6's
+    TritonGPUOptimizeThreadLocality rewrites `carried = op(carried, reduce(load))` loops (it only
+    matches reductions fed directly by a load), and that rewrite asserts when the loop result has
+    more than one use and computes wrong results for e.g. `acc = acc - x.sum(1)`."""
+    return f"tl.fma({x}, 1.0, -0.0)"
+
+
 class MaxResult(tuple):
     """Result of `torch.max(x, dim)`: (values, indices) with attribute access."""
 
@@ -54,6 +64,10 @@ class ReduceMixin:
         finally:
             self.chunk_memo = None
             b.depth -= 1
+
+    def inside_loop(self) -> bool:
+        """Whether code is being emitted inside a device loop or a chunk loop."""
+        return bool(self.open_device_loops) or self.chunk_memo is not None
 
     def materialize(self, value: TVal) -> str:
         if self.chunk_memo is None:
@@ -121,6 +135,8 @@ class ReduceMixin:
             x = f"{a[0]}{cast_in}"
             if mask:
                 x = f"tl.where({mask}, {x}, {ident})"
+            elif value.is_load and not cast_in and acc_dtype.is_floating_point and self.inside_loop():
+                x = opaque_identity(x)
             return f"({fn}({x}, {axis}{keep}){scale}){cast_out}"
 
         return self.make(out_dtype, out_shape, render, [value], "red")

@@ -19,7 +19,8 @@ from .config import Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder
 from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
-from .values import BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
+from .sizes import SizeTracker
+from .values import DOT_MIN_DIM, BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
 DISCOVERY_BLOCK = 16
 
@@ -46,6 +47,15 @@ class BlockInfo:
 
 
 @dataclass
+class DeviceLoopInfo:
+    has_dot: bool
+    # A runtime `if` somewhere in the body. Such loops are never unrolled: Triton 3.6's loop unroller
+    # leaves the remainder iteration's branch with a constant condition, and TritonGPUCoalesce
+    # asserts on memory accesses inside the branch that constant propagation proves dead.
+    has_branch: bool = False
+
+
+@dataclass
 class Discovery:
     """What a compile found: the shape of the config space."""
 
@@ -55,7 +65,7 @@ class Discovery:
     loads: int = 0
     stores: int = 0
     top_loops: list = field(default_factory=list)  # number of dims per top-level loop
-    device_loops: list = field(default_factory=list)  # (ndims, has_dot)
+    device_loops: list = field(default_factory=list)  # DeviceLoopInfo per device loop
     tunables: dict = field(default_factory=dict)
     specialized: list = field(default_factory=list)
     not_loopable: set = field(default_factory=set)
@@ -95,6 +105,7 @@ class CompileSession:
         self.device_loop_index = 0
         self.rdim_objects: list[RDim] = []
         self.rdim_host: dict[int, tuple[str, bool]] = {}
+        self.sizes = SizeTracker(lambda node: self.try_eval(node, self.env))
 
     # ------------------------------------------------------------------ locations
     def location(self, node: ast.AST | None) -> str:
@@ -276,6 +287,12 @@ class CompileSession:
     def static_or_specialized(self, value: Any) -> bool:
         return self.static_shapes
 
+    def is_specialized_size(self, size_value: int) -> bool:
+        """Whether a whole-dimension size equal to `size_value` is a compile-time constant: a tensor
+        size of that value went through hl.specialize (so it is part of the bound kernel's key).
+        Whole dims are unified by value (one RDim per size), so every `:` over them shares it."""
+        return size_value in self.sizes.specialized
+
     def tensor_size(self, tensor: HostTensor, d: int, builder: KernelBuilder) -> Any:
         size = tensor.meta.size(d)
         if self.static_shapes:
@@ -342,10 +359,15 @@ class CompileSession:
         return {"first": "evict_first", "last": "evict_last"}.get(value, value or "")
 
     def next_device_loop(self, has_dot: bool) -> int:
-        self.found.device_loops.append((0, has_dot))
+        self.found.device_loops.append(DeviceLoopInfo(has_dot))
         index = self.device_loop_index
         self.device_loop_index += 1
         return index
+
+    def note_branch(self, loop_indices: list[int]) -> None:
+        """A runtime `if` was emitted inside these device loops."""
+        for index in loop_indices:
+            self.found.device_loops[index].has_branch = True
 
     def flatten(self, ndims: int) -> bool:
         """Whether this multi-dimensional loop is flattened (consumes one flatten_loops entry)."""
@@ -451,6 +473,7 @@ class CompileSession:
             raise exc.NotSupported("hl.tile/hl.grid loops must be top-level statements of the kernel", self.location(bad))
         start = len(self.replay)
         if not isinstance(stmt, ast.Return):
+            self.sizes.before(stmt)
             code = compile(ast.Module(body=[stmt], type_ignores=[]), self.parsed.filename, "exec")
             try:
                 exec(code, self.globals, self.env)
@@ -482,8 +505,8 @@ class CompileSession:
         for rdim in compiler.rdims.values():
             if rdim.in_dot and not rdim.looped:
                 host_expr, static = self.rdim_host[id(rdim)]
-                block = max(16, triton.next_power_of_2(max(rdim.size_value, 1)))
-                builder.params[rdim.size_expr].host_expr = str(block) if static else f"max(16, triton.next_power_of_2(max(1, {host_expr})))"
+                block = max(DOT_MIN_DIM, triton.next_power_of_2(max(rdim.size_value, 1)))
+                builder.params[rdim.size_expr].host_expr = str(block) if static else f"max({DOT_MIN_DIM}, triton.next_power_of_2(max(1, {host_expr})))"
                 if block != rdim.size_value and not rdim.needs_mask:
                     raise exc.NotSupported("internal: dot rdim padding without mask")
         name, source = builder.render()

@@ -24,6 +24,9 @@ TL_DTYPES = {
 }
 
 
+DOT_MIN_DIM = 16  # tl.dot needs every operand dim >= 16; smaller whole dims in dots are padded
+
+
 def tl_dtype(dtype: torch.dtype) -> str:
     return TL_DTYPES[dtype]
 

@@ -357,3 +357,33 @@ def test_pid_types_on_other_programs(case, pid_type, device):
     kernel, make_args, reference = SWEEP_CASES[case]
     check_kernel(kernel, make_args(device), reference, n_random=0, overrides=[{"pid_type": pid_type}],
                  **_tolerance(device))
+
+
+@helion.kernel(static_shapes=False)
+def row_sums_two_ways(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    looped = hl.register_tunable("looped", helion.EnumFragment((False, True)))
+    block_n = hl.register_block_size(n)
+    for tile_m in hl.tile(m):
+        if looped:
+            acc = hl.zeros([tile_m], dtype=torch.float32)
+            for tile_n in hl.tile(n, block_size=block_n):
+                acc = acc + x[tile_m, tile_n].sum(1)
+            out[tile_m] = acc
+        else:
+            out[tile_m] = x[tile_m, :].sum(1)
+    return out
+
+
+def test_volume_cap_counts_only_the_branch_the_tunables_select(device):
+    x = randn(3, 600, device=device)
+    spec = row_sums_two_ways.bind((x,)).config_spec
+    wide = {"block_sizes": [512, 4], "reduction_loops": [None]}
+    # the device-loop branch holds 4 x 512 elements; the `:` branch holds 4 x 1024, and counting
+    # its reduction dim under the loop branch used to shrink block_n there as well
+    assert list(spec.normalize({**wide, "looped": True})["block_sizes"]) == [512, 4]
+    capped = spec.normalize({**wide, "looped": False})["block_sizes"]
+    assert capped[0] * capped[1] * 1024 <= 1 << 16
+    check_kernel(row_sums_two_ways, (x,), lambda x: x.sum(1),
+                 extra_configs=[helion.Config(looped=True, **wide), helion.Config(looped=False, **wide)])

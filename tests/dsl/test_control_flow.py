@@ -2,6 +2,7 @@
 variables) and host helpers (hl.specialize, hl.constexpr, hl.register_tunable with each fragment)."""
 import pytest
 import torch
+import triton
 
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
@@ -188,6 +189,53 @@ def test_specialize_and_constexpr_folding(shape, device):
     assert bound.specialization_key() != wider.specialization_key()
     if shape[1] == 24:
         assert "24" in code_without_comments(bound.to_triton_code(bound.config_spec.default_config()))
+
+
+@helion.kernel(static_shapes=False)
+def specialized_contraction(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    m, k = x.size()
+    k = hl.specialize(k)
+    n = y.size(1)
+    out = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    for tile_m, tile_n in hl.tile([m, n]):
+        rows = x[tile_m, :]
+        out[tile_m, tile_n] = hl.dot(rows, y[:, tile_n]) + rows.sum(1)[:, None] / k
+    return out
+
+
+@pytest.mark.parametrize("k", [64, 40, 8])
+def test_specialized_size_is_a_constant(k, device):
+    """With dynamic shapes, an hl.specialize'd size is baked into the kernel: no mask at all when it
+    is its own power-of-two block, a constant mask otherwise (and below the 16 a dot needs)."""
+    x, y = randn(5, k, device=device), randn(k, 7, device=device)
+    tolerance = {} if device == "cpu" else {"rtol": 2e-2, "atol": 2e-2}
+    check_kernel(specialized_contraction, (x, y), lambda x, y: x @ y + x.sum(1)[:, None] / k, **tolerance)
+    bound = specialized_contraction.bind((x, y))
+    code = code_without_comments(bound.to_triton_code(bound.config_spec.default_config()))
+    block = max(16, triton.next_power_of_2(k))
+    assert f"_RDIM_SIZE_0={block}," in code and "x_size_1" not in code  # not a run-time argument
+    if k == block:
+        assert "rmask" not in code
+    else:
+        assert f"rmask_0 = rindex_0 < {k}" in code
+
+
+@helion.kernel(static_shapes=False)
+def scaled_row_sums(x: torch.Tensor, times: int) -> torch.Tensor:
+    times = hl.specialize(times)
+    m = x.size(0)
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        out[tile_m] = x[tile_m, :].sum(1) * times
+    return out
+
+
+def test_specialized_scalar_does_not_fix_an_equal_size(device):
+    """`times` is specialized, not x.size(1): a width that equals it at bind time stays a run-time size."""
+    narrow, wide = randn(3, 16, device=device), randn(3, 24, device=device)
+    assert scaled_row_sums.bind((narrow, 16)) is scaled_row_sums.bind((wide, 16))
+    for x in (narrow, wide):
+        check_kernel(scaled_row_sums, (x, 16), lambda x, times: x.sum(1) * times, n_random=1)
 
 
 @helion.kernel()

@@ -1,0 +1,142 @@
+"""Cross-compiles generated Triton source for a GPU this machine may not have.
+
+Runs a bound DSL kernel's host wrapper on CPU tensors with every `@triton.jit` launch captured
+instead of executed, then hands each launch (its real argument specialization, constexprs and
+num_warps/num_stages) to `triton.compile` for a CUDA target. All of Triton's MLIR passes and the
+bundled ptxas run, so compiler assertions and ptxas failures of the GPU build show up here.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any, Iterator, Sequence
+
+import torch
+import triton
+import triton.language as tl
+from triton import knobs
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, make_backend
+from triton.runtime.jit import JITFunction, create_function_from_signature
+
+from build_tools.dsl.kernel import load_module
+
+H100 = GPUTarget("cuda", 90, 32)
+DIAGNOSTIC = re.compile(r"Assertion|error:|Pipeline failed|ptxas")
+
+
+class CrossCompileError(RuntimeError):
+    """Triton failed to compile a launch; the message carries the compiler's own diagnostics."""
+
+
+@dataclasses.dataclass
+class CrossCompiled:
+    """One launched `@triton.jit` function compiled for `target`: `asm` maps ttir/ttgir/llir/ptx/cubin."""
+    name: str
+    target: GPUTarget
+    asm: dict
+
+    def ptxas_info(self) -> dict:
+        """Registers, spill bytes and shared memory reported by `ptxas -v` for the kernel's PTX."""
+        arch = f"sm_{self.target.arch}a" if self.target.arch >= 90 else f"sm_{self.target.arch}"
+        ptxas = knobs.nvidia.ptxas.path
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as fh:
+            fh.write(self.asm["ptx"])
+        try:
+            done = subprocess.run([ptxas, "-v", f"--gpu-name={arch}", fh.name, "-o", os.devnull],
+                                  capture_output=True, text=True, check=True)
+        finally:
+            os.unlink(fh.name)
+        log = done.stderr
+        numbers = {
+            "registers": r"Used (\d+) registers",
+            "spill_stores": r"(\d+) bytes spill stores",
+            "spill_loads": r"(\d+) bytes spill loads",
+            "shared_bytes": r"(\d+) bytes smem",
+        }
+        out = {}
+        for key, pattern in numbers.items():
+            match = re.search(pattern, log)
+            out[key] = int(match.group(1)) if match else 0
+        return out
+
+
+@contextlib.contextmanager
+def _stderr_into(sink):
+    """Redirects file descriptor 2 (where MLIR and LLVM print assertions) into `sink`."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(sink.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _require_compiling_triton() -> None:
+    """With TRITON_INTERPRET=1 at import, Triton's own library functions (tl.sum, ...) are built for the
+    interpreter and cannot be compiled; cross-compiling needs a process started without it."""
+    if not isinstance(tl.sum, JITFunction):
+        raise RuntimeError("cross-compiling needs a Python process started without TRITON_INTERPRET=1")
+
+
+@contextlib.contextmanager
+def _launches_captured(module) -> Iterator[list]:
+    """While active, launching a `@triton.jit` function of `module` records (function, args, kwargs)."""
+    launches: list = []
+    functions = [value for value in vars(module).values() if isinstance(value, JITFunction)]
+    for fn in functions:
+        def record(*args, grid, warmup, _fn=fn, **kwargs):
+            launches.append((_fn, args, kwargs))
+        fn.run = record
+    try:
+        yield launches
+    finally:
+        for fn in functions:
+            del fn.run
+
+
+def compile_launch(fn: JITFunction, args: Sequence, kwargs: dict, target: GPUTarget = H100) -> CrossCompiled:
+    """Compile one captured launch the way `JITFunction.run` would on a `target` device."""
+    backend = make_backend(target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    kwargs = dict(kwargs)
+    bound_args, specialization, options = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, options)
+    source = ASTSource(fn, signature, constexprs, attrs)
+    with tempfile.TemporaryFile() as log:
+        try:
+            with _stderr_into(log):
+                compiled = triton.compile(source, target=target, options=options.__dict__)
+        except Exception as err:
+            log.seek(0)
+            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
+            found = [line for line in lines if DIAGNOSTIC.search(line)]
+            raise CrossCompileError(f"{fn.__name__}: {type(err).__name__}: {err}\n" + "\n".join(found)) from err
+    return CrossCompiled(fn.__name__, target, compiled.asm)
+
+
+def cross_compile_source(source: str, host_fn: str, args: Sequence, kwargs: dict | None = None,
+                         target: GPUTarget = H100) -> list[CrossCompiled]:
+    """Cross-compile every kernel launch that `host_fn` of the generated module `source` makes when
+    called with `args` (CPU tensors)."""
+    _require_compiling_triton()
+    module = load_module(source)
+    copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    with _launches_captured(module) as launches:
+        getattr(module, host_fn)(*copies, **(kwargs or {}))
+    return [compile_launch(fn, launch_args, launch_kwargs, target) for fn, launch_args, launch_kwargs in launches]
+
+
+def cross_compile(bound, args: Sequence, config: Any = None, target: GPUTarget = H100,
+                  kwargs: dict | None = None) -> list[CrossCompiled]:
+    """Cross-compile the launches of `bound` (a BoundKernel) for `args` under `config` (default: the
+    spec's default config)."""
+    return cross_compile_source(bound.to_triton_code(config), bound.kernel.name, args, kwargs, target)
