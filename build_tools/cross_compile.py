@@ -65,6 +65,17 @@ class CrossCompiled:
             out[key] = int(match.group(1)) if match else 0
         return out
 
+    def features(self) -> dict:
+        """What the compiler chose, read off the TTGIR/PTX: wgmma, async copies, TMA loads, warp
+        specialization."""
+        ttgir, ptx = self.asm["ttgir"], self.asm["ptx"]
+        return {
+            "wgmma": "wgmma.mma_async" in ptx,
+            "async_copies": ttgir.count("ttg.async_copy_global_to_local"),
+            "tma_loads": ttgir.count("async_tma_copy_global_to_local"),
+            "warp_specialize": "ttg.warp_specialize" in ttgir,
+        }
+
 
 @contextlib.contextmanager
 def _stderr_into(sink):

@@ -5,7 +5,8 @@
 
 ARGS is a Python expression (torch is in scope) giving the argument tuple (CPU tensors). Each
 --config is `default`, `random:N` or `random:A-B` (seeds of `config_spec.random_config`), or a JSON
-config. Prints, per config and launched kernel, `ok` (with ptxas registers/spills under --ptxas) or
+config. Prints, per config and launched kernel, `ok` (with ptxas registers/spills and wgmma/TMA use under
+--ptxas) or
 the compiler's failure; --dump writes each kernel's ttgir and ptx. Exit status 1 if any failed.
 """
 from __future__ import annotations
@@ -48,7 +49,8 @@ def main(argv: list) -> int:
     parser.add_argument("kernel", help="module:kernel, e.g. tests.dsl.test_compat:softmax_two_pass")
     parser.add_argument("args", help="Python expression for the argument tuple")
     parser.add_argument("--config", action="append", help="default | random:N | random:A-B | JSON")
-    parser.add_argument("--ptxas", action="store_true", help="print registers and spills")
+    parser.add_argument("--ptxas", action="store_true",
+                        help="print registers, spills and the compiler's choices (wgmma, async copies, TMA)")
     parser.add_argument("--dump", help="directory for ttgir/ptx of each compiled kernel")
     options = parser.parse_args(argv)
     module_name, _, kernel_name = options.kernel.partition(":")
@@ -64,7 +66,7 @@ def main(argv: list) -> int:
             print(f"{label} FAILED {dict(bound.config_spec.normalize(config))}\n    {failure_summary(err)}", flush=True)
             continue
         for index, result in enumerate(compiled):
-            info = f" {result.ptxas_info()}" if options.ptxas else ""
+            info = f" {result.ptxas_info()} {result.features()}" if options.ptxas else ""
             print(f"{label} ok {result.name}{info}", flush=True)
             if options.dump:
                 os.makedirs(options.dump, exist_ok=True)

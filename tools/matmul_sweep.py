@@ -5,7 +5,7 @@ Candidates (kernel, config overrides) are listed per shape class below. Phase 1 
 (kernel, config) in 16 spawned processes (filling Triton's on-disk cache); phase 2 times each
 candidate per shape with `triton.testing.do_bench` (median, L2 flushed) next to torch's cuBLAS call
 and appends one JSON line per measurement to OUT_DIR/sweep.jsonl (checking outputs against cuBLAS).
-`--dry-run` cross-compiles every candidate for sm_90 on the CPU instead (tools/xcompile.py).
+`--dry-run` cross-compiles every candidate for sm_90 on the CPU instead (build_tools/cross_compile.py).
 """
 from __future__ import annotations
 
@@ -158,13 +158,12 @@ def compile_job(job) -> tuple:
 
 def xcompile_job(job) -> tuple:
     """CPU: cross-compile one candidate for sm_90 and summarize it."""
-    import xcompile
+    from build_tools.cross_compile import cross_compile
     op, module, shape, overrides = job
     try:
         bound, args = bind_row(op, module, shape, "cpu")
-        from build_tools.dsl.kernel import load_module
-        launched = xcompile.record_launches(load_module(bound.to_triton_code(config_for(bound, overrides))), op, args)
-        return job, [xcompile.summarize(xcompile.compile_launch(fn, a, dict(kw))) for fn, _, a, kw in launched]
+        compiled = cross_compile(bound, args, config_for(bound, overrides))
+        return job, [{**c.features(), **c.ptxas_info()} for c in compiled]
     except Exception as error:
         return job, f"{type(error).__name__}: {str(error)[:200]}"
 

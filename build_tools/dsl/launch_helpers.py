@@ -12,7 +12,7 @@ the current stream, passing every argument as Triton does (constexprs included; 
 them). The key keeps all Triton specializes on: each int's value (Triton specializes ints equal to
 1, divisible by 16 and wider than 32 bits), each tensor's dtype and 16-byte alignment, floats as
 float, the constexprs, the options and Triton's debug and instrumentation settings. Triton's plain
-path runs under the interpreter, for kernels with pre-run hooks or used globals, and while a launch
+path runs under the interpreter, without a CUDA build of torch, for kernels with pre-run hooks or used globals, and while a launch
 hook is set.
 
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
@@ -33,7 +33,8 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
     if state is None:
-        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")
         state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
     launches = state[1]
     runtime = triton.knobs.runtime

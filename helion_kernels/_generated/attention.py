@@ -22,7 +22,8 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
     if state is None:
-        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")
         state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
     launches = state[1]
     runtime = triton.knobs.runtime
@@ -71,9 +72,8 @@ def _next_power_of_2(n):
 
 
 @triton.jit
-def _attention_bwd_kernel_41b0781b61(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_1c13de3a6a(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -88,8 +88,8 @@ def _attention_bwd_kernel_41b0781b61(batch, q_heads, kv_len, group, k, k_stride_
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
     mask_13 = indices_12 < kv_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
     v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     acc_v_19 = v_18
@@ -97,8 +97,122 @@ def _attention_bwd_kernel_41b0781b61(batch, q_heads, kv_len, group, k, k_stride_
     for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
         indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
         mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
+        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
+        v_27 = (load_26 * 1.4426950408889634)
+        v_28 = tl.permute(load_15, (1, 0))
+        dot_29 = tl.dot(load_24, v_28)
+        v_30 = (dot_29 * qk_scale)
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = tl.permute(v_33, (1, 0))
+        dot_35 = tl.dot(tl.where(mask_23[None, :], v_34, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_35
+        v_36 = tl.permute(load_16, (1, 0))
+        dot_37 = tl.dot(load_25, v_36)
+        load_38 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_39 = load_38[:, None]
+        v_40 = (dot_37 - v_39)
+        v_41 = (v_33 * v_40)
+        v_42 = tl.permute(v_41, (1, 0))
+        dot_43 = tl.dot(tl.where(mask_23[None, :], v_42, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_43
+        dot_44 = tl.dot(tl.where(mask_13[None, :], v_41, 0), load_15)
+        v_45 = (dot_44 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_23[:, None]), sem='relaxed')
+    v_46 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_46, mask=(mask_13[:, None]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
+
+@triton.jit
+def _attention_bwd_kernel_1d442a60e0(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < kv_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
+    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_19 = v_18
+    acc_k_20 = v_17
+    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
+        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_23 = indices_22 < q_len
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
+        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
+        v_27 = (load_26 * 1.4426950408889634)
+        v_28 = tl.permute(load_15, (1, 0))
+        dot_29 = tl.dot(load_24, v_28)
+        v_30 = (dot_29 * qk_scale)
+        v_31 = v_27[:, None]
+        v_32 = (v_30 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = indices_12[None, :]
+        v_35 = indices_22[:, None]
+        v_36 = (v_34 <= v_35)
+        v_37 = tl.where(v_36, v_33, 0.0)
+        v_38 = tl.permute(v_37, (1, 0))
+        dot_39 = tl.dot(tl.where(mask_23[None, :], v_38, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_39
+        v_40 = tl.permute(load_16, (1, 0))
+        dot_41 = tl.dot(load_25, v_40)
+        load_42 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_43 = load_42[:, None]
+        v_44 = (dot_41 - v_43)
+        v_45 = (v_37 * v_44)
+        v_46 = tl.permute(v_45, (1, 0))
+        dot_47 = tl.dot(tl.where(mask_23[None, :], v_46, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_47
+        dot_48 = tl.dot(tl.where(mask_13[None, :], v_45, 0), load_15)
+        v_49 = (dot_48 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_49, mask=(mask_23[:, None]), sem='relaxed')
+    v_50 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_50, mask=(mask_13[:, None]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
+
+@triton.jit
+def _attention_bwd_kernel_8c86eeef1a(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < kv_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
+    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_19 = v_18
+    acc_k_20 = v_17
+    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
+        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_23 = indices_22 < q_len
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
         load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
         v_27 = (load_26 * 1.4426950408889634)
         v_28 = tl.permute(load_15, (1, 0))
@@ -124,15 +238,14 @@ def _attention_bwd_kernel_41b0781b61(batch, q_heads, kv_len, group, k, k_stride_
         v_46 = v_42.to(tl.bfloat16)
         dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
         v_48 = (dot_47 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]), sem='relaxed')
     v_49 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_42616a59ca(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_990b5e614e(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -147,8 +260,8 @@ def _attention_bwd_kernel_42616a59ca(batch, q_heads, kv_len, group, k, k_stride_
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
     mask_13 = indices_12 < kv_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
     v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     acc_v_19 = v_18
@@ -156,8 +269,8 @@ def _attention_bwd_kernel_42616a59ca(batch, q_heads, kv_len, group, k, k_stride_
     for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
         indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
         mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
         load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
         v_27 = (load_26 * 1.4426950408889634)
         v_28 = tl.permute(load_15, (1, 0))
@@ -187,15 +300,14 @@ def _attention_bwd_kernel_42616a59ca(batch, q_heads, kv_len, group, k, k_stride_
         v_50 = v_46.to(tl.bfloat16)
         dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
         v_52 = (dot_51 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]), sem='relaxed')
     v_53 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_4f6d3faaa3(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_abeee4b5c6(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -210,17 +322,17 @@ def _attention_bwd_kernel_4f6d3faaa3(batch, q_heads, kv_len, group, k, k_stride_
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
     mask_13 = indices_12 < kv_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
     v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     acc_v_19 = v_18
     acc_k_20 = v_17
-    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
+    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
         indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
         mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
         load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
         v_27 = (load_26 * 1.4426950408889634)
         v_28 = tl.permute(load_15, (1, 0))
@@ -229,33 +341,31 @@ def _attention_bwd_kernel_4f6d3faaa3(batch, q_heads, kv_len, group, k, k_stride_
         v_31 = v_27[:, None]
         v_32 = (v_30 - v_31)
         v_33 = tl.exp2(v_32)
-        v_34 = indices_12[None, :]
-        v_35 = indices_22[:, None]
-        v_36 = (v_34 <= v_35)
-        v_37 = tl.where(v_36, v_33, 0.0)
-        v_38 = tl.permute(v_37, (1, 0))
-        dot_39 = tl.dot(tl.where(mask_23[None, :], v_38, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_39
-        v_40 = tl.permute(load_16, (1, 0))
-        dot_41 = tl.dot(load_25, v_40)
-        load_42 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_43 = load_42[:, None]
-        v_44 = (dot_41 - v_43)
-        v_45 = (v_37 * v_44)
-        v_46 = tl.permute(v_45, (1, 0))
-        dot_47 = tl.dot(tl.where(mask_23[None, :], v_46, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_47
-        dot_48 = tl.dot(tl.where(mask_13[None, :], v_45, 0), load_15)
-        v_49 = (dot_48 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_49, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_50 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_50, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+        v_34 = v_33.to(tl.float16)
+        v_35 = tl.permute(v_34, (1, 0))
+        dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
+        acc_v_19 = dot_36
+        v_37 = tl.permute(load_16, (1, 0))
+        dot_38 = tl.dot(load_25, v_37)
+        load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
+        v_40 = load_39[:, None]
+        v_41 = (dot_38 - v_40)
+        v_42 = (v_33 * v_41)
+        v_43 = v_42.to(tl.float16)
+        v_44 = tl.permute(v_43, (1, 0))
+        dot_45 = tl.dot(tl.where(mask_23[None, :], v_44, 0), load_24, acc=acc_k_20)
+        acc_k_20 = dot_45
+        v_46 = v_42.to(tl.float16)
+        dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
+        v_48 = (dot_47 * scale)
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]), sem='relaxed')
+    v_49 = (acc_k_20 * scale)
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_7bf69e51a0(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_aeab1a3509(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -270,8 +380,8 @@ def _attention_bwd_kernel_7bf69e51a0(batch, q_heads, kv_len, group, k, k_stride_
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
     mask_13 = indices_12 < kv_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
+    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
     v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
     acc_v_19 = v_18
@@ -279,8 +389,8 @@ def _attention_bwd_kernel_7bf69e51a0(batch, q_heads, kv_len, group, k, k_stride_
     for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
         indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
         mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
+        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
+        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
         load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
         v_27 = (load_26 * 1.4426950408889634)
         v_28 = tl.permute(load_15, (1, 0))
@@ -310,130 +420,14 @@ def _attention_bwd_kernel_7bf69e51a0(batch, q_heads, kv_len, group, k, k_stride_
         v_50 = v_46.to(tl.float16)
         dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
         v_52 = (dot_51 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
+        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]), sem='relaxed')
     v_53 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
+    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]), sem='relaxed')
+    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
 
 @triton.jit
-def _attention_bwd_kernel_d4099d418b(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_5dd3731c2a(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, v_28)
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = v_33.to(tl.float16)
-        v_35 = tl.permute(v_34, (1, 0))
-        dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_36
-        v_37 = tl.permute(load_16, (1, 0))
-        dot_38 = tl.dot(load_25, v_37)
-        load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_40 = load_39[:, None]
-        v_41 = (dot_38 - v_40)
-        v_42 = (v_33 * v_41)
-        v_43 = v_42.to(tl.float16)
-        v_44 = tl.permute(v_43, (1, 0))
-        dot_45 = tl.dot(tl.where(mask_23[None, :], v_44, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_45
-        v_46 = v_42.to(tl.float16)
-        dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
-        v_48 = (dot_47 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_49 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_f1898cb91e(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, k_size_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < k_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]) & (rmask_0[None, :]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, v_28)
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = tl.permute(v_33, (1, 0))
-        dot_35 = tl.dot(tl.where(mask_23[None, :], v_34, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_35
-        v_36 = tl.permute(load_16, (1, 0))
-        dot_37 = tl.dot(load_25, v_36)
-        load_38 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_39 = load_38[:, None]
-        v_40 = (dot_37 - v_39)
-        v_41 = (v_33 * v_40)
-        v_42 = tl.permute(v_41, (1, 0))
-        dot_43 = tl.dot(tl.where(mask_23[None, :], v_42, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_43
-        dot_44 = tl.dot(tl.where(mask_13[None, :], v_41, 0), load_15)
-        v_45 = (dot_44 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_23[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    v_46 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]) & (rmask_0[None, :]), sem='relaxed')
-
-@triton.jit
-def _attention_fwd_kernel_0e983a6a88(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -448,7 +442,7 @@ def _attention_fwd_kernel_0e983a6a88(batch, q_heads, q_len, group, q, q_stride_0
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
     mask_13 = indices_12 < q_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
     v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
     v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
@@ -459,7 +453,7 @@ def _attention_fwd_kernel_0e983a6a88(batch, q_heads, q_len, group, q, q_stride_0
     for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_0):
         indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
         mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
         dot_28 = tl.dot(load_15, v_27)
         v_29 = (dot_28 * qk_scale)
@@ -474,7 +468,7 @@ def _attention_fwd_kernel_0e983a6a88(batch, q_heads, q_len, group, q, q_stride_0
         red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
         v_39 = (v_37 + red_38)
         row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
+        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
         v_41 = v_36[:, None]
         v_42 = (acc_21 * v_41)
         dot_43 = tl.dot(tl.where(mask_25[None, :], v_34, 0), load_40, acc=v_42)
@@ -488,7 +482,7 @@ def _attention_fwd_kernel_0e983a6a88(batch, q_heads, q_len, group, q, q_stride_0
     for offset_49 in tl.range(v_19, v_45, _BLOCK_SIZE_0):
         indices_50 = offset_49 + tl.arange(0, _BLOCK_SIZE_0)
         mask_51 = indices_50 < v_45
-        load_52 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_50[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_51[:, None]) & (rmask_0[None, :]), other=0)
+        load_52 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_50[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_51[:, None]), other=0)
         v_53 = tl.permute(load_52, (1, 0))
         dot_54 = tl.dot(load_15, v_53)
         v_55 = (dot_54 * qk_scale)
@@ -507,7 +501,7 @@ def _attention_fwd_kernel_0e983a6a88(batch, q_heads, q_len, group, q, q_stride_0
         red_68 = (tl.sum(tl.where(mask_51[None, :], v_64, 0), 1))
         v_69 = (v_67 + red_68)
         row_sum_46 = v_69
-        load_70 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_50[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_51[:, None]) & (rmask_0[None, :]), other=0)
+        load_70 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_50[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_51[:, None]), other=0)
         v_71 = v_66[:, None]
         v_72 = (acc_47 * v_71)
         dot_73 = tl.dot(tl.where(mask_51[None, :], v_64, 0), load_70, acc=v_72)
@@ -515,16 +509,15 @@ def _attention_fwd_kernel_0e983a6a88(batch, q_heads, q_len, group, q, q_stride_0
         row_max_48 = v_61
     v_74 = row_sum_46[:, None]
     v_75 = (acc_47 / v_74)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_75, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_75, mask=(mask_13[:, None]))
     v_76 = tl.log2(row_sum_46)
     v_77 = (row_max_48 + v_76)
     v_78 = (v_77 * 0.6931471805599453)
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_78, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_836b6ac57f(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_8f66d60c2a(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -539,7 +532,7 @@ def _attention_fwd_kernel_836b6ac57f(batch, q_heads, q_len, group, q, q_stride_0
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
     mask_13 = indices_12 < q_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
     v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
     v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
@@ -549,7 +542,7 @@ def _attention_fwd_kernel_836b6ac57f(batch, q_heads, q_len, group, q, q_stride_0
     for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
         indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
         mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
         v_26 = tl.permute(load_25, (1, 0))
         dot_27 = tl.dot(load_15, v_26)
         v_28 = (dot_27 * qk_scale)
@@ -564,7 +557,7 @@ def _attention_fwd_kernel_836b6ac57f(batch, q_heads, q_len, group, q, q_stride_0
         red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
         v_38 = (v_36 + red_37)
         row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
+        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
         v_40 = v_33.to(tl.bfloat16)
         v_41 = v_35[:, None]
         v_42 = (acc_20 * v_41)
@@ -574,16 +567,15 @@ def _attention_fwd_kernel_836b6ac57f(batch, q_heads, q_len, group, q, q_stride_0
     v_44 = row_sum_19[:, None]
     v_45 = (acc_20 / v_44)
     v_46 = v_45.to(tl.bfloat16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]))
     v_47 = tl.log2(row_sum_19)
     v_48 = (row_max_21 + v_47)
     v_49 = (v_48 * 0.6931471805599453)
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_98687d0169(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_971e0fdcd6(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -598,7 +590,121 @@ def _attention_fwd_kernel_98687d0169(batch, q_heads, q_len, group, q, q_stride_0
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
     mask_13 = indices_12 < q_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        v_28 = (dot_27 * qk_scale)
+        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
+        v_40 = v_35[:, None]
+        v_41 = (acc_20 * v_40)
+        dot_42 = tl.dot(tl.where(mask_24[None, :], v_33, 0), load_39, acc=v_41)
+        acc_20 = dot_42
+        row_max_21 = v_30
+    v_43 = row_sum_19[:, None]
+    v_44 = (acc_20 / v_43)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_44, mask=(mask_13[:, None]))
+    v_45 = tl.log2(row_sum_19)
+    v_46 = (row_max_21 + v_45)
+    v_47 = (v_46 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_47, mask=(mask_13))
+
+@triton.jit
+def _attention_fwd_kernel_bb42c125a1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < q_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        v_28 = (dot_27 * qk_scale)
+        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
+        v_40 = v_33.to(tl.float16)
+        v_41 = v_35[:, None]
+        v_42 = (acc_20 * v_41)
+        dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
+        acc_20 = dot_43
+        row_max_21 = v_30
+    v_44 = row_sum_19[:, None]
+    v_45 = (acc_20 / v_44)
+    v_46 = v_45.to(tl.float16)
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]))
+    v_47 = tl.log2(row_sum_19)
+    v_48 = (row_max_21 + v_47)
+    v_49 = (v_48 * 0.6931471805599453)
+    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
+
+@triton.jit
+def _attention_fwd_kernel_d8b6f8dfc6(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < batch
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_13 = indices_12 < q_len
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
     v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
     v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
@@ -609,7 +715,7 @@ def _attention_fwd_kernel_98687d0169(batch, q_heads, q_len, group, q, q_stride_0
     for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_0):
         indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
         mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
         dot_28 = tl.dot(load_15, v_27)
         v_29 = (dot_28 * qk_scale)
@@ -624,7 +730,7 @@ def _attention_fwd_kernel_98687d0169(batch, q_heads, q_len, group, q, q_stride_0
         red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
         v_39 = (v_37 + red_38)
         row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
+        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
         v_41 = v_34.to(tl.bfloat16)
         v_42 = v_36[:, None]
         v_43 = (acc_21 * v_42)
@@ -639,7 +745,7 @@ def _attention_fwd_kernel_98687d0169(batch, q_heads, q_len, group, q, q_stride_0
     for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_0):
         indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_0)
         mask_52 = indices_51 < v_46
-        load_53 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]) & (rmask_0[None, :]), other=0)
+        load_53 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
         v_54 = tl.permute(load_53, (1, 0))
         dot_55 = tl.dot(load_15, v_54)
         v_56 = (dot_55 * qk_scale)
@@ -658,7 +764,7 @@ def _attention_fwd_kernel_98687d0169(batch, q_heads, q_len, group, q, q_stride_0
         red_69 = (tl.sum(tl.where(mask_52[None, :], v_65, 0), 1))
         v_70 = (v_68 + red_69)
         row_sum_47 = v_70
-        load_71 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]) & (rmask_0[None, :]), other=0)
+        load_71 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
         v_72 = v_65.to(tl.bfloat16)
         v_73 = v_67[:, None]
         v_74 = (acc_48 * v_73)
@@ -668,16 +774,15 @@ def _attention_fwd_kernel_98687d0169(batch, q_heads, q_len, group, q, q_stride_0
     v_76 = row_sum_47[:, None]
     v_77 = (acc_48 / v_76)
     v_78 = v_77.to(tl.bfloat16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_13[:, None]))
     v_79 = tl.log2(row_sum_47)
     v_80 = (row_max_49 + v_79)
     v_81 = (v_80 * 0.6931471805599453)
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_81, mask=(mask_13))
 
 @triton.jit
-def _attention_fwd_kernel_9fd08cb8ec(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_f666988cbe(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
     pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
@@ -692,7 +797,7 @@ def _attention_fwd_kernel_9fd08cb8ec(batch, q_heads, q_len, group, q, q_stride_0
     indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
     mask_13 = indices_12 < q_len
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
+    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
     v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
     v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
@@ -703,7 +808,7 @@ def _attention_fwd_kernel_9fd08cb8ec(batch, q_heads, q_len, group, q, q_stride_0
     for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_0):
         indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
         mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
+        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
         dot_28 = tl.dot(load_15, v_27)
         v_29 = (dot_28 * qk_scale)
@@ -718,7 +823,7 @@ def _attention_fwd_kernel_9fd08cb8ec(batch, q_heads, q_len, group, q, q_stride_0
         red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
         v_39 = (v_37 + red_38)
         row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]) & (rmask_0[None, :]), other=0)
+        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
         v_41 = v_34.to(tl.float16)
         v_42 = v_36[:, None]
         v_43 = (acc_21 * v_42)
@@ -733,7 +838,7 @@ def _attention_fwd_kernel_9fd08cb8ec(batch, q_heads, q_len, group, q, q_stride_0
     for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_0):
         indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_0)
         mask_52 = indices_51 < v_46
-        load_53 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]) & (rmask_0[None, :]), other=0)
+        load_53 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
         v_54 = tl.permute(load_53, (1, 0))
         dot_55 = tl.dot(load_15, v_54)
         v_56 = (dot_55 * qk_scale)
@@ -752,7 +857,7 @@ def _attention_fwd_kernel_9fd08cb8ec(batch, q_heads, q_len, group, q, q_stride_0
         red_69 = (tl.sum(tl.where(mask_52[None, :], v_65, 0), 1))
         v_70 = (v_68 + red_69)
         row_sum_47 = v_70
-        load_71 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]) & (rmask_0[None, :]), other=0)
+        load_71 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
         v_72 = v_65.to(tl.float16)
         v_73 = v_67[:, None]
         v_74 = (acc_48 * v_73)
@@ -762,127 +867,11 @@ def _attention_fwd_kernel_9fd08cb8ec(batch, q_heads, q_len, group, q, q_stride_0
     v_76 = row_sum_47[:, None]
     v_77 = (acc_48 / v_76)
     v_78 = v_77.to(tl.float16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_13[:, None]) & (rmask_0[None, :]))
+    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_13[:, None]))
     v_79 = tl.log2(row_sum_47)
     v_80 = (row_max_49 + v_79)
     v_81 = (v_80 * 0.6931471805599453)
     tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_81, mask=(mask_13))
-
-@triton.jit
-def _attention_fwd_kernel_a4962f06b1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_40 = v_35[:, None]
-        v_41 = (acc_20 * v_40)
-        dot_42 = tl.dot(tl.where(mask_24[None, :], v_33, 0), load_39, acc=v_41)
-        acc_20 = dot_42
-        row_max_21 = v_30
-    v_43 = row_sum_19[:, None]
-    v_44 = (acc_20 / v_43)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_44, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_45 = tl.log2(row_sum_19)
-    v_46 = (row_max_21 + v_45)
-    v_47 = (v_46 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_47, mask=(mask_13))
-
-@triton.jit
-def _attention_fwd_kernel_b37f2e3443(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, q_size_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < q_size_3
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]) & (rmask_0[None, :]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]) & (rmask_0[None, :]), other=0)
-        v_40 = v_33.to(tl.float16)
-        v_41 = v_35[:, None]
-        v_42 = (acc_20 * v_41)
-        dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
-        acc_20 = dot_43
-        row_max_21 = v_30
-    v_44 = row_sum_19[:, None]
-    v_45 = (acc_20 / v_44)
-    v_46 = v_45.to(tl.float16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]) & (rmask_0[None, :]))
-    v_47 = tl.log2(row_sum_19)
-    v_48 = (row_max_21 + v_47)
-    v_49 = (v_48 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
 
 
 # attention_bwd variant 0f6a41105bbb
@@ -906,12 +895,11 @@ def attention_bwd__0f6a41105bbb(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
+    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -936,12 +924,11 @@ def attention_bwd__13a82309691b(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
+    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -966,12 +953,11 @@ def attention_bwd__15c5bf117421(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -996,12 +982,11 @@ def attention_bwd__17f1100229e1(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1026,12 +1011,11 @@ def attention_bwd__1875bcb7bf9a(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
+    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1056,12 +1040,11 @@ def attention_bwd__1e148f5c505d(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
+    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1086,12 +1069,11 @@ def attention_bwd__3486af520f45(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1116,12 +1098,11 @@ def attention_bwd__41081d92a51c(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1146,12 +1127,11 @@ def attention_bwd__46fcefc33ee8(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
+    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1176,12 +1156,11 @@ def attention_bwd__4ae26c0e2c68(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1206,12 +1185,11 @@ def attention_bwd__4b23ce330e2f(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1236,12 +1214,11 @@ def attention_bwd__56595ad9ccca(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
+    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1266,12 +1243,11 @@ def attention_bwd__5afce08e8bcc(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1296,12 +1272,11 @@ def attention_bwd__5c0e372a6b7c(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1326,12 +1301,11 @@ def attention_bwd__5cdcc240288f(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1356,12 +1330,11 @@ def attention_bwd__741ffb96c6db(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7bf69e51a0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
+    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1386,12 +1359,11 @@ def attention_bwd__82dbeb22179e(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 32), 8, 2)
+    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1416,12 +1388,11 @@ def attention_bwd__85b60c34ae23(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1446,12 +1417,11 @@ def attention_bwd__90c911ef3100(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
+    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1476,12 +1446,11 @@ def attention_bwd__94f48a3fce36(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1506,12 +1475,11 @@ def attention_bwd__af8e47cd4269(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1536,12 +1504,11 @@ def attention_bwd__afee638c0641(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1566,12 +1533,11 @@ def attention_bwd__aff37e226f3b(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
+    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1596,12 +1562,11 @@ def attention_bwd__b911382f9545(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4f6d3faaa3, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1626,12 +1591,11 @@ def attention_bwd__bf09b49ad5ba(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_41b0781b61, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
+    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1656,12 +1620,11 @@ def attention_bwd__cd57c6017ea2(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1686,12 +1649,11 @@ def attention_bwd__ce90990cbb53(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_42616a59ca, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1716,12 +1678,11 @@ def attention_bwd__e6cee15a4bb5(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1898cb91e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 8, 2)
+    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1746,12 +1707,11 @@ def attention_bwd__f8db6bfe1064(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1776,12 +1736,11 @@ def attention_bwd__fcdd353455dc(grad_out, q, k, v, out, lse, causal, scale):
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
     grad_v_strides = grad_v.stride()
-    k_sizes = k.size()
     k_strides = k.stride()
     lse_strides = lse.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d4099d418b, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], k_sizes[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, max(16, _next_power_of_2(max(1, k_sizes[3]))), 64), 4, 2)
+    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
     return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
 
 
@@ -1802,10 +1761,9 @@ def attention_fwd__0cdc355ec797(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -1826,10 +1784,9 @@ def attention_fwd__0ea8311861f4(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -1850,10 +1807,9 @@ def attention_fwd__2286331c9efe(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -1874,10 +1830,9 @@ def attention_fwd__2335a514d7d8(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
+    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -1898,10 +1853,9 @@ def attention_fwd__3088b598c2d3(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -1922,10 +1876,9 @@ def attention_fwd__351395ba6f77(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -1946,10 +1899,9 @@ def attention_fwd__3e60ce4d2318(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
+    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
     return (out, lse)
 
 
@@ -1970,10 +1922,9 @@ def attention_fwd__408110f23c56(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
+    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -1994,10 +1945,9 @@ def attention_fwd__432f6da60d99(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -2018,10 +1968,9 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -2042,10 +1991,9 @@ def attention_fwd__480c94cf7738(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -2066,10 +2014,9 @@ def attention_fwd__5a781adc8769(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
+    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
     return (out, lse)
 
 
@@ -2090,10 +2037,9 @@ def attention_fwd__66b219fb682d(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -2114,10 +2060,9 @@ def attention_fwd__6745ae4f0c8c(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -2138,10 +2083,9 @@ def attention_fwd__80464e55e609(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -2162,10 +2106,9 @@ def attention_fwd__883a4250664d(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -2186,10 +2129,9 @@ def attention_fwd__912e0e5a00d2(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -2210,10 +2152,9 @@ def attention_fwd__92fb6f7f6ed2(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
+    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
     return (out, lse)
 
 
@@ -2234,10 +2175,9 @@ def attention_fwd__932a1f04d793(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_836b6ac57f, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
+    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -2258,10 +2198,9 @@ def attention_fwd__9a2fa2ca89fb(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -2282,10 +2221,9 @@ def attention_fwd__b415b0261e49(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -2306,10 +2244,9 @@ def attention_fwd__ca57a3bc2c03(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_b37f2e3443, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
+    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
     return (out, lse)
 
 
@@ -2330,10 +2267,9 @@ def attention_fwd__d0bd0047c2a1(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
+    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
     return (out, lse)
 
 
@@ -2354,10 +2290,9 @@ def attention_fwd__d31c02e5d059(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_9fd08cb8ec, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -2378,10 +2313,9 @@ def attention_fwd__d45dd177fbb8(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -2402,10 +2336,9 @@ def attention_fwd__e230fc514c6b(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
+    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -2426,10 +2359,9 @@ def attention_fwd__e83da4b3b6c7(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 8, 2)
+    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
     return (out, lse)
 
 
@@ -2450,10 +2382,9 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a4962f06b1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, max(16, _next_power_of_2(max(1, q_sizes[3]))), 64), 4, 2)
+    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -2474,10 +2405,9 @@ def attention_fwd__f3c397778c8d(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_98687d0169, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
+    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -2498,10 +2428,9 @@ def attention_fwd__f4a52e86f860(q, k, v, causal, scale):
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
-    q_sizes = q.size()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_0e983a6a88, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], q_sizes[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, max(16, _next_power_of_2(max(1, q_sizes[3]))), 32), 8, 2)
+    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
     return (out, lse)
 
 

@@ -32,7 +32,8 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
     if state is None:
-        fast = isinstance(kernel, triton.runtime.jit.JITFunction)
+        # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
+        fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")
         state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
     launches = state[1]
     runtime = triton.knobs.runtime
