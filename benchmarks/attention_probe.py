@@ -9,7 +9,7 @@ kernels_src under each candidate config of CANDIDATES, and SDPA's cuDNN backend 
 autograd backward of one forward), and reports TFLOP/s from kernels_src.attention's cost model
 (4·B·H·visible pairs·D for the forward, 2.5× that for the backward) with the ratio to cuDNN and the
 best candidate of each case. Every candidate's outputs are compared with cuDNN's (max |diff|) so a
-fast but wrong config stands out. The candidates are compiled first, in parallel worker processes
+fast but wrong config stands out; a candidate the config spec would change is reported, not timed. The candidates are compiled first, in parallel worker processes
 (Triton's on-disk cache then serves the timed process). Writes `attention_probe.json` under --out
 after every case and prints a table; build_tools/default_table.py's attention rule takes the best.
 """
