@@ -25,9 +25,9 @@ op's tuning suite:
 - batched {B, M, N, K} (one batch per program, 2-D tiles): 16x128x64 tiles, 4 warps, 4 stages for
   16-row batches; 128x128x64, 8 warps, 3 stages for shallow K (~128); 128x256x64, 8 warps,
   3 stages, L2 grouping 8 for deep K.
-- attention {.., D, causal}: one entry per head dim D in 16..256 and causal flag; query x key tiles
-  of 64x64 up to D = 64, 64x32 up to D = 128 and 32x32 for D = 256 (so the q/k/v tiles fit the
-  shared memory of smaller GPUs), 4 warps up to D = 64 and 8 above, 2 stages.
+- attention {.., D, causal}: one entry per head dim D in 16..256, causal flag and op, from the
+  ATTENTION_* tables below (measured on an H200 for D 64 and 128; smaller tiles and fewer stages
+  for float32, whose tiles take twice the shared memory).
 A wanted value the kernel's config spec does not offer at the representative shape becomes the
 largest legal value below it (else the default); the entry's "adjusted" field lists those cases.
 """
@@ -79,16 +79,35 @@ def _matrix_rule(name: str, dtype: torch.dtype) -> dict:
     return {"block_sizes": tiles, "num_warps": warps, "num_stages": stages, **extra}
 
 
-def _attention_rule(head_dim: int) -> dict:
-    query_tile = 64 if head_dim <= 128 else 32
-    key_tile = 64 if head_dim <= 64 else 32
-    return {"block_sizes": [query_tile, key_tile], "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 2}
+# Attention (block_sizes, num_warps, num_stages) by (head-dim bucket, causal), 2- and 1-byte inputs.
+# Forward block_sizes: [query tile, key tile]; backward: [dq query tile, dq key tile, dk/dv key tile,
+# dk/dv query tile] (its two kernels share num_warps/num_stages). D 64 and 128: the best of 5-6
+# candidates on an H200 at B=4, H=32, S=1024 and 4096, bf16 (benchmarks/attention_probe.py,
+# 2026-11-22); D 256: the largest tiles that ptxas compiles without spills at 8 warps.
+ATTENTION_FWD = {(64, False): ([128, 64], 4, 3), (64, True): ([64, 64], 4, 3),
+                 (128, False): ([128, 64], 8, 3), (128, True): ([64, 64], 4, 3),
+                 (256, False): ([64, 32], 8, 2), (256, True): ([64, 32], 8, 2)}
+ATTENTION_BWD = {(64, False): ([64, 64, 64, 64], 4, 3), (64, True): ([64, 64, 64, 32], 4, 3),
+                 (128, False): ([64, 32, 64, 32], 4, 3), (128, True): ([64, 32, 64, 32], 4, 3),
+                 (256, False): ([32, 32, 32, 16], 8, 2), (256, True): ([32, 32, 32, 16], 8, 2)}
+# float32 (TF32 dots): tiles twice the bytes, so fewer stages, 8 warps for the larger backward, and
+# at D 256 the configs with the fewest ptxas spills found (some remain).
+ATTENTION_FWD_FP32 = {64: ([64, 64], 4, 2), 128: ([64, 64], 4, 2), 256: ([64, 16], 8, 2)}
+ATTENTION_BWD_FP32 = {64: ([64, 32, 64, 32], 4, 2), 128: ([64, 32, 64, 32], 8, 2), 256: ([16, 16, 16, 16], 4, 2)}
 
 
-def representative_points(keys: set, dtype: torch.dtype = torch.bfloat16) -> list:
-    """(shape, overrides, rule name) for an op whose tuning suite has shape keys `keys`, for
-    `dtype`; shapes are big enough for every wanted value to be legal and small enough to bind
-    quickly on CPU."""
+def _attention_rule(op: str, head_dim: int, causal: bool, dtype: torch.dtype) -> dict:
+    bucket = 64 if head_dim <= 64 else 128 if head_dim <= 128 else 256
+    if dtype == torch.float32:
+        blocks, warps, stages = (ATTENTION_FWD_FP32 if op == "attention_fwd" else ATTENTION_BWD_FP32)[bucket]
+    else:
+        blocks, warps, stages = (ATTENTION_FWD if op == "attention_fwd" else ATTENTION_BWD)[(bucket, causal)]
+    return {"block_sizes": blocks, "num_warps": warps, "num_stages": stages}
+
+
+def representative_points(keys: set, op: str = "", dtype: torch.dtype = torch.bfloat16) -> list:
+    """(shape, overrides, rule name) for op `op` at `dtype` whose tuning suite has shape keys `keys`; shapes are
+    big enough for every wanted value to be legal and small enough to bind quickly on CPU."""
     if keys == {"M", "N"}:
         return [({"M": 64, "N": n}, _row_rule(n), "rows") for n in ROW_SIZES]
     if keys == {"M", "N", "K"}:
@@ -106,7 +125,7 @@ def representative_points(keys: set, dtype: torch.dtype = torch.bfloat16) -> lis
         for head_dim in HEAD_DIMS:
             for causal in (False, True):
                 shape = {"B": 1, "H": 2, "Hkv": 2, "Sq": 1024, "Sk": 1024, "D": head_dim, "causal": causal}
-                points.append(({k: v for k, v in shape.items() if k in keys}, _attention_rule(head_dim),
+                points.append(({k: v for k, v in shape.items() if k in keys}, _attention_rule(op, head_dim, causal, dtype),
                                "attention"))
         return points
     raise ValueError(f"no default rule for shape keys {sorted(keys)}")
@@ -144,16 +163,19 @@ def heuristic_config(config_spec, overrides: dict) -> tuple:
             adjusted.append(f"{name}: wanted {wanted}, legal here {value}")
         config[name] = value
     try:
-        return to_plain(config_spec.normalize(Config(config))), adjusted
+        normalized = to_plain(config_spec.normalize(Config(config)))
     except exc.InvalidConfig as error:
         return default, adjusted + [f"overrides rejected ({error}); default config used"]
+    adjusted += [f"{name}: wanted {config[name]}, the config spec normalized it to {normalized[name]}"
+                 for name in overrides if name in config and normalized.get(name) != to_plain(config[name])]
+    return normalized, adjusted
 
 
 def _entries_for(spec) -> list:
     keys = {k for shape in spec.shapes for k in shape}
     entries = []
     for dtype in sorted(set(spec.dtypes) | set(KERNEL_DTYPES), key=str):
-        for shape, overrides, rule in representative_points(keys, dtype):
+        for shape, overrides, rule in representative_points(keys, spec.name, dtype):
             spec.kernel.reset()
             bound = spec.kernel.bind(spec.make_inputs(shape, dtype, "cpu", 0))
             config, adjusted = heuristic_config(bound.config_spec, overrides)

@@ -72,388 +72,873 @@ def _next_power_of_2(n):
 
 
 @triton.jit
-def _attention_bwd_kernel_1c13de3a6a(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_02ad17fe9c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
     mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
     v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, v_28)
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = tl.permute(v_33, (1, 0))
-        dot_35 = tl.dot(tl.where(mask_23[None, :], v_34, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_35
-        v_36 = tl.permute(load_16, (1, 0))
-        dot_37 = tl.dot(load_25, v_36)
-        load_38 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_39 = load_38[:, None]
-        v_40 = (dot_37 - v_39)
-        v_41 = (v_33 * v_40)
-        v_42 = tl.permute(v_41, (1, 0))
-        dot_43 = tl.dot(tl.where(mask_23[None, :], v_42, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_43
-        dot_44 = tl.dot(tl.where(mask_13[None, :], v_41, 0), load_15)
-        v_45 = (dot_44 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_23[:, None]), sem='relaxed')
-    v_46 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_46, mask=(mask_13[:, None]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_1d442a60e0(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, v_28)
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = indices_12[None, :]
-        v_35 = indices_22[:, None]
-        v_36 = (v_34 <= v_35)
-        v_37 = tl.where(v_36, v_33, 0.0)
-        v_38 = tl.permute(v_37, (1, 0))
-        dot_39 = tl.dot(tl.where(mask_23[None, :], v_38, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_39
-        v_40 = tl.permute(load_16, (1, 0))
-        dot_41 = tl.dot(load_25, v_40)
-        load_42 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_43 = load_42[:, None]
-        v_44 = (dot_41 - v_43)
-        v_45 = (v_37 * v_44)
-        v_46 = tl.permute(v_45, (1, 0))
-        dot_47 = tl.dot(tl.where(mask_23[None, :], v_46, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_47
-        dot_48 = tl.dot(tl.where(mask_13[None, :], v_45, 0), load_15)
-        v_49 = (dot_48 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_49, mask=(mask_23[:, None]), sem='relaxed')
-    v_50 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_50, mask=(mask_13[:, None]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_8c86eeef1a(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, v_28)
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = v_33.to(tl.bfloat16)
-        v_35 = tl.permute(v_34, (1, 0))
-        dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_36
-        v_37 = tl.permute(load_16, (1, 0))
-        dot_38 = tl.dot(load_25, v_37)
-        load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_40 = load_39[:, None]
-        v_41 = (dot_38 - v_40)
-        v_42 = (v_33 * v_41)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_17 = load_16.to(tl.float32)
+    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_19 = load_18.to(tl.float32)
+    v_20 = (v_17 * v_19)
+    red_21 = (tl.sum(v_20, 1))
+    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
+    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
+    v_23 = (load_22 * 1.4426950408889634)
+    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_25 = tl.minimum(offset_5, kv_len)
+    acc_q_26 = v_24
+    for offset_27 in tl.range(0, v_25, _BLOCK_SIZE_1):
+        indices_28 = offset_27 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_29 = indices_28 < v_25
+        load_30 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_28[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_29[:, None]), other=0)
+        v_31 = tl.permute(load_30, (1, 0))
+        dot_32 = tl.dot(load_15, v_31)
+        v_33 = (dot_32 * qk_scale)
+        v_34 = v_23[:, None]
+        v_35 = (v_33 - v_34)
+        v_36 = tl.exp2(v_35)
+        load_37 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_28[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_29[:, None]), other=0)
+        v_38 = tl.permute(load_37, (1, 0))
+        dot_39 = tl.dot(load_16, v_38)
+        v_40 = red_21[:, None]
+        v_41 = (dot_39 - v_40)
+        v_42 = (v_36 * v_41)
         v_43 = v_42.to(tl.bfloat16)
-        v_44 = tl.permute(v_43, (1, 0))
-        dot_45 = tl.dot(tl.where(mask_23[None, :], v_44, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_45
-        v_46 = v_42.to(tl.bfloat16)
-        dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
-        v_48 = (dot_47 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]), sem='relaxed')
-    v_49 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
-
-@triton.jit
-def _attention_bwd_kernel_990b5e614e(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, v_28)
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = indices_12[None, :]
-        v_35 = indices_22[:, None]
-        v_36 = (v_34 <= v_35)
-        v_37 = tl.where(v_36, v_33, 0.0)
-        v_38 = v_37.to(tl.bfloat16)
-        v_39 = tl.permute(v_38, (1, 0))
-        dot_40 = tl.dot(tl.where(mask_23[None, :], v_39, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_40
-        v_41 = tl.permute(load_16, (1, 0))
-        dot_42 = tl.dot(load_25, v_41)
-        load_43 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_44 = load_43[:, None]
-        v_45 = (dot_42 - v_44)
-        v_46 = (v_37 * v_45)
+        dot_44 = tl.dot(tl.where(mask_29[None, :], v_43, 0), load_30, acc=acc_q_26)
+        acc_q_26 = dot_44
+        v_45 = v_43.to(tl.float32)
+        v_46 = (v_42 - v_45)
         v_47 = v_46.to(tl.bfloat16)
-        v_48 = tl.permute(v_47, (1, 0))
-        dot_49 = tl.dot(tl.where(mask_23[None, :], v_48, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_49
-        v_50 = v_46.to(tl.bfloat16)
-        dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
-        v_52 = (dot_51 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]), sem='relaxed')
-    v_53 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
+        dot_48 = tl.dot(tl.where(mask_29[None, :], v_47, 0), load_30, acc=acc_q_26)
+        acc_q_26 = dot_48
+    end_49 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_50 = tl.minimum(end_49, kv_len)
+    acc_q_51 = acc_q_26
+    for offset_52 in tl.range(v_25, v_50, _BLOCK_SIZE_1):
+        indices_53 = offset_52 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_54 = indices_53 < v_50
+        load_55 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_53[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_54[:, None]), other=0)
+        v_56 = tl.permute(load_55, (1, 0))
+        dot_57 = tl.dot(load_15, v_56)
+        v_58 = (dot_57 * qk_scale)
+        v_59 = v_23[:, None]
+        v_60 = (v_58 - v_59)
+        v_61 = tl.exp2(v_60)
+        v_62 = indices_53[None, :]
+        v_63 = indices_6[:, None]
+        v_64 = (v_62 <= v_63)
+        v_65 = tl.where(v_64, v_61, 0.0)
+        load_66 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_53[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_54[:, None]), other=0)
+        v_67 = tl.permute(load_66, (1, 0))
+        dot_68 = tl.dot(load_16, v_67)
+        v_69 = red_21[:, None]
+        v_70 = (dot_68 - v_69)
+        v_71 = (v_65 * v_70)
+        v_72 = v_71.to(tl.bfloat16)
+        dot_73 = tl.dot(tl.where(mask_54[None, :], v_72, 0), load_55, acc=acc_q_51)
+        acc_q_51 = dot_73
+        v_74 = v_72.to(tl.float32)
+        v_75 = (v_71 - v_74)
+        v_76 = v_75.to(tl.bfloat16)
+        dot_77 = tl.dot(tl.where(mask_54[None, :], v_76, 0), load_55, acc=acc_q_51)
+        acc_q_51 = dot_77
+    v_78 = (acc_q_51 * scale)
+    v_79 = v_78.to(tl.bfloat16)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_79, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_bwd_kernel_abeee4b5c6(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_067e102326(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_18 = v_17
+    acc_k_19 = v_16
+    for idx_20 in tl.range(0, group, 1):
+        idx_21 = idx_20
+        v_22 = (offset_8 * group)
+        v_23 = (v_22 + idx_21)
+        for offset_24 in tl.range(0, q_len, _BLOCK_SIZE_3):
+            indices_25 = offset_24 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_26 = indices_25 < q_len
+            load_27 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_25[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_26[:, None]), other=0)
+            load_28 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_25[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_26[:, None]), other=0)
+            load_29 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_25 * lse_stride_2), mask=(mask_26), other=0)
+            v_30 = (load_29 * 1.4426950408889634)
+            v_31 = tl.permute(load_27, (1, 0))
+            dot_32 = tl.dot(load_14, v_31)
+            v_33 = (dot_32 * qk_scale)
+            v_34 = v_30[None, :]
+            v_35 = (v_33 - v_34)
+            v_36 = tl.exp2(v_35)
+            v_37 = v_36.to(tl.float16)
+            dot_38 = tl.dot(tl.where(mask_26[None, :], v_37, 0), load_28, acc=acc_v_18)
+            acc_v_18 = dot_38
+            v_39 = tl.permute(load_28, (1, 0))
+            dot_40 = tl.dot(load_15, v_39)
+            load_41 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_25 * delta_stride_2), mask=(mask_26), other=0)
+            v_42 = load_41[None, :]
+            v_43 = (dot_40 - v_42)
+            v_44 = (v_36 * v_43)
+            v_45 = v_44.to(tl.float16)
+            dot_46 = tl.dot(tl.where(mask_26[None, :], v_45, 0), load_27, acc=acc_k_19)
+            acc_k_19 = dot_46
+    v_47 = (acc_k_19 * scale)
+    v_48 = v_47.to(tl.float16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_48, mask=(mask_7[:, None]))
+    v_49 = acc_v_18.to(tl.float16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_49, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_3cb163efdc(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_18 = v_17
+    acc_k_19 = v_16
+    for idx_20 in tl.range(0, group, 1):
+        idx_21 = idx_20
+        v_22 = (offset_8 * group)
+        v_23 = (v_22 + idx_21)
+        for offset_24 in tl.range(0, q_len, _BLOCK_SIZE_3):
+            indices_25 = offset_24 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_26 = indices_25 < q_len
+            load_27 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_25[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_26[:, None]), other=0)
+            load_28 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_25[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_26[:, None]), other=0)
+            load_29 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_25 * lse_stride_2), mask=(mask_26), other=0)
+            v_30 = (load_29 * 1.4426950408889634)
+            v_31 = tl.permute(load_27, (1, 0))
+            dot_32 = tl.dot(load_14, v_31)
+            v_33 = (dot_32 * qk_scale)
+            v_34 = v_30[None, :]
+            v_35 = (v_33 - v_34)
+            v_36 = tl.exp2(v_35)
+            dot_37 = tl.dot(tl.where(mask_26[None, :], v_36, 0), load_28, acc=acc_v_18)
+            acc_v_18 = dot_37
+            v_38 = tl.permute(load_28, (1, 0))
+            dot_39 = tl.dot(load_15, v_38)
+            load_40 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_25 * delta_stride_2), mask=(mask_26), other=0)
+            v_41 = load_40[None, :]
+            v_42 = (dot_39 - v_41)
+            v_43 = (v_36 * v_42)
+            dot_44 = tl.dot(tl.where(mask_26[None, :], v_43, 0), load_27, acc=acc_k_19)
+            acc_k_19 = dot_44
+    v_45 = (acc_k_19 * scale)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_45, mask=(mask_7[:, None]))
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_18, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_4ed6176485(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
     mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
     v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(0, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, v_28)
-        v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
-        v_32 = (v_30 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = v_33.to(tl.float16)
-        v_35 = tl.permute(v_34, (1, 0))
-        dot_36 = tl.dot(tl.where(mask_23[None, :], v_35, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_36
-        v_37 = tl.permute(load_16, (1, 0))
-        dot_38 = tl.dot(load_25, v_37)
-        load_39 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_40 = load_39[:, None]
-        v_41 = (dot_38 - v_40)
-        v_42 = (v_33 * v_41)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_17 = load_16.to(tl.float32)
+    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_19 = load_18.to(tl.float32)
+    v_20 = (v_17 * v_19)
+    red_21 = (tl.sum(v_20, 1))
+    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
+    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
+    v_23 = (load_22 * 1.4426950408889634)
+    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_25 = tl.minimum(offset_5, kv_len)
+    acc_q_26 = v_24
+    for offset_27 in tl.range(0, v_25, _BLOCK_SIZE_1):
+        indices_28 = offset_27 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_29 = indices_28 < v_25
+        load_30 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_28[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_29[:, None]), other=0)
+        v_31 = tl.permute(load_30, (1, 0))
+        dot_32 = tl.dot(load_15, v_31)
+        v_33 = (dot_32 * qk_scale)
+        v_34 = v_23[:, None]
+        v_35 = (v_33 - v_34)
+        v_36 = tl.exp2(v_35)
+        load_37 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_28[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_29[:, None]), other=0)
+        v_38 = tl.permute(load_37, (1, 0))
+        dot_39 = tl.dot(load_16, v_38)
+        v_40 = red_21[:, None]
+        v_41 = (dot_39 - v_40)
+        v_42 = (v_36 * v_41)
         v_43 = v_42.to(tl.float16)
-        v_44 = tl.permute(v_43, (1, 0))
-        dot_45 = tl.dot(tl.where(mask_23[None, :], v_44, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_45
-        v_46 = v_42.to(tl.float16)
-        dot_47 = tl.dot(tl.where(mask_13[None, :], v_46, 0), load_15)
-        v_48 = (dot_47 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_48, mask=(mask_23[:, None]), sem='relaxed')
-    v_49 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_49, mask=(mask_13[:, None]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
+        dot_44 = tl.dot(tl.where(mask_29[None, :], v_43, 0), load_30, acc=acc_q_26)
+        acc_q_26 = dot_44
+    end_45 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_46 = tl.minimum(end_45, kv_len)
+    acc_q_47 = acc_q_26
+    for offset_48 in tl.range(v_25, v_46, _BLOCK_SIZE_1):
+        indices_49 = offset_48 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_50 = indices_49 < v_46
+        load_51 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_49[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_50[:, None]), other=0)
+        v_52 = tl.permute(load_51, (1, 0))
+        dot_53 = tl.dot(load_15, v_52)
+        v_54 = (dot_53 * qk_scale)
+        v_55 = v_23[:, None]
+        v_56 = (v_54 - v_55)
+        v_57 = tl.exp2(v_56)
+        v_58 = indices_49[None, :]
+        v_59 = indices_6[:, None]
+        v_60 = (v_58 <= v_59)
+        v_61 = tl.where(v_60, v_57, 0.0)
+        load_62 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_49[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_50[:, None]), other=0)
+        v_63 = tl.permute(load_62, (1, 0))
+        dot_64 = tl.dot(load_16, v_63)
+        v_65 = red_21[:, None]
+        v_66 = (dot_64 - v_65)
+        v_67 = (v_61 * v_66)
+        v_68 = v_67.to(tl.float16)
+        dot_69 = tl.dot(tl.where(mask_50[None, :], v_68, 0), load_51, acc=acc_q_47)
+        acc_q_47 = dot_69
+    v_70 = (acc_q_47 * scale)
+    v_71 = v_70.to(tl.float16)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_71, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_bwd_kernel_aeab1a3509(batch, q_heads, kv_len, group, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_8533603493(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
+    v_19 = tl.minimum(end_18, q_len)
+    acc_v_20 = v_17
+    acc_k_21 = v_16
+    for idx_22 in tl.range(0, group, 1):
+        idx_23 = idx_22
+        v_24 = (offset_8 * group)
+        v_25 = (v_24 + idx_23)
+        for offset_26 in tl.range(offset_5, v_19, _BLOCK_SIZE_3):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_28 = indices_27 < v_19
+            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_27[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_28[:, None]), other=0)
+            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_27[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_28[:, None]), other=0)
+            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_27 * lse_stride_2), mask=(mask_28), other=0)
+            v_32 = (load_31 * 1.4426950408889634)
+            v_33 = tl.permute(load_29, (1, 0))
+            dot_34 = tl.dot(load_14, v_33)
+            v_35 = (dot_34 * qk_scale)
+            v_36 = v_32[None, :]
+            v_37 = (v_35 - v_36)
+            v_38 = tl.exp2(v_37)
+            v_39 = indices_6[:, None]
+            v_40 = indices_27[None, :]
+            v_41 = (v_39 <= v_40)
+            v_42 = tl.where(v_41, v_38, 0.0)
+            dot_43 = tl.dot(tl.where(mask_28[None, :], v_42, 0), load_30, acc=acc_v_20)
+            acc_v_20 = dot_43
+            v_44 = tl.permute(load_30, (1, 0))
+            dot_45 = tl.dot(load_15, v_44)
+            load_46 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_27 * delta_stride_2), mask=(mask_28), other=0)
+            v_47 = load_46[None, :]
+            v_48 = (dot_45 - v_47)
+            v_49 = (v_42 * v_48)
+            dot_50 = tl.dot(tl.where(mask_28[None, :], v_49, 0), load_29, acc=acc_k_21)
+            acc_k_21 = dot_50
+        for offset_51 in tl.range(v_19, q_len, _BLOCK_SIZE_3):
+            indices_52 = offset_51 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_53 = indices_52 < q_len
+            load_54 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_52[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_53[:, None]), other=0)
+            load_55 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_52[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_53[:, None]), other=0)
+            load_56 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_52 * lse_stride_2), mask=(mask_53), other=0)
+            v_57 = (load_56 * 1.4426950408889634)
+            v_58 = tl.permute(load_54, (1, 0))
+            dot_59 = tl.dot(load_14, v_58)
+            v_60 = (dot_59 * qk_scale)
+            v_61 = v_57[None, :]
+            v_62 = (v_60 - v_61)
+            v_63 = tl.exp2(v_62)
+            dot_64 = tl.dot(tl.where(mask_53[None, :], v_63, 0), load_55, acc=acc_v_20)
+            acc_v_20 = dot_64
+            v_65 = tl.permute(load_55, (1, 0))
+            dot_66 = tl.dot(load_15, v_65)
+            load_67 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_52 * delta_stride_2), mask=(mask_53), other=0)
+            v_68 = load_67[None, :]
+            v_69 = (dot_66 - v_68)
+            v_70 = (v_63 * v_69)
+            dot_71 = tl.dot(tl.where(mask_53[None, :], v_70, 0), load_54, acc=acc_k_21)
+            acc_k_21 = dot_71
+    v_72 = (acc_k_21 * scale)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_72, mask=(mask_7[:, None]))
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_20, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_8fa83f558c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
     mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < kv_len
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
     v_14 = (offset_8 // group)
-    load_15 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_12[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_13[:, None]), other=0)
-    load_16 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_12[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_13[:, None]), other=0)
-    v_17 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_19 = v_18
-    acc_k_20 = v_17
-    for offset_21 in tl.range(offset_11, q_len, _BLOCK_SIZE_0):
-        indices_22 = offset_21 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_23 = indices_22 < q_len
-        load_24 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_22[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_23[:, None]), other=0)
-        load_25 = tl.load(grad_out + (offset_5 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_22[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_23[:, None]), other=0)
-        load_26 = tl.load(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_22 * lse_stride_2), mask=(mask_23), other=0)
-        v_27 = (load_26 * 1.4426950408889634)
-        v_28 = tl.permute(load_15, (1, 0))
-        dot_29 = tl.dot(load_24, v_28)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_17 = load_16.to(tl.float32)
+    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_19 = load_18.to(tl.float32)
+    v_20 = (v_17 * v_19)
+    red_21 = (tl.sum(v_20, 1))
+    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
+    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
+    v_23 = (load_22 * 1.4426950408889634)
+    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    acc_q_25 = v_24
+    for offset_26 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_28 = indices_27 < kv_len
+        load_29 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_27[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_28[:, None]), other=0)
+        v_30 = tl.permute(load_29, (1, 0))
+        dot_31 = tl.dot(load_15, v_30)
+        v_32 = (dot_31 * qk_scale)
+        v_33 = v_23[:, None]
+        v_34 = (v_32 - v_33)
+        v_35 = tl.exp2(v_34)
+        load_36 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_27[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_28[:, None]), other=0)
+        v_37 = tl.permute(load_36, (1, 0))
+        dot_38 = tl.dot(load_16, v_37)
+        v_39 = red_21[:, None]
+        v_40 = (dot_38 - v_39)
+        v_41 = (v_35 * v_40)
+        v_42 = v_41.to(tl.float16)
+        dot_43 = tl.dot(tl.where(mask_28[None, :], v_42, 0), load_29, acc=acc_q_25)
+        acc_q_25 = dot_43
+    v_44 = (acc_q_25 * scale)
+    v_45 = v_44.to(tl.float16)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_9a36c76a4b(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
+    load_17 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_18 = (load_16 * load_17)
+    red_19 = (tl.sum(v_18, 1))
+    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_19, mask=(mask_7))
+    load_20 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
+    v_21 = (load_20 * 1.4426950408889634)
+    v_22 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    acc_q_23 = v_22
+    for offset_24 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_25 = offset_24 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_26 = indices_25 < kv_len
+        load_27 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_25[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_26[:, None]), other=0)
+        v_28 = tl.permute(load_27, (1, 0))
+        dot_29 = tl.dot(load_15, v_28)
         v_30 = (dot_29 * qk_scale)
-        v_31 = v_27[:, None]
+        v_31 = v_21[:, None]
         v_32 = (v_30 - v_31)
         v_33 = tl.exp2(v_32)
-        v_34 = indices_12[None, :]
-        v_35 = indices_22[:, None]
-        v_36 = (v_34 <= v_35)
-        v_37 = tl.where(v_36, v_33, 0.0)
-        v_38 = v_37.to(tl.float16)
-        v_39 = tl.permute(v_38, (1, 0))
-        dot_40 = tl.dot(tl.where(mask_23[None, :], v_39, 0), load_25, acc=acc_v_19)
-        acc_v_19 = dot_40
-        v_41 = tl.permute(load_16, (1, 0))
-        dot_42 = tl.dot(load_25, v_41)
-        load_43 = tl.load(delta + (offset_5 * delta_stride_0 + offset_8 * delta_stride_1 + indices_22 * delta_stride_2), mask=(mask_23), other=0)
-        v_44 = load_43[:, None]
-        v_45 = (dot_42 - v_44)
-        v_46 = (v_37 * v_45)
-        v_47 = v_46.to(tl.float16)
-        v_48 = tl.permute(v_47, (1, 0))
-        dot_49 = tl.dot(tl.where(mask_23[None, :], v_48, 0), load_24, acc=acc_k_20)
-        acc_k_20 = dot_49
-        v_50 = v_46.to(tl.float16)
-        dot_51 = tl.dot(tl.where(mask_13[None, :], v_50, 0), load_15)
-        v_52 = (dot_51 * scale)
-        tl.atomic_add(grad_q + (offset_5 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_22[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_52, mask=(mask_23[:, None]), sem='relaxed')
-    v_53 = (acc_k_20 * scale)
-    tl.atomic_add(grad_k + (offset_5 * grad_k_stride_0 + v_14 * grad_k_stride_1 + indices_12[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_53, mask=(mask_13[:, None]), sem='relaxed')
-    tl.atomic_add(grad_v + (offset_5 * grad_v_stride_0 + v_14 * grad_v_stride_1 + indices_12[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_19, mask=(mask_13[:, None]), sem='relaxed')
+        load_34 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_25[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_26[:, None]), other=0)
+        v_35 = tl.permute(load_34, (1, 0))
+        dot_36 = tl.dot(load_16, v_35)
+        v_37 = red_19[:, None]
+        v_38 = (dot_36 - v_37)
+        v_39 = (v_33 * v_38)
+        dot_40 = tl.dot(tl.where(mask_26[None, :], v_39, 0), load_27, acc=acc_q_23)
+        acc_q_23 = dot_40
+    v_41 = (acc_q_23 * scale)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_41, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_fwd_kernel_5dd3731c2a(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_bwd_kernel_9fe883643c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
     mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_19 = tl.minimum(offset_11, kv_len)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_17 = load_16.to(tl.float32)
+    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_19 = load_18.to(tl.float32)
+    v_20 = (v_17 * v_19)
+    red_21 = (tl.sum(v_20, 1))
+    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
+    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
+    v_23 = (load_22 * 1.4426950408889634)
+    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    acc_q_25 = v_24
+    for offset_26 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_28 = indices_27 < kv_len
+        load_29 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_27[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_28[:, None]), other=0)
+        v_30 = tl.permute(load_29, (1, 0))
+        dot_31 = tl.dot(load_15, v_30)
+        v_32 = (dot_31 * qk_scale)
+        v_33 = v_23[:, None]
+        v_34 = (v_32 - v_33)
+        v_35 = tl.exp2(v_34)
+        load_36 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_27[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_28[:, None]), other=0)
+        v_37 = tl.permute(load_36, (1, 0))
+        dot_38 = tl.dot(load_16, v_37)
+        v_39 = red_21[:, None]
+        v_40 = (dot_38 - v_39)
+        v_41 = (v_35 * v_40)
+        v_42 = v_41.to(tl.bfloat16)
+        dot_43 = tl.dot(tl.where(mask_28[None, :], v_42, 0), load_29, acc=acc_q_25)
+        acc_q_25 = dot_43
+        v_44 = v_42.to(tl.float32)
+        v_45 = (v_41 - v_44)
+        v_46 = v_45.to(tl.bfloat16)
+        dot_47 = tl.dot(tl.where(mask_28[None, :], v_46, 0), load_29, acc=acc_q_25)
+        acc_q_25 = dot_47
+    v_48 = (acc_q_25 * scale)
+    v_49 = v_48.to(tl.bfloat16)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_49, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_caf05471aa(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
+    v_19 = tl.minimum(end_18, q_len)
+    acc_v_20 = v_17
+    acc_k_21 = v_16
+    for idx_22 in tl.range(0, group, 1):
+        idx_23 = idx_22
+        v_24 = (offset_8 * group)
+        v_25 = (v_24 + idx_23)
+        for offset_26 in tl.range(offset_5, v_19, _BLOCK_SIZE_3):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_28 = indices_27 < v_19
+            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_27[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_28[:, None]), other=0)
+            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_27[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_28[:, None]), other=0)
+            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_27 * lse_stride_2), mask=(mask_28), other=0)
+            v_32 = (load_31 * 1.4426950408889634)
+            v_33 = tl.permute(load_29, (1, 0))
+            dot_34 = tl.dot(load_14, v_33)
+            v_35 = (dot_34 * qk_scale)
+            v_36 = v_32[None, :]
+            v_37 = (v_35 - v_36)
+            v_38 = tl.exp2(v_37)
+            v_39 = indices_6[:, None]
+            v_40 = indices_27[None, :]
+            v_41 = (v_39 <= v_40)
+            v_42 = tl.where(v_41, v_38, 0.0)
+            v_43 = v_42.to(tl.float16)
+            dot_44 = tl.dot(tl.where(mask_28[None, :], v_43, 0), load_30, acc=acc_v_20)
+            acc_v_20 = dot_44
+            v_45 = tl.permute(load_30, (1, 0))
+            dot_46 = tl.dot(load_15, v_45)
+            load_47 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_27 * delta_stride_2), mask=(mask_28), other=0)
+            v_48 = load_47[None, :]
+            v_49 = (dot_46 - v_48)
+            v_50 = (v_42 * v_49)
+            v_51 = v_50.to(tl.float16)
+            dot_52 = tl.dot(tl.where(mask_28[None, :], v_51, 0), load_29, acc=acc_k_21)
+            acc_k_21 = dot_52
+        for offset_53 in tl.range(v_19, q_len, _BLOCK_SIZE_3):
+            indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_55 = indices_54 < q_len
+            load_56 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_54[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_55[:, None]), other=0)
+            load_57 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_54[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_55[:, None]), other=0)
+            load_58 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_54 * lse_stride_2), mask=(mask_55), other=0)
+            v_59 = (load_58 * 1.4426950408889634)
+            v_60 = tl.permute(load_56, (1, 0))
+            dot_61 = tl.dot(load_14, v_60)
+            v_62 = (dot_61 * qk_scale)
+            v_63 = v_59[None, :]
+            v_64 = (v_62 - v_63)
+            v_65 = tl.exp2(v_64)
+            v_66 = v_65.to(tl.float16)
+            dot_67 = tl.dot(tl.where(mask_55[None, :], v_66, 0), load_57, acc=acc_v_20)
+            acc_v_20 = dot_67
+            v_68 = tl.permute(load_57, (1, 0))
+            dot_69 = tl.dot(load_15, v_68)
+            load_70 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_54 * delta_stride_2), mask=(mask_55), other=0)
+            v_71 = load_70[None, :]
+            v_72 = (dot_69 - v_71)
+            v_73 = (v_65 * v_72)
+            v_74 = v_73.to(tl.float16)
+            dot_75 = tl.dot(tl.where(mask_55[None, :], v_74, 0), load_56, acc=acc_k_21)
+            acc_k_21 = dot_75
+    v_76 = (acc_k_21 * scale)
+    v_77 = v_76.to(tl.float16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_77, mask=(mask_7[:, None]))
+    v_78 = acc_v_20.to(tl.float16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_78, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_d87258a920(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_18 = v_17
+    acc_k_19 = v_16
+    for idx_20 in tl.range(0, group, 1):
+        idx_21 = idx_20
+        v_22 = (offset_8 * group)
+        v_23 = (v_22 + idx_21)
+        for offset_24 in tl.range(0, q_len, _BLOCK_SIZE_3):
+            indices_25 = offset_24 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_26 = indices_25 < q_len
+            load_27 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_25[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_26[:, None]), other=0)
+            load_28 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_25[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_26[:, None]), other=0)
+            load_29 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_25 * lse_stride_2), mask=(mask_26), other=0)
+            v_30 = (load_29 * 1.4426950408889634)
+            v_31 = tl.permute(load_27, (1, 0))
+            dot_32 = tl.dot(load_14, v_31)
+            v_33 = (dot_32 * qk_scale)
+            v_34 = v_30[None, :]
+            v_35 = (v_33 - v_34)
+            v_36 = tl.exp2(v_35)
+            v_37 = v_36.to(tl.bfloat16)
+            dot_38 = tl.dot(tl.where(mask_26[None, :], v_37, 0), load_28, acc=acc_v_18)
+            acc_v_18 = dot_38
+            v_39 = tl.permute(load_28, (1, 0))
+            dot_40 = tl.dot(load_15, v_39)
+            load_41 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_25 * delta_stride_2), mask=(mask_26), other=0)
+            v_42 = load_41[None, :]
+            v_43 = (dot_40 - v_42)
+            v_44 = (v_36 * v_43)
+            v_45 = v_44.to(tl.bfloat16)
+            dot_46 = tl.dot(tl.where(mask_26[None, :], v_45, 0), load_27, acc=acc_k_19)
+            acc_k_19 = dot_46
+            v_47 = v_45.to(tl.float32)
+            v_48 = (v_44 - v_47)
+            v_49 = v_48.to(tl.bfloat16)
+            dot_50 = tl.dot(tl.where(mask_26[None, :], v_49, 0), load_27, acc=acc_k_19)
+            acc_k_19 = dot_50
+    v_51 = (acc_k_19 * scale)
+    v_52 = v_51.to(tl.bfloat16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_52, mask=(mask_7[:, None]))
+    v_53 = acc_v_18.to(tl.bfloat16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_53, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
+    load_17 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_18 = (load_16 * load_17)
+    red_19 = (tl.sum(v_18, 1))
+    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_19, mask=(mask_7))
+    load_20 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
+    v_21 = (load_20 * 1.4426950408889634)
+    v_22 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_23 = tl.minimum(offset_5, kv_len)
+    acc_q_24 = v_22
+    for offset_25 in tl.range(0, v_23, _BLOCK_SIZE_1):
+        indices_26 = offset_25 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_27 = indices_26 < v_23
+        load_28 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_26[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_27[:, None]), other=0)
+        v_29 = tl.permute(load_28, (1, 0))
+        dot_30 = tl.dot(load_15, v_29)
+        v_31 = (dot_30 * qk_scale)
+        v_32 = v_21[:, None]
+        v_33 = (v_31 - v_32)
+        v_34 = tl.exp2(v_33)
+        load_35 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_26[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_27[:, None]), other=0)
+        v_36 = tl.permute(load_35, (1, 0))
+        dot_37 = tl.dot(load_16, v_36)
+        v_38 = red_19[:, None]
+        v_39 = (dot_37 - v_38)
+        v_40 = (v_34 * v_39)
+        dot_41 = tl.dot(tl.where(mask_27[None, :], v_40, 0), load_28, acc=acc_q_24)
+        acc_q_24 = dot_41
+    end_42 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_43 = tl.minimum(end_42, kv_len)
+    acc_q_44 = acc_q_24
+    for offset_45 in tl.range(v_23, v_43, _BLOCK_SIZE_1):
+        indices_46 = offset_45 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_47 = indices_46 < v_43
+        load_48 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_46[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_47[:, None]), other=0)
+        v_49 = tl.permute(load_48, (1, 0))
+        dot_50 = tl.dot(load_15, v_49)
+        v_51 = (dot_50 * qk_scale)
+        v_52 = v_21[:, None]
+        v_53 = (v_51 - v_52)
+        v_54 = tl.exp2(v_53)
+        v_55 = indices_46[None, :]
+        v_56 = indices_6[:, None]
+        v_57 = (v_55 <= v_56)
+        v_58 = tl.where(v_57, v_54, 0.0)
+        load_59 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_46[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_47[:, None]), other=0)
+        v_60 = tl.permute(load_59, (1, 0))
+        dot_61 = tl.dot(load_16, v_60)
+        v_62 = red_19[:, None]
+        v_63 = (dot_61 - v_62)
+        v_64 = (v_58 * v_63)
+        dot_65 = tl.dot(tl.where(mask_47[None, :], v_64, 0), load_48, acc=acc_q_44)
+        acc_q_44 = dot_65
+    v_66 = (acc_q_44 * scale)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_66, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_f1c7570168(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
+    v_19 = tl.minimum(end_18, q_len)
+    acc_v_20 = v_17
+    acc_k_21 = v_16
+    for idx_22 in tl.range(0, group, 1):
+        idx_23 = idx_22
+        v_24 = (offset_8 * group)
+        v_25 = (v_24 + idx_23)
+        for offset_26 in tl.range(offset_5, v_19, _BLOCK_SIZE_3):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_28 = indices_27 < v_19
+            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_27[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_28[:, None]), other=0)
+            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_27[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_28[:, None]), other=0)
+            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_27 * lse_stride_2), mask=(mask_28), other=0)
+            v_32 = (load_31 * 1.4426950408889634)
+            v_33 = tl.permute(load_29, (1, 0))
+            dot_34 = tl.dot(load_14, v_33)
+            v_35 = (dot_34 * qk_scale)
+            v_36 = v_32[None, :]
+            v_37 = (v_35 - v_36)
+            v_38 = tl.exp2(v_37)
+            v_39 = indices_6[:, None]
+            v_40 = indices_27[None, :]
+            v_41 = (v_39 <= v_40)
+            v_42 = tl.where(v_41, v_38, 0.0)
+            v_43 = v_42.to(tl.bfloat16)
+            dot_44 = tl.dot(tl.where(mask_28[None, :], v_43, 0), load_30, acc=acc_v_20)
+            acc_v_20 = dot_44
+            v_45 = tl.permute(load_30, (1, 0))
+            dot_46 = tl.dot(load_15, v_45)
+            load_47 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_27 * delta_stride_2), mask=(mask_28), other=0)
+            v_48 = load_47[None, :]
+            v_49 = (dot_46 - v_48)
+            v_50 = (v_42 * v_49)
+            v_51 = v_50.to(tl.bfloat16)
+            dot_52 = tl.dot(tl.where(mask_28[None, :], v_51, 0), load_29, acc=acc_k_21)
+            acc_k_21 = dot_52
+            v_53 = v_51.to(tl.float32)
+            v_54 = (v_50 - v_53)
+            v_55 = v_54.to(tl.bfloat16)
+            dot_56 = tl.dot(tl.where(mask_28[None, :], v_55, 0), load_29, acc=acc_k_21)
+            acc_k_21 = dot_56
+        for offset_57 in tl.range(v_19, q_len, _BLOCK_SIZE_3):
+            indices_58 = offset_57 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_59 = indices_58 < q_len
+            load_60 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_58[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_59[:, None]), other=0)
+            load_61 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_58[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_59[:, None]), other=0)
+            load_62 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_58 * lse_stride_2), mask=(mask_59), other=0)
+            v_63 = (load_62 * 1.4426950408889634)
+            v_64 = tl.permute(load_60, (1, 0))
+            dot_65 = tl.dot(load_14, v_64)
+            v_66 = (dot_65 * qk_scale)
+            v_67 = v_63[None, :]
+            v_68 = (v_66 - v_67)
+            v_69 = tl.exp2(v_68)
+            v_70 = v_69.to(tl.bfloat16)
+            dot_71 = tl.dot(tl.where(mask_59[None, :], v_70, 0), load_61, acc=acc_v_20)
+            acc_v_20 = dot_71
+            v_72 = tl.permute(load_61, (1, 0))
+            dot_73 = tl.dot(load_15, v_72)
+            load_74 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_58 * delta_stride_2), mask=(mask_59), other=0)
+            v_75 = load_74[None, :]
+            v_76 = (dot_73 - v_75)
+            v_77 = (v_69 * v_76)
+            v_78 = v_77.to(tl.bfloat16)
+            dot_79 = tl.dot(tl.where(mask_59[None, :], v_78, 0), load_60, acc=acc_k_21)
+            acc_k_21 = dot_79
+            v_80 = v_78.to(tl.float32)
+            v_81 = (v_77 - v_80)
+            v_82 = v_81.to(tl.bfloat16)
+            dot_83 = tl.dot(tl.where(mask_59[None, :], v_82, 0), load_60, acc=acc_k_21)
+            acc_k_21 = dot_83
+    v_84 = (acc_k_21 * scale)
+    v_85 = v_84.to(tl.bfloat16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_85, mask=(mask_7[:, None]))
+    v_86 = acc_v_20.to(tl.bfloat16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_86, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_fwd_kernel_14b5805dde(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_19 = tl.minimum(offset_5, kv_len)
     row_sum_20 = v_17
     acc_21 = v_18
     row_max_22 = v_16
-    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_0):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
+    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
         mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
+        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
         dot_28 = tl.dot(load_15, v_27)
         v_29 = (dot_28 * qk_scale)
@@ -468,26 +953,119 @@ def _attention_fwd_kernel_5dd3731c2a(batch, q_heads, q_len, group, q, q_stride_0
         red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
         v_39 = (v_37 + red_38)
         row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        v_41 = v_34.to(tl.float16)
+        v_42 = v_36[:, None]
+        v_43 = (acc_21 * v_42)
+        dot_44 = tl.dot(tl.where(mask_25[None, :], v_41, 0), load_40, acc=v_43)
+        acc_21 = dot_44
+        row_max_22 = v_31
+    end_45 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_46 = tl.minimum(end_45, kv_len)
+    row_sum_47 = row_sum_20
+    acc_48 = acc_21
+    row_max_49 = row_max_22
+    for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_1):
+        indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_52 = indices_51 < v_46
+        load_53 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
+        v_54 = tl.permute(load_53, (1, 0))
+        dot_55 = tl.dot(load_15, v_54)
+        v_56 = (dot_55 * qk_scale)
+        v_57 = indices_51[None, :]
+        v_58 = indices_6[:, None]
+        v_59 = (v_57 <= v_58)
+        v_60 = tl.where(v_59, v_56, float("-inf"))
+        red_61 = (tl.max(tl.where(mask_52[None, :], v_60, float("-inf")), 1))
+        v_62 = tl.maximum(row_max_49, red_61)
+        v_63 = v_62[:, None]
+        v_64 = (v_60 - v_63)
+        v_65 = tl.exp2(v_64)
+        v_66 = (row_max_49 - v_62)
+        v_67 = tl.exp2(v_66)
+        v_68 = (row_sum_47 * v_67)
+        red_69 = (tl.sum(tl.where(mask_52[None, :], v_65, 0), 1))
+        v_70 = (v_68 + red_69)
+        row_sum_47 = v_70
+        load_71 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
+        v_72 = v_65.to(tl.float16)
+        v_73 = v_67[:, None]
+        v_74 = (acc_48 * v_73)
+        dot_75 = tl.dot(tl.where(mask_52[None, :], v_72, 0), load_71, acc=v_74)
+        acc_48 = dot_75
+        row_max_49 = v_62
+    v_76 = row_sum_47[:, None]
+    v_77 = (acc_48 / v_76)
+    v_78 = v_77.to(tl.float16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_7[:, None]))
+    v_79 = tl.log2(row_sum_47)
+    v_80 = (row_max_49 + v_79)
+    v_81 = (v_80 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_81, mask=(mask_7))
+
+@triton.jit
+def _attention_fwd_kernel_439d2ce048(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_19 = tl.minimum(offset_5, kv_len)
+    row_sum_20 = v_17
+    acc_21 = v_18
+    row_max_22 = v_16
+    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_25 = indices_24 < v_19
+        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
+        v_27 = tl.permute(load_26, (1, 0))
+        dot_28 = tl.dot(load_15, v_27)
+        v_29 = (dot_28 * qk_scale)
+        red_30 = (tl.max(tl.where(mask_25[None, :], v_29, float("-inf")), 1))
+        v_31 = tl.maximum(row_max_22, red_30)
+        v_32 = v_31[:, None]
+        v_33 = (v_29 - v_32)
+        v_34 = tl.exp2(v_33)
+        v_35 = (row_max_22 - v_31)
+        v_36 = tl.exp2(v_35)
+        v_37 = (row_sum_20 * v_36)
+        red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
+        v_39 = (v_37 + red_38)
+        row_sum_20 = v_39
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
         v_41 = v_36[:, None]
         v_42 = (acc_21 * v_41)
         dot_43 = tl.dot(tl.where(mask_25[None, :], v_34, 0), load_40, acc=v_42)
         acc_21 = dot_43
         row_max_22 = v_31
-    end_44 = tl.minimum(offset_11 + _BLOCK_SIZE_1, q_len)
+    end_44 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
     v_45 = tl.minimum(end_44, kv_len)
     row_sum_46 = row_sum_20
     acc_47 = acc_21
     row_max_48 = row_max_22
-    for offset_49 in tl.range(v_19, v_45, _BLOCK_SIZE_0):
-        indices_50 = offset_49 + tl.arange(0, _BLOCK_SIZE_0)
+    for offset_49 in tl.range(v_19, v_45, _BLOCK_SIZE_1):
+        indices_50 = offset_49 + tl.arange(0, _BLOCK_SIZE_1)
         mask_51 = indices_50 < v_45
-        load_52 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_50[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_51[:, None]), other=0)
+        load_52 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_50[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_51[:, None]), other=0)
         v_53 = tl.permute(load_52, (1, 0))
         dot_54 = tl.dot(load_15, v_53)
         v_55 = (dot_54 * qk_scale)
         v_56 = indices_50[None, :]
-        v_57 = indices_12[:, None]
+        v_57 = indices_6[:, None]
         v_58 = (v_56 <= v_57)
         v_59 = tl.where(v_58, v_55, float("-inf"))
         red_60 = (tl.max(tl.where(mask_51[None, :], v_59, float("-inf")), 1))
@@ -501,7 +1079,7 @@ def _attention_fwd_kernel_5dd3731c2a(batch, q_heads, q_len, group, q, q_stride_0
         red_68 = (tl.sum(tl.where(mask_51[None, :], v_64, 0), 1))
         v_69 = (v_67 + red_68)
         row_sum_46 = v_69
-        load_70 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_50[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_51[:, None]), other=0)
+        load_70 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_50[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_51[:, None]), other=0)
         v_71 = v_66[:, None]
         v_72 = (acc_47 * v_71)
         dot_73 = tl.dot(tl.where(mask_51[None, :], v_64, 0), load_70, acc=v_72)
@@ -509,40 +1087,40 @@ def _attention_fwd_kernel_5dd3731c2a(batch, q_heads, q_len, group, q, q_stride_0
         row_max_48 = v_61
     v_74 = row_sum_46[:, None]
     v_75 = (acc_47 / v_74)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_75, mask=(mask_13[:, None]))
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_75, mask=(mask_7[:, None]))
     v_76 = tl.log2(row_sum_46)
     v_77 = (row_max_48 + v_76)
     v_78 = (v_77 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_78, mask=(mask_13))
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_78, mask=(mask_7))
 
 @triton.jit
-def _attention_fwd_kernel_8f66d60c2a(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_503db2d79d(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
     mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
     row_sum_19 = v_17
     acc_20 = v_18
     row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
         mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
+        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
         v_26 = tl.permute(load_25, (1, 0))
         dot_27 = tl.dot(load_15, v_26)
         v_28 = (dot_27 * qk_scale)
@@ -557,121 +1135,7 @@ def _attention_fwd_kernel_8f66d60c2a(batch, q_heads, q_len, group, q, q_stride_0
         red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
         v_38 = (v_36 + red_37)
         row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
-        v_40 = v_33.to(tl.bfloat16)
-        v_41 = v_35[:, None]
-        v_42 = (acc_20 * v_41)
-        dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
-        acc_20 = dot_43
-        row_max_21 = v_30
-    v_44 = row_sum_19[:, None]
-    v_45 = (acc_20 / v_44)
-    v_46 = v_45.to(tl.bfloat16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]))
-    v_47 = tl.log2(row_sum_19)
-    v_48 = (row_max_21 + v_47)
-    v_49 = (v_48 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
-
-@triton.jit
-def _attention_fwd_kernel_971e0fdcd6(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
-        v_40 = v_35[:, None]
-        v_41 = (acc_20 * v_40)
-        dot_42 = tl.dot(tl.where(mask_24[None, :], v_33, 0), load_39, acc=v_41)
-        acc_20 = dot_42
-        row_max_21 = v_30
-    v_43 = row_sum_19[:, None]
-    v_44 = (acc_20 / v_43)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_44, mask=(mask_13[:, None]))
-    v_45 = tl.log2(row_sum_19)
-    v_46 = (row_max_21 + v_45)
-    v_47 = (v_46 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_47, mask=(mask_13))
-
-@triton.jit
-def _attention_fwd_kernel_bb42c125a1(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
+        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
         v_40 = v_33.to(tl.float16)
         v_41 = v_35[:, None]
         v_42 = (acc_20 * v_41)
@@ -681,41 +1145,41 @@ def _attention_fwd_kernel_bb42c125a1(batch, q_heads, q_len, group, q, q_stride_0
     v_44 = row_sum_19[:, None]
     v_45 = (acc_20 / v_44)
     v_46 = v_45.to(tl.float16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_13[:, None]))
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_7[:, None]))
     v_47 = tl.log2(row_sum_19)
     v_48 = (row_max_21 + v_47)
     v_49 = (v_48 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_49, mask=(mask_13))
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_49, mask=(mask_7))
 
 @triton.jit
-def _attention_fwd_kernel_d8b6f8dfc6(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_5d32198ac3(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
     mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_19 = tl.minimum(offset_11, kv_len)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_19 = tl.minimum(offset_5, kv_len)
     row_sum_20 = v_17
     acc_21 = v_18
     row_max_22 = v_16
-    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_0):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
+    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
         mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
+        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
         dot_28 = tl.dot(load_15, v_27)
         v_29 = (dot_28 * qk_scale)
@@ -730,27 +1194,27 @@ def _attention_fwd_kernel_d8b6f8dfc6(batch, q_heads, q_len, group, q, q_stride_0
         red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
         v_39 = (v_37 + red_38)
         row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
         v_41 = v_34.to(tl.bfloat16)
         v_42 = v_36[:, None]
         v_43 = (acc_21 * v_42)
         dot_44 = tl.dot(tl.where(mask_25[None, :], v_41, 0), load_40, acc=v_43)
         acc_21 = dot_44
         row_max_22 = v_31
-    end_45 = tl.minimum(offset_11 + _BLOCK_SIZE_1, q_len)
+    end_45 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
     v_46 = tl.minimum(end_45, kv_len)
     row_sum_47 = row_sum_20
     acc_48 = acc_21
     row_max_49 = row_max_22
-    for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_0):
-        indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_0)
+    for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_1):
+        indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_1)
         mask_52 = indices_51 < v_46
-        load_53 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
+        load_53 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
         v_54 = tl.permute(load_53, (1, 0))
         dot_55 = tl.dot(load_15, v_54)
         v_56 = (dot_55 * qk_scale)
         v_57 = indices_51[None, :]
-        v_58 = indices_12[:, None]
+        v_58 = indices_6[:, None]
         v_59 = (v_57 <= v_58)
         v_60 = tl.where(v_59, v_56, float("-inf"))
         red_61 = (tl.max(tl.where(mask_52[None, :], v_60, float("-inf")), 1))
@@ -764,7 +1228,7 @@ def _attention_fwd_kernel_d8b6f8dfc6(batch, q_heads, q_len, group, q, q_stride_0
         red_69 = (tl.sum(tl.where(mask_52[None, :], v_65, 0), 1))
         v_70 = (v_68 + red_69)
         row_sum_47 = v_70
-        load_71 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
+        load_71 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
         v_72 = v_65.to(tl.bfloat16)
         v_73 = v_67[:, None]
         v_74 = (acc_48 * v_73)
@@ -774,997 +1238,1355 @@ def _attention_fwd_kernel_d8b6f8dfc6(batch, q_heads, q_len, group, q, q_stride_0
     v_76 = row_sum_47[:, None]
     v_77 = (acc_48 / v_76)
     v_78 = v_77.to(tl.bfloat16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_13[:, None]))
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_7[:, None]))
     v_79 = tl.log2(row_sum_47)
     v_80 = (row_max_49 + v_79)
     v_81 = (v_80 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_81, mask=(mask_13))
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_81, mask=(mask_7))
 
 @triton.jit
-def _attention_fwd_kernel_f666988cbe(batch, q_heads, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _attention_fwd_kernel_63fbe8e149(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(batch - 0, 1))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(batch - 0, 1))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < batch
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
     mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * _BLOCK_SIZE_1
-    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_13 = indices_12 < q_len
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
     v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_5 * q_stride_0 + offset_8 * q_stride_1 + indices_12[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_13[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_1], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_1, _RDIM_SIZE_0], 0, tl.float32)
-    v_19 = tl.minimum(offset_11, kv_len)
-    row_sum_20 = v_17
-    acc_21 = v_18
-    row_max_22 = v_16
-    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_0):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
-        v_27 = tl.permute(load_26, (1, 0))
-        dot_28 = tl.dot(load_15, v_27)
-        v_29 = (dot_28 * qk_scale)
-        red_30 = (tl.max(tl.where(mask_25[None, :], v_29, float("-inf")), 1))
-        v_31 = tl.maximum(row_max_22, red_30)
-        v_32 = v_31[:, None]
-        v_33 = (v_29 - v_32)
-        v_34 = tl.exp2(v_33)
-        v_35 = (row_max_22 - v_31)
-        v_36 = tl.exp2(v_35)
-        v_37 = (row_sum_20 * v_36)
-        red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
-        v_39 = (v_37 + red_38)
-        row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
-        v_41 = v_34.to(tl.float16)
-        v_42 = v_36[:, None]
-        v_43 = (acc_21 * v_42)
-        dot_44 = tl.dot(tl.where(mask_25[None, :], v_41, 0), load_40, acc=v_43)
-        acc_21 = dot_44
-        row_max_22 = v_31
-    end_45 = tl.minimum(offset_11 + _BLOCK_SIZE_1, q_len)
-    v_46 = tl.minimum(end_45, kv_len)
-    row_sum_47 = row_sum_20
-    acc_48 = acc_21
-    row_max_49 = row_max_22
-    for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_0):
-        indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_52 = indices_51 < v_46
-        load_53 = tl.load(k + (offset_5 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
-        v_54 = tl.permute(load_53, (1, 0))
-        dot_55 = tl.dot(load_15, v_54)
-        v_56 = (dot_55 * qk_scale)
-        v_57 = indices_51[None, :]
-        v_58 = indices_12[:, None]
-        v_59 = (v_57 <= v_58)
-        v_60 = tl.where(v_59, v_56, float("-inf"))
-        red_61 = (tl.max(tl.where(mask_52[None, :], v_60, float("-inf")), 1))
-        v_62 = tl.maximum(row_max_49, red_61)
-        v_63 = v_62[:, None]
-        v_64 = (v_60 - v_63)
-        v_65 = tl.exp2(v_64)
-        v_66 = (row_max_49 - v_62)
-        v_67 = tl.exp2(v_66)
-        v_68 = (row_sum_47 * v_67)
-        red_69 = (tl.sum(tl.where(mask_52[None, :], v_65, 0), 1))
-        v_70 = (v_68 + red_69)
-        row_sum_47 = v_70
-        load_71 = tl.load(v + (offset_5 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
-        v_72 = v_65.to(tl.float16)
-        v_73 = v_67[:, None]
-        v_74 = (acc_48 * v_73)
-        dot_75 = tl.dot(tl.where(mask_52[None, :], v_72, 0), load_71, acc=v_74)
-        acc_48 = dot_75
-        row_max_49 = v_62
-    v_76 = row_sum_47[:, None]
-    v_77 = (acc_48 / v_76)
-    v_78 = v_77.to(tl.float16)
-    tl.store(out + (offset_5 * out_stride_0 + offset_8 * out_stride_1 + indices_12[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_13[:, None]))
-    v_79 = tl.log2(row_sum_47)
-    v_80 = (row_max_49 + v_79)
-    v_81 = (v_80 * 0.6931471805599453)
-    tl.store(lse + (offset_5 * lse_stride_0 + offset_8 * lse_stride_1 + indices_12 * lse_stride_2), v_81, mask=(mask_13))
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        v_28 = (dot_27 * qk_scale)
+        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
+        v_40 = v_33.to(tl.bfloat16)
+        v_41 = v_35[:, None]
+        v_42 = (acc_20 * v_41)
+        dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
+        acc_20 = dot_43
+        row_max_21 = v_30
+    v_44 = row_sum_19[:, None]
+    v_45 = (acc_20 / v_44)
+    v_46 = v_45.to(tl.bfloat16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_7[:, None]))
+    v_47 = tl.log2(row_sum_19)
+    v_48 = (row_max_21 + v_47)
+    v_49 = (v_48 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_49, mask=(mask_7))
+
+@triton.jit
+def _attention_fwd_kernel_cd7a918655(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        v_28 = (dot_27 * qk_scale)
+        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
+        v_40 = v_35[:, None]
+        v_41 = (acc_20 * v_40)
+        dot_42 = tl.dot(tl.where(mask_24[None, :], v_33, 0), load_39, acc=v_41)
+        acc_20 = dot_42
+        row_max_21 = v_30
+    v_43 = row_sum_19[:, None]
+    v_44 = (acc_20 / v_43)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_44, mask=(mask_7[:, None]))
+    v_45 = tl.log2(row_sum_19)
+    v_46 = (row_max_21 + v_45)
+    v_47 = (v_46 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_47, mask=(mask_7))
 
 
-# attention_bwd variant 0f6a41105bbb
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__0f6a41105bbb(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 13a82309691b
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__13a82309691b(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 32
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 15c5bf117421
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__15c5bf117421(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 17f1100229e1
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__17f1100229e1(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 1875bcb7bf9a
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__1875bcb7bf9a(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 32
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 1e148f5c505d
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__1e148f5c505d(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 32
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 3486af520f45
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__3486af520f45(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 41081d92a51c
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__41081d92a51c(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 46fcefc33ee8
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__46fcefc33ee8(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 32
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 4ae26c0e2c68
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__4ae26c0e2c68(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 4b23ce330e2f
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__4b23ce330e2f(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 56595ad9ccca
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__56595ad9ccca(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 32
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 5afce08e8bcc
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__5afce08e8bcc(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 5c0e372a6b7c
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__5c0e372a6b7c(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 5cdcc240288f
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__5cdcc240288f(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 741ffb96c6db
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__741ffb96c6db(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_aeab1a3509, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 82dbeb22179e
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__82dbeb22179e(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 32
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 32), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 85b60c34ae23
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__85b60c34ae23(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 90c911ef3100
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__90c911ef3100(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant 94f48a3fce36
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__94f48a3fce36(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant af8e47cd4269
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# attention_bwd variant 0a6958faeeff
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__af8e47cd4269(grad_out, q, k, v, out, lse, causal, scale):
+def attention_bwd__0a6958faeeff(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
     delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
     grad_out_strides = grad_out.stride()
     grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant afee638c0641
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__afee638c0641(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant aff37e226f3b
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__aff37e226f3b(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant b911382f9545
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__b911382f9545(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1d442a60e0, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant bf09b49ad5ba
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__bf09b49ad5ba(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8c86eeef1a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant cd57c6017ea2
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__cd57c6017ea2(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant ce90990cbb53
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__ce90990cbb53(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_990b5e614e, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant e6cee15a4bb5
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__e6cee15a4bb5(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_1c13de3a6a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 32),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 128, 64), 8, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant f8db6bfe1064
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__f8db6bfe1064(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_bwd variant fcdd353455dc
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__fcdd353455dc(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    delta = (grad_out.to(torch.float32) * out.to(torch.float32)).sum(-1)
-    grad_q = torch.zeros([batch, q_heads, q_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_k = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    grad_v = torch.zeros([batch, kv_heads, kv_len, head_dim], dtype=torch.float32, device=q.device)
-    delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    grad_v_strides = grad_v.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_abeee4b5c6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(kv_len, 64),), (batch, q_heads, kv_len, group, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], q_len, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], qk_scale, delta, delta_strides[0], delta_strides[1], delta_strides[2], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 2)
-    return (grad_q.to(q.dtype), grad_k.to(k.dtype), grad_v.to(v.dtype))
-
-
-# attention_fwd variant 0cdc355ec797
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__0cdc355ec797(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
-    return (out, lse)
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 1427835ab4f6
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__1427835ab4f6(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 14d2541828ff
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__14d2541828ff(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 162f2131f441
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__162f2131f441(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 1c999019e020
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__1c999019e020(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 20cfd3545046
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__20cfd3545046(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 2432bc68402b
+# config: {"block_sizes":[16,16,16,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__2432bc68402b(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 16
+    dq_block_n = 16
+    dkv_block_n = 16
+    dkv_block_m = 16
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 16) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 16) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 36fd51f76380
+# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__36fd51f76380(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 32
+    dq_block_n = 32
+    dkv_block_n = 32
+    dkv_block_m = 16
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 32) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 32) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 8, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 38843707607d
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__38843707607d(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 418bba291e3f
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__418bba291e3f(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 64
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 4ece3f57528d
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__4ece3f57528d(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 64
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 535f589b9d29
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__535f589b9d29(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 64
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 58e98c10dd5d
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__58e98c10dd5d(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 5f4028ae5e57
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__5f4028ae5e57(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 6ad298aae801
+# config: {"block_sizes":[16,16,16,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__6ad298aae801(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 16
+    dq_block_n = 16
+    dkv_block_n = 16
+    dkv_block_m = 16
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 16) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 16) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 7568269e9a22
+# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__7568269e9a22(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 32
+    dq_block_n = 32
+    dkv_block_n = 32
+    dkv_block_m = 16
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 32) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 32) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 8, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 8c359b6bb324
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 913a233adec7
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__913a233adec7(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant a65738990b9d
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__a65738990b9d(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant a7c4e6db32bc
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__a7c4e6db32bc(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 64
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant a7f947874703
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__a7f947874703(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 64
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant a8e655669fb3
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__a8e655669fb3(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant ada3e92f26d8
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__ada3e92f26d8(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant b2a757323dbb
+# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__b2a757323dbb(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 32
+    dq_block_n = 32
+    dkv_block_n = 32
+    dkv_block_m = 16
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 32) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 32) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 8, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant c6a32bb8f992
+# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__c6a32bb8f992(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 32
+    dq_block_n = 32
+    dkv_block_n = 32
+    dkv_block_m = 16
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 32) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 32) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 8, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant ca482c906094
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__ca482c906094(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant e798b813d813
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__e798b813d813(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant e9e8c5f21b84
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__e9e8c5f21b84(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 64
+    dkv_block_n = 64
+    dkv_block_m = 64
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant ecd7405744d9
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__ecd7405744d9(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant efd1d539d46e
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__efd1d539d46e(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    split_ds = q.dtype == torch.bfloat16
+    dq_block_m = 64
+    dq_block_n = 32
+    dkv_block_n = 64
+    dkv_block_m = 32
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
 
 
 # attention_fwd variant 0ea8311861f4
@@ -1778,6 +2600,7 @@ def attention_fwd__0ea8311861f4(q, k, v, causal, scale):
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -1786,21 +2609,46 @@ def attention_fwd__0ea8311861f4(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
-# attention_fwd variant 2286331c9efe
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__2286331c9efe(q, k, v, causal, scale):
+# attention_fwd variant 14d29332e67c
+# config: {"block_sizes":[64,16],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__14d29332e67c(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
+    block_n = 16
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
+    return (out, lse)
+
+
+# attention_fwd variant 1eb94324fc6a
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__1eb94324fc6a(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -1809,67 +2657,22 @@ def attention_fwd__2286331c9efe(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant 2335a514d7d8
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__2335a514d7d8(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 32
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant 3088b598c2d3
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__3088b598c2d3(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
-    return (out, lse)
-
-
-# attention_fwd variant 351395ba6f77
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# attention_fwd variant 1f4eb5b4ec02
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__351395ba6f77(q, k, v, causal, scale):
+def attention_fwd__1f4eb5b4ec02(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 128
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -1878,21 +2681,22 @@ def attention_fwd__351395ba6f77(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant 3e60ce4d2318
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__3e60ce4d2318(q, k, v, causal, scale):
+# attention_fwd variant 20cdfc05fd8f
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__20cdfc05fd8f(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -1901,21 +2705,22 @@ def attention_fwd__3e60ce4d2318(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant 408110f23c56
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__408110f23c56(q, k, v, causal, scale):
+# attention_fwd variant 24e1ea2689fc
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__24e1ea2689fc(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -1924,21 +2729,22 @@ def attention_fwd__408110f23c56(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
-# attention_fwd variant 432f6da60d99
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__432f6da60d99(q, k, v, causal, scale):
+# attention_fwd variant 3eab97daac56
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__3eab97daac56(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 128
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -1947,7 +2753,7 @@ def attention_fwd__432f6da60d99(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -1962,6 +2768,7 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -1970,21 +2777,22 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
-# attention_fwd variant 480c94cf7738
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__480c94cf7738(q, k, v, causal, scale):
+# attention_fwd variant 462555af0411
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__462555af0411(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 128
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -1993,44 +2801,22 @@ def attention_fwd__480c94cf7738(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant 5a781adc8769
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__5a781adc8769(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant 66b219fb682d
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# attention_fwd variant 5b28b7f2cbe1
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__66b219fb682d(q, k, v, causal, scale):
+def attention_fwd__5b28b7f2cbe1(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 128
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2039,21 +2825,22 @@ def attention_fwd__66b219fb682d(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant 6745ae4f0c8c
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__6745ae4f0c8c(q, k, v, causal, scale):
+# attention_fwd variant 5c0e7efd0815
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__5c0e7efd0815(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2062,7 +2849,151 @@ def attention_fwd__6745ae4f0c8c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    return (out, lse)
+
+
+# attention_fwd variant 605d2dd4dc31
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__605d2dd4dc31(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 128
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    return (out, lse)
+
+
+# attention_fwd variant 62377a2356d9
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__62377a2356d9(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant 68c67e1458cf
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__68c67e1458cf(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
+    block_n = 32
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    return (out, lse)
+
+
+# attention_fwd variant 6b6fca091c46
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__6b6fca091c46(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
+    block_n = 32
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    return (out, lse)
+
+
+# attention_fwd variant 6f91808289c5
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__6f91808289c5(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant 7c19353ccf8b
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__7c19353ccf8b(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 128
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
@@ -2077,6 +3008,7 @@ def attention_fwd__80464e55e609(q, k, v, causal, scale):
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2085,21 +3017,22 @@ def attention_fwd__80464e55e609(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
-# attention_fwd variant 883a4250664d
+# attention_fwd variant 8b265c8a47e2
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__883a4250664d(q, k, v, causal, scale):
+# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__8b265c8a47e2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2108,7 +3041,31 @@ def attention_fwd__883a4250664d(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    return (out, lse)
+
+
+# attention_fwd variant 8e9051b24219
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__8e9051b24219(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -2123,6 +3080,7 @@ def attention_fwd__912e0e5a00d2(q, k, v, causal, scale):
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2131,21 +3089,22 @@ def attention_fwd__912e0e5a00d2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
-# attention_fwd variant 92fb6f7f6ed2
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__92fb6f7f6ed2(q, k, v, causal, scale):
+# attention_fwd variant 9150c55e49d1
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__9150c55e49d1(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2154,44 +3113,22 @@ def attention_fwd__92fb6f7f6ed2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant 932a1f04d793
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__932a1f04d793(q, k, v, causal, scale):
+# attention_fwd variant 9770431819e2
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__9770431819e2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_n = 32
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_8f66d60c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant 9a2fa2ca89fb
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__9a2fa2ca89fb(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2200,21 +3137,22 @@ def attention_fwd__9a2fa2ca89fb(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant b415b0261e49
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__b415b0261e49(q, k, v, causal, scale):
+# attention_fwd variant b278957c4797
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__b278957c4797(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 128
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2223,22 +3161,23 @@ def attention_fwd__b415b0261e49(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant ca57a3bc2c03
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__ca57a3bc2c03(q, k, v, causal, scale):
+# attention_fwd variant b771ecb87d70
+# config: {"block_sizes":[64,16],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__b771ecb87d70(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_n = 64
+    block_m = 64
+    block_n = 16
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2246,53 +3185,7 @@ def attention_fwd__ca57a3bc2c03(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_bb42c125a1, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant d0bd0047c2a1
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__d0bd0047c2a1(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant d31c02e5d059
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__d31c02e5d059(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 64
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_f666988cbe, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
@@ -2307,6 +3200,7 @@ def attention_fwd__d45dd177fbb8(q, k, v, causal, scale):
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2315,44 +3209,22 @@ def attention_fwd__d45dd177fbb8(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
-# attention_fwd variant e230fc514c6b
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__e230fc514c6b(q, k, v, causal, scale):
+# attention_fwd variant daf9cd9ea032
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__daf9cd9ea032(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_n = 32
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant e83da4b3b6c7
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__e83da4b3b6c7(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2361,7 +3233,7 @@ def attention_fwd__e83da4b3b6c7(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 128, 64), 8, 2)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -2376,6 +3248,7 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2384,21 +3257,46 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_971e0fdcd6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 64),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
-# attention_fwd variant f3c397778c8d
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__f3c397778c8d(q, k, v, causal, scale):
+# attention_fwd variant f37704e0f257
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__f37704e0f257(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
     head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
+    block_m = 128
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant f54912f13dc3
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__f54912f13dc3(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
     block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
@@ -2407,96 +3305,73 @@ def attention_fwd__f3c397778c8d(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_d8b6f8dfc6, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant f4a52e86f860
-# config: {"block_sizes":[32,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__f4a52e86f860(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    block_n = 32
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5dd3731c2a, (_cdiv(batch, 1) * _cdiv(q_heads, 1) * _cdiv(q_len, 32),), (batch, q_heads, q_len, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (32, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
 VARIANTS = {
     'attention_fwd': {
-        '0cdc355ec797': attention_fwd__0cdc355ec797,
         '0ea8311861f4': attention_fwd__0ea8311861f4,
-        '2286331c9efe': attention_fwd__2286331c9efe,
-        '2335a514d7d8': attention_fwd__2335a514d7d8,
-        '3088b598c2d3': attention_fwd__3088b598c2d3,
-        '351395ba6f77': attention_fwd__351395ba6f77,
-        '3e60ce4d2318': attention_fwd__3e60ce4d2318,
-        '408110f23c56': attention_fwd__408110f23c56,
-        '432f6da60d99': attention_fwd__432f6da60d99,
+        '14d29332e67c': attention_fwd__14d29332e67c,
+        '1eb94324fc6a': attention_fwd__1eb94324fc6a,
+        '1f4eb5b4ec02': attention_fwd__1f4eb5b4ec02,
+        '20cdfc05fd8f': attention_fwd__20cdfc05fd8f,
+        '24e1ea2689fc': attention_fwd__24e1ea2689fc,
+        '3eab97daac56': attention_fwd__3eab97daac56,
         '43ffef320e6b': attention_fwd__43ffef320e6b,
-        '480c94cf7738': attention_fwd__480c94cf7738,
-        '5a781adc8769': attention_fwd__5a781adc8769,
-        '66b219fb682d': attention_fwd__66b219fb682d,
-        '6745ae4f0c8c': attention_fwd__6745ae4f0c8c,
+        '462555af0411': attention_fwd__462555af0411,
+        '5b28b7f2cbe1': attention_fwd__5b28b7f2cbe1,
+        '5c0e7efd0815': attention_fwd__5c0e7efd0815,
+        '605d2dd4dc31': attention_fwd__605d2dd4dc31,
+        '62377a2356d9': attention_fwd__62377a2356d9,
+        '68c67e1458cf': attention_fwd__68c67e1458cf,
+        '6b6fca091c46': attention_fwd__6b6fca091c46,
+        '6f91808289c5': attention_fwd__6f91808289c5,
+        '7c19353ccf8b': attention_fwd__7c19353ccf8b,
         '80464e55e609': attention_fwd__80464e55e609,
-        '883a4250664d': attention_fwd__883a4250664d,
+        '8b265c8a47e2': attention_fwd__8b265c8a47e2,
+        '8e9051b24219': attention_fwd__8e9051b24219,
         '912e0e5a00d2': attention_fwd__912e0e5a00d2,
-        '92fb6f7f6ed2': attention_fwd__92fb6f7f6ed2,
-        '932a1f04d793': attention_fwd__932a1f04d793,
-        '9a2fa2ca89fb': attention_fwd__9a2fa2ca89fb,
-        'b415b0261e49': attention_fwd__b415b0261e49,
-        'ca57a3bc2c03': attention_fwd__ca57a3bc2c03,
-        'd0bd0047c2a1': attention_fwd__d0bd0047c2a1,
-        'd31c02e5d059': attention_fwd__d31c02e5d059,
+        '9150c55e49d1': attention_fwd__9150c55e49d1,
+        '9770431819e2': attention_fwd__9770431819e2,
+        'b278957c4797': attention_fwd__b278957c4797,
+        'b771ecb87d70': attention_fwd__b771ecb87d70,
         'd45dd177fbb8': attention_fwd__d45dd177fbb8,
-        'e230fc514c6b': attention_fwd__e230fc514c6b,
-        'e83da4b3b6c7': attention_fwd__e83da4b3b6c7,
+        'daf9cd9ea032': attention_fwd__daf9cd9ea032,
         'f1b159ca4b2f': attention_fwd__f1b159ca4b2f,
-        'f3c397778c8d': attention_fwd__f3c397778c8d,
-        'f4a52e86f860': attention_fwd__f4a52e86f860,
+        'f37704e0f257': attention_fwd__f37704e0f257,
+        'f54912f13dc3': attention_fwd__f54912f13dc3,
     },
     'attention_bwd': {
-        '0f6a41105bbb': attention_bwd__0f6a41105bbb,
-        '13a82309691b': attention_bwd__13a82309691b,
-        '15c5bf117421': attention_bwd__15c5bf117421,
-        '17f1100229e1': attention_bwd__17f1100229e1,
-        '1875bcb7bf9a': attention_bwd__1875bcb7bf9a,
-        '1e148f5c505d': attention_bwd__1e148f5c505d,
-        '3486af520f45': attention_bwd__3486af520f45,
-        '41081d92a51c': attention_bwd__41081d92a51c,
-        '46fcefc33ee8': attention_bwd__46fcefc33ee8,
-        '4ae26c0e2c68': attention_bwd__4ae26c0e2c68,
-        '4b23ce330e2f': attention_bwd__4b23ce330e2f,
-        '56595ad9ccca': attention_bwd__56595ad9ccca,
-        '5afce08e8bcc': attention_bwd__5afce08e8bcc,
-        '5c0e372a6b7c': attention_bwd__5c0e372a6b7c,
-        '5cdcc240288f': attention_bwd__5cdcc240288f,
-        '741ffb96c6db': attention_bwd__741ffb96c6db,
-        '82dbeb22179e': attention_bwd__82dbeb22179e,
-        '85b60c34ae23': attention_bwd__85b60c34ae23,
-        '90c911ef3100': attention_bwd__90c911ef3100,
-        '94f48a3fce36': attention_bwd__94f48a3fce36,
-        'af8e47cd4269': attention_bwd__af8e47cd4269,
-        'afee638c0641': attention_bwd__afee638c0641,
-        'aff37e226f3b': attention_bwd__aff37e226f3b,
-        'b911382f9545': attention_bwd__b911382f9545,
-        'bf09b49ad5ba': attention_bwd__bf09b49ad5ba,
-        'cd57c6017ea2': attention_bwd__cd57c6017ea2,
-        'ce90990cbb53': attention_bwd__ce90990cbb53,
-        'e6cee15a4bb5': attention_bwd__e6cee15a4bb5,
-        'f8db6bfe1064': attention_bwd__f8db6bfe1064,
-        'fcdd353455dc': attention_bwd__fcdd353455dc,
+        '0a6958faeeff': attention_bwd__0a6958faeeff,
+        '1427835ab4f6': attention_bwd__1427835ab4f6,
+        '14d2541828ff': attention_bwd__14d2541828ff,
+        '162f2131f441': attention_bwd__162f2131f441,
+        '1c999019e020': attention_bwd__1c999019e020,
+        '20cfd3545046': attention_bwd__20cfd3545046,
+        '2432bc68402b': attention_bwd__2432bc68402b,
+        '36fd51f76380': attention_bwd__36fd51f76380,
+        '38843707607d': attention_bwd__38843707607d,
+        '418bba291e3f': attention_bwd__418bba291e3f,
+        '4ece3f57528d': attention_bwd__4ece3f57528d,
+        '535f589b9d29': attention_bwd__535f589b9d29,
+        '58e98c10dd5d': attention_bwd__58e98c10dd5d,
+        '5f4028ae5e57': attention_bwd__5f4028ae5e57,
+        '6ad298aae801': attention_bwd__6ad298aae801,
+        '7568269e9a22': attention_bwd__7568269e9a22,
+        '8c359b6bb324': attention_bwd__8c359b6bb324,
+        '913a233adec7': attention_bwd__913a233adec7,
+        'a65738990b9d': attention_bwd__a65738990b9d,
+        'a7c4e6db32bc': attention_bwd__a7c4e6db32bc,
+        'a7f947874703': attention_bwd__a7f947874703,
+        'a8e655669fb3': attention_bwd__a8e655669fb3,
+        'ada3e92f26d8': attention_bwd__ada3e92f26d8,
+        'b2a757323dbb': attention_bwd__b2a757323dbb,
+        'c6a32bb8f992': attention_bwd__c6a32bb8f992,
+        'ca482c906094': attention_bwd__ca482c906094,
+        'e798b813d813': attention_bwd__e798b813d813,
+        'e9e8c5f21b84': attention_bwd__e9e8c5f21b84,
+        'ecd7405744d9': attention_bwd__ecd7405744d9,
+        'efd1d539d46e': attention_bwd__efd1d539d46e,
     },
 }

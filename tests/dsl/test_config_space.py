@@ -379,11 +379,32 @@ def row_sums_two_ways(x: torch.Tensor) -> torch.Tensor:
 def test_volume_cap_counts_only_the_branch_the_tunables_select(device):
     x = randn(3, 600, device=device)
     spec = row_sums_two_ways.bind((x,)).config_spec
-    wide = {"block_sizes": [512, 4], "reduction_loops": [None]}
-    # the device-loop branch holds 4 x 512 elements; the `:` branch holds 4 x 1024, and counting
-    # its reduction dim under the loop branch used to shrink block_n there as well
-    assert list(spec.normalize({**wide, "looped": True})["block_sizes"]) == [512, 4]
-    capped = spec.normalize({**wide, "looped": False})["block_sizes"]
-    assert capped[0] * capped[1] * 1024 <= 1 << 16
+    wide = {"block_sizes": [512, 128], "reduction_loops": [None]}   # [block_n, tile_m]
+    # the device-loop branch holds 128 x 512 elements (at the cap); the `:` branch holds tile_m x
+    # 1024 and never uses block_n. Counting its reduction dim under the loop branch used to shrink
+    # the blocks there; counting block_n under the `:` branch would shrink tile_m too far.
+    assert list(spec.normalize({**wide, "looped": True})["block_sizes"]) == [512, 128]
+    assert list(spec.normalize({**wide, "looped": False})["block_sizes"]) == [512, 64]
     check_kernel(row_sums_two_ways, (x,), lambda x: x.sum(1),
                  extra_configs=[helion.Config(looped=True, **wide), helion.Config(looped=False, **wide)])
+
+
+@helion.kernel(static_shapes=False)
+def scale_two_tensors(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out_x, out_y = torch.empty_like(x), torch.empty_like(y)
+    for tile_m, tile_n in hl.tile(x.size()):
+        out_x[tile_m, tile_n] = x[tile_m, tile_n] * 2.0
+    for tile_p, tile_q in hl.tile(y.size()):
+        out_y[tile_p, tile_q] = y[tile_p, tile_q] + 1.0
+    return out_x, out_y
+
+
+def test_volume_cap_is_per_kernel(device):
+    """Each top-level loop is its own Triton kernel: 256x256 tiles in both stay at the cap of one
+    program, instead of the four blocks' product shrinking all of them."""
+    x, y = randn(300, 700, device=device), randn(500, 260, device=device)
+    spec = scale_two_tensors.bind((x, y)).config_spec
+    assert list(spec.normalize({"block_sizes": [256, 256, 256, 256]})["block_sizes"]) == [256, 256, 256, 256]
+    assert list(spec.normalize({"block_sizes": [512, 256, 64, 64]})["block_sizes"]) == [256, 256, 64, 64]
+    check_kernel(scale_two_tensors, (x, y), lambda x, y: (x * 2.0, y + 1.0),
+                 extra_configs=[helion.Config(block_sizes=[256, 256, 16, 512])])

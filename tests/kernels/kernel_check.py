@@ -10,7 +10,7 @@ import contextlib
 
 import pytest
 import torch
-from triton.runtime.errors import OutOfResources
+from triton.runtime.errors import OutOfResources, PTXASError
 
 RANDOM_CONFIG_SEEDS = (11, 23)
 
@@ -100,14 +100,16 @@ def check_op(kernel, args, reference_outputs, tolerance, label: str, extra_confi
     """Run `kernel` on `args` under the default config, random configs for `random_seeds` and one
     config per maker in `extra_configs` (callables bound -> (label, config)), comparing every output
     with the reference; `output_dtypes` checks the outputs' dtypes too. On a GPU a random config may
-    not fit the device (OutOfResources: too much shared memory); it is passed over, the others not."""
+    not fit the device (OutOfResources: too much shared memory; or ptxas cannot allocate its
+    registers, error C7600, e.g. 2 warps holding a 128x128 fp32 accumulator); it is passed over,
+    the others not."""
     kernel.reset()  # the config space follows the first binding's sizes: bind afresh for these sizes
     bound = kernel.bind(args)
     for config_label, config in configs_to_try(bound, random_seeds, [make(bound) for make in extra_configs]):
         try:
             outputs = as_tuple(run_config(bound, config, args))
-        except OutOfResources:
-            if config_label.startswith("random_config"):
+        except (OutOfResources, PTXASError) as error:
+            if config_label.startswith("random_config") and (isinstance(error, OutOfResources) or "C7600" in str(error)):
                 continue
             raise
         if output_dtypes is not None:
