@@ -13,6 +13,15 @@ op's tuning suite:
   reduction) with 4 warps (N <= 1024) or 8; longer rows loop over chunks of 4096 elements
   (`reduction_loops`) with 16 warps. Entries sit at N = 1024, 4096, 16384, 131072, so the
   nearest-shape choice switches to looping above N ~ 8192.
+- rows, per op (ROW_OP_RULES, the best configs of benchmarks/membound_probe.py on an H200, bf16):
+  rms_norm_fwd keeps whole rows in registers up to N = 16384 (8 warps) and splits longer rows
+  into 2048-column tiles (a partial sum-of-squares pass, then the normalizing pass); rms_norm_bwd
+  takes whole rows up to N = 16384 (16 warps; 132 or 264 dW partial rows, rows interleaved across
+  programs, 4 rows per step up to N = 4096) and split columns beyond; softmax_fwd/bwd take whole
+  rows up to N = 16384 (16 warps, 32 for the N = 16384 backward) and column tiles of 4096 beyond
+  (online softmax / two passes, the first pass's loads marked evict_last). A whole-row config of
+  rms_norm_bwd or softmax sets its unused column tile to 4096: the DSL caps num_warps by the block
+  volume of the structure its discovery saw (split columns / column tiles), where that tile counts.
 - matrices {M, N, K} (and {B, M, N, K} with one batch per program): 64x64x32 tiles, 4 warps,
   3 stages for skinny (decode-like) products; 128x128x32 tiles, 8 warps, 3 stages for large ones.
 - attention {.., D, causal}: one entry per head dim D in 16..256 and causal flag; query x key tiles
@@ -47,6 +56,40 @@ def _row_rule(n: int) -> dict:
     return {"num_warps": warps, "reduction_loops": [None] if n <= PERSISTENT_MAX_N else [LOOP_CHUNK]}
 
 
+def _rms_norm_fwd_rule(n: int) -> dict:
+    if n <= 16384:
+        return {"split_columns": False, "num_warps": 4 if n <= 1024 else 8, "reduction_loops": [None]}
+    return {"split_columns": True, "block_sizes": [2, 2048], "num_warps": 8, "reduction_loops": [16],
+            "load_eviction_policies": ["last", "", "first"]}
+
+
+def _rms_norm_bwd_rule(n: int) -> dict:
+    if n <= 1024:
+        return {"split_columns": False, "dweight_partials": 512, "block_sizes": [4, 4096], "num_warps": 8}
+    if n <= 16384:
+        rows, partials = (4, 132) if n <= 4096 else (1, 264)
+        return {"split_columns": False, "dweight_partials": partials, "block_sizes": [rows, 4096], "num_warps": 16}
+    return {"split_columns": True, "dweight_partials": 8, "block_sizes": [1, 4096], "num_warps": 8}
+
+
+def _softmax_rule(tunable: str, backward: bool):
+    def rule(n: int) -> dict:
+        if n <= 16384:
+            warps = 4 if n <= 1024 else 32 if backward and n > 4096 else 16
+            return {tunable: False, "block_sizes": [4096, 2 if n == 4096 and not backward else 1], "num_warps": warps}
+        return {tunable: True, "block_sizes": [4096, 1], "num_warps": 16 if backward else 8,
+                "load_eviction_policies": ["last"] * (2 if backward else 1) + [""] * 2}
+    return rule
+
+
+ROW_OP_RULES = {
+    "rms_norm_fwd": _rms_norm_fwd_rule,
+    "rms_norm_bwd": _rms_norm_bwd_rule,
+    "softmax_fwd": _softmax_rule("online_softmax", backward=False),
+    "softmax_bwd": _softmax_rule("two_pass_rows", backward=True),
+}
+
+
 def _matrix_rule(large: bool, batched: bool) -> dict:
     tiles = [128, 128, 32] if large else [64, 64, 32]
     return {"block_sizes": [1] * batched + tiles, "num_warps": 8 if large else 4, "num_stages": 3}
@@ -58,10 +101,12 @@ def _attention_rule(head_dim: int) -> dict:
     return {"block_sizes": [query_tile, key_tile], "num_warps": 4 if head_dim <= 64 else 8, "num_stages": 2}
 
 
-def representative_points(keys: set) -> list:
+def representative_points(keys: set, op: str | None = None) -> list:
     """(shape, overrides, rule name) for an op whose tuning suite has shape keys `keys`; shapes are
     big enough for every wanted value to be legal and small enough to bind quickly on CPU."""
     if keys == {"M", "N"}:
+        if op in ROW_OP_RULES:
+            return [({"M": 64, "N": n}, ROW_OP_RULES[op](n), f"rows ({op})") for n in ROW_SIZES]
         return [({"M": 64, "N": n}, _row_rule(n), "rows") for n in ROW_SIZES]
     if keys == {"M", "N", "K"}:
         return [({"M": 64, "N": 4096, "K": 4096}, _matrix_rule(False, False), "skinny matrix"),
@@ -121,7 +166,7 @@ def _entries_for(spec) -> list:
     keys = {k for shape in spec.shapes for k in shape}
     entries = []
     for dtype in sorted(set(spec.dtypes) | set(KERNEL_DTYPES), key=str):
-        for shape, overrides, rule in representative_points(keys):
+        for shape, overrides, rule in representative_points(keys, spec.name):
             spec.kernel.reset()
             bound = spec.kernel.bind(spec.make_inputs(shape, dtype, "cpu", 0))
             config, adjusted = heuristic_config(bound.config_spec, overrides)
