@@ -13,7 +13,6 @@ Each program owns a tile of rows. Each kernel has two structures, picked by a tu
 Columns past N: the first pass masks its reversed tiles explicitly (its loop runs over a range
 padded to whole tiles); elsewhere the DSL masks loads and reductions by tile bounds.
 """
-"""
 from __future__ import annotations
 
 import torch
