@@ -13,6 +13,15 @@ op's tuning suite:
   reduction) with 4 warps (N <= 1024) or 8; longer rows loop over chunks of 4096 elements
   (`reduction_loops`) with 16 warps. Entries sit at N = 1024, 4096, 16384, 131072, so the
   nearest-shape choice switches to looping above N ~ 8192.
+- rows, per op (ROW_OP_RULES, the best configs of benchmarks/membound_probe.py on an H200, bf16):
+  rms_norm_fwd keeps whole rows in registers up to N = 16384 (8 warps) and splits longer rows
+  into 2048-column tiles (a partial sum-of-squares pass, then the normalizing pass); rms_norm_bwd
+  takes whole rows up to N = 16384 (16 warps; 132 or 264 dW partial rows, rows interleaved across
+  programs, 4 rows per step up to N = 4096) and split columns beyond; softmax_fwd/bwd take whole
+  rows up to N = 16384 (16 warps, 32 for the N = 16384 backward) and column tiles of 4096 beyond
+  (online softmax / two passes, the first pass's loads marked evict_last). A whole-row config of
+  rms_norm_bwd or softmax sets its unused column tile to 4096: the DSL caps num_warps by the block
+  volume of the structure its discovery saw (split columns / column tiles), where that tile counts.
 - matrices {M, N, K}, measured on an H200 (tools/matmul_sweep.py; 16/64/128-row and 4096-8192
   products, bf16): M <= 32 takes 16x32x256 tiles, 4 warps, 4 stages (128 programs stream the
   [K, N] operand at N = 4096); M ~ 128 takes 64x64x128 tiles, 4 warps, 5 stages, and with a wide
@@ -55,6 +64,40 @@ HEAD_DIMS = (16, 32, 64, 128, 256)
 def _row_rule(n: int) -> dict:
     warps = 4 if n <= 1024 else 8 if n <= PERSISTENT_MAX_N else 16
     return {"num_warps": warps, "reduction_loops": [None] if n <= PERSISTENT_MAX_N else [LOOP_CHUNK]}
+
+
+def _rms_norm_fwd_rule(n: int) -> dict:
+    if n <= 16384:
+        return {"split_columns": False, "num_warps": 4 if n <= 1024 else 8, "reduction_loops": [None]}
+    return {"split_columns": True, "block_sizes": [2, 2048], "num_warps": 8, "reduction_loops": [16],
+            "load_eviction_policies": ["last", "", "first"]}
+
+
+def _rms_norm_bwd_rule(n: int) -> dict:
+    if n <= 1024:
+        return {"split_columns": False, "dweight_partials": 512, "block_sizes": [4, 4096], "num_warps": 8}
+    if n <= 16384:
+        rows, partials = (4, 132) if n <= 4096 else (1, 264)
+        return {"split_columns": False, "dweight_partials": partials, "block_sizes": [rows, 4096], "num_warps": 16}
+    return {"split_columns": True, "dweight_partials": 8, "block_sizes": [1, 4096], "num_warps": 8}
+
+
+def _softmax_rule(tunable: str, backward: bool):
+    def rule(n: int) -> dict:
+        if n <= 16384:
+            warps = 4 if n <= 1024 else 32 if backward and n > 4096 else 16
+            return {tunable: False, "block_sizes": [4096, 2 if n == 4096 and not backward else 1], "num_warps": warps}
+        return {tunable: True, "block_sizes": [4096, 1], "num_warps": 16 if backward else 8,
+                "load_eviction_policies": ["last"] * (2 if backward else 1) + [""] * 2}
+    return rule
+
+
+ROW_OP_RULES = {
+    "rms_norm_fwd": _rms_norm_fwd_rule,
+    "rms_norm_bwd": _rms_norm_bwd_rule,
+    "softmax_fwd": _softmax_rule("online_softmax", backward=False),
+    "softmax_bwd": _softmax_rule("two_pass_rows", backward=True),
+}
 
 
 MATRIX_RULES = {  # name: (block sizes M, N, K for 2-byte dtypes, warps, stages, other overrides)
@@ -109,6 +152,8 @@ def representative_points(keys: set, op: str = "", dtype: torch.dtype = torch.bf
     """(shape, overrides, rule name) for op `op` at `dtype` whose tuning suite has shape keys `keys`; shapes are
     big enough for every wanted value to be legal and small enough to bind quickly on CPU."""
     if keys == {"M", "N"}:
+        if op in ROW_OP_RULES:
+            return [({"M": 64, "N": n}, ROW_OP_RULES[op](n), f"rows ({op})") for n in ROW_SIZES]
         return [({"M": 64, "N": n}, _row_rule(n), "rows") for n in ROW_SIZES]
     if keys == {"M", "N", "K"}:
         points = [({"M": 16, "N": 4096, "K": 4096}, "tiny-M matrix"), ({"M": 128, "N": 4096, "K": 4096}, "skinny matrix"),

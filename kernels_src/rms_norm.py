@@ -4,10 +4,17 @@ forward:  y = x * rstd * weight,  rstd = 1 / sqrt(mean(x^2) + eps)   (rstd kept 
 backward: x_hat = x * rstd
           dx = rstd * (dy * weight - x_hat * mean(dy * weight * x_hat))
           dweight = sum over rows of dy * x_hat
-All arithmetic is fp32 whatever the input dtype. Long rows (N up to 262144 and more) rely on the
-config's `reduction_loops` to loop the row reduction instead of holding the row in registers.
-The backward writes one fp32 partial dweight row per row tile (the row tile's size is a tunable
-block size) and finishes with one small host reduction over those partial rows.
+All arithmetic is fp32 whatever the input dtype. The weighted kernels have two structures, picked
+by the tunable `split_columns`; its first top-level loop (a pre-pass) has an empty grid without it.
+- whole rows: a program holds a row (or a tile of rows) in registers. The forward may loop the
+  row reduction over chunks (`reduction_loops`, the row re-read from L2). The backward is one
+  pass: each of `dweight_partials` programs takes every programs-th block of `block_r` rows
+  (interleaved, so programs stream neighbouring rows), writes dx and accumulates dweight in fp32
+  registers, then stores one fp32 partial row; the host sums the partial rows (one small reduction).
+- split columns, for few long rows (64 x 262144): rows are cut into column tiles so that every
+  tile is a program. A pre-pass writes per-(row, tile) partial sums (sum of squares forward,
+  sum of dy * weight * x backward); the second pass reads the row's partials and produces its
+  tile of the output (backward: of dx, plus the tile's dweight partial over its rows).
 The no-weight ops are separate kernels so that neither carries a dummy weight tensor.
 """
 from __future__ import annotations
@@ -21,18 +28,37 @@ from build_tools.opspec import OpSpec
 from ._inputs import as_float64, element_size, randn, seeded_generator
 
 DEFAULT_EPS = 1e-6
+# Number of programs (fp32 dweight partial rows) of the backward; multiples of 132 fill an H100/H200.
+DWEIGHT_PARTIALS = (256, 8, 16, 32, 64, 128, 132, 264, 512, 528, 1024, 1056)
+MAX_ROWS_PER_STEP = 16
+MIN_COLUMN_TILE = 256  # narrower column tiles only add programs
 
 
 @helion.kernel(static_shapes=False)
 def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = x.size()
+    split = hl.register_tunable("split_columns", helion.EnumFragment((False, True)))
+    block_m = hl.register_block_size(m)
+    block_n = hl.register_block_size(n)
+    square_rows = m if split else 0
+    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    for tile_m in hl.tile(m):
-        x_tile = x[tile_m, :].to(torch.float32)
-        rstd = torch.rsqrt(torch.mean(x_tile * x_tile, dim=-1) + eps)
-        out[tile_m, :] = (x_tile * rstd[:, None] * weight[None, :].to(torch.float32)).to(out.dtype)
-        inv_rms[tile_m] = rstd
+    square_parts = x.new_empty((square_rows, helion.cdiv(n, block_n)), dtype=torch.float32)
+    for tile_m, tile_k in hl.tile([square_rows, n], block_size=[block_m, block_n]):
+        x_part = x[tile_m, tile_k].to(torch.float32)
+        square_parts[tile_m, tile_k.id] = torch.sum(x_part * x_part, dim=1)
+    for tile_m, tile_n in hl.tile([m, main_columns], block_size=[block_m, block_n]):
+        if split:
+            rstd = torch.rsqrt(torch.sum(square_parts[tile_m, :], dim=1) / n + eps)
+            x_part = x[tile_m, tile_n].to(torch.float32)
+            out[tile_m, tile_n] = (x_part * rstd[:, None] * weight[None, tile_n].to(torch.float32)).to(out.dtype)
+            inv_rms[tile_m] = rstd
+        else:
+            x_tile = x[tile_m, :].to(torch.float32)
+            rstd = torch.rsqrt(torch.mean(x_tile * x_tile, dim=-1) + eps)
+            out[tile_m, :] = (x_tile * rstd[:, None] * weight[None, :].to(torch.float32)).to(out.dtype)
+            inv_rms[tile_m] = rstd
     return out, inv_rms
 
 
@@ -54,18 +80,49 @@ def rms_norm_bwd(
     grad_out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, inv_rms: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = x.size()
-    block_m = hl.register_block_size(m)
+    split = hl.register_tunable("split_columns", helion.EnumFragment((True, False)))
+    partials = hl.register_tunable("dweight_partials", helion.EnumFragment(DWEIGHT_PARTIALS))
+    block_r = hl.register_block_size(1, MAX_ROWS_PER_STEP)
+    block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
+    row_blocks = helion.cdiv(m, block_r)
+    programs = min(partials, row_blocks)
+    steps = helion.cdiv(row_blocks, programs)
+    dot_rows = m if split else 0
+    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((helion.cdiv(m, block_m), n), dtype=torch.float32)
-    for tile_m in hl.tile(m, block_size=block_m):
-        x_tile = x[tile_m, :].to(torch.float32)
-        dy = grad_out[tile_m, :].to(torch.float32)
-        rstd = inv_rms[tile_m]
-        x_hat = x_tile * rstd[:, None]
-        dy_w = dy * weight[None, :].to(torch.float32)
-        row_dot = torch.mean(dy_w * x_hat, dim=-1)
-        grad_x[tile_m, :] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
-        grad_weight_partial[tile_m.id, :] = torch.sum(dy * x_hat, dim=0)
+    row_dot_parts = x.new_empty((dot_rows, helion.cdiv(n, block_n)), dtype=torch.float32)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    for tile_m, tile_k in hl.tile([dot_rows, n], block_size=[block_r, block_n]):
+        dy_w = grad_out[tile_m, tile_k].to(torch.float32) * weight[None, tile_k].to(torch.float32)
+        row_dot_parts[tile_m, tile_k.id] = torch.sum(dy_w * x[tile_m, tile_k].to(torch.float32), dim=1)
+    row_dot_sum = row_dot_parts.sum(1)
+    for tile_p, tile_n in hl.tile([programs, main_columns], block_size=[1, block_n]):
+        if split:
+            acc = hl.zeros([tile_n], dtype=torch.float32)
+            for step in hl.grid(steps):
+                first = (step * programs + tile_p.begin) * block_r
+                for tile_r in hl.tile(first, min(first + block_r, m), block_size=block_r):
+                    rstd = inv_rms[tile_r]
+                    x_hat = x[tile_r, tile_n].to(torch.float32) * rstd[:, None]
+                    dy = grad_out[tile_r, tile_n].to(torch.float32)
+                    row_dot = row_dot_sum[tile_r] * rstd / n
+                    dy_w = dy * weight[None, tile_n].to(torch.float32)
+                    grad_x[tile_r, tile_n] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
+                    acc = acc + torch.sum(dy * x_hat, dim=0)
+            grad_weight_partial[tile_p.begin, tile_n] = acc
+        else:
+            acc = hl.zeros(n, dtype=torch.float32)
+            for step in hl.grid(steps):
+                first = (step * programs + tile_p.begin) * block_r
+                for tile_r in hl.tile(first, min(first + block_r, m), block_size=block_r):
+                    rstd = inv_rms[tile_r]
+                    x_hat = x[tile_r, :].to(torch.float32) * rstd[:, None]
+                    dy = grad_out[tile_r, :].to(torch.float32)
+                    dy_w = dy * weight[None, :].to(torch.float32)
+                    row_dot = torch.mean(dy_w * x_hat, dim=-1)
+                    grad_x[tile_r, :] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
+                    acc = acc + torch.sum(dy * x_hat, dim=0)
+            grad_weight_partial[tile_p.begin, :] = acc
     return grad_x, grad_weight_partial.sum(0).to(weight.dtype)
 
 

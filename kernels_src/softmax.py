@@ -2,13 +2,16 @@
 
 forward:  y = exp(x - max(x)) / sum(exp(x - max(x)))     (fp32 math, y allocated in `out_dtype`)
 backward: dx = y * (dy - sum(dy * y))                     (fp32 math, dx allocated in `grad_in_dtype`)
-Each program owns a tile of rows. The forward has two structures, picked by the tunable
-`online_softmax`: False reduces over the whole row (`:`), held in registers (persistent) or looped
-over chunks per the config's `reduction_loops` (3 reads of x when looped); True is the online
-softmax: a device loop over column tiles carries the running max and rescaled sum, then a second
-loop writes the output (2 reads of x), which suits the long rows (131072, 262144, ...).
-The backward reduces over the whole row, persistent or looped (2 reads of y and dy when looped).
-Columns past N in a partial tile need no mask: the DSL masks loads and reductions by tile bounds.
+Each program owns a tile of rows. Each kernel has two structures, picked by a tunable
+(`online_softmax` forward, `two_pass_rows` backward):
+- True (the default): column tiles. A first device loop carries the row's running max and
+  rescaled sum (forward) or dot(dy, y) (backward); a second loop writes the output; the row is
+  read twice. The first pass walks the tiles last to first, so that the second pass starts on the
+  tiles read most recently (the likeliest to be in L2); the second pass's loads are evict_first.
+  Long rows (131072, 262144, ...) take this structure.
+- False: whole rows held in registers (`:`), one read; rows up to ~32768 elements.
+Columns past N: the first pass masks its reversed tiles explicitly (its loop runs over a range
+padded to whole tiles); elsewhere the DSL masks loads and reductions by tile bounds.
 """
 from __future__ import annotations
 
@@ -20,27 +23,33 @@ from build_tools.opspec import OpSpec
 
 from ._inputs import as_float64, element_size, randn, seeded_generator
 
+MIN_COLUMN_TILE = 256  # narrower column tiles only add loop iterations
+
 
 @helion.kernel(static_shapes=False)
 def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = hl.register_tunable("online_softmax", helion.EnumFragment((False, True)))
-    block_n = hl.register_block_size(n)
+    online = hl.register_tunable("online_softmax", helion.EnumFragment((True, False)))
+    block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
+    padded = helion.cdiv(n, block_n) * block_n
     for tile_m in hl.tile(m):
         if online:
             row_max = hl.full([tile_m], float("-inf"), dtype=torch.float32)
             row_sum = hl.zeros([tile_m], dtype=torch.float32)
-            for tile_n in hl.tile(n, block_size=block_n):
-                values = x[tile_m, tile_n].to(torch.float32)
+            for tile_n in hl.tile(padded, block_size=block_n):
+                columns = tile_n.index + (padded - block_n - 2 * tile_n.begin)
+                inside = columns < n
+                loaded = hl.load(x, [tile_m, columns], extra_mask=inside[None, :]).to(torch.float32)
+                values = torch.where(inside[None, :], loaded, float("-inf"))
                 new_max = torch.maximum(row_max, torch.amax(values, dim=1))
                 tile_sum = torch.sum(torch.exp(values - new_max[:, None]), dim=1)
                 row_sum = row_sum * torch.exp(row_max - new_max) + tile_sum
                 row_max = new_max
             inv_sum = 1.0 / row_sum
             for tile_n in hl.tile(n, block_size=block_n):
-                chunk = x[tile_m, tile_n].to(torch.float32)
-                out[tile_m, tile_n] = (torch.exp(chunk - row_max[:, None]) * inv_sum[:, None]).to(out.dtype)
+                chunk_values = hl.load(x, [tile_m, tile_n], eviction_policy="evict_first").to(torch.float32)
+                out[tile_m, tile_n] = (torch.exp(chunk_values - row_max[:, None]) * inv_sum[:, None]).to(out.dtype)
         else:
             values = x[tile_m, :].to(torch.float32)
             row_max = torch.amax(values, dim=1, keepdim=True)
@@ -54,11 +63,27 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
 def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.dtype) -> torch.Tensor:
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    two_pass = hl.register_tunable("two_pass_rows", helion.EnumFragment((True, False)))
+    block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
+    padded = helion.cdiv(n, block_n) * block_n
     for tile_m in hl.tile(m):
-        y = out[tile_m, :].to(torch.float32)
-        dy = grad_out[tile_m, :].to(torch.float32)
-        row_dot = torch.sum(dy * y, dim=1, keepdim=True)
-        grad_in[tile_m, :] = (y * (dy - row_dot)).to(grad_in.dtype)
+        if two_pass:
+            row_dot = hl.zeros([tile_m], dtype=torch.float32)
+            for tile_n in hl.tile(padded, block_size=block_n):
+                columns = tile_n.index + (padded - block_n - 2 * tile_n.begin)
+                inside = columns[None, :] < n
+                y_part = hl.load(out, [tile_m, columns], extra_mask=inside).to(torch.float32)
+                dy_part = hl.load(grad_out, [tile_m, columns], extra_mask=inside).to(torch.float32)
+                row_dot = row_dot + torch.sum(dy_part * y_part, dim=1)
+            for tile_n in hl.tile(n, block_size=block_n):
+                y_part = hl.load(out, [tile_m, tile_n], eviction_policy="evict_first").to(torch.float32)
+                dy_part = hl.load(grad_out, [tile_m, tile_n], eviction_policy="evict_first").to(torch.float32)
+                grad_in[tile_m, tile_n] = (y_part * (dy_part - row_dot[:, None])).to(grad_in.dtype)
+        else:
+            y = out[tile_m, :].to(torch.float32)
+            dy = grad_out[tile_m, :].to(torch.float32)
+            row_dot = torch.sum(dy * y, dim=1, keepdim=True)
+            grad_in[tile_m, :] = (y * (dy - row_dot)).to(grad_in.dtype)
     return grad_in
 
 

@@ -282,52 +282,46 @@ class ConfigSpec:
             blocks.append(min(max(want, choices[0]), choices[-1]))
         return blocks
 
-    def _program_volumes(self, blocks: list[int], reductions: Any, compiled: Discovery) -> list[int]:
-        """Elements of one program per kernel (top-level loop): the product of the blocks and the
-        reduction dims (chunk when looped, else the whole padded size) that kernel's code uses.
-        `compiled`: the structure the config compiles (see found_for)."""
-        groups = compiled.kernel_dims or [(set(range(len(blocks))), set(range(len(compiled.rdims))))]
-        volumes = []
-        for block_ids, rdim_ids in groups:
-            volume = 1
-            for i in block_ids:
-                volume *= blocks[i] if i < len(blocks) else 1
-            for r in rdim_ids:
-                chunk = reductions[r] if reductions and r < len(reductions) else None
-                volume *= chunk if chunk else triton.next_power_of_2(max(compiled.rdims[r], 1))
-            volumes.append(volume)
-        return volumes
+    @staticmethod
+    def _tensor_volume(key: tuple, blocks: list[int], reductions: Any, compiled: Discovery, cap: int | None = None) -> int:
+        """Elements of a device tensor with dims `key` (values.shape_key) under `blocks`; a reduction
+        dim counts its chunk when looped, else its padded size (at most `cap`)."""
+        tiles, reduction = 1, 1
+        for kind, value in key:
+            if kind == "block":
+                tiles *= blocks[value] if value < len(blocks) else 1
+            elif kind == "fixed":
+                tiles *= value
+            else:
+                chunk = reductions[value] if reductions and value < len(reductions) else None
+                reduction *= chunk if chunk else triton.next_power_of_2(max(compiled.rdims[value], 1))
+        return tiles * (min(reduction, cap) if cap else reduction)
 
     def _max_warps(self, blocks: list[int], reductions: Any, compiled: Discovery) -> int:
-        """More warps than a program has elements (32 per warp) only idles threads, and Triton 3.6's
-        compiler asserts on some such configs (e.g. 16 warps over a 1x2 tile with reductions)."""
-        volume = max(self._program_volumes(blocks, reductions, compiled), default=1)
+        """More warps than a program's largest tensor has elements (32 per warp) only idles threads,
+        and Triton 3.6's compiler asserts on some such configs (e.g. 16 warps over a 1x2 tile with
+        reductions). `compiled`: the structure the config compiles (see found_for)."""
+        volume = max((self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.tensor_shapes), default=1)
         warps = 1
         while warps * 2 * 32 <= volume and warps < 32:
             warps *= 2
         return warps
 
     def _cap_volume(self, blocks: list[int], reductions: Any, compiled: Discovery) -> list[int]:
-        """Halves the largest blocks of an over-full kernel until each kernel's program stays within a
-        compilable volume (reduction dims counted up to the cap: a reduction alone is never capped)."""
+        """Halves the largest block of an over-full tensor until every device tensor of the structure
+        the config compiles (`compiled`, see found_for) stays within a compilable volume. Reduction
+        dims count up to the cap: a reduction alone is never capped."""
         infos = [compiled.blocks[i] if i < len(compiled.blocks) else info for i, info in enumerate(self.found.blocks)]
         cap = MAX_DOT_VOLUME if any(b.in_dot for b in infos) else MAX_VOLUME
         floor = [16 if b.in_dot else 1 for b in infos]
         blocks = list(blocks)
-        groups = compiled.kernel_dims or [(set(range(len(blocks))), set(range(len(compiled.rdims))))]
         while True:
-            volumes = self._program_volumes(blocks, reductions, compiled)
-            over = []
-            for (block_ids, _), volume in zip(groups, volumes):
-                tiles = 1
-                for i in block_ids:
-                    tiles *= blocks[i] if i < len(blocks) else 1
-                reduction = volume // max(tiles, 1)
-                if min(reduction, cap) * tiles > cap:
-                    over.extend(i for i in block_ids if i < len(blocks) and blocks[i] > floor[i])
+            over = {i for key in compiled.tensor_shapes
+                    if self._tensor_volume(key, blocks, reductions, compiled, cap) > cap
+                    for kind, i in key if kind == "block" and i < len(blocks) and blocks[i] > floor[i]}
             if not over:
                 return blocks
-            i = max(over, key=lambda j: blocks[j])
+            i = max(sorted(over), key=lambda j: blocks[j])
             blocks[i] //= 2
 
     def random_config(self, seed: int | random.Random | None = None) -> Config:

@@ -20,7 +20,7 @@ from .device import DeviceCompiler
 from .emitter import KernelBuilder
 from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
 from .sizes import SizeTracker
-from .values import DOT_MIN_DIM, BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
+from .values import DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
 DISCOVERY_BLOCK = 16
 
@@ -70,9 +70,8 @@ class Discovery:
     specialized: list = field(default_factory=list)
     not_loopable: set = field(default_factory=set)
     flatten_count: int = 0  # loops with more than one dimension (top-level or device)
-    # per top-level loop (one Triton kernel): the block ids and rdim ids its device code uses; one
-    # program's tensors only combine dims of its own kernel
-    kernel_dims: list = field(default_factory=list)
+    # shape_key of every device tensor the compile created (values.TENSOR_SHAPES_SEEN)
+    tensor_shapes: set = field(default_factory=set)
 
 
 @dataclass
@@ -310,7 +309,6 @@ class CompileSession:
         if isinstance(spec, BlockSizeInt):
             info = self.found.blocks[spec.block_id]
             info.device_loop = info.device_loop or device_loop
-            self._note_kernel_dim(0, spec.block_id)
             return spec.block_id, None
         if isinstance(spec, int) and not isinstance(spec, bool):
             return -1, int(spec)
@@ -318,13 +316,7 @@ class CompileSession:
             raise exc.TypeMismatch(f"block_size must be an int or hl.register_block_size value, got {type(spec).__name__}")
         block_id = len(self.found.blocks)
         self.found.blocks.append(BlockInfo(size_value, device_loop=device_loop))
-        self._note_kernel_dim(0, block_id)
         return block_id, None
-
-    def _note_kernel_dim(self, kind: int, index: int) -> None:
-        """Records block (kind 0) or rdim (kind 1) `index` as used by the kernel being compiled."""
-        if self.found.kernel_dims:
-            self.found.kernel_dims[-1][kind].add(index)
 
     def note_dot_dim(self, dim: Any) -> None:
         if isinstance(dim, BlockDim) and dim.block_id >= 0:
@@ -338,7 +330,6 @@ class CompileSession:
             self.rdim_by_size[size_value] = len(self.found.rdims)
             self.found.rdims.append(size_value)
         rdim_id = self.rdim_by_size[size_value]
-        self._note_kernel_dim(1, rdim_id)
         chunk = None if rdim_id in self.force_persistent else self.knob("reduction_loops", rdim_id, None)
         if chunk is not None and (chunk >= size_value):
             chunk = None
@@ -511,8 +502,11 @@ class CompileSession:
         builder = KernelBuilder(self.parsed.fn.__name__)
         self.current_launch = {"grid": "(1,)", "num_sms": False}
         compiler = DeviceCompiler(self, builder)
-        self.found.kernel_dims.append((set(), set()))
-        compiler.compile_top_loop(stmt, self.top_loop_index)
+        token = TENSOR_SHAPES_SEEN.set(self.found.tensor_shapes)
+        try:
+            compiler.compile_top_loop(stmt, self.top_loop_index)
+        finally:
+            TENSOR_SHAPES_SEEN.reset(token)
         self.top_loop_index += 1
         for rdim in compiler.rdims.values():
             if rdim.in_dot and not rdim.looped:

@@ -5,6 +5,7 @@ Values whose shape contains a looped reduction dimension are *lazy*: an expressi
 re-materializes inside each chunk loop over that dimension."""
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -108,12 +109,34 @@ class TVal:
     is_load: bool = False
     extra: Any = None
 
+    def __post_init__(self) -> None:
+        seen = TENSOR_SHAPES_SEEN.get()
+        if seen is not None:
+            seen.add(shape_key(self.shape))
+
     @property
     def lazy(self) -> bool:
         return self.name is None
 
     def looped_rdims(self) -> list[RDim]:
         return [d for d in self.shape if isinstance(d, RDim) and d.looped]
+
+
+# While a session compiles, the set that collects `shape_key` of every device tensor it creates: the
+# block-volume and warp caps size a program by its largest tensor.
+TENSOR_SHAPES_SEEN: ContextVar[set | None] = ContextVar("TENSOR_SHAPES_SEEN", default=None)
+
+
+def shape_key(shape: tuple) -> tuple:
+    """A device tensor's dims as config-independent keys: ("block", id), ("rdim", id) or ("fixed", n)."""
+    key = []
+    for dim in shape:
+        if isinstance(dim, BlockDim):
+            key.append(("block", dim.block_id) if dim.block_id >= 0 else
+                       ("fixed", int(dim.size_expr) if str(dim.size_expr).isdigit() else 1))
+        elif isinstance(dim, RDim):
+            key.append(("rdim", dim.rdim_id))
+    return tuple(sorted(key))
 
 
 @dataclass(eq=False)

@@ -1,13 +1,14 @@
 """RMSNorm kernels (with and without weight, forward and backward) against float64 references.
 
 Tolerances are the op's own (kernels_src.rms_norm.tolerance): fp32 (1e-5, 1e-5), bf16 (1e-2, 1e-2),
-fp16 (2e-3, 2e-3) as (rtol, atol) on O(1) outputs; backward fp32 (1e-4, 1e-4) (dW sums M rows). Each case runs under the default config and
-random configs; long rows also run with a looped reduction config.
+fp16 (2e-3, 2e-3) as (rtol, atol) on O(1) outputs; backward fp32 (1e-4, 1e-4) (dW sums M rows). Each case runs under the default config,
+random configs and both structures of the weighted kernels (whole rows; rows split into column
+tiles a few chunks wide); long rows also run with a looped reduction (forward) and split columns.
 """
 import pytest
 import torch
 
-from kernel_check import check_op, looped_reduction
+from kernel_check import a_few_chunks, check_op, config_with, looped_reduction
 from kernels_src import rms_norm
 
 SHAPES = {
@@ -16,6 +17,12 @@ SHAPES = {
 }
 LONG_ROW_SHAPES = {"cpu": [(3, 5000)], "cuda": [(64, 262144), (5, 300001)]}
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+# Split columns with the column tile (the second registered block size) a few chunks wide; the forward
+# also sets reduction_loops, since the DSL caps the block volume counting the untaken branch's row.
+SPLIT_FWD = config_with("split columns", {("split_columns", None): True, ("block_sizes", 1): a_few_chunks,
+                                          ("reduction_loops", None): a_few_chunks})
+SPLIT_BWD = config_with("split columns", {("split_columns", None): True, ("block_sizes", 1): a_few_chunks})
+WHOLE_ROWS = config_with("whole rows", {("split_columns", None): False})
 
 
 def _shape(m, n):
@@ -29,7 +36,8 @@ def test_forward(device, dtype, eps):
         x, weight, _ = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=case)
         args = (x, weight, eps)
         check_op(rms_norm.rms_norm_fwd, args, rms_norm.reference_fwd(*args), rms_norm.tolerance(dtype),
-                 f"rms_norm_fwd {m}x{n} {dtype}", output_dtypes=(dtype, torch.float32))
+                 f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[SPLIT_FWD, WHOLE_ROWS],
+                 output_dtypes=(dtype, torch.float32))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -45,7 +53,8 @@ def test_backward(device, dtype):
     for case, (m, n) in enumerate(SHAPES[device]):
         args = rms_norm.make_bwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
         check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(dtype),
-                 f"rms_norm_bwd {m}x{n} {dtype}", output_dtypes=(dtype, dtype))
+                 f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS],
+                 output_dtypes=(dtype, dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -57,13 +66,13 @@ def test_backward_noweight(device, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_long_rows_looped_reduction(device, dtype):
+def test_long_rows(device, dtype):
     for case, (m, n) in enumerate(LONG_ROW_SHAPES[device]):
         shape = _shape(m, n)
         fwd_args = rms_norm.make_fwd_inputs(shape, dtype, device, seed=400 + case)
         check_op(rms_norm.rms_norm_fwd, fwd_args, rms_norm.reference_fwd(*fwd_args), rms_norm.tolerance(dtype),
-                 f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction], random_seeds=())
+                 f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction, SPLIT_FWD], random_seeds=())
         bwd_args = rms_norm.make_bwd_inputs(shape, dtype, device, seed=500 + case)
         check_op(rms_norm.rms_norm_bwd, bwd_args, rms_norm.reference_bwd(*bwd_args), rms_norm.tolerance_bwd(dtype),
-                 f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[looped_reduction], random_seeds=())
+                 f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD], random_seeds=())
 

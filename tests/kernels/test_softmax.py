@@ -2,13 +2,13 @@
 
 Tolerances are the op's own for the output dtype (kernels_src.softmax.tolerance): fp32 (1e-5, 1e-9),
 bf16 (1e-2, 1e-8), fp16 (2e-3, 1e-7) as (rtol, atol) (backward: kernels_src.softmax.tolerance_bwd) -- effectively relative, since outputs are
-as small as 1/N. Each case runs under the default and random configs; the forward also under the
-online-softmax structure, long rows also with a looped reduction.
+as small as 1/N. Each case runs under the default and random configs and under both structures of
+each kernel (whole rows; column tiles a few chunks wide), long rows under the column-tile structure.
 """
 import pytest
 import torch
 
-from kernel_check import a_few_chunks, check_op, config_with, looped_reduction
+from kernel_check import a_few_chunks, check_op, config_with
 from kernels_src import softmax
 
 SHAPES = {
@@ -16,10 +16,11 @@ SHAPES = {
     "cuda": [(1, 32000), (4097, 4096), (1000, 8192), (7, 50257)],
 }
 LONG_ROW_SHAPES = {"cpu": [(3, 5000)], "cuda": [(64, 131072), (8, 262144), (3, 300001)]}
-# The online structure with its column block (the first registered block size) a few chunks wide;
-# reduction_loops is set too because the DSL caps the block volume counting the untaken branch's row.
-ONLINE = config_with("online softmax", {("online_softmax", None): True, ("block_sizes", 0): a_few_chunks,
-                                        ("reduction_loops", None): a_few_chunks})
+# The column-tile structures with their column block (the first registered block size) a few chunks wide.
+ONLINE = config_with("online softmax", {("online_softmax", None): True, ("block_sizes", 0): a_few_chunks})
+TWO_PASS = config_with("two passes", {("two_pass_rows", None): True, ("block_sizes", 0): a_few_chunks})
+WHOLE_ROWS_FWD = config_with("whole rows", {("online_softmax", None): False})
+WHOLE_ROWS_BWD = config_with("whole rows", {("two_pass_rows", None): False})
 DTYPE_PAIRS = [  # (input dtype, output dtype)
     (torch.float32, torch.float32),
     (torch.bfloat16, torch.bfloat16),
@@ -39,7 +40,7 @@ def test_forward(device, in_dtype, out_dtype):
         x, _ = softmax.make_fwd_inputs(_shape(m, n), in_dtype, device, seed=case)
         args = (x, out_dtype)
         check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(out_dtype),
-                 f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[ONLINE],
+                 f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[ONLINE, WHOLE_ROWS_FWD],
                  output_dtypes=(out_dtype,))
 
 
@@ -49,22 +50,23 @@ def test_backward(device, in_dtype, out_dtype):
         grad_out, out, _ = softmax.make_bwd_inputs(_shape(m, n), in_dtype, device, seed=100 + case)
         args = (grad_out, out, out_dtype)
         check_op(softmax.softmax_bwd, args, softmax.reference_bwd(*args), softmax.tolerance_bwd(out_dtype),
-                 f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", output_dtypes=(out_dtype,))
+                 f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[TWO_PASS, WHOLE_ROWS_BWD],
+                 output_dtypes=(out_dtype,))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_long_rows_looped_reduction(device, dtype):
+def test_long_rows_in_column_tiles(device, dtype):
     for case, (m, n) in enumerate(LONG_ROW_SHAPES[device]):
         fwd_args = softmax.make_fwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
         check_op(softmax.softmax_fwd, fwd_args, softmax.reference_fwd(*fwd_args), softmax.tolerance(dtype),
-                 f"softmax_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction, ONLINE], random_seeds=())
+                 f"softmax_fwd {m}x{n} {dtype}", extra_configs=[ONLINE], random_seeds=())
         bwd_args = softmax.make_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
         check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance_bwd(dtype),
-                 f"softmax_bwd {m}x{n} {dtype}", extra_configs=[looped_reduction], random_seeds=())
+                 f"softmax_bwd {m}x{n} {dtype}", extra_configs=[TWO_PASS], random_seeds=())
 
 
 def test_large_logits_do_not_overflow(device):
     x, _ = softmax.make_fwd_inputs(_shape(5, 300), torch.float32, device, seed=400)
     args = (x * 1000.0, torch.float32)
     check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(torch.float32),
-             "softmax_fwd large logits", extra_configs=[ONLINE])
+             "softmax_fwd large logits", extra_configs=[ONLINE, WHOLE_ROWS_FWD])

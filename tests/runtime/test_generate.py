@@ -120,7 +120,7 @@ def test_tuned_entry_config_survives_binding_on_small_shapes(tmp_path):
 
     from helion_kernels._variant import to_plain, variant_id
 
-    spec = next(s for s in generate.op_families()["softmax"] if s.name == "softmax_bwd")
+    spec = next(s for s in generate.op_families()["rms_norm"] if s.name == "rms_norm_fwd")
     shape = {"M": 4, "N": 65536}
     spec.kernel.reset()
     bound = spec.kernel.bind(spec.make_inputs(shape, torch.float32, "cpu", 0))
@@ -133,6 +133,6 @@ def test_tuned_entry_config_survives_binding_on_small_shapes(tmp_path):
         {"op": spec.name, "dtype": "float32", "shape": shape, "specialization": specialization,
          "config": config, "variant": vid}]}))
     variants = generate.collect_variants(generate.op_families(), generate.table_entries(tmp_path))
-    text = generate.render_family("softmax", generate.op_families()["softmax"], variants["softmax"])
-    launcher = text[text.index(f"def softmax_bwd__{vid}"):]
+    text = generate.render_family("rms_norm", generate.op_families()["rms_norm"], variants["rms_norm"])
+    launcher = text[text.index(f"def rms_norm_fwd__{vid}"):]
     assert "8192" in launcher.split("\n\n")[0]
