@@ -408,3 +408,14 @@ def test_volume_cap_is_per_kernel(device):
     assert list(spec.normalize({"block_sizes": [512, 256, 64, 64]})["block_sizes"]) == [256, 256, 64, 64]
     check_kernel(scale_two_tensors, (x, y), lambda x, y: (x * 2.0, y + 1.0),
                  extra_configs=[helion.Config(block_sizes=[256, 256, 16, 512])])
+
+
+def test_num_warps_offers_32_capped_by_program_volume(device):
+    args = (randn(70, 130, device=device), randn(70, 130, device=device))
+    spec = add_2d.bind(args).config_spec
+    assert next(k.choices for k in spec.knobs() if k.name == "num_warps")[-1] == 32
+    big = spec.normalize(config_with(spec.default_config(), block_sizes=[32, 64], num_warps=32))
+    assert big["num_warps"] == 32
+    small = spec.normalize(config_with(spec.default_config(), block_sizes=[8, 16], num_warps=32))
+    assert small["num_warps"] == 4
+    check_kernel(add_2d, args, lambda x, y: x + y, n_random=0, extra_configs=[big])
