@@ -87,7 +87,7 @@ class ConfigSpec:
             knobs.append(Knob("range_unroll_factors", i, (0,) if loop.has_branch else (0, 1, 2, 4)))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
             knobs.append(Knob("range_warp_specializes", i, (None, False, True) if loop.has_dot else (None,)))
-        knobs.append(Knob("num_warps", None, (1, 2, 4, 8, 16)))
+        knobs.append(Knob("num_warps", None, (1, 2, 4, 8, 16, 32)))
         knobs.append(Knob("num_stages", None, (1, 2, 3, 4, 5)))
         max_dims = max(f.top_loops, default=1)
         knobs.append(Knob("pid_type", None, tuple(p for p in PID_TYPES if p != "xyz" or max_dims <= 3)))

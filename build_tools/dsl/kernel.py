@@ -129,7 +129,7 @@ class BoundKernel:
         self._code: dict[str, str] = {}
         self.found = self._discover()
         self.config_spec = ConfigSpec(self.found, self._discover)
-        self.specialized_values = tuple(self.found.specialized)
+        self.specialized_values = tuple(self.found.specialized) + tuple(self.found.guards)
 
     def _session(self, config: Config, force_persistent: set, arguments: dict | None = None) -> CompileSession:
         session = CompileSession(self.kernel.parsed, arguments or self.arguments, config, self.kernel.static_shapes, force_persistent)
@@ -154,8 +154,8 @@ class BoundKernel:
 
     def specialized_values_for(self, arguments: dict) -> tuple:
         session = CompileSession(self.kernel.parsed, arguments, Config(), self.kernel.static_shapes, set())
-        session.run(host_only=True)
-        return tuple(session.found.specialized)
+        session.run(host_only=True, baked=self.found.baked)
+        return tuple(session.found.specialized) + tuple(session.found.guards)
 
     def specialization_key(self) -> dict:
         """JSON-able identity of this specialization (part of a generated variant's id)."""
@@ -170,8 +170,8 @@ class BoundKernel:
                 out[name] = value if isinstance(value, (bool, int, float, str)) or value is None else repr(value)
             elif isinstance(value, torch.dtype):
                 out[name] = str(value).replace("torch.", "")
-        if self.specialized_values:
-            out["specialized"] = list(self.specialized_values)
+        if self.found.specialized:
+            out["specialized"] = list(self.found.specialized)
         return out
 
     # ------------------------------------------------------------------ compilation

@@ -13,7 +13,8 @@ them). The key keeps all Triton specializes on: each int's value (Triton special
 1, divisible by 16 and wider than 32 bits), each tensor's dtype and 16-byte alignment, floats as
 float, the constexprs, the options and Triton's debug and instrumentation settings. Triton's plain
 path runs under the interpreter, without a CUDA build of torch, for kernels with pre-run hooks or used globals, and while a launch
-hook is set.
+hook is set. A launch over an empty grid (a dimension of 0 programs: a loop over an empty range,
+or a pass that a config switches off) returns before any of this.
 
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
 constexpr functions, costly to call from Python).
@@ -29,7 +30,10 @@ _LAUNCHES_PER_KERNEL = 1024
 
 def _launch(kernel, grid, args, constants, num_warps, num_stages):
     """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
-    argument specialization on the same device launches the compiled kernel directly."""
+    argument specialization on the same device launches the compiled kernel directly; an empty
+    grid launches nothing and returns at once."""
+    if 0 in grid:
+        return
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
     if state is None:

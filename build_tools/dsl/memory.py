@@ -59,7 +59,7 @@ class MemoryMixin:
     def rdim_for(self, size_value: int, size_param: str, host_expr: str) -> RDim:
         key = size_value
         if key in self.rdims:
-            return self.rdims[key]
+            return self.shared_rdim(self.rdims[key], host_expr)
         rdim_id, chunk = self.session.rdim(size_value)
         static = size_param.lstrip("-").isdigit()
         if not static and self.session.is_specialized_size(size_value):
@@ -82,6 +82,26 @@ class MemoryMixin:
         self.session.note_rdim_expr(rdim, host_expr, static)
         self.rdims[key] = rdim
         return rdim
+
+    def shared_rdim(self, rdim: RDim, host_expr: str) -> RDim:
+        """`rdim` for another size of the same bind-time value (dims are unified by value): when
+        either size varies at run time, their equality joins the kernel's specialization."""
+        self.guard_equal(self.session.rdim_host[id(rdim)][0], host_expr)
+        return rdim
+
+    def guard_equal(self, a: str, b: str) -> None:
+        """The compiled code assumes that the sizes `a` and `b` (launcher expressions, equal at bind
+        time) are equal: unless both are literals, the equality joins the specialization."""
+        if a != b and not (a.isdigit() and b.isdigit()):
+            self.session.bake(f"({a}) == ({b})", True, guard=True)
+
+    def index_width(self, tensor: HostTensor) -> bool:
+        """Whether offsets into `tensor` need 64 bits; with run-time sizes, the bind-time answer
+        joins the specialization."""
+        big = tensor.meta.numel() >= 2**31
+        if not self.session.static_shapes:
+            self.session.bake(f"{tensor.host_expr}.numel() >= 2**31", big, guard=True)
+        return big
 
     # ------------------------------------------------------------------ addresses
     def address(self, tensor: HostTensor, index: list, node: ast.AST) -> Address:
@@ -117,6 +137,8 @@ class MemoryMixin:
                 size_value = self.session.tile_extent(item)
                 if size_value is None or size_value != meta.size(d):
                     addr.block_ok = False
+                else:  # block indexing bounds the tile by the tensor's size
+                    self.guard_equal(item.end_host, self.session.size_host_expr(tensor, d))
             elif isinstance(item, slice):
                 rdim, start = self.slice_dim(tensor, d, item, node)
                 if rdim is ONE:
@@ -132,6 +154,8 @@ class MemoryMixin:
                     addr.block_dims.append(rdim)
                     if start != "0" or rdim.size_value != meta.size(d):
                         addr.block_ok = False
+                    else:
+                        self.guard_equal(self.session.rdim_host[id(rdim)][0], self.session.size_host_expr(tensor, d))
             elif isinstance(item, TVal) and item.shape != ():
                 axes = list(range(len(shape), len(shape) + len(item.shape)))
                 shape.extend(item.shape)
@@ -159,7 +183,7 @@ class MemoryMixin:
         if item.step not in (None, 1):
             raise self.error(exc.NotSupported, "slices with a step", node)
         if item.start is None and item.stop is None and tensor.meta.size(d) in self.rdims:
-            rdim = self.rdims[tensor.meta.size(d)]
+            rdim = self.shared_rdim(self.rdims[tensor.meta.size(d)], self.session.size_host_expr(tensor, d))
             return (ONE if rdim.size_value == 1 and rdim.size_param == "1" else rdim), "0"
         whole = item.start is None and item.stop is None
         size = tensor.meta.size(d)
@@ -220,7 +244,7 @@ class MemoryMixin:
             if isinstance(extra_mask, TVal):
                 children.append(extra_mask)
                 mask_child = len(children) - 1
-        big = tensor.meta.numel() >= 2**31
+        big = self.index_width(tensor)
         use_block = strategy != "pointer" and addr.block_ok and extra_mask is None and addr.shape and tensor.meta.dtype != torch.bool
         shape = addr.shape
 
@@ -347,7 +371,7 @@ class MemoryMixin:
 
     def emit_pointer_write(self, tensor: HostTensor, addr: Address, atoms: list[str], val: str, extra: str | None, atomic: str | None) -> None:
         b = self.builder
-        offset, mask = self.render_address(addr, atoms, extra, tensor.meta.numel() >= 2**31)
+        offset, mask = self.render_address(addr, atoms, extra, self.index_width(tensor))
         masked = f", mask={mask}" if mask else ""
         if atomic is not None:
             b.emit(f"tl.atomic_add({tensor.param} + ({offset}), {val}{masked}, sem={atomic!r})")

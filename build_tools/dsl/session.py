@@ -68,6 +68,11 @@ class Discovery:
     device_loops: list = field(default_factory=list)  # DeviceLoopInfo per device loop
     tunables: dict = field(default_factory=dict)
     specialized: list = field(default_factory=list)
+    # (top-level loop index, host expression, guard): run-time host values that a kernel needed as
+    # compile-time constants (see CompileSession.bake); their values are in `specialized`, or in
+    # `guards` for size equalities (no part of the specialization's JSON identity)
+    baked: list = field(default_factory=list)
+    guards: list = field(default_factory=list)
     not_loopable: set = field(default_factory=set)
     flatten_count: int = 0  # loops with more than one dimension (top-level or device)
     # shape_key of every device tensor the compile created (values.TENSOR_SHAPES_SEEN)
@@ -247,6 +252,9 @@ class CompileSession:
         return self.is_host_evaluable(node, scope) and self.is_static_node(node)
 
     def host_value(self, node: ast.AST, builder: KernelBuilder) -> Any:
+        if isinstance(node, (ast.List, ast.Tuple)) and not self.is_static_node(node):
+            items = [self.host_value(elt, builder) for elt in node.elts]
+            return items if isinstance(node, ast.List) else tuple(items)
         value = self.eval_host(node)
         text = ast.unparse(node)
         return self.wrap_host(value, text, builder, self.is_static_node(node))
@@ -268,6 +276,9 @@ class CompileSession:
         if isinstance(value, torch.Tensor):
             hint = text if text.isidentifier() else "tensor"
             return HostTensor(builder.param(text, hint), value, text)
+        if isinstance(value, (list, tuple)) and not static:
+            # a run-time sequence (`x.size()`, a list held in a name): each element stays run-time
+            return tuple(self.wrap_host(v, f"({text})[{i}]", builder, False) for i, v in enumerate(value))
         if isinstance(value, BlockSizeInt) or isinstance(value, bool) or value is None:
             return value
         if isinstance(value, int):
@@ -283,6 +294,18 @@ class CompileSession:
     def host_scalar(self, text: str, value: Any, builder: KernelBuilder) -> HostScalar:
         return HostScalar(builder.param(text, text), value, scalar_dtype(value), host=text)
 
+    def bake(self, host_expr: str, value: Any, guard: bool = False) -> Any:
+        """A run-time host value used where Triton needs a compile-time constant (a block size; with
+        `guard`, the equality of two sizes that share one dimension): the kernel is compiled for
+        `value`, and the expression joins the bound kernel's specialization, so a call where it
+        evaluates to something else binds (and compiles) a kernel of its own."""
+        entry = (self.top_loop_index, host_expr, guard)
+        if entry in self.found.baked:
+            return value
+        self.found.baked.append(entry)
+        (self.found.guards if guard else self.found.specialized).append(value)
+        return value
+
     def host_expr(self, value: HostScalar) -> str:
         return value.host
 
@@ -295,6 +318,13 @@ class CompileSession:
         Whole dims are unified by value (one RDim per size), so every `:` over them shares it."""
         return size_value in self.sizes.specialized
 
+    def size_host_expr(self, tensor: HostTensor, d: int) -> str:
+        """Launcher-side text of a tensor size (a literal when it is a compile-time constant)."""
+        size = tensor.meta.size(d)
+        if self.static_shapes or self.is_specialized_size(size):
+            return str(size)
+        return f"{tensor.host_expr}.size({d})"
+
     def tensor_size(self, tensor: HostTensor, d: int, builder: KernelBuilder) -> Any:
         size = tensor.meta.size(d)
         if self.static_shapes:
@@ -306,6 +336,8 @@ class CompileSession:
 
     # ------------------------------------------------------------------ knobs met while compiling
     def block_for(self, spec: Any, size_value: int, device_loop: bool) -> tuple[int, int | None]:
+        if isinstance(spec, HostScalar) and isinstance(spec.value, int):
+            spec = self.bake(spec.host, spec.value)
         if isinstance(spec, BlockSizeInt):
             info = self.found.blocks[spec.block_id]
             info.device_loop = info.device_loop or device_loop
@@ -459,10 +491,17 @@ class CompileSession:
         return pids
 
     # ------------------------------------------------------------------ the whole function
-    def run(self, host_only: bool = False) -> None:
+    def run(self, host_only: bool = False, baked: list = ()) -> None:
+        """Compiles the kernel; `host_only` runs its host statements only and evaluates the `baked`
+        expressions of a compile (at their device loops) into `found.specialized`."""
         with hl.host_context(self):
             for kind, stmt in self.parsed.body:
                 if kind == "device" and host_only:
+                    for index, expr, guard in baked:
+                        if index == self.top_loop_index:
+                            value = self.try_eval(ast.parse(expr, mode="eval").body, self.env)
+                            (self.found.guards if guard else self.found.specialized).append(value)
+                    self.top_loop_index += 1
                     continue
                 if kind == "device":
                     self.compile_device_loop(stmt)

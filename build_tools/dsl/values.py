@@ -148,6 +148,7 @@ class TileVal:
     end: str  # Triton scalar: exclusive end of the iteration space
     begin: str  # Triton scalar: start of the iteration space
     end_value: int | None = None  # bind-time end of the iteration space, when known on the host
+    end_host: str | None = None  # launcher-side expression of `end_value`
 
 
 @dataclass(eq=False)

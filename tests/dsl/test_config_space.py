@@ -406,3 +406,14 @@ def test_volume_cap_is_per_kernel(device):
     spec = scale_two_tensors.bind((x, y)).config_spec
     assert list(spec.normalize({"block_sizes": [256, 256, 256, 256]})["block_sizes"]) == [256, 256, 256, 256]
     assert list(spec.normalize({"block_sizes": [512, 256, 64, 64]})["block_sizes"]) == [256, 256, 64, 64]
+
+
+def test_num_warps_offers_32_capped_by_program_volume(device):
+    args = (randn(70, 130, device=device), randn(70, 130, device=device))
+    spec = add_2d.bind(args).config_spec
+    assert next(k.choices for k in spec.knobs() if k.name == "num_warps")[-1] == 32
+    big = spec.normalize(config_with(spec.default_config(), block_sizes=[32, 64], num_warps=32))
+    assert big["num_warps"] == 32
+    small = spec.normalize(config_with(spec.default_config(), block_sizes=[8, 16], num_warps=32))
+    assert small["num_warps"] == 4
+    check_kernel(add_2d, args, lambda x, y: x + y, n_random=0, extra_configs=[big])

@@ -1,5 +1,7 @@
 """Corpus: device control flow (compile-time `if` on constexprs, run-time `if` on tile scalars, loop-carried
 variables) and host helpers (hl.specialize, hl.constexpr, hl.register_tunable with each fragment)."""
+import re
+
 import pytest
 import torch
 import triton
@@ -213,7 +215,10 @@ def test_specialized_size_is_a_constant(k, device):
     bound = specialized_contraction.bind((x, y))
     code = code_without_comments(bound.to_triton_code(bound.config_spec.default_config()))
     block = max(16, triton.next_power_of_2(k))
-    assert f"_RDIM_SIZE_0={block}," in code and "x_size_1" not in code  # not a run-time argument
+    launch = next(line for line in code.splitlines() if "_launch(" in line and "def " not in line)
+    constants = re.search(r"\), \(([\d, ]+)\), \d+, \d+\)$", launch.strip()).group(1)
+    assert "_RDIM_SIZE_0: tl.constexpr)" in code and int(constants.split(",")[-1]) == block
+    assert "x_size_1" not in code  # not a run-time argument
     if k == block:
         assert "rmask" not in code
     else:

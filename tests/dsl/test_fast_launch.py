@@ -36,3 +36,26 @@ def test_helpers_are_self_contained_source():
     assert not [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert {"_launch", "_cdiv", "_next_power_of_2"} <= defined
+
+
+class _Unlaunchable:
+    """A kernel stand-in that records every launch attempt."""
+
+    def __init__(self):
+        self.launched = []
+        self.pre_run_hooks = []
+
+    def __getitem__(self, grid):
+        def run(*args, **kwargs):
+            self.launched.append(grid)
+        return run
+
+
+@pytest.mark.parametrize("grid", [(0,), (3, 0), (0, 5, 1)])
+def test_an_empty_grid_returns_before_triton(grid):
+    namespace = {"torch": __import__("torch"), "triton": __import__("triton")}
+    exec(LAUNCH_HELPERS, namespace)
+    kernel = _Unlaunchable()
+    namespace["_launch"](kernel, grid, (1,), (), 4, 2)
+    namespace["_launch"](kernel, (2, 1), (1,), (), 4, 2)
+    assert kernel.launched == [(2, 1)]
