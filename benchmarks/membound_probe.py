@@ -9,7 +9,7 @@ that peer, all bf16 in one process: median of CUDA events with L2 flushed (bench
 Each config's outputs are checked against the float64 reference first. Rows print as they finish
 (µs, GB/s from the op's cost model, % of the 4247 GB/s copy ceiling measured on the H200) and are
 appended to DIR/probe.jsonl. Before timing, the kernels of all configs are compiled for sm_90 in a
-process pool (benchmarks.sm90_compile) so that the timing loop finds them in Triton's disk cache.
+process pool (build_tools.cross_compile) so that the timing loop finds them in Triton's disk cache.
 """
 from __future__ import annotations
 
@@ -177,11 +177,12 @@ def _spec(name: str):
     return next(op for op in kernels_src.ALL_OPS if op.name == name)
 
 
-def _meta_args(spec, m: int, n: int) -> tuple:
-    """The op's arguments as meta tensors of the full shape (dims of the tiny sample mapped to M, N)."""
+def _empty_args(spec, m: int, n: int) -> tuple:
+    """The op's arguments as uninitialized CPU tensors of the full shape (dims of the tiny sample
+    mapped to M, N): cross-compiling needs only their dtypes, shapes, strides and alignment."""
     sample = spec.make_inputs({"M": 3, "N": 5}, DTYPE, "cpu", 0)
     sizes = {3: m, 5: n}
-    return tuple(torch.empty([sizes[d] for d in a.shape], dtype=a.dtype, device="meta")
+    return tuple(torch.empty([sizes[d] for d in a.shape], dtype=a.dtype)
                  if isinstance(a, torch.Tensor) else a for a in sample)
 
 
@@ -196,19 +197,19 @@ def _selected(only: str | None) -> list:
 
 
 def _cross_compile_case(case) -> list:
-    """[(label, [(kernel, usage or error)])] for one case, compiled for sm_90 on meta tensors."""
-    from benchmarks.sm90_compile import compile_launches, ptxas_usage
+    """[(label, [(kernel, usage or error)])] for one case, compiled for sm_90 on empty CPU tensors."""
+    from build_tools.cross_compile import cross_compile
 
     name, (m, n), _, variants = case
     spec = _spec(name)
-    args = _meta_args(spec, m, n)
+    args = _empty_args(spec, m, n)
     spec.kernel.reset()
     bound = spec.kernel.bind(args)
     rows = []
     for label, overrides in variants:
         try:
-            kernels = compile_launches(bound, _config(bound, overrides), args)
-            rows.append((label, [(k, ptxas_usage(c)) for k, c in kernels]))
+            kernels = cross_compile(bound, args, _config(bound, overrides))
+            rows.append((label, [(c.name, c.ptxas_info()) for c in kernels]))
         except Exception as error:  # noqa: BLE001 - a failing config is a result to report
             rows.append((label, [("error", f"{type(error).__name__}: {str(error)[:200]}")]))
     return rows
