@@ -54,6 +54,15 @@ class EntryBench:
         self.expected = op.reference(*clone_args(self.args)) if with_reference else None
         self._compiled: dict[str, object] = {}
 
+    def close(self) -> None:
+        """Drop every tensor this entry holds (inputs, reference, compiled callables and the
+        kernel's cached bound) so the memory can go back to the device."""
+        reset = getattr(self.op.kernel, "reset", None)
+        if reset is not None:
+            reset()
+        self.args, self.expected, self.bound = (), None, None
+        self._compiled.clear()
+
     def ready(self) -> bool:
         """Answered once the entry is set up (a failed setup answers with its error instead)."""
         return True

@@ -137,6 +137,8 @@ def _run(args) -> int:
         args.device = "cpu"
     if args.device == "cpu":
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before anything imports triton's runtime
+    else:  # inherited by every worker: entries of very different sizes fragment the caching allocator less
+        os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
     from build_tools.autotune.arch import detect_arch, device_name
     from build_tools.autotune.backend import InProcessBackend, ProcessBackend

@@ -38,6 +38,7 @@ class Limits:
     straggler_min_s: float = 4.0
     min_run_timeout_s: float = 10.0  # a measurement near the deadline still gets this long
     peer_wait_s: float = 3.0         # longest wait for an entry's torch.compile peer to be compiled
+    min_gain: float = 0.02           # a finalist displaces the incumbent only when faster by more than this and the noise
 
 
 class EntryFailed(Exception):
@@ -152,6 +153,11 @@ def no_peers() -> tuple[dict, dict]:
     return {"eager": None, "compile": None}, {}
 
 
+def beats(new: Measured, old: Measured, min_gain: float) -> bool:
+    """Whether `new` is faster than `old` by more than both one's noise and `min_gain`."""
+    return (old.us - new.us) / old.us > max(new.noise, old.noise, min_gain)
+
+
 def tune_entry(
     space: SearchSpace,
     objective,
@@ -163,8 +169,11 @@ def tune_entry(
     peers: Callable[[], tuple[dict, dict]] = no_peers,
     clock: Callable[[], float] = time.monotonic,
 ) -> EntryResult:
-    """Search, then re-benchmark the finalists (and the shipped incumbent) side by side, then
-    measure the peers: `peers()` returns their microseconds and notes on any it skipped."""
+    """Search, then re-benchmark the finalists and the incumbent (the config that ships without
+    this result: the shipped one when retuning, the default table's when tuning) side by side,
+    then measure the peers: `peers()` returns their microseconds and notes on any it skipped.
+    The incumbent stays unless the best finalist beats it by more than the measured noise (and
+    `limits.min_gain`): a short search that only matched it through noise changes nothing."""
     started = clock()
     found = run_search(space, objective, list(seeds), settings, clock)
     search_seconds = clock() - started
@@ -184,10 +193,13 @@ def tune_entry(
         measured = [Measured(t.config, t.us, 0.0, [], None) for t in found.ranked[: limits.finalists]]
         measured += [Measured(incumbent, math.inf, 0.0, [], f"remeasure: {failure}")] if incumbent else []
     by_key = {config_key(m.config): m for m in measured}
-    contenders = [m for m in measured[: limits.finalists] if math.isfinite(m.us)]
+    contenders = [m for m in measured if math.isfinite(m.us)]
     if not contenders:
         raise EntryFailed("every finalist failed the re-benchmark: " + str(measured[0].error))
     winner = min(contenders, key=lambda m: (m.us, config_key(m.config)))
+    kept = by_key.get(config_key(incumbent)) if incumbent is not None else None
+    if kept is not None and kept is not winner and math.isfinite(kept.us) and not beats(winner, kept, limits.min_gain):
+        winner = kept
     baseline_us, peer_notes = peers()
     return EntryResult(
         config=winner.config,

@@ -94,6 +94,20 @@ def neighbour_configs(entry: Entry, finished: dict, limit: int = 2, other_dtype_
     return result
 
 
+def untuned_config(entry: Entry, records) -> dict | None:
+    """The config the runtime would run for `entry` without a tuned entry: the one of the nearest
+    record of the same op and dtype with equal exact keys, nearest as the dispatcher measures it."""
+    from helion_kernels._dispatch import log_distance
+
+    exact = tuple(entry.op.exact_keys)
+    usable = [r for r in records
+              if r["op"] == entry.op_name and r["dtype"] == entry.dtype_name
+              and all(r["shape"].get(k) == entry.shape.get(k) for k in exact)]
+    if not usable:
+        return None
+    return min(usable, key=lambda r: log_distance(r["shape"], entry.shape, exact))["config"]
+
+
 def shrink_shape(shape: dict, exact_keys=(), cap: int = 64, small: int = 2) -> dict:
     """A tiny version of a suite shape for interpreter smoke runs. Numeric keys that are not exact
     keys shrink: counts up to `cap` (batch, heads) to at most `small`, larger sizes to `cap`."""

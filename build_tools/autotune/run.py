@@ -20,7 +20,7 @@ from typing import Callable
 
 from build_tools.autotune.bench import bind_fresh
 from build_tools.autotune.entry import Limits, PoolObjective, no_peers, tune_entry
-from build_tools.autotune.plan import Entry, neighbour_configs
+from build_tools.autotune.plan import Entry, neighbour_configs, untuned_config
 from build_tools.autotune.progress import RunProgress
 from build_tools.autotune.search import SearchSettings
 from build_tools.autotune.space import SearchSpace
@@ -120,6 +120,7 @@ class Tuner:
         # nearest shapes too, so a tuned entry starts from at least what would ship without it.
         seed_entries = (self.existing or {}).get("entries", []) + list(options.seed_entries)
         self.seed_records = {i: e for i, e in enumerate(seed_entries) if {"op", "dtype", "shape", "config"} <= e.keys()}
+        self.default_records = [e for e in options.seed_entries if {"op", "dtype", "shape", "config"} <= e.keys()]
 
     def _overhead(self) -> float:
         """Median wall seconds an entry spends outside its search (setup, re-benchmark, peers),
@@ -186,8 +187,9 @@ class Tuner:
         args = entry.op.make_inputs(entry.shape, entry.dtype, options.device, options.input_seed)
         bound = bind_fresh(entry.op.kernel, args)
         del args
-        incumbent = options.incumbents.get(entry.key)
-        incumbent = type(bound.config_spec.default_config())(incumbent) if incumbent is not None else None
+        incumbent = options.incumbents.get(entry.key) or untuned_config(entry, self.default_records)
+        if incumbent is not None:
+            incumbent = bound.config_spec.normalize(type(bound.config_spec.default_config())(incumbent))
         settings = replace(options.settings, time_limit_s=time_limit_s)
         objective = PoolObjective(self.backend.pool, self.backend.bench, limits, self.progress.candidate,
                                   deadline=time.monotonic() + time_limit_s)

@@ -7,6 +7,7 @@ a worker that dies (segfault, poisoned CUDA context) is restarted too. Neither s
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import itertools
 import math
@@ -65,6 +66,15 @@ def _device_healthy(device: str) -> bool:
         return False
 
 
+def _release_memory(device: str) -> None:
+    """Collect garbage and hand the caching allocator's free blocks back to the device."""
+    gc.collect()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
 def worker_main(conn) -> None:
     """Loop of a worker process: ("setup", EntrySetup) then method calls on its EntryBench."""
     bench, setup_error, device = None, "no entry set up", "cpu"
@@ -76,12 +86,18 @@ def worker_main(conn) -> None:
         if kind == "stop":
             return
         if kind == "setup":
+            if bench is not None:  # free the last entry's tensors before allocating the next's
+                bench.close()
+                bench = None
+            _release_memory(device)
             device = payload.device
             try:
                 bench, setup_error = build_bench(payload), None
             except Exception:
                 bench, setup_error = None, traceback.format_exc(limit=4)
             conn.send((request_id, "setup", setup_error))
+            if not _device_healthy(device):
+                os._exit(3)
             continue
         if bench is None:
             conn.send((request_id, "error", f"setup failed: {setup_error}"))

@@ -95,3 +95,18 @@ def test_a_candidate_whose_checked_call_alone_is_too_slow_is_not_timed():
     slow = b.measure(config(warps=16), best_us=1.0)
     assert slow.error is None and slow.us >= 50_000 and b.timer.samples_taken == 0
     assert b.measure(config(warps=16)).us == bowl_cost(FakeConfigSpec(), FakeConfigSpec().normalize(config(warps=16)))
+
+
+def test_close_lets_every_tensor_of_the_entry_go():
+    import gc
+    import weakref
+
+    b = bench()
+    b.measure(config())
+    expected = b.expected if isinstance(b.expected, (tuple, list)) else (b.expected,)
+    held = [weakref.ref(t) for t in (*b.args, *expected) if isinstance(t, torch.Tensor)]
+    del expected
+    assert held and all(r() is not None for r in held)
+    b.close()
+    gc.collect()
+    assert all(r() is None for r in held)

@@ -227,3 +227,17 @@ def test_seed_tables_start_the_search_of_the_nearest_shapes(tmp_path):
     summary, _ = run(opts, {"fake_scale"})
     assert all(r["us"] == best_possible_cost() == bowl_cost(FakeConfigSpec(), r["config"])
                for r in summary.records.values())
+
+
+def test_the_default_tables_nearest_entry_is_the_incumbent_of_a_tune(tmp_path):
+    spec = FakeConfigSpec()
+    untuned = {"block_sizes": [16, 16], "num_warps": 1, "num_stages": 1, "indexing": "pointer"}
+    other = {"block_sizes": [32, 16], "num_warps": 2, "num_stages": 1, "indexing": "pointer"}
+    seeds = [{"op": "fake_scale", "dtype": "float32", "shape": {"N": 50}, "config": untuned},
+             {"op": "fake_scale", "dtype": "float32", "shape": {"N": 2048}, "config": other},
+             {"op": "fake_scale", "dtype": "float16", "shape": {"N": 64}, "config": other}]
+    summary, _ = run(options(tmp_path, seed_entries=seeds), {"fake_scale"})
+    by_n = {r["shape"]["N"]: r["tuning"]["incumbent"] for r in summary.records.values()}
+    assert by_n[64]["config"] == by_n[256]["config"] == spec.normalize(untuned)
+    assert by_n[1024]["config"] == spec.normalize(other)
+    assert all(i["us"] == bowl_cost(spec, i["config"]) for i in by_n.values())
