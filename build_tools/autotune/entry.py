@@ -177,12 +177,12 @@ def tune_entry(
     started = clock()
     found = run_search(space, objective, list(seeds), settings, clock)
     search_seconds = clock() - started
-    if not found.ranked:
-        sample = "; ".join(sorted(set(found.errors))[:3]) or "no legal config"
-        raise EntryFailed(f"all {found.tried} candidates failed: {sample}")
     finalists = [t.config for t in found.ranked[: limits.finalists]]
     if incumbent is not None and config_key(incumbent) not in {config_key(c) for c in finalists}:
         finalists.append(incumbent)
+    if not finalists:
+        sample = "; ".join(sorted(set(found.errors))[:3]) or "no legal config"
+        raise EntryFailed(f"all {found.tried} candidates failed: {sample}")
     try:
         results = bench.call(
             "remeasure", finalists, limits.rounds, limits.per_round,

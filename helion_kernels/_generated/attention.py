@@ -1366,6 +1366,7 @@ def _attention_fwd_kernel_cd7a918655(q_len, q_heads, batch, group, q, q_stride_0
 # config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+#   sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
 def attention_bwd__0a6958faeeff(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -1696,6 +1697,7 @@ def attention_bwd__36fd51f76380(grad_out, q, k, v, out, lse, causal, scale):
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
 #   sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
 def attention_bwd__38843707607d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -2152,6 +2154,7 @@ def attention_bwd__913a233adec7(grad_out, q, k, v, out, lse, causal, scale):
 # config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
 def attention_bwd__a65738990b9d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -2640,47 +2643,6 @@ def attention_bwd__efd1d539d46e(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant f4e6ec609743
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
-def attention_bwd__f4e6ec609743(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    head_dim = head_dim
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_fwd variant 0ea8311861f4
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
@@ -2733,6 +2695,7 @@ def attention_fwd__14d29332e67c(q, k, v, causal, scale):
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+#   sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
 def attention_fwd__1eb94324fc6a(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -2781,6 +2744,7 @@ def attention_fwd__1f4eb5b4ec02(q, k, v, causal, scale):
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
 # used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+#   sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
 def attention_fwd__20cdfc05fd8f(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -2877,6 +2841,7 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
 # config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
 # specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
 # used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+#   sm_90.json float16 {"B":16,"D":64,"H":16,"Hkv":16,"Sk":512,"Sq":512,"causal":false}
 def attention_fwd__462555af0411(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -2949,6 +2914,7 @@ def attention_fwd__5c0e7efd0815(q, k, v, causal, scale):
 # config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
 def attention_fwd__605d2dd4dc31(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -3045,6 +3011,9 @@ def attention_fwd__6b6fca091c46(q, k, v, causal, scale):
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
 # used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+#   sm_90.json float16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+#   sm_90.json float16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
 def attention_fwd__6f91808289c5(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -3213,6 +3182,9 @@ def attention_fwd__9150c55e49d1(q, k, v, causal, scale):
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+#   sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+#   sm_90.json bfloat16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
 def attention_fwd__9770431819e2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -3357,6 +3329,7 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
 # config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+#   sm_90.json bfloat16 {"B":16,"D":64,"H":16,"Hkv":16,"Sk":512,"Sq":512,"causal":false}
 def attention_fwd__f37704e0f257(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -3401,6 +3374,30 @@ def attention_fwd__f54912f13dc3(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant fa079262d66a
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
+def attention_fwd__fa079262d66a(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    head_dim = head_dim
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    block_m = 64
+    block_n = 64
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    return (out, lse)
+
+
 VARIANTS = {
     'attention_fwd': {
         '0ea8311861f4': attention_fwd__0ea8311861f4,
@@ -3433,6 +3430,7 @@ VARIANTS = {
         'f1b159ca4b2f': attention_fwd__f1b159ca4b2f,
         'f37704e0f257': attention_fwd__f37704e0f257,
         'f54912f13dc3': attention_fwd__f54912f13dc3,
+        'fa079262d66a': attention_fwd__fa079262d66a,
     },
     'attention_bwd': {
         '0a6958faeeff': attention_bwd__0a6958faeeff,
@@ -3466,6 +3464,5 @@ VARIANTS = {
         'e9e8c5f21b84': attention_bwd__e9e8c5f21b84,
         'ecd7405744d9': attention_bwd__ecd7405744d9,
         'efd1d539d46e': attention_bwd__efd1d539d46e,
-        'f4e6ec609743': attention_bwd__f4e6ec609743,
     },
 }

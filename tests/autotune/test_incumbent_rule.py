@@ -103,3 +103,14 @@ def test_beats_needs_more_than_both_noises_and_the_minimum_gain():
     assert beats(Measured(None, 90.0, 0.01), old, 0.02)
     assert not beats(Measured(None, 90.0, 0.12), old, 0.02)
     assert not beats(Measured(None, 99.0, 0.0), Measured(None, 100.0, 0.0), 0.02)
+
+
+def test_the_incumbent_is_measured_even_when_every_search_candidate_failed():
+    objective = BowlObjective(SPEC, OPTIMUM, failing=lambda config: True)
+    bench = RemeasureBench({config_key(INCUMBENT): 100.0})
+    result = tune_entry(SearchSpace(SPEC), objective, bench, [SPEC.default_config()], SETTINGS, LIMITS, INCUMBENT)
+    assert bench.asked == [config_key(INCUMBENT)]
+    assert config_key(result.config) == config_key(INCUMBENT) and result.us == 100.0
+    with pytest.raises(EntryFailed, match="candidates failed"):
+        tune_entry(SearchSpace(SPEC), BowlObjective(SPEC, OPTIMUM, failing=lambda config: True), bench,
+                   [SPEC.default_config()], SETTINGS, LIMITS, None)
