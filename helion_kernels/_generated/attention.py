@@ -1384,14 +1384,8 @@ def attention_bwd__0a6958faeeff(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1425,14 +1419,8 @@ def attention_bwd__1427835ab4f6(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1466,14 +1454,8 @@ def attention_bwd__14d2541828ff(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1507,14 +1489,8 @@ def attention_bwd__162f2131f441(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1549,14 +1525,8 @@ def attention_bwd__1c999019e020(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1590,14 +1560,8 @@ def attention_bwd__20cfd3545046(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1631,14 +1595,8 @@ def attention_bwd__2432bc68402b(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 16
-    dq_block_n = 16
-    dkv_block_n = 16
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1672,14 +1630,8 @@ def attention_bwd__36fd51f76380(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 32
-    dq_block_n = 32
-    dkv_block_n = 32
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1714,14 +1666,8 @@ def attention_bwd__38843707607d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1755,14 +1701,8 @@ def attention_bwd__418bba291e3f(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1796,14 +1736,8 @@ def attention_bwd__4320580364b8(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1838,14 +1772,8 @@ def attention_bwd__4ece3f57528d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1879,14 +1807,8 @@ def attention_bwd__535f589b9d29(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1921,14 +1843,8 @@ def attention_bwd__58e98c10dd5d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1962,14 +1878,8 @@ def attention_bwd__5f4028ae5e57(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2003,14 +1913,8 @@ def attention_bwd__6ad298aae801(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 16
-    dq_block_n = 16
-    dkv_block_n = 16
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2044,14 +1948,8 @@ def attention_bwd__7568269e9a22(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 32
-    dq_block_n = 32
-    dkv_block_n = 32
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2088,14 +1986,8 @@ def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2129,14 +2021,8 @@ def attention_bwd__913a233adec7(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2170,14 +2056,8 @@ def attention_bwd__a65738990b9d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2211,14 +2091,8 @@ def attention_bwd__a7c4e6db32bc(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2252,14 +2126,8 @@ def attention_bwd__a7f947874703(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2293,14 +2161,8 @@ def attention_bwd__a8e655669fb3(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2334,14 +2196,8 @@ def attention_bwd__ada3e92f26d8(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2375,14 +2231,8 @@ def attention_bwd__b2a757323dbb(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 32
-    dq_block_n = 32
-    dkv_block_n = 32
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2416,14 +2266,8 @@ def attention_bwd__c6a32bb8f992(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 32
-    dq_block_n = 32
-    dkv_block_n = 32
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2457,14 +2301,8 @@ def attention_bwd__ca482c906094(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2498,14 +2336,8 @@ def attention_bwd__e798b813d813(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2539,14 +2371,8 @@ def attention_bwd__e9e8c5f21b84(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2580,14 +2406,8 @@ def attention_bwd__ecd7405744d9(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2621,14 +2441,8 @@ def attention_bwd__efd1d539d46e(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2662,14 +2476,8 @@ def attention_bwd__f4e6ec609743(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2703,11 +2511,8 @@ def attention_fwd__0ea8311861f4(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2727,11 +2532,8 @@ def attention_fwd__14d29332e67c(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 16
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2751,11 +2553,8 @@ def attention_fwd__1eb94324fc6a(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2775,11 +2574,8 @@ def attention_fwd__1f4eb5b4ec02(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2799,11 +2595,8 @@ def attention_fwd__20cdfc05fd8f(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2823,11 +2616,8 @@ def attention_fwd__24e1ea2689fc(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2847,11 +2637,8 @@ def attention_fwd__3eab97daac56(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2871,11 +2658,8 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2895,11 +2679,8 @@ def attention_fwd__462555af0411(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2919,11 +2700,8 @@ def attention_fwd__5b28b7f2cbe1(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2943,11 +2721,8 @@ def attention_fwd__5c0e7efd0815(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2967,11 +2742,8 @@ def attention_fwd__605d2dd4dc31(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2991,11 +2763,8 @@ def attention_fwd__62377a2356d9(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3015,11 +2784,8 @@ def attention_fwd__68c67e1458cf(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3039,11 +2805,8 @@ def attention_fwd__6b6fca091c46(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3063,11 +2826,8 @@ def attention_fwd__6f91808289c5(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3087,11 +2847,8 @@ def attention_fwd__7c19353ccf8b(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3111,11 +2868,8 @@ def attention_fwd__80464e55e609(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3135,11 +2889,8 @@ def attention_fwd__8b265c8a47e2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3159,11 +2910,8 @@ def attention_fwd__8e9051b24219(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3183,11 +2931,8 @@ def attention_fwd__912e0e5a00d2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3207,11 +2952,8 @@ def attention_fwd__9150c55e49d1(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3231,11 +2973,8 @@ def attention_fwd__9770431819e2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3255,11 +2994,8 @@ def attention_fwd__b278957c4797(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3279,11 +3015,8 @@ def attention_fwd__b771ecb87d70(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 16
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3303,11 +3036,8 @@ def attention_fwd__d45dd177fbb8(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3327,11 +3057,8 @@ def attention_fwd__daf9cd9ea032(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3351,11 +3078,8 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3375,11 +3099,8 @@ def attention_fwd__f37704e0f257(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3399,11 +3120,8 @@ def attention_fwd__f54912f13dc3(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()

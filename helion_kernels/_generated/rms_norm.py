@@ -665,24 +665,6 @@ def _rms_norm_fwd_kernel_0ff82f358c(m, main_columns, square_parts, square_parts_
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
 @triton.jit
-def _rms_norm_fwd_kernel_13157012ff(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0)))
-    offset_4 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < square_rows
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < n
-    load_10 = tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
-    v_11 = load_10.to(tl.float32)
-    v_12 = (v_11 * v_11)
-    red_13 = (tl.sum(tl.where(mask_9[None, :], v_12, 0), 1))
-    tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
-
-@triton.jit
 def _rms_norm_fwd_kernel_1fbb4e0cd2(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _TMA_out_17: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -767,41 +749,6 @@ def _rms_norm_fwd_kernel_3108f0ce06(m, main_columns, x, x_stride_0, x_stride_1, 
     v_21 = v_20.to(tl.bfloat16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_15, mask=(mask_6))
-
-@triton.jit
-def _rms_norm_fwd_kernel_36a4c468e5(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
-    pid_3 = (pid_1 // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
-    offset_4 = 0 + pid_3 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < square_rows
-    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < n
-    load_10 = tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0, eviction_policy='evict_first')
-    v_11 = load_10.to(tl.float32)
-    v_12 = (v_11 * v_11)
-    red_13 = (tl.sum(tl.where(mask_9[None, :], v_12, 0), 1))
-    tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
-
-@triton.jit
-def _rms_norm_fwd_kernel_3cb6f904db(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0)))
-    offset_4 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < square_rows
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < n
-    load_10 = tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
-    v_11 = (load_10 * load_10)
-    red_12 = (tl.sum(tl.where(mask_9[None, :], v_11, 0), 1))
-    tid_13 = (offset_7 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_13 * square_parts_stride_1), red_12, mask=(mask_6))
 
 @triton.jit
 def _rms_norm_fwd_kernel_45d7ca590f(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, x_size_0, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1094,22 +1041,6 @@ def _rms_norm_fwd_kernel_cea09b4a49(m, main_columns, x, x_stride_0, x_stride_1, 
     v_21 = v_20.to(tl.bfloat16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(tl.make_block_ptr(inv_rms, [inv_rms_size_0], [inv_rms_stride_0], [offset_4], [_BLOCK_SIZE_0], (0,)), v_15, boundary_check=(0,))
-
-@triton.jit
-def _rms_norm_fwd_kernel_f0f5950e8b(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < square_rows
-    offset_6 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < n
-    load_9 = tl.load(x + (indices_4[:, None] * x_stride_0 + indices_7[None, :] * x_stride_1), mask=(mask_5[:, None]) & (mask_8[None, :]), other=0)
-    v_10 = (load_9 * load_9)
-    red_11 = (tl.sum(tl.where(mask_8[None, :], v_10, 0), 1))
-    tid_12 = (offset_6 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_4 * square_parts_stride_0 + tid_12 * square_parts_stride_1), red_11, mask=(mask_5))
 
 @triton.jit
 def _rms_norm_fwd_kernel_fd93294ce7(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1471,16 +1402,12 @@ def rms_norm_bwd__05379cb03036(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 4) * _cdiv(n, 1024),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 1024), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1535,16 +1462,12 @@ def rms_norm_bwd__200a2a23c342(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_126798aedd, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_126798aedd, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1567,16 +1490,12 @@ def rms_norm_bwd__209dc010f69d(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 4) * _cdiv(n, 1024),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 1024), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1599,16 +1518,12 @@ def rms_norm_bwd__2ad40da6aa42(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 4) * _cdiv(n, 1024),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 1024), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1662,16 +1577,12 @@ def rms_norm_bwd__5cdec7eff6f9(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8b44f61ac, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_c8b44f61ac, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1694,16 +1605,12 @@ def rms_norm_bwd__60a8e8174e7b(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f44944df72, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_f44944df72, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1757,16 +1664,12 @@ def rms_norm_bwd__9c42ffade698(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 4) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1788,16 +1691,12 @@ def rms_norm_bwd__ad9ce1753646(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 4) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1850,16 +1749,12 @@ def rms_norm_bwd__cf7a968aedd2(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 4) * _cdiv(n, 512),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 512), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 512),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 4), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 512),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1883,16 +1778,12 @@ def rms_norm_bwd__e1c28a5cc411(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 4) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1914,16 +1805,12 @@ def rms_norm_bwd__f0dd8faac187(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 4) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1934,7 +1821,6 @@ def rms_norm_bwd__f0dd8faac187(grad_out, x, weight, inv_rms):
 def rms_norm_fwd__03db86bb54b2(x, weight, eps):
     m, n = x.size()
     split = True
-    block_m = 2
     block_n = 2048
     square_rows = m if split else 0
     main_columns = n if split else 1
@@ -1959,20 +1845,13 @@ def rms_norm_fwd__03db86bb54b2(x, weight, eps):
 def rms_norm_fwd__28b9d90163bb(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 16, 4)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_cea09b4a49, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], x_sizes[0], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 4)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_cea09b4a49, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], x_sizes[0], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 4)
     return (out, inv_rms)
 
 
@@ -1983,21 +1862,14 @@ def rms_norm_fwd__28b9d90163bb(x, weight, eps):
 def rms_norm_fwd__326f77cd6820(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 2
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_f0f5950e8b, (_cdiv(square_rows, 2), _cdiv(n, 1)), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 1), 4, 5)
     out_sizes = out.size()
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_b95db005a9, (_cdiv(main_columns, 1), _cdiv(m, 2)), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (2, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 5)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_b95db005a9, (_cdiv(main_columns, 1), _cdiv(m, 2)), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (2, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 5)
     return (out, inv_rms)
 
 
@@ -2008,7 +1880,6 @@ def rms_norm_fwd__326f77cd6820(x, weight, eps):
 def rms_norm_fwd__5829497a532c(x, weight, eps):
     m, n = x.size()
     split = True
-    block_m = 4
     block_n = 4096
     square_rows = m if split else 0
     main_columns = n if split else 1
@@ -2037,20 +1908,13 @@ def rms_norm_fwd__5829497a532c(x, weight, eps):
 def rms_norm_fwd__6299f1e3e439(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -2063,20 +1927,13 @@ def rms_norm_fwd__6299f1e3e439(x, weight, eps):
 def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3cb6f904db, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -2087,7 +1944,6 @@ def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
 def rms_norm_fwd__857bc77e8806(x, weight, eps):
     m, n = x.size()
     split = True
-    block_m = 8
     block_n = 2048
     square_rows = m if split else 0
     main_columns = n if split else 1
@@ -2116,20 +1972,13 @@ def rms_norm_fwd__857bc77e8806(x, weight, eps):
 def rms_norm_fwd__85e65729b173(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -2141,20 +1990,13 @@ def rms_norm_fwd__85e65729b173(x, weight, eps):
 def rms_norm_fwd__aac4732b60c8(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 4, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -2165,20 +2007,13 @@ def rms_norm_fwd__aac4732b60c8(x, weight, eps):
 def rms_norm_fwd__bdf54e5578d8(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3cb6f904db, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 16, 4)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_45d7ca590f, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], x_sizes[0], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 4)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_45d7ca590f, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], x_sizes[0], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 4)
     return (out, inv_rms)
 
 
@@ -2189,20 +2024,13 @@ def rms_norm_fwd__bdf54e5578d8(x, weight, eps):
 def rms_norm_fwd__cf20dc29cbbd(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_36a4c468e5, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_c6b4266e5b, (_cdiv(m, 1), _cdiv(main_columns, 1)), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_c6b4266e5b, (_cdiv(m, 1), _cdiv(main_columns, 1)), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -2213,22 +2041,15 @@ def rms_norm_fwd__cf20dc29cbbd(x, weight, eps):
 def rms_norm_fwd__cf5aed3fa46c(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3cb6f904db, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 1)
     _ensure_allocator()
     out_sizes = out.size()
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_1fbb4e0cd2, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1])), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (_next_power_of_2(max(1, x_sizes[1])) * 4 >= 16)), 8, 1)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_1fbb4e0cd2, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1])), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (_next_power_of_2(max(1, x_sizes[1])) * 4 >= 16)), 8, 1)
     return (out, inv_rms)
 
 
@@ -2239,20 +2060,13 @@ def rms_norm_fwd__cf5aed3fa46c(x, weight, eps):
 def rms_norm_fwd__db7ff2122d34(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 4, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -2263,7 +2077,6 @@ def rms_norm_fwd__db7ff2122d34(x, weight, eps):
 def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
     m, n = x.size()
     split = True
-    block_m = 2
     block_n = 2048
     square_rows = m if split else 0
     main_columns = n if split else 1
@@ -2289,20 +2102,13 @@ def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
 def rms_norm_fwd__f0f0d1d903f8(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3cb6f904db, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 4, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -2313,7 +2119,6 @@ def rms_norm_fwd__f0f0d1d903f8(x, weight, eps):
 def rms_norm_fwd__f3b4eb757b2a(x, weight, eps):
     m, n = x.size()
     split = True
-    block_m = 2
     block_n = 2048
     square_rows = m if split else 0
     main_columns = n if split else 1

@@ -482,7 +482,6 @@ def _softmax_fwd_kernel_f08d96d00c(m, padded, padded_block_n, n, x, x_stride_0, 
 def softmax_bwd__0145cfe9fa51(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
@@ -501,9 +500,6 @@ def softmax_bwd__0145cfe9fa51(grad_out, out, grad_in_dtype):
 def softmax_bwd__06f186e8e7fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -519,9 +515,6 @@ def softmax_bwd__06f186e8e7fb(grad_out, out, grad_in_dtype):
 def softmax_bwd__0db6c370a160(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -537,9 +530,6 @@ def softmax_bwd__0db6c370a160(grad_out, out, grad_in_dtype):
 def softmax_bwd__41e96620b8c5(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -557,7 +547,6 @@ def softmax_bwd__41e96620b8c5(grad_out, out, grad_in_dtype):
 def softmax_bwd__633a8ba63f42(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
@@ -574,9 +563,6 @@ def softmax_bwd__633a8ba63f42(grad_out, out, grad_in_dtype):
 def softmax_bwd__8a1833abfd39(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -592,9 +578,6 @@ def softmax_bwd__8a1833abfd39(grad_out, out, grad_in_dtype):
 def softmax_bwd__8f774682e3e3(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -611,9 +594,6 @@ def softmax_bwd__8f774682e3e3(grad_out, out, grad_in_dtype):
 def softmax_bwd__aeebb36cdef5(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -629,7 +609,6 @@ def softmax_bwd__aeebb36cdef5(grad_out, out, grad_in_dtype):
 def softmax_bwd__bc8e91783a82(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
@@ -647,9 +626,6 @@ def softmax_bwd__bc8e91783a82(grad_out, out, grad_in_dtype):
 def softmax_bwd__bdeb29643845(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -665,9 +641,6 @@ def softmax_bwd__bdeb29643845(grad_out, out, grad_in_dtype):
 def softmax_bwd__ce807e282232(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -683,9 +656,6 @@ def softmax_bwd__ce807e282232(grad_out, out, grad_in_dtype):
 def softmax_bwd__ee28f4958092(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -705,7 +675,6 @@ def softmax_bwd__ee28f4958092(grad_out, out, grad_in_dtype):
 def softmax_fwd__3bf3ea7b6b5f(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
@@ -721,9 +690,6 @@ def softmax_fwd__3bf3ea7b6b5f(x, out_dtype):
 def softmax_fwd__55814dd382d7(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -738,9 +704,6 @@ def softmax_fwd__55814dd382d7(x, out_dtype):
 def softmax_fwd__699ecbf294ce(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -755,9 +718,6 @@ def softmax_fwd__699ecbf294ce(x, out_dtype):
 def softmax_fwd__7f3ddef2c565(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -772,7 +732,6 @@ def softmax_fwd__7f3ddef2c565(x, out_dtype):
 def softmax_fwd__80f83710dd3c(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
@@ -788,9 +747,6 @@ def softmax_fwd__80f83710dd3c(x, out_dtype):
 def softmax_fwd__9c03db28c42b(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -806,9 +762,6 @@ def softmax_fwd__9c03db28c42b(x, out_dtype):
 def softmax_fwd__9c8da7deee36(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -824,9 +777,6 @@ def softmax_fwd__9c8da7deee36(x, out_dtype):
 def softmax_fwd__9ce8409476b1(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -845,7 +795,6 @@ def softmax_fwd__9ce8409476b1(x, out_dtype):
 def softmax_fwd__b3f41e652ec3(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
@@ -861,9 +810,6 @@ def softmax_fwd__b3f41e652ec3(x, out_dtype):
 def softmax_fwd__b483e41c9e7f(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -878,9 +824,6 @@ def softmax_fwd__b483e41c9e7f(x, out_dtype):
 def softmax_fwd__bb2442967c5a(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -895,9 +838,6 @@ def softmax_fwd__bb2442967c5a(x, out_dtype):
 def softmax_fwd__dc4fec776fcb(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 256
-    padded = _cdiv(n, block_n) * block_n
     _ensure_allocator()
     out_sizes = out.size()
     out_strides = out.stride()
@@ -915,9 +855,6 @@ def softmax_fwd__dc4fec776fcb(x, out_dtype):
 def softmax_fwd__f876c510036d(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
