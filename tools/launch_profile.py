@@ -1,10 +1,11 @@
 """Where a decode-sized call spends its host time (GPU only), layer by layer, for rmsnorm and
 softmax forward at M x 4096 bf16 (M = 1, 16, 64): the API call, the generated launcher the
-dispatcher selected, each of its launches through the module's `_launch` with the arguments it
-passed, the compiled kernel's `run` (Triton's launcher: the floor of a Triton launch), the C launch
-function under it with tensors and with plain pointers, the launcher's allocations, and eager
-PyTorch. Per-call host time of a loop ended by a synchronize (best of 5), then a cProfile of the
-M=1 launchers. `python tools/launch_profile.py [--json PATH]`."""
+dispatcher selected, each of its launches through Triton's `kernel[grid](...)` and through the
+module's `_launch` with the arguments it passed, the compiled kernel's `run` (Triton's launcher:
+the floor of a Triton launch), the C launch function under it with tensors and with plain
+pointers, the launcher's allocations, and eager PyTorch. Per-call host time of a loop ended by a
+synchronize (best of 5), then a cProfile of the M=1 launchers.
+`python tools/launch_profile.py [--json PATH]`."""
 import argparse
 import cProfile
 import json
@@ -57,16 +58,17 @@ def recorded_launches(launcher, args) -> list:
 
 
 def launch_rows(name, launches) -> dict:
-    """Timing rows for each recorded launch: `_launch`, the compiled kernel's `run` and its C launch."""
+    """Timing rows for each recorded launch: Triton's own `kernel[grid](...)`, the module's
+    `_launch`, the compiled kernel's `run` and the C function under Triton 3.6's CUDA launcher."""
     rows = {}
     for index, (module, kernel, grid, args, constants, warps, stages) in enumerate(launches):
         tag = f"{name} launch {index}"
+        rows[f"{tag}: Triton kernel[grid]"] = lambda k=kernel, g=grid, a=args, c=constants, w=warps, s=stages: \
+            k[g](*a, *c, num_warps=w, num_stages=s)
         rows[f"{tag}: _launch"] = lambda m=module, k=kernel, g=grid, a=args, c=constants, w=warps, s=stages: \
             m._launch(k, g, a, c, w, s)
-        entries = (module._LAUNCHES.get(id(kernel)) or (None, None))[1]
-        if not entries:
-            continue
-        run, function, metadata = next(iter(entries.values()))
+        compiled = kernel[grid](*args, *constants, num_warps=warps, num_stages=stages)
+        run, function, metadata = compiled.run, compiled.function, compiled.packed_metadata
         grid3 = (*grid, 1, 1)[:3]
         stream = torch.cuda.current_stream().cuda_stream
         rows[f"{tag}: CompiledKernel.run"] = lambda r=run, g=grid3, f=function, md=metadata, a=args, c=constants: \
