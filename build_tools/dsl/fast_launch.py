@@ -6,6 +6,7 @@ import ast
 import inspect
 
 from . import exc, launch_helpers
+from .launcher_prune import prune_launcher
 
 HOST_FUNCTIONS = {("triton", "cdiv"): "_cdiv", ("triton", "next_power_of_2"): "_next_power_of_2"}
 OPTIONS = ("num_warps", "num_stages")
@@ -99,11 +100,13 @@ def _is_launch(statement: ast.stmt) -> bool:
 
 def rewrite_launches(lines: list, constexprs: dict) -> list:
     """Launcher lines with every launch of a kernel in `constexprs` (kernel name -> its constexpr
-    parameter names, in signature order) going through `_launch`, reading each tensor's strides
+    parameter names, in signature order) going through `_launch`, without the launches over
+    provably empty grids and what only they used (`launcher_prune`), reading each tensor's strides
     and sizes once per launch."""
     if not lines:
         return lines
     tree = _Rewriter(constexprs).visit(ast.parse("\n".join(lines)))
+    tree.body = prune_launcher(tree.body)
     taken = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     body = []
     for statement in tree.body:

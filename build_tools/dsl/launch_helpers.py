@@ -9,12 +9,14 @@ device and stream, builds launch metadata and calls the launch hooks on every la
 first launch of a (kernel, options, current device, argument specialization) goes through Triton
 and the compiled kernel it returns is kept; later launches call that kernel's launcher directly on
 the current stream, passing every argument as Triton does (constexprs included; its launcher skips
-them). The key keeps all Triton specializes on: each int's value (Triton specializes ints equal to
-1, divisible by 16 and wider than 32 bits), each tensor's dtype and 16-byte alignment, floats as
-float, the constexprs, the options and Triton's debug and instrumentation settings. Triton's plain
-path runs under the interpreter, without a CUDA build of torch, for kernels with pre-run hooks or used globals, and while a launch
-hook is set. A launch over an empty grid (a dimension of 0 programs: a loop over an empty range,
-or a pass that a config switches off) returns before any of this.
+them). Under Triton 3.6's CUDA launcher, for a kernel without scratch buffers, the call goes to the
+launcher's C function itself, skipping its Python wrapper (`_runner`). The key keeps all Triton
+specializes on: each int's value (Triton specializes ints equal to 1, divisible by 16 and wider
+than 32 bits), each tensor's dtype and 16-byte alignment, floats as float, the constexprs, the
+options and Triton's debug and instrumentation settings. Triton's plain path runs under the
+interpreter, without a CUDA build of torch, for kernels with pre-run hooks or used globals, and
+while a launch hook is set. A launch over an empty grid (a dimension of 0 programs: a loop over an
+empty range, or a pass that a config switches off) returns before any of this.
 
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
 constexpr functions, costly to call from Python).
@@ -26,6 +28,20 @@ import triton
 
 _LAUNCHES: dict = {}
 _LAUNCHES_PER_KERNEL = 1024
+# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__
+_C_LAUNCH_LAYOUT = triton.__version__.split(".")[:2] == ["3", "6"]
+
+
+def _runner(compiled):
+    """(callable, arguments between the function handle and the kernel's own) that launch
+    `compiled` on a grid, a stream and its function handle: its launcher's C function when the
+    launcher is Triton 3.6's CUDA one with no scratch buffer to allocate, else the launcher."""
+    run = compiled.run
+    if _C_LAUNCH_LAYOUT and run.__class__.__name__ == "CudaLauncher" and not run.global_scratch_size \
+            and not run.profile_scratch_size:
+        return run.launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
+                            compiled.packed_metadata, None, None, None)
+    return run, (compiled.packed_metadata, None, None, None)
 
 
 def _launch(kernel, grid, args, constants, num_warps, num_stages):
@@ -69,13 +85,13 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
         if compiled is not None and not kernel.used_global_vals:
             if len(launches) >= _LAUNCHES_PER_KERNEL:
                 launches.clear()
-            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+            launches[key] = (*_runner(compiled), compiled.function)
         return
-    run, function, metadata = launch
+    run, options, function = launch
     if len(grid) < 3:
         grid = (*grid, 1, 1)
-    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
-        None, None, None, *args, *constants)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, *options,
+        *args, *constants)
 
 
 def _cdiv(a, b):

@@ -65,16 +65,21 @@ def launcher_source(fn_name: str, tree: ast.FunctionDef, lines: list[str]) -> st
 
 
 def generated_code(session, fn_name: str) -> GeneratedCode:
+    """The module parts of `session`: its launcher and the kernels and helpers the launcher still
+    launches (a launch over a provably empty grid is dropped, and its kernel with it)."""
     code = GeneratedCode()
     code.helpers["_launch"] = LAUNCH_HELPERS
-    constexprs = {}
+    constexprs = {launch.name: [p.name for p in launch.builder.ordered_params() if p.constexpr]
+                  for launch in session.kernels}
+    lines = rewrite_launches(session.launcher_lines, constexprs)
+    code.launcher = launcher_source(fn_name, session.parsed.tree, lines)
+    launched = {node.id for node in ast.walk(ast.parse(code.launcher)) if isinstance(node, ast.Name)}
     for launch in session.kernels:
+        if launch.name not in launched:
+            continue
         code.kernels[launch.name] = launch.source
-        constexprs[launch.name] = [p.name for p in launch.builder.ordered_params() if p.constexpr]
         if launch.uses_num_sms:
             code.helpers["_num_sms"] = HELPERS["_num_sms"]
         if launch.builder.uses_tensor_descriptors:
             code.helpers["_ensure_allocator"] = HELPERS["_ensure_allocator"]
-    lines = rewrite_launches(session.launcher_lines, constexprs)
-    code.launcher = launcher_source(fn_name, session.parsed.tree, lines)
     return code

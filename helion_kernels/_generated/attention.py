@@ -14,6 +14,20 @@ OP_INFO = {"attention_bwd": {"exact_keys": ["D", "causal"], "shape_keys": ["B", 
 
 _LAUNCHES: dict = {}
 _LAUNCHES_PER_KERNEL = 1024
+# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__
+_C_LAUNCH_LAYOUT = triton.__version__.split(".")[:2] == ["3", "6"]
+
+
+def _runner(compiled):
+    """(callable, arguments between the function handle and the kernel's own) that launch
+    `compiled` on a grid, a stream and its function handle: its launcher's C function when the
+    launcher is Triton 3.6's CUDA one with no scratch buffer to allocate, else the launcher."""
+    run = compiled.run
+    if _C_LAUNCH_LAYOUT and run.__class__.__name__ == "CudaLauncher" and not run.global_scratch_size \
+            and not run.profile_scratch_size:
+        return run.launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
+                            compiled.packed_metadata, None, None, None)
+    return run, (compiled.packed_metadata, None, None, None)
 
 
 def _launch(kernel, grid, args, constants, num_warps, num_stages):
@@ -57,13 +71,13 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
         if compiled is not None and not kernel.used_global_vals:
             if len(launches) >= _LAUNCHES_PER_KERNEL:
                 launches.clear()
-            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+            launches[key] = (*_runner(compiled), compiled.function)
         return
-    run, function, metadata = launch
+    run, options, function = launch
     if len(grid) < 3:
         grid = (*grid, 1, 1)
-    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
-        None, None, None, *args, *constants)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, *options,
+        *args, *constants)
 
 
 def _cdiv(a, b):
@@ -1371,14 +1385,8 @@ def attention_bwd__0a6958faeeff(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1412,14 +1420,8 @@ def attention_bwd__1427835ab4f6(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1453,14 +1455,8 @@ def attention_bwd__14d2541828ff(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1494,14 +1490,8 @@ def attention_bwd__162f2131f441(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1536,14 +1526,8 @@ def attention_bwd__1c999019e020(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1577,14 +1561,8 @@ def attention_bwd__20cfd3545046(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1618,14 +1596,8 @@ def attention_bwd__2432bc68402b(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 16
-    dq_block_n = 16
-    dkv_block_n = 16
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1659,14 +1631,8 @@ def attention_bwd__36fd51f76380(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 32
-    dq_block_n = 32
-    dkv_block_n = 32
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1702,14 +1668,8 @@ def attention_bwd__38843707607d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1743,14 +1703,8 @@ def attention_bwd__418bba291e3f(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1784,14 +1738,8 @@ def attention_bwd__4320580364b8(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1826,14 +1774,8 @@ def attention_bwd__4ece3f57528d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1867,14 +1809,8 @@ def attention_bwd__535f589b9d29(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1909,14 +1845,8 @@ def attention_bwd__58e98c10dd5d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1950,14 +1880,8 @@ def attention_bwd__5f4028ae5e57(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -1991,14 +1915,8 @@ def attention_bwd__6ad298aae801(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 16
-    dq_block_n = 16
-    dkv_block_n = 16
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2032,14 +1950,8 @@ def attention_bwd__7568269e9a22(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 32
-    dq_block_n = 32
-    dkv_block_n = 32
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2076,14 +1988,8 @@ def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2117,14 +2023,8 @@ def attention_bwd__913a233adec7(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2159,14 +2059,8 @@ def attention_bwd__a65738990b9d(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2200,14 +2094,8 @@ def attention_bwd__a7c4e6db32bc(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2241,14 +2129,8 @@ def attention_bwd__a7f947874703(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2282,14 +2164,8 @@ def attention_bwd__a8e655669fb3(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2323,14 +2199,8 @@ def attention_bwd__ada3e92f26d8(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2364,14 +2234,8 @@ def attention_bwd__b2a757323dbb(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 32
-    dq_block_n = 32
-    dkv_block_n = 32
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2405,14 +2269,8 @@ def attention_bwd__c6a32bb8f992(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 32
-    dq_block_n = 32
-    dkv_block_n = 32
-    dkv_block_m = 16
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2446,14 +2304,8 @@ def attention_bwd__ca482c906094(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2487,14 +2339,8 @@ def attention_bwd__e798b813d813(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2528,14 +2374,8 @@ def attention_bwd__e9e8c5f21b84(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 64
-    dkv_block_n = 64
-    dkv_block_m = 64
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2569,14 +2409,8 @@ def attention_bwd__ecd7405744d9(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2610,14 +2444,8 @@ def attention_bwd__efd1d539d46e(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    split_ds = q.dtype == torch.bfloat16
-    dq_block_m = 64
-    dq_block_n = 32
-    dkv_block_n = 64
-    dkv_block_m = 32
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -2651,11 +2479,8 @@ def attention_fwd__0ea8311861f4(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2675,11 +2500,8 @@ def attention_fwd__14d29332e67c(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 16
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2700,11 +2522,8 @@ def attention_fwd__1eb94324fc6a(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2724,11 +2543,8 @@ def attention_fwd__1f4eb5b4ec02(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2749,11 +2565,8 @@ def attention_fwd__20cdfc05fd8f(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2773,11 +2586,8 @@ def attention_fwd__24e1ea2689fc(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2797,11 +2607,8 @@ def attention_fwd__3eab97daac56(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2821,11 +2628,8 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2846,11 +2650,8 @@ def attention_fwd__462555af0411(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2870,11 +2671,8 @@ def attention_fwd__5b28b7f2cbe1(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2894,11 +2692,8 @@ def attention_fwd__5c0e7efd0815(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2919,11 +2714,8 @@ def attention_fwd__605d2dd4dc31(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2943,11 +2735,8 @@ def attention_fwd__62377a2356d9(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2967,11 +2756,8 @@ def attention_fwd__68c67e1458cf(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -2991,11 +2777,8 @@ def attention_fwd__6b6fca091c46(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3018,11 +2801,8 @@ def attention_fwd__6f91808289c5(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3042,11 +2822,8 @@ def attention_fwd__7c19353ccf8b(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3066,11 +2843,8 @@ def attention_fwd__80464e55e609(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3090,11 +2864,8 @@ def attention_fwd__8b265c8a47e2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3114,11 +2885,8 @@ def attention_fwd__8e9051b24219(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3138,11 +2906,8 @@ def attention_fwd__912e0e5a00d2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3162,11 +2927,8 @@ def attention_fwd__9150c55e49d1(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3189,11 +2951,8 @@ def attention_fwd__9770431819e2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3213,11 +2972,8 @@ def attention_fwd__b278957c4797(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3237,11 +2993,8 @@ def attention_fwd__b771ecb87d70(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 16
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3261,11 +3014,8 @@ def attention_fwd__d45dd177fbb8(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3285,11 +3035,8 @@ def attention_fwd__daf9cd9ea032(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3309,11 +3056,8 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3334,11 +3078,8 @@ def attention_fwd__f37704e0f257(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 128
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3358,11 +3099,8 @@ def attention_fwd__f54912f13dc3(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 32
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()
@@ -3382,11 +3120,8 @@ def attention_fwd__fa079262d66a(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
-    head_dim = head_dim
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    block_m = 64
-    block_n = 64
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     k_strides = k.stride()

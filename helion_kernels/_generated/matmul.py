@@ -24,6 +24,20 @@ def _ensure_allocator() -> None:
 
 _LAUNCHES: dict = {}
 _LAUNCHES_PER_KERNEL = 1024
+# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__
+_C_LAUNCH_LAYOUT = triton.__version__.split(".")[:2] == ["3", "6"]
+
+
+def _runner(compiled):
+    """(callable, arguments between the function handle and the kernel's own) that launch
+    `compiled` on a grid, a stream and its function handle: its launcher's C function when the
+    launcher is Triton 3.6's CUDA one with no scratch buffer to allocate, else the launcher."""
+    run = compiled.run
+    if _C_LAUNCH_LAYOUT and run.__class__.__name__ == "CudaLauncher" and not run.global_scratch_size \
+            and not run.profile_scratch_size:
+        return run.launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
+                            compiled.packed_metadata, None, None, None)
+    return run, (compiled.packed_metadata, None, None, None)
 
 
 def _launch(kernel, grid, args, constants, num_warps, num_stages):
@@ -67,13 +81,13 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
         if compiled is not None and not kernel.used_global_vals:
             if len(launches) >= _LAUNCHES_PER_KERNEL:
                 launches.clear()
-            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+            launches[key] = (*_runner(compiled), compiled.function)
         return
-    run, function, metadata = launch
+    run, options, function = launch
     if len(grid) < 3:
         grid = (*grid, 1, 1)
-    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
-        None, None, None, *args, *constants)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, *options,
+        *args, *constants)
 
 
 def _cdiv(a, b):

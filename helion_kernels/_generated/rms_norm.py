@@ -14,6 +14,20 @@ OP_INFO = {"rms_norm_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "rms_no
 
 _LAUNCHES: dict = {}
 _LAUNCHES_PER_KERNEL = 1024
+# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__
+_C_LAUNCH_LAYOUT = triton.__version__.split(".")[:2] == ["3", "6"]
+
+
+def _runner(compiled):
+    """(callable, arguments between the function handle and the kernel's own) that launch
+    `compiled` on a grid, a stream and its function handle: its launcher's C function when the
+    launcher is Triton 3.6's CUDA one with no scratch buffer to allocate, else the launcher."""
+    run = compiled.run
+    if _C_LAUNCH_LAYOUT and run.__class__.__name__ == "CudaLauncher" and not run.global_scratch_size \
+            and not run.profile_scratch_size:
+        return run.launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
+                            compiled.packed_metadata, None, None, None)
+    return run, (compiled.packed_metadata, None, None, None)
 
 
 def _launch(kernel, grid, args, constants, num_warps, num_stages):
@@ -57,13 +71,13 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
         if compiled is not None and not kernel.used_global_vals:
             if len(launches) >= _LAUNCHES_PER_KERNEL:
                 launches.clear()
-            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+            launches[key] = (*_runner(compiled), compiled.function)
         return
-    run, function, metadata = launch
+    run, options, function = launch
     if len(grid) < 3:
         grid = (*grid, 1, 1)
-    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
-        None, None, None, *args, *constants)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, *options,
+        *args, *constants)
 
 
 def _cdiv(a, b):
@@ -590,24 +604,6 @@ def _rms_norm_fwd_kernel_0ff82f358c(m, main_columns, square_parts, square_parts_
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
 @triton.jit
-def _rms_norm_fwd_kernel_13157012ff(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0)))
-    offset_4 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < square_rows
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < n
-    load_10 = tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
-    v_11 = load_10.to(tl.float32)
-    v_12 = (v_11 * v_11)
-    red_13 = (tl.sum(tl.where(mask_9[None, :], v_12, 0), 1))
-    tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
-
-@triton.jit
 def _rms_norm_fwd_kernel_3108f0ce06(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -634,23 +630,6 @@ def _rms_norm_fwd_kernel_3108f0ce06(m, main_columns, x, x_stride_0, x_stride_1, 
     v_21 = v_20.to(tl.bfloat16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_15, mask=(mask_6))
-
-@triton.jit
-def _rms_norm_fwd_kernel_3cb6f904db(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0)))
-    offset_4 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < square_rows
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < n
-    load_10 = tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
-    v_11 = (load_10 * load_10)
-    red_12 = (tl.sum(tl.where(mask_9[None, :], v_11, 0), 1))
-    tid_13 = (offset_7 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_13 * square_parts_stride_1), red_12, mask=(mask_6))
 
 @triton.jit
 def _rms_norm_fwd_kernel_4db6a7b831(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -798,22 +777,6 @@ def _rms_norm_fwd_kernel_c125d6af52(m, main_columns, square_parts, square_parts_
     v_21 = (v_19 * load_20)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (mask_9[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
-
-@triton.jit
-def _rms_norm_fwd_kernel_c4dbbb1226(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < square_rows
-    offset_6 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < n
-    load_9 = tl.load(x + (indices_4[:, None] * x_stride_0 + indices_7[None, :] * x_stride_1), mask=(mask_5[:, None]) & (mask_8[None, :]), other=0, eviction_policy='evict_last')
-    v_10 = (load_9 * load_9)
-    red_11 = (tl.sum(tl.where(mask_8[None, :], v_10, 0), 1))
-    tid_12 = (offset_6 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_4 * square_parts_stride_0 + tid_12 * square_parts_stride_1), red_11, mask=(mask_5))
 
 @triton.jit
 def _rms_norm_fwd_kernel_cc434abf44(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1172,16 +1135,12 @@ def rms_norm_bwd__05379cb03036(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 4) * _cdiv(n, 1024),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 1024), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1236,16 +1195,12 @@ def rms_norm_bwd__200a2a23c342(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_126798aedd, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_126798aedd, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1269,16 +1224,12 @@ def rms_norm_bwd__209dc010f69d(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 4) * _cdiv(n, 1024),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 1024), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1301,16 +1252,12 @@ def rms_norm_bwd__2ad40da6aa42(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 4) * _cdiv(n, 1024),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 1024), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1364,16 +1311,12 @@ def rms_norm_bwd__5cdec7eff6f9(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8b44f61ac, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_c8b44f61ac, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1396,16 +1339,12 @@ def rms_norm_bwd__60a8e8174e7b(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f44944df72, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_f44944df72, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1429,16 +1368,12 @@ def rms_norm_bwd__9c42ffade698(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 4) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1494,16 +1429,12 @@ def rms_norm_bwd__e1c28a5cc411(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 4) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1525,16 +1456,12 @@ def rms_norm_bwd__f0dd8faac187(grad_out, x, weight, inv_rms):
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 4) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (4, 4096), 16, 2)
     row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
+    grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1545,7 +1472,6 @@ def rms_norm_bwd__f0dd8faac187(grad_out, x, weight, inv_rms):
 def rms_norm_fwd__03db86bb54b2(x, weight, eps):
     m, n = x.size()
     split = True
-    block_m = 2
     block_n = 2048
     square_rows = m if split else 0
     main_columns = n if split else 1
@@ -1575,20 +1501,13 @@ def rms_norm_fwd__03db86bb54b2(x, weight, eps):
 def rms_norm_fwd__6299f1e3e439(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1599,20 +1518,13 @@ def rms_norm_fwd__6299f1e3e439(x, weight, eps):
 def rms_norm_fwd__6911e5f6ed5a(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_c4dbbb1226, (_cdiv(square_rows, 1), _cdiv(n, 1)), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 16, 1)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_cc434abf44, (_cdiv(m, 1), _cdiv(main_columns, 1)), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_cc434abf44, (_cdiv(m, 1), _cdiv(main_columns, 1)), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
     return (out, inv_rms)
 
 
@@ -1627,20 +1539,13 @@ def rms_norm_fwd__6911e5f6ed5a(x, weight, eps):
 def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3cb6f904db, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1652,20 +1557,13 @@ def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
 def rms_norm_fwd__85e65729b173(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1677,20 +1575,13 @@ def rms_norm_fwd__85e65729b173(x, weight, eps):
 def rms_norm_fwd__aac4732b60c8(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 4, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1701,20 +1592,13 @@ def rms_norm_fwd__aac4732b60c8(x, weight, eps):
 def rms_norm_fwd__db7ff2122d34(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_13157012ff, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 4, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1726,7 +1610,6 @@ def rms_norm_fwd__db7ff2122d34(x, weight, eps):
 def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
     m, n = x.size()
     split = True
-    block_m = 2
     block_n = 2048
     square_rows = m if split else 0
     main_columns = n if split else 1
@@ -1752,20 +1635,13 @@ def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
 def rms_norm_fwd__f0f0d1d903f8(x, weight, eps):
     m, n = x.size()
     split = False
-    block_m = 1
-    block_n = 1
-    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3cb6f904db, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 4, 2)
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1777,7 +1653,6 @@ def rms_norm_fwd__f0f0d1d903f8(x, weight, eps):
 def rms_norm_fwd__f3b4eb757b2a(x, weight, eps):
     m, n = x.size()
     split = True
-    block_m = 2
     block_n = 2048
     square_rows = m if split else 0
     main_columns = n if split else 1

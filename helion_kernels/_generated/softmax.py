@@ -14,6 +14,20 @@ OP_INFO = {"softmax_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "softmax
 
 _LAUNCHES: dict = {}
 _LAUNCHES_PER_KERNEL = 1024
+# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__
+_C_LAUNCH_LAYOUT = triton.__version__.split(".")[:2] == ["3", "6"]
+
+
+def _runner(compiled):
+    """(callable, arguments between the function handle and the kernel's own) that launch
+    `compiled` on a grid, a stream and its function handle: its launcher's C function when the
+    launcher is Triton 3.6's CUDA one with no scratch buffer to allocate, else the launcher."""
+    run = compiled.run
+    if _C_LAUNCH_LAYOUT and run.__class__.__name__ == "CudaLauncher" and not run.global_scratch_size \
+            and not run.profile_scratch_size:
+        return run.launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
+                            compiled.packed_metadata, None, None, None)
+    return run, (compiled.packed_metadata, None, None, None)
 
 
 def _launch(kernel, grid, args, constants, num_warps, num_stages):
@@ -57,13 +71,13 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
         if compiled is not None and not kernel.used_global_vals:
             if len(launches) >= _LAUNCHES_PER_KERNEL:
                 launches.clear()
-            launches[key] = (compiled.run, compiled.function, compiled.packed_metadata)
+            launches[key] = (*_runner(compiled), compiled.function)
         return
-    run, function, metadata = launch
+    run, options, function = launch
     if len(grid) < 3:
         grid = (*grid, 1, 1)
-    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, metadata,
-        None, None, None, *args, *constants)
+    run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, *options,
+        *args, *constants)
 
 
 def _cdiv(a, b):
@@ -471,7 +485,6 @@ def _softmax_fwd_kernel_f08d96d00c(m, padded, padded_block_n, n, x, x_stride_0, 
 def softmax_bwd__0145cfe9fa51(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
@@ -489,9 +502,6 @@ def softmax_bwd__0145cfe9fa51(grad_out, out, grad_in_dtype):
 def softmax_bwd__06f186e8e7fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -510,9 +520,6 @@ def softmax_bwd__06f186e8e7fb(grad_out, out, grad_in_dtype):
 def softmax_bwd__0db6c370a160(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -528,9 +535,6 @@ def softmax_bwd__0db6c370a160(grad_out, out, grad_in_dtype):
 def softmax_bwd__41e96620b8c5(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -548,7 +552,6 @@ def softmax_bwd__41e96620b8c5(grad_out, out, grad_in_dtype):
 def softmax_bwd__633a8ba63f42(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
@@ -565,9 +568,6 @@ def softmax_bwd__633a8ba63f42(grad_out, out, grad_in_dtype):
 def softmax_bwd__8a1833abfd39(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -586,9 +586,6 @@ def softmax_bwd__8a1833abfd39(grad_out, out, grad_in_dtype):
 def softmax_bwd__8f774682e3e3(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -605,9 +602,6 @@ def softmax_bwd__8f774682e3e3(grad_out, out, grad_in_dtype):
 def softmax_bwd__aeebb36cdef5(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -623,7 +617,6 @@ def softmax_bwd__aeebb36cdef5(grad_out, out, grad_in_dtype):
 def softmax_bwd__bc8e91783a82(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
@@ -640,9 +633,6 @@ def softmax_bwd__bc8e91783a82(grad_out, out, grad_in_dtype):
 def softmax_bwd__bdeb29643845(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -658,9 +648,6 @@ def softmax_bwd__bdeb29643845(grad_out, out, grad_in_dtype):
 def softmax_bwd__ce807e282232(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -676,7 +663,6 @@ def softmax_bwd__ce807e282232(grad_out, out, grad_in_dtype):
 def softmax_bwd__e0c63537fe06(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
@@ -693,9 +679,6 @@ def softmax_bwd__e0c63537fe06(grad_out, out, grad_in_dtype):
 def softmax_bwd__ee28f4958092(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    two_pass = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -711,7 +694,6 @@ def softmax_bwd__ee28f4958092(grad_out, out, grad_in_dtype):
 def softmax_fwd__3bf3ea7b6b5f(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
@@ -727,9 +709,6 @@ def softmax_fwd__3bf3ea7b6b5f(x, out_dtype):
 def softmax_fwd__55814dd382d7(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -744,9 +723,6 @@ def softmax_fwd__55814dd382d7(x, out_dtype):
 def softmax_fwd__699ecbf294ce(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -761,9 +737,6 @@ def softmax_fwd__699ecbf294ce(x, out_dtype):
 def softmax_fwd__7f3ddef2c565(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -778,7 +751,6 @@ def softmax_fwd__7f3ddef2c565(x, out_dtype):
 def softmax_fwd__80f83710dd3c(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
@@ -795,7 +767,6 @@ def softmax_fwd__80f83710dd3c(x, out_dtype):
 def softmax_fwd__8cdb558be8ee(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
@@ -813,9 +784,6 @@ def softmax_fwd__8cdb558be8ee(x, out_dtype):
 def softmax_fwd__9c03db28c42b(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -830,9 +798,6 @@ def softmax_fwd__9c03db28c42b(x, out_dtype):
 def softmax_fwd__9c8da7deee36(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 1024
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -848,9 +813,6 @@ def softmax_fwd__9c8da7deee36(x, out_dtype):
 def softmax_fwd__9ce8409476b1(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -867,7 +829,6 @@ def softmax_fwd__9ce8409476b1(x, out_dtype):
 def softmax_fwd__b3f41e652ec3(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = True
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
@@ -884,9 +845,6 @@ def softmax_fwd__b3f41e652ec3(x, out_dtype):
 def softmax_fwd__b483e41c9e7f(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -901,9 +859,6 @@ def softmax_fwd__b483e41c9e7f(x, out_dtype):
 def softmax_fwd__bb2442967c5a(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -918,9 +873,6 @@ def softmax_fwd__bb2442967c5a(x, out_dtype):
 def softmax_fwd__d57ac81ef2cf(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -938,9 +890,6 @@ def softmax_fwd__d57ac81ef2cf(x, out_dtype):
 def softmax_fwd__f876c510036d(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    online = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()

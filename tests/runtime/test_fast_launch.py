@@ -1,6 +1,7 @@
 """The generated modules' `_launch`: Triton's own launch for a new (kernel, options, device,
 argument specialization), the compiled kernel launched directly for a repeated one, and Triton's
-path whenever a hook, a pre-run hook or a used global is involved. A real JITFunction stands in for
+path whenever a hook, a pre-run hook or a used global is involved; under Triton 3.6's CUDA
+launcher without scratch buffers the launcher's C function is called directly. A real JITFunction stands in for
 a generated kernel; its `run` (Triton's launch) and the CUDA device/stream queries are faked, so
 this runs without a GPU (the GPU suites check the real launches)."""
 import pytest
@@ -147,6 +148,42 @@ def test_other_kernels_always_take_their_own_launch():
     for _ in range(2):
         generated._launch(kernel, (2,), (7,), (16,), 4, 2)
     assert calls == [((2,), (7, 16), {"num_warps": 4, "num_stages": 2})] * 2
+
+
+class CudaLauncher:
+    """Stands in for Triton 3.6's CUDA launcher: `launch` is its C function, calling it its wrapper."""
+
+    launch_cooperative_grid = False
+    launch_pdl = True
+    profile_scratch_size = 0
+
+    def __init__(self, global_scratch_size):
+        self.global_scratch_size = global_scratch_size
+        self.c_launches, self.wrapped = [], []
+
+    def launch(self, *args):
+        self.c_launches.append(args)
+
+    def __call__(self, *args):
+        self.wrapped.append(args)
+
+
+@pytest.mark.parametrize("scratch", [0, 128])
+def test_the_cuda_launchers_c_function_is_called_without_scratch(fake, monkeypatch, scratch):
+    monkeypatch.setattr(generated, "_C_LAUNCH_LAYOUT", True)
+    launcher = CudaLauncher(scratch)
+    fake.compiled.run = launcher
+    x = torch.ones(4)
+    fake.launch((3,), (x, 5))
+    fake.launch((3,), (x, 5))
+    if scratch:
+        assert launcher.c_launches == [] and launcher.wrapped[0][:9] == (
+            3, 1, 1, 100, "function", ("metadata",), None, None, None)
+        return
+    assert launcher.wrapped == []
+    (args,) = launcher.c_launches
+    assert args[:13] == (3, 1, 1, 100, "function", False, True, None, None, ("metadata",), None, None, None)
+    assert args[13] is x and args[14:] == (5, 16)
 
 
 def test_host_helpers_match_triton():

@@ -1,0 +1,128 @@
+"""Drops from a launcher the launches over a provably empty grid (a pass that its config switches
+off), then the pure statements whose results nothing reads any more (the buffers, sizes and
+strides only those launches used), so a call neither allocates nor queries for them.
+
+A grid is provably empty when a factor of one of its dimensions folds to 0 from constants:
+literals, names the launcher assigns once, at its top level, from a foldable expression (read
+after that assignment), conditional expressions on a folded test, integer arithmetic and `_cdiv`,
+`_next_power_of_2`, `min` and `max` of folded values. A statement is dropped only when
+every expression in it is pure: no call but the host helpers and tensor allocations and queries,
+no assignment expression, lambda or comprehension. `_launch` still returns at once on a grid that
+turns out empty at run time; this only removes what is known before."""
+from __future__ import annotations
+
+import ast
+
+PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "min", "max"})
+PURE_METHODS = frozenset({"stride", "size", "dim", "numel", "element_size", "new_empty"})
+PURE_TORCH = frozenset({"empty", "empty_like", "empty_strided"})
+IMPURE = (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.ListComp, ast.SetComp,
+          ast.DictComp, ast.GeneratorExp)
+UNKNOWN = object()
+
+
+def _pure_call(node: ast.Call) -> bool:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in PURE_FUNCTIONS
+    if not isinstance(func, ast.Attribute):
+        return False
+    if isinstance(func.value, ast.Name) and func.value.id == "torch":
+        return func.attr in PURE_TORCH
+    return func.attr in PURE_METHODS
+
+
+def _pure(node: ast.AST) -> bool:
+    return all(not isinstance(n, IMPURE) and (not isinstance(n, ast.Call) or _pure_call(n)) for n in ast.walk(node))
+
+
+def _fold_call(name: str, values: list):
+    if name == "_cdiv" and len(values) == 2 and values[1] != 0:
+        return (values[0] + values[1] - 1) // values[1]
+    if name == "_next_power_of_2" and len(values) == 1:
+        return 1 << (values[0] - 1).bit_length() if values[0] > 0 else 0
+    if name in ("min", "max") and values:
+        return min(values) if name == "min" else max(values)
+    return UNKNOWN
+
+
+def _fold(node: ast.AST, env: dict):
+    """The constant value of `node` given the constant names in `env`, or UNKNOWN."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, (bool, int)) else UNKNOWN
+    if isinstance(node, ast.Name):
+        return env.get(node.id, UNKNOWN)
+    if isinstance(node, ast.IfExp):
+        test = _fold(node.test, env)
+        return UNKNOWN if test is UNKNOWN else _fold(node.body if test else node.orelse, env)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+        value = _fold(node.operand, env)
+        return UNKNOWN if value is UNKNOWN else (not value if isinstance(node.op, ast.Not) else -value)
+    if isinstance(node, ast.BinOp):
+        left, right = _fold(node.left, env), _fold(node.right, env)
+        if UNKNOWN in (left, right):
+            return UNKNOWN
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Mult):
+            return left * right
+        if isinstance(node.op, (ast.FloorDiv, ast.Mod)) and right != 0:
+            return left // right if isinstance(node.op, ast.FloorDiv) else left % right
+        return UNKNOWN
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        values = [_fold(arg, env) for arg in node.args]
+        return UNKNOWN if UNKNOWN in values else _fold_call(node.func.id, values)
+    return UNKNOWN
+
+
+def _assigned_name(statement: ast.stmt) -> str | None:
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+            and isinstance(statement.targets[0], ast.Name):
+        return statement.targets[0].id
+    return None
+
+
+def _zero(dim: ast.AST, env: dict) -> bool:
+    """Whether a grid dimension, a product of factors, has a factor that folds to 0."""
+    if isinstance(dim, ast.BinOp) and isinstance(dim.op, ast.Mult):
+        return _zero(dim.left, env) or _zero(dim.right, env)
+    return _fold(dim, env) == 0
+
+
+def _empty_launch(statement: ast.stmt, env: dict) -> bool:
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Name) and statement.value.func.id == "_launch"):
+        return False
+    grid = statement.value.args[1]
+    return isinstance(grid, ast.Tuple) and any(_zero(dim, env) for dim in grid.elts) \
+        and all(_pure(arg) for arg in statement.value.args)
+
+
+def prune_launcher(body: list) -> list:
+    """The launcher statements `body` without its launches over provably empty grids, then
+    without its pure assignments whose names nothing later reads."""
+    stores = {}
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                stores[node.id] = stores.get(node.id, 0) + 1
+    env, launched = {}, []
+    for statement in body:
+        if _empty_launch(statement, env):
+            continue
+        name = _assigned_name(statement)
+        if name is not None and stores[name] == 1:
+            value = _fold(statement.value, env)
+            if value is not UNKNOWN:
+                env[name] = value
+        launched.append(statement)
+    live, kept = set(), []
+    for statement in reversed(launched):
+        name = _assigned_name(statement)
+        if name is not None and name not in live and _pure(statement.value):
+            continue
+        kept.append(statement)
+        live |= {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+    return kept[::-1]

@@ -1,0 +1,63 @@
+"""Launchers lose the launches over provably empty grids and the pure statements only those
+launches read; anything not provably empty, impure or still read stays."""
+import ast
+
+from build_tools.dsl.launcher_prune import prune_launcher
+
+
+def pruned(source: str) -> list:
+    return [ast.unparse(statement) for statement in prune_launcher(ast.parse(source).body)]
+
+
+SPLIT_OFF = """
+m, n = x.size()
+split = False
+rows = m if split else 0
+main = n if split else 1
+out = torch.empty_like(x)
+parts = x.new_empty((rows, _cdiv(n, 4)), dtype=torch.float32)
+parts_strides = parts.stride()
+_launch(k1, (_cdiv(rows, 1) * _cdiv(n, 4),), (rows, n, x, parts, parts_strides[0]), (1,), 4, 2)
+_launch(k2, (_cdiv(m, 1), _cdiv(main, 1)), (m, main, x, out), (1,), 4, 2)
+return out
+"""
+
+
+def test_a_pass_switched_off_by_its_config_is_dropped_with_its_buffer():
+    assert pruned(SPLIT_OFF) == [
+        "m, n = x.size()",
+        "split = False",
+        "main = n if split else 1",
+        "out = torch.empty_like(x)",
+        "_launch(k2, (_cdiv(m, 1), _cdiv(main, 1)), (m, main, x, out), (1,), 4, 2)",
+        "return out",
+    ]
+
+
+def test_a_pass_switched_on_keeps_everything():
+    source = SPLIT_OFF.replace("split = False", "split = True")
+    assert pruned(source) == [ast.unparse(s) for s in ast.parse(source).body]
+
+
+def test_a_buffer_still_read_stays():
+    source = SPLIT_OFF.replace("return out", "return (out, parts)")
+    assert "parts = x.new_empty((rows, _cdiv(n, 4)), dtype=torch.float32)" in pruned(source)
+    assert not [line for line in pruned(source) if line.startswith("_launch(k1")]
+
+
+def test_names_assigned_twice_or_unknown_sizes_are_not_folded():
+    twice = SPLIT_OFF.replace("out = torch.empty_like(x)", "out = torch.empty_like(x)\nfor i in range(2):\n    rows = m")
+    assert any(line.startswith("_launch(k1") for line in pruned(twice))
+    runtime = SPLIT_OFF.replace("rows = m if split else 0", "rows = m - n")
+    assert any(line.startswith("_launch(k1") for line in pruned(runtime))
+
+
+def test_impure_statements_stay():
+    source = """
+rows = 0
+buf = make_buffer(x)
+_launch(k, (rows,), (x, record(x)), (), 4, 2)
+_launch(k, (1,), (x,), (), 4, 2)
+"""
+    assert pruned(source) == ["rows = 0", "buf = make_buffer(x)", "_launch(k, (rows,), (x, record(x)), (), 4, 2)",
+                              "_launch(k, (1,), (x,), (), 4, 2)"]
