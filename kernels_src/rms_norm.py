@@ -242,10 +242,23 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1e-2, 1e-2), torch.float16: (2e-3, 2e-3)}[dtype]
 
 
-def tolerance_bwd(dtype: torch.dtype) -> tuple[float, float]:
-    """(rtol, atol) for dX and dW. dW sums M fp32 products (in a different order than the float64
-    reference), so fp32 allows ~1e-4 (measured on an H200: 2.9e-5 abs at M=4097)."""
+def tolerance_dx(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) for dX alone: fp32 math, row reductions over N; fp32 allows ~1e-4."""
     return {torch.float32: (1e-4, 1e-4), torch.bfloat16: (1e-2, 1e-2), torch.float16: (2e-3, 2e-3)}[dtype]
+
+
+def tolerance_bwd(dtype: torch.dtype) -> tuple[float, float]:
+    """(rtol, atol) for dX and dW. In fp32 the dW error grows with M, not with |dW|: each of P
+    programs adds M / (P * block_r) row-block sums in sequence, so a column's rounding error is about
+    2**-24 * M / sqrt(2 * P * block_r) whatever its value, and columns whose sum is near zero fail a
+    relative test. Simulated at M=65536 (CPU, 512 columns, the kernel's summation order) the largest
+    error was 1.4e-3 at P=8, block_r=1 and 1.2e-4 to 1.8e-4 at P=264 (the H200 tuner saw ~2e-4 there);
+    at M=4097 an H200 measured 2.9e-5. The OpSpec tolerance depends on the dtype only, so the fp32
+    atol covers the largest M of SHAPES (65536): 2e-3. That still sits orders of magnitude below
+    what a lost or repeated row block costs (an O(1) error per column)."""
+    if dtype == torch.float32:
+        return 1e-4, 2e-3
+    return tolerance_dx(dtype)
 
 
 def cost_fwd(shape, dtype):
@@ -294,6 +307,6 @@ OPS = [
            reference=reference_noweight_fwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance,
            cost=cost_noweight_fwd, baseline=baseline_noweight_fwd),
     OpSpec(name="rms_norm_noweight_bwd", kernel=rms_norm_noweight_bwd, make_inputs=make_noweight_bwd_inputs,
-           reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance_bwd,
+           reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance_dx,
            cost=cost_noweight_bwd, baseline=baseline_noweight_bwd),
 ]

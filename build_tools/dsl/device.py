@@ -393,7 +393,7 @@ class DeviceCompiler(PointwiseMixin):
         if flatten:
             counts = []
             for i, (begin, end) in enumerate(zip(spec.begins, spec.ends)):
-                span = f"({self.atom(end)} - {self.atom(begin)})"
+                span = self.loop_span(begin, end)
                 counts.append(span if block_infos[i] is None else f"tl.cdiv({span}, {block_infos[i][2]})")
             total = " * ".join(counts)
             flat = b.fresh("flat")
@@ -409,7 +409,8 @@ class DeviceCompiler(PointwiseMixin):
             b.depth -= 1
         else:
             for i in order:
-                begin_s, end_s = self.atom(spec.begins[i]), self.atom(spec.ends[i])
+                begin_s = self.atom(spec.begins[i])
+                end_s = self.loop_end(spec.begins[i], spec.ends[i], self.session.unroll_factor(loop_index))
                 var = b.fresh("offset" if block_infos[i] else "idx")
                 step = block_infos[i][2] if block_infos[i] else "1"
                 b.emit(f"for {var} in tl.range({begin_s}, {end_s}, {step}{opts}):")
@@ -419,6 +420,28 @@ class DeviceCompiler(PointwiseMixin):
             self.loop_body(loop_index, node.body)
             b.depth -= len(order)
         self.uncarry(carried)
+
+    def loop_end(self, begin: Any, end: Any, unroll: int) -> str:
+        """The end of a `tl.range` from `begin` to `end`. Triton 3.6 unrolls a loop whose bounds are
+        run-time values with MLIR's loopUnrollByFactor, which counts its iterations as the unsigned
+        quotient `(end - begin + step - 1) / step`: an empty range whose end is below its begin (a
+        tile past the last row, `hl.tile(first, min(first + block, m))`) then gets a wrapped unrolled
+        bound, and the remainder loop runs from below `begin` over iterations of other programs
+        (notes/dsl_gaps_kernels.md, gap 13). An unrolled loop over run-time bounds ends at
+        max(end, begin)."""
+        end_s = self.atom(end)
+        if unroll <= 1 or (isinstance(begin, int) and isinstance(end, int)):
+            return end_s
+        return f"tl.maximum({end_s}, {self.atom(begin)})"
+
+    def loop_span(self, begin: Any, end: Any) -> str:
+        """`end - begin` for a dimension of a flattened loop, at least 0 when the bounds are run-time
+        values: the flattened trip count is the product of the spans (two negative spans would make
+        a positive count), and an unrolled loop must not see a negative count (see loop_end)."""
+        span = f"({self.atom(end)} - {self.atom(begin)})"
+        if isinstance(begin, int) and isinstance(end, int):
+            return span
+        return f"tl.maximum({span}, 0)"
 
     def loop_body(self, loop_index: int, body: list[ast.stmt]) -> None:
         self.open_device_loops.append(loop_index)

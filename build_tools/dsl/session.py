@@ -411,11 +411,15 @@ class CompileSession:
         self.found.flatten_count += 1
         return bool(self.knob("flatten_loops", index, False))
 
+    def unroll_factor(self, index: int) -> int:
+        """The loop_unroll_factor of device loop `index` (0: left to Triton)."""
+        return int(self.knob("range_unroll_factors", index, 0) or 0)
+
     def range_options(self, index: int) -> str:
         opts = []
-        unroll = self.knob("range_unroll_factors", index, 0)
+        unroll = self.unroll_factor(index)
         if unroll:
-            opts.append(f"loop_unroll_factor={int(unroll)}")
+            opts.append(f"loop_unroll_factor={unroll}")
         stages = self.knob("range_num_stages", index, 0)
         if stages:
             opts.append(f"num_stages={int(stages)}")

@@ -1,12 +1,14 @@
 """Corpus: loop forms (tile over sizes/lists/ranges, registered block sizes, grid, nested device loops,
 several top-level loops) and tile attributes."""
+import re
+
 import pytest
 import torch
 
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 
-from ._harness import check_kernel, randn
+from ._harness import check_kernel, code_without_comments, randn
 
 
 @helion.kernel()
@@ -302,3 +304,64 @@ def test_register_block_size_with_bounds(n, device):
     configs = check_kernel(bounded_block_size, (randn(n, device=device),), reference,
                            reference_takes_config=True, n_random=5)
     assert all(16 <= c["block_sizes"][0] <= 64 for c in configs)
+
+
+@helion.kernel(static_shapes=False)
+def interleaved_column_sums(x: torch.Tensor, programs: int) -> torch.Tensor:
+    """Column sums in `programs` fp32 partial rows; program p takes row blocks p, p + programs, ...,
+    so the last step of some programs is an empty range whose end (m) is below its begin."""
+    m, n = x.size()
+    block_r = hl.register_block_size(1, 16)
+    steps = helion.cdiv(helion.cdiv(m, block_r), programs)
+    partial = x.new_empty((programs, n), dtype=torch.float32)
+    for tile_p, tile_n in hl.tile([programs, n], block_size=[1, None]):
+        acc = hl.zeros([tile_n], dtype=torch.float32)
+        for step in hl.grid(steps):
+            first = (step * programs + tile_p.begin) * block_r
+            for tile_r in hl.tile(first, min(first + block_r, m), block_size=block_r):
+                acc = acc + torch.sum(x[tile_r, tile_n].to(torch.float32), dim=0)
+        partial[tile_p.begin, tile_n] = acc
+    return partial.sum(0)
+
+
+UNROLLED_ROW_LOOP = [helion.Config(block_sizes=[4, 32], range_unroll_factors=[1, unroll]) for unroll in (2, 4)]
+
+
+@pytest.mark.parametrize("shape,programs", [((70, 40), 5), ((203, 24), 13)])
+def test_unrolled_loop_over_empty_inverted_ranges(shape, programs, device):
+    # The GPU case: Triton 3.6's unroller ran the remainder of an unrolled empty range with
+    # end < begin from below begin, adding rows of other programs (notes/dsl_gaps_kernels.md, gap 13).
+    check_kernel(interleaved_column_sums, (randn(*shape, device=device), programs), lambda x, p: x.sum(0),
+                 extra_configs=UNROLLED_ROW_LOOP, n_random=1)
+
+
+def test_unrolled_loops_over_runtime_bounds_end_at_least_at_their_begin():
+    bound = interleaved_column_sums.bind((torch.randn(70, 40), 5))
+    unrolled = code_without_comments(bound.to_triton_code(UNROLLED_ROW_LOOP[0]))
+    (row_loop,) = [line.strip() for line in unrolled.splitlines() if "loop_unroll_factor=2" in line]
+    begin, end = re.fullmatch(r"for \w+ in tl\.range\((\w+), (.+), _BLOCK_SIZE_\d+, loop_unroll_factor=2\):",
+                              row_loop).groups()
+    assert end.startswith("tl.maximum(") and end.endswith(f", {begin})"), row_loop
+    plain = code_without_comments(bound.to_triton_code(helion.Config(block_sizes=[4, 32])))
+    assert "tl.maximum" not in plain
+
+
+@helion.kernel(static_shapes=False)
+def grid_cell_count(x: torch.Tensor, begin: int, end: int) -> torch.Tensor:
+    n = x.size(0)
+    out = torch.empty_like(x)
+    for tile in hl.tile(n):
+        count = hl.zeros([tile], dtype=torch.float32)
+        for i, j in hl.grid([begin, begin], [end, end]):
+            count = count + 1.0
+        out[tile] = count
+    return out
+
+
+@pytest.mark.parametrize("begin,end", [(5, 2), (2, 5), (3, 3)])
+def test_flattened_loop_over_inverted_ranges_is_empty(begin, end, device):
+    # A flattened loop runs the product of its spans: two negative spans must not make a positive count.
+    check_kernel(grid_cell_count, (randn(7, device=device), begin, end),
+                 lambda x, b, e: torch.full_like(x, float(max(e - b, 0) ** 2)),
+                 extra_configs=[helion.Config(flatten_loops=[True]), helion.Config(flatten_loops=[True],
+                                                                                  range_unroll_factors=[2])])

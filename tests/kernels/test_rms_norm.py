@@ -1,7 +1,8 @@
 """RMSNorm kernels (with and without weight, forward and backward) against float64 references.
 
 Tolerances are the op's own (kernels_src.rms_norm.tolerance): fp32 (1e-5, 1e-5), bf16 (1e-2, 1e-2),
-fp16 (2e-3, 2e-3) as (rtol, atol) on O(1) outputs; backward fp32 (1e-4, 1e-4) (dW sums M rows). Each case runs under the default config,
+fp16 (2e-3, 2e-3) as (rtol, atol) on O(1) outputs; backward fp32 (1e-4, 1e-4) for dX alone and
+(1e-4, 2e-3) with dW (its error grows with M: rms_norm.tolerance_bwd). Each case runs under the default config,
 random configs and both structures of the weighted kernels (whole rows; rows split into column
 tiles a few chunks wide); long rows also run with a looped reduction (forward) and split columns.
 """
@@ -62,7 +63,7 @@ def test_backward_noweight(device, dtype):
     for case, (m, n) in enumerate(SHAPES[device]):
         args = rms_norm.make_noweight_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
         check_op(rms_norm.rms_norm_noweight_bwd, args, rms_norm.reference_noweight_bwd(*args),
-                 rms_norm.tolerance_bwd(dtype), f"rms_norm_noweight_bwd {m}x{n} {dtype}")
+                 rms_norm.tolerance_dx(dtype), f"rms_norm_noweight_bwd {m}x{n} {dtype}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

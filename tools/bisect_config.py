@@ -1,0 +1,108 @@
+"""Finds which knobs of a config make an op's output wrong: runs the op under the config, then under
+variants with one knob (and, for per-index knobs, one entry) reset to the default config's value,
+and compares every output with the op's float64 reference at the op's tolerance.
+
+    python tools/bisect_config.py kernels_src.rms_norm:rms_norm_bwd --shape M=4096,N=768 \\
+        --dtype bfloat16 --config '{"block_sizes": [4, 512], ...}' [--device cuda] [--out FILE]
+
+A variant that passes while the config fails names a knob the failure needs. Prints one line per
+run (also appended to --out).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import torch  # noqa: E402
+
+from build_tools.dsl import Config  # noqa: E402
+
+
+def find_op(target: str):
+    module_name, _, op_name = target.partition(":")
+    module = importlib.import_module(module_name)
+    (op,) = [op for op in module.OPS if op.name == op_name]
+    return op
+
+
+def mismatch(outputs, references, tolerance) -> str:
+    """'' when every output is within (rtol, atol) of its reference, else a summary per bad output."""
+    rtol, atol = tolerance
+    outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+    references = references if isinstance(references, (tuple, list)) else (references,)
+    bad = []
+    for index, (got, want) in enumerate(zip(outputs, references)):
+        got, want = got.to(torch.float64), want.to(got.device, torch.float64)
+        error = (got - want).abs()
+        off = ~(error <= atol + rtol * want.abs())
+        if off.any():
+            bad.append(f"out[{index}]: {int(off.sum())}/{off.numel()} off, max abs error {error.max().item():.3g}")
+    return "; ".join(bad)
+
+
+def variants(spec, config: Config) -> list[tuple[str, Config]]:
+    """(label, config) for the config itself, then each knob and each knob entry reset to its default."""
+    values, defaults = spec.flatten(config), spec.flatten(spec.default_config())
+    out = [("as given", spec.unflatten(values))]
+    names = []
+    for knob in spec.knobs():
+        if knob.name not in names:
+            names.append(knob.name)
+    for name in names:
+        positions = [i for i, knob in enumerate(spec.knobs()) if knob.name == name]
+        if all(values[i] == defaults[i] for i in positions):
+            continue
+        whole = list(values)
+        for i in positions:
+            whole[i] = defaults[i]
+        out.append((f"{name} = default", spec.unflatten(whole)))
+        if len(positions) > 1:
+            for i in positions:
+                if values[i] != defaults[i]:
+                    one = list(values)
+                    one[i] = defaults[i]
+                    out.append((f"{name}[{spec.knobs()[i].index}] = {defaults[i]!r}", spec.unflatten(one)))
+    return out
+
+
+def main(argv: list) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("op", help="module:op name, e.g. kernels_src.rms_norm:rms_norm_bwd")
+    parser.add_argument("--shape", required=True, help="e.g. M=4096,N=768")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--config", required=True, help="JSON config")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="file to append the report to")
+    options = parser.parse_args(argv)
+    op = find_op(options.op)
+    shape = {k: int(v) for k, v in (item.split("=") for item in options.shape.split(","))}
+    dtype = getattr(torch, options.dtype)
+    args = op.make_inputs(shape, dtype, options.device, options.seed)
+    references = op.reference(*args)
+    op.kernel.reset()
+    bound = op.kernel.bind(args)
+    lines = [f"== {op.name} {shape} {options.dtype} {options.config}"]
+    print(lines[0], flush=True)
+    failed = 0
+    for label, config in variants(bound.config_spec, Config(json.loads(options.config))):
+        try:
+            verdict = mismatch(bound.compile_config(config)(*args), references, op.tolerance(dtype)) or "ok"
+        except Exception as err:  # report every variant, whatever compiling or running raised
+            verdict = f"error {type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+        failed += verdict != "ok"
+        lines.append(f"{label:40s} {verdict}")
+        print(lines[-1], flush=True)
+    if options.out:
+        with open(options.out, "a") as fh:
+            fh.write("\n".join(lines) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
