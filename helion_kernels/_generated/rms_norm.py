@@ -12,6 +12,22 @@ import triton.language as tl
 OP_INFO = {"rms_norm_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "rms_norm_fwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "rms_norm_noweight_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "rms_norm_noweight_fwd": {"exact_keys": [], "shape_keys": ["M", "N"]}}
 
 
+_DESCRIPTOR_BYTES = 128
+_DESCRIPTOR_SCRATCH_LIMIT = 2**28
+
+
+def _descriptor_scratch_fits(grid, descriptors: int) -> bool:
+    """Whether a launch over `grid` may build `descriptors` tensor descriptors in every program.
+    Triton gives each program a 128-byte slot per descriptor in a global scratch buffer that it
+    allocates at every launch and addresses with 32-bit offsets, which wrap past 2 GiB (an illegal
+    memory access). Warp specialization may add slots (4 for 3 descriptors, measured), so launches
+    stay 8 times below that, at 256 MiB of scratch; larger ones index through pointers."""
+    programs = 1
+    for count in grid:
+        programs *= count
+    return programs * descriptors * _DESCRIPTOR_BYTES <= _DESCRIPTOR_SCRATCH_LIMIT
+
+
 _ALLOCATOR_SET: list = []
 
 
@@ -82,6 +98,20 @@ def _cdiv(a, b):
 
 def _next_power_of_2(n):
     return 1 << (n - 1).bit_length() if n > 0 else 0
+
+
+_MAX_GRID_YZ = 65535
+
+
+def _xyz_grid(grid: tuple) -> tuple:
+    """The launch grid of a pid_type "xyz" loop: `grid` while its y and z counts fit CUDA's limit
+    (65535 programs), else all of it folded into x (the kernel's _XYZ_FOLDED variant splits it)."""
+    if max(grid[1:]) <= _MAX_GRID_YZ:
+        return grid
+    programs = 1
+    for count in grid:
+        programs *= count
+    return (programs,)
 
 
 @triton.jit
@@ -620,6 +650,39 @@ def _rms_norm_bwd_kernel_f44944df72(programs, main_columns, n, steps, m, inv_rms
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @triton.jit
+def _rms_norm_fwd_kernel_0508fc20e4(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(m - 0, _BLOCK_SIZE_0)))
+        pid_1 = pid_3
+        pid_2 = pid_4
+    else:
+        pid_1 = tl.program_id(0)
+        pid_2 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < m
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < main_columns
+    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0)
+    v_12 = load_11.to(tl.float32)
+    v_13 = (v_12 * v_12)
+    red_14 = (tl.sum(tl.where(rmask_0[None, :], v_13, 0), 1) / x_size_1)
+    v_15 = (red_14 + eps)
+    v_16 = tl.rsqrt(v_15)
+    v_17 = v_16[:, None]
+    v_18 = (v_12 * v_17)
+    load_19 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+    v_20 = load_19.to(tl.float32)
+    v_21 = (v_18 * v_20)
+    v_22 = v_21.to(tl.bfloat16)
+    tl.store(out + (indices_6[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_22, mask=(mask_7[:, None]) & (rmask_0[None, :]))
+    tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_16, mask=(mask_7))
+
+@triton.jit
 def _rms_norm_fwd_kernel_0ff82f358c(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < square_parts_size_1
@@ -697,34 +760,37 @@ def _rms_norm_fwd_kernel_1fbb4e0cd2(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_14, mask=(mask_6))
 
 @triton.jit
-def _rms_norm_fwd_kernel_23ae662803(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _rms_norm_fwd_kernel_249273a574(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < square_parts_size_1
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < m
-    offset_6 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < main_columns
-    load_9 = tl.load(square_parts + (indices_4[:, None] * square_parts_stride_0 + rindex_0[None, :] * square_parts_stride_1), mask=(mask_5[:, None]) & (rmask_0[None, :]), other=0)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], load_9, 0), 1))
-    v_11 = n
-    v_12 = v_11.to(tl.float32)
-    v_13 = (red_10 / v_12)
-    v_14 = (v_13 + eps)
-    v_15 = tl.rsqrt(v_14)
-    load_16 = tl.load(x + (indices_4[:, None] * x_stride_0 + indices_7[None, :] * x_stride_1), mask=(mask_5[:, None]) & (mask_8[None, :]), other=0, eviction_policy='evict_first')
-    v_17 = load_16.to(tl.float32)
-    v_18 = v_15[:, None]
-    v_19 = (v_17 * v_18)
-    load_20 = tl.load(weight + (indices_7[None, :] * weight_stride_0), mask=(mask_8[None, :]), other=0)
-    v_21 = load_20.to(tl.float32)
-    v_22 = (v_19 * v_21)
-    v_23 = v_22.to(tl.bfloat16)
-    tl.store(tl.make_block_ptr(out, [out_size_0, out_size_1], [out_stride_0, out_stride_1], [offset_3, offset_6], [_BLOCK_SIZE_0, _BLOCK_SIZE_1], (1, 0)), v_23, boundary_check=(0, 1))
-    tl.store(inv_rms + (indices_4 * inv_rms_stride_0), v_15, mask=(mask_5))
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(m - 0, _BLOCK_SIZE_0)))
+        pid_1 = pid_3
+        pid_2 = pid_4
+    else:
+        pid_1 = tl.program_id(0)
+        pid_2 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < m
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < main_columns
+    load_11 = tl.load(square_parts + (indices_6[:, None] * square_parts_stride_0 + rindex_0[None, :] * square_parts_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+    red_12 = (tl.sum(tl.where(rmask_0[None, :], load_11, 0), 1))
+    v_13 = n
+    v_14 = v_13.to(tl.float32)
+    v_15 = (red_12 / v_14)
+    v_16 = (v_15 + eps)
+    v_17 = tl.rsqrt(v_16)
+    load_18 = tl.load(tl.make_block_ptr(x, [x_size_0, x_size_1], [x_stride_0, x_stride_1], [offset_5, offset_8], [_BLOCK_SIZE_0, _BLOCK_SIZE_1], (1, 0)), boundary_check=(0, 1), padding_option='zero', eviction_policy='evict_last')
+    v_19 = v_17[:, None]
+    v_20 = (load_18 * v_19)
+    load_21 = tl.load(weight + (indices_9[None, :] * weight_stride_0), mask=(mask_10[None, :]), other=0)
+    v_22 = (v_20 * load_21)
+    tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), v_22, mask=(mask_7[:, None]) & (mask_10[None, :]))
+    tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_17, mask=(mask_7))
 
 @triton.jit
 def _rms_norm_fwd_kernel_3108f0ce06(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -840,6 +906,36 @@ def _rms_norm_fwd_kernel_4db6a7b831(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_14, mask=(mask_6))
 
 @triton.jit
+def _rms_norm_fwd_kernel_5cc2f4829d(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+        pid_1 = pid_4
+        pid_2 = pid_3
+    else:
+        pid_2 = tl.program_id(0)
+        pid_1 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < m
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < main_columns
+    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0)
+    v_12 = (load_11 * load_11)
+    red_13 = (tl.sum(tl.where(rmask_0[None, :], v_12, 0), 1) / x_size_1)
+    v_14 = (red_13 + eps)
+    v_15 = tl.rsqrt(v_14)
+    v_16 = v_15[:, None]
+    v_17 = (load_11 * v_16)
+    load_18 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+    v_19 = (v_17 * load_18)
+    tl.store(tl.make_block_ptr(out, [out_size_0, out_size_1], [out_stride_0, out_stride_1], [offset_5, 0], [_BLOCK_SIZE_0, _RDIM_SIZE_0], (1, 0)), v_19, boundary_check=(0, 1))
+    tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_15, mask=(mask_7))
+
+@triton.jit
 def _rms_norm_fwd_kernel_622561a35a(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
@@ -856,6 +952,28 @@ def _rms_norm_fwd_kernel_622561a35a(square_rows, n, x, x_stride_0, x_stride_1, s
     red_13 = (tl.sum(tl.where(mask_9[None, :], v_12, 0), 1))
     tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
+
+@triton.jit
+def _rms_norm_fwd_kernel_6a679f5aa5(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr):
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0)))
+        pid_1 = pid_3
+        pid_2 = pid_4
+    else:
+        pid_1 = tl.program_id(0)
+        pid_2 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < square_rows
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < n
+    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + indices_9[None, :] * x_stride_1), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0)
+    v_12 = (load_11 * load_11)
+    red_13 = (tl.sum(tl.where(mask_10[None, :], v_12, 0), 1))
+    tid_14 = (offset_8 - 0) // _BLOCK_SIZE_1
+    tl.store(square_parts + (indices_6 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_7))
 
 @triton.jit
 def _rms_norm_fwd_kernel_6bc437062b(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -942,22 +1060,6 @@ def _rms_norm_fwd_kernel_8d49a6f979(m, main_columns, square_parts, square_parts_
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
 @triton.jit
-def _rms_norm_fwd_kernel_8f34ccb2b4(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < square_rows
-    offset_6 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < n
-    load_9 = tl.load(x + (indices_4[:, None] * x_stride_0 + indices_7[None, :] * x_stride_1), mask=(mask_5[:, None]) & (mask_8[None, :]), other=0, eviction_policy='evict_last')
-    v_10 = (load_9 * load_9)
-    red_11 = (tl.sum(tl.where(mask_8[None, :], v_10, 0), 1))
-    tid_12 = (offset_6 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_4 * square_parts_stride_0 + tid_12 * square_parts_stride_1), red_11, mask=(mask_5))
-
-@triton.jit
 def _rms_norm_fwd_kernel_8f9b520835(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
@@ -975,28 +1077,40 @@ def _rms_norm_fwd_kernel_8f9b520835(square_rows, n, x, x_stride_0, x_stride_1, s
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_13 * square_parts_stride_1), red_12, mask=(mask_6))
 
 @triton.jit
-def _rms_norm_fwd_kernel_b95db005a9(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _rms_norm_fwd_kernel_8fad3cb074(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < m
-    offset_6 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < main_columns
-    load_9 = tl.load(x + (indices_4[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_5[:, None]) & (rmask_0[None, :]), other=0)
-    v_10 = (load_9 * load_9)
-    red_11 = (tl.sum(tl.where(rmask_0[None, :], v_10, 0), 1) / x_size_1)
-    v_12 = (red_11 + eps)
-    v_13 = tl.rsqrt(v_12)
-    v_14 = v_13[:, None]
-    v_15 = (load_9 * v_14)
-    load_16 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-    v_17 = (v_15 * load_16)
-    tl.store(tl.make_block_ptr(out, [out_size_0, out_size_1], [out_stride_0, out_stride_1], [offset_3, 0], [_BLOCK_SIZE_0, _RDIM_SIZE_0], (1, 0)), v_17, boundary_check=(0, 1))
-    tl.store(inv_rms + (indices_4 * inv_rms_stride_0), v_13, mask=(mask_5))
+    rmask_0 = rindex_0 < square_parts_size_1
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+        pid_1 = pid_4
+        pid_2 = pid_3
+    else:
+        pid_2 = tl.program_id(0)
+        pid_1 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < m
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < main_columns
+    load_11 = tl.load(square_parts + (indices_6[:, None] * square_parts_stride_0 + rindex_0[None, :] * square_parts_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0)
+    red_12 = (tl.sum(tl.where(rmask_0[None, :], load_11, 0), 1))
+    v_13 = n
+    v_14 = v_13.to(tl.float32)
+    v_15 = (red_12 / v_14)
+    v_16 = (v_15 + eps)
+    v_17 = tl.rsqrt(v_16)
+    load_18 = tl.load(x + (indices_6[:, None] * x_stride_0 + indices_9[None, :] * x_stride_1), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0, eviction_policy='evict_first')
+    v_19 = load_18.to(tl.float32)
+    v_20 = v_17[:, None]
+    v_21 = (v_19 * v_20)
+    load_22 = tl.load(weight + (indices_9[None, :] * weight_stride_0), mask=(mask_10[None, :]), other=0)
+    v_23 = load_22.to(tl.float32)
+    v_24 = (v_21 * v_23)
+    v_25 = v_24.to(tl.bfloat16)
+    tl.store(tl.make_block_ptr(out, [out_size_0, out_size_1], [out_stride_0, out_stride_1], [offset_5, offset_8], [_BLOCK_SIZE_0, _BLOCK_SIZE_1], (1, 0)), v_25, boundary_check=(0, 1))
+    tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_17, mask=(mask_7))
 
 @triton.jit
 def _rms_norm_fwd_kernel_c125d6af52(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1027,33 +1141,6 @@ def _rms_norm_fwd_kernel_c125d6af52(m, main_columns, square_parts, square_parts_
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
 @triton.jit
-def _rms_norm_fwd_kernel_c6b4266e5b(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < m
-    offset_6 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < main_columns
-    load_9 = tl.load(x + (indices_4[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_5[:, None]) & (rmask_0[None, :]), other=0)
-    v_10 = load_9.to(tl.float32)
-    v_11 = (v_10 * v_10)
-    red_12 = (tl.sum(tl.where(rmask_0[None, :], v_11, 0), 1) / x_size_1)
-    v_13 = (red_12 + eps)
-    v_14 = tl.rsqrt(v_13)
-    v_15 = v_14[:, None]
-    v_16 = (v_10 * v_15)
-    load_17 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-    v_18 = load_17.to(tl.float32)
-    v_19 = (v_16 * v_18)
-    v_20 = v_19.to(tl.bfloat16)
-    tl.store(out + (indices_4[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_20, mask=(mask_5[:, None]) & (rmask_0[None, :]))
-    tl.store(inv_rms + (indices_4 * inv_rms_stride_0), v_14, mask=(mask_5))
-
-@triton.jit
 def _rms_norm_fwd_kernel_cea09b4a49(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, x_size_0, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -1082,47 +1169,26 @@ def _rms_norm_fwd_kernel_cea09b4a49(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(tl.make_block_ptr(inv_rms, [inv_rms_size_0], [inv_rms_stride_0], [offset_4], [_BLOCK_SIZE_0], (0,)), v_15, boundary_check=(0,))
 
 @triton.jit
-def _rms_norm_fwd_kernel_f0f5950e8b(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < square_rows
-    offset_6 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < n
-    load_9 = tl.load(x + (indices_4[:, None] * x_stride_0 + indices_7[None, :] * x_stride_1), mask=(mask_5[:, None]) & (mask_8[None, :]), other=0)
-    v_10 = (load_9 * load_9)
-    red_11 = (tl.sum(tl.where(mask_8[None, :], v_10, 0), 1))
-    tid_12 = (offset_6 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_4 * square_parts_stride_0 + tid_12 * square_parts_stride_1), red_11, mask=(mask_5))
-
-@triton.jit
-def _rms_norm_fwd_kernel_fd93294ce7(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < square_parts_size_1
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < m
-    offset_6 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < main_columns
-    load_9 = tl.load(square_parts + (indices_4[:, None] * square_parts_stride_0 + rindex_0[None, :] * square_parts_stride_1), mask=(mask_5[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], load_9, 0), 1))
-    v_11 = n
-    v_12 = v_11.to(tl.float32)
-    v_13 = (red_10 / v_12)
-    v_14 = (v_13 + eps)
-    v_15 = tl.rsqrt(v_14)
-    load_16 = tl.load(tl.make_block_ptr(x, [x_size_0, x_size_1], [x_stride_0, x_stride_1], [offset_3, offset_6], [_BLOCK_SIZE_0, _BLOCK_SIZE_1], (1, 0)), boundary_check=(0, 1), padding_option='zero', eviction_policy='evict_last')
-    v_17 = v_15[:, None]
-    v_18 = (load_16 * v_17)
-    load_19 = tl.load(weight + (indices_7[None, :] * weight_stride_0), mask=(mask_8[None, :]), other=0)
-    v_20 = (v_18 * load_19)
-    tl.store(out + (indices_4[:, None] * out_stride_0 + indices_7[None, :] * out_stride_1), v_20, mask=(mask_5[:, None]) & (mask_8[None, :]))
-    tl.store(inv_rms + (indices_4 * inv_rms_stride_0), v_15, mask=(mask_5))
+def _rms_norm_fwd_kernel_fb60a84e9a(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr):
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
+        pid_1 = pid_4
+        pid_2 = pid_3
+    else:
+        pid_2 = tl.program_id(0)
+        pid_1 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < square_rows
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < n
+    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + indices_9[None, :] * x_stride_1), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0, eviction_policy='evict_last')
+    v_12 = (load_11 * load_11)
+    red_13 = (tl.sum(tl.where(mask_10[None, :], v_12, 0), 1))
+    tid_14 = (offset_8 - 0) // _BLOCK_SIZE_1
+    tl.store(square_parts + (indices_6 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_7))
 
 @triton.jit
 def _rms_norm_noweight_bwd_kernel_0197066a14(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1976,14 +2042,16 @@ def rms_norm_fwd__326f77cd6820(x, weight, eps):
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    _grid = _xyz_grid((_cdiv(square_rows, 2), _cdiv(n, 1)))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_f0f5950e8b, (_cdiv(square_rows, 2), _cdiv(n, 1)), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 1), 4, 5)
+    _launch(_rms_norm_fwd_kernel_6a679f5aa5, _grid, (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 1, len(_grid) == 1), 4, 5)
+    _grid = _xyz_grid((_cdiv(main_columns, 1), _cdiv(m, 2)))
     out_sizes = out.size()
     out_strides = out.stride()
     x_sizes = x.size()
     _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_b95db005a9, (_cdiv(main_columns, 1), _cdiv(m, 2)), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (2, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 5)
+    _launch(_rms_norm_fwd_kernel_5cc2f4829d, _grid, (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (2, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 5)
     return (out, inv_rms)
 
 
@@ -2001,15 +2069,17 @@ def rms_norm_fwd__5829497a532c(x, weight, eps):
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    _grid = _xyz_grid((_cdiv(n, 4096), _cdiv(square_rows, 4)))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_8f34ccb2b4, (_cdiv(n, 4096), _cdiv(square_rows, 4)), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (4, 4096), 16, 3)
+    _launch(_rms_norm_fwd_kernel_fb60a84e9a, _grid, (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (4, 4096, len(_grid) == 1), 16, 3)
+    _grid = _xyz_grid((_cdiv(m, 4), _cdiv(main_columns, 4096)))
     out_strides = out.stride()
     square_parts_sizes = square_parts.size()
     _square_parts_strides = square_parts.stride()
     x_sizes = x.size()
     _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_fd93294ce7, (_cdiv(m, 4), _cdiv(main_columns, 4096)), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], x_sizes[0], x_sizes[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (4, 4096, _next_power_of_2(max(1, square_parts_sizes[1]))), 16, 3)
+    _launch(_rms_norm_fwd_kernel_249273a574, _grid, (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], x_sizes[0], x_sizes[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (4, 4096, len(_grid) == 1, _next_power_of_2(max(1, square_parts_sizes[1]))), 16, 3)
     return (out, inv_rms)
 
 
@@ -2080,17 +2150,19 @@ def rms_norm_fwd__857bc77e8806(x, weight, eps):
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(square_rows, 8) * _cdiv(n, 2048),), 1)
     _ensure_allocator()
     square_parts_strides = square_parts.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_8af9fe2ce9, (_cdiv(square_rows, 8) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (8, 2048, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (2048 * 2 >= 16)), 4, 1)
+    _launch(_rms_norm_fwd_kernel_8af9fe2ce9, (_cdiv(square_rows, 8) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (8, 2048, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (2048 * 2 >= 16) and _descriptors_fit), 4, 1)
+    _grid = _xyz_grid((_cdiv(main_columns, 2048), _cdiv(m, 8)))
     out_sizes = out.size()
     out_strides = out.stride()
     square_parts_sizes = square_parts.size()
     _square_parts_strides = square_parts.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_23ae662803, (_cdiv(main_columns, 2048), _cdiv(m, 8)), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (8, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 4, 1)
+    _launch(_rms_norm_fwd_kernel_8fad3cb074, _grid, (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (8, 2048, len(_grid) == 1, _next_power_of_2(max(1, square_parts_sizes[1]))), 4, 1)
     return (out, inv_rms)
 
 
@@ -2185,10 +2257,11 @@ def rms_norm_fwd__cf20dc29cbbd(x, weight, eps):
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_36a4c468e5, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 2)
+    _grid = _xyz_grid((_cdiv(m, 1), _cdiv(main_columns, 1)))
     out_strides = out.stride()
     x_sizes = x.size()
     _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_c6b4266e5b, (_cdiv(m, 1), _cdiv(main_columns, 1)), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_fwd_kernel_0508fc20e4, _grid, (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -2209,12 +2282,13 @@ def rms_norm_fwd__cf5aed3fa46c(x, weight, eps):
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_3cb6f904db, (_cdiv(square_rows, 1) * _cdiv(n, 1),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1), 8, 1)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 1) * _cdiv(main_columns, 1),), 1)
     _ensure_allocator()
     out_sizes = out.size()
     out_strides = out.stride()
     x_sizes = x.size()
     _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_1fbb4e0cd2, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1])), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (_next_power_of_2(max(1, x_sizes[1])) * 4 >= 16)), 8, 1)
+    _launch(_rms_norm_fwd_kernel_1fbb4e0cd2, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1])), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (_next_power_of_2(max(1, x_sizes[1])) * 4 >= 16) and _descriptors_fit), 8, 1)
     return (out, inv_rms)
 
 

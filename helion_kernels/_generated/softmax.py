@@ -12,6 +12,22 @@ import triton.language as tl
 OP_INFO = {"softmax_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "softmax_fwd": {"exact_keys": [], "shape_keys": ["M", "N"]}}
 
 
+_DESCRIPTOR_BYTES = 128
+_DESCRIPTOR_SCRATCH_LIMIT = 2**28
+
+
+def _descriptor_scratch_fits(grid, descriptors: int) -> bool:
+    """Whether a launch over `grid` may build `descriptors` tensor descriptors in every program.
+    Triton gives each program a 128-byte slot per descriptor in a global scratch buffer that it
+    allocates at every launch and addresses with 32-bit offsets, which wrap past 2 GiB (an illegal
+    memory access). Warp specialization may add slots (4 for 3 descriptors, measured), so launches
+    stay 8 times below that, at 256 MiB of scratch; larger ones index through pointers."""
+    programs = 1
+    for count in grid:
+        programs *= count
+    return programs * descriptors * _DESCRIPTOR_BYTES <= _DESCRIPTOR_SCRATCH_LIMIT
+
+
 _ALLOCATOR_SET: list = []
 
 
@@ -884,12 +900,13 @@ def softmax_fwd__dc4fec776fcb(x, out_dtype):
     online = False
     block_n = 256
     padded = _cdiv(n, block_n) * block_n
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 1),), 1)
     _ensure_allocator()
     out_sizes = out.size()
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_76383765a5, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (1, _next_power_of_2(max(1, x_sizes[1])), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (_next_power_of_2(max(1, x_sizes[1])) * 4 >= 16)), 16, 3)
+    _launch(_softmax_fwd_kernel_76383765a5, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (1, _next_power_of_2(max(1, x_sizes[1])), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (_next_power_of_2(max(1, x_sizes[1])) * 4 >= 16) and _descriptors_fit), 16, 3)
     return out
 
 
