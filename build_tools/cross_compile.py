@@ -36,10 +36,12 @@ class CrossCompileError(RuntimeError):
 
 @dataclasses.dataclass
 class CrossCompiled:
-    """One launched `@triton.jit` function compiled for `target`: `asm` maps ttir/ttgir/llir/ptx/cubin."""
+    """One launched `@triton.jit` function compiled for `target`: `asm` maps ttir/ttgir/llir/ptx/cubin;
+    `global_scratch_size` is the global scratch (tensor descriptors built in the kernel) per program."""
     name: str
     target: GPUTarget
     asm: dict
+    global_scratch_size: int
 
     def ptxas_info(self) -> dict:
         """Registers, spill bytes and shared memory reported by `ptxas -v` for the kernel's PTX."""
@@ -131,7 +133,7 @@ def compile_launch(fn: JITFunction, args: Sequence, kwargs: dict, target: GPUTar
             lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
             found = [line for line in lines if DIAGNOSTIC.search(line)]
             raise CrossCompileError(f"{fn.__name__}: {type(err).__name__}: {err}\n" + "\n".join(found)) from err
-    return CrossCompiled(fn.__name__, target, compiled.asm)
+    return CrossCompiled(fn.__name__, target, compiled.asm, compiled.metadata.global_scratch_size)
 
 
 def cross_compile_source(source: str, host_fn: str, args: Sequence, kwargs: dict | None = None,

@@ -275,7 +275,6 @@ class MemoryMixin:
         strides = [self.builder.param(f"{tensor.host_expr}.stride({d})", f"{tensor.param}_stride_{d}") for d in addr.tensor_dims]
         blocks = [d.size_expr for d in addr.block_dims]
         if strategy == "tensor_descriptor":
-            self.builder.uses_tensor_descriptors = True
             return f"tl.make_tensor_descriptor({tensor.param}, [{', '.join(sizes)}], [{', '.join(strides)}], [{', '.join(blocks)}])"
         order = tuple(reversed(range(len(sizes))))
         return (
@@ -284,7 +283,11 @@ class MemoryMixin:
         )
 
     def tma_flag(self, tensor: HostTensor, addr: Address) -> str:
-        """A constexpr the launcher computes: may this access use a TMA tensor descriptor?"""
+        """A constexpr the launcher computes: may this access use a TMA tensor descriptor? TMA needs
+        a 16-byte aligned base and outer strides, a contiguous last dim whose block spans at least
+        16 bytes, and (`_descriptors_fit`, set by the launcher) scratch for every program's
+        descriptors (see module.HELPERS["_descriptor_scratch_fits"])."""
+        self.builder.uses_tensor_descriptors = True
         size = tensor.meta.element_size()
         host = tensor.host_expr
         dims = addr.tensor_dims
@@ -293,6 +296,7 @@ class MemoryMixin:
         last = self.builder.params.get(addr.block_dims[-1].size_expr)
         last_block = last.host_expr if last is not None else addr.block_dims[-1].size_expr
         conds.append(f"({last_block}) * {size} >= 16")
+        conds.append("_descriptors_fit")
         if len(dims) != tensor.meta.dim() or len(dims) > 5:
             return "False"
         flag = f"_TMA_{tensor.param}_{len(self.builder.params)}"

@@ -30,6 +30,34 @@ def _ensure_allocator() -> None:
         triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
         _ALLOCATOR_SET.append(True)
 ''',
+    "_descriptor_scratch_fits": '''_DESCRIPTOR_BYTES = 128
+_DESCRIPTOR_SCRATCH_LIMIT = 2**28
+
+
+def _descriptor_scratch_fits(grid, descriptors: int) -> bool:
+    """Whether a launch over `grid` may build `descriptors` tensor descriptors in every program.
+    Triton gives each program a 128-byte slot per descriptor in a global scratch buffer that it
+    allocates at every launch and addresses with 32-bit offsets, which wrap past 2 GiB (an illegal
+    memory access). Warp specialization may add slots (4 for 3 descriptors, measured), so launches
+    stay 8 times below that, at 256 MiB of scratch; larger ones index through pointers."""
+    programs = 1
+    for count in grid:
+        programs *= count
+    return programs * descriptors * _DESCRIPTOR_BYTES <= _DESCRIPTOR_SCRATCH_LIMIT
+''',
+    "_xyz_grid": '''_MAX_GRID_YZ = 65535
+
+
+def _xyz_grid(grid: tuple) -> tuple:
+    """The launch grid of a pid_type "xyz" loop: `grid` while its y and z counts fit CUDA's limit
+    (65535 programs), else all of it folded into x (the kernel's _XYZ_FOLDED variant splits it)."""
+    if max(grid[1:]) <= _MAX_GRID_YZ:
+        return grid
+    programs = 1
+    for count in grid:
+        programs *= count
+    return (programs,)
+''',
 }
 
 
@@ -78,8 +106,6 @@ def generated_code(session, fn_name: str) -> GeneratedCode:
         if launch.name not in launched:
             continue
         code.kernels[launch.name] = launch.source
-        if launch.uses_num_sms:
-            code.helpers["_num_sms"] = HELPERS["_num_sms"]
-        if launch.builder.uses_tensor_descriptors:
-            code.helpers["_ensure_allocator"] = HELPERS["_ensure_allocator"]
+        for helper in launch.helpers:
+            code.helpers[helper] = HELPERS[helper]
     return code

@@ -85,7 +85,7 @@ class KernelLaunch:
     source: str
     builder: KernelBuilder
     grid: str
-    uses_num_sms: bool
+    helpers: set  # keys of module.HELPERS that the launcher calls
 
 
 class CompileSession:
@@ -440,16 +440,12 @@ class CompileSession:
         if self.flatten(ndims) and pid_type == "xyz":
             pid_type = "flat"
         if pid_type == "xyz" and ndims <= 3:
-            pids = [""] * ndims
-            for axis, dim in enumerate(order):
-                pids[dim] = b.assign(f"tl.program_id({axis})", "pid")
-            launch["grid"] = "(" + ", ".join(counts_host[d] for d in order) + ",)"
-            return pids
+            return self.xyz_pids(b, counts, counts_host, order)
         total_host = " * ".join(f"({c})" for c in counts_host)
         if pid_type in ("persistent_blocked", "persistent_interleaved"):
             total = b.assign(" * ".join(f"({c})" for c in counts), "total")
             launch["grid"] = f"(max(1, min(_num_sms(_device), {total_host})),)"
-            launch["num_sms"] = True
+            launch["helpers"].add("_num_sms")
             if pid_type == "persistent_interleaved":
                 b.emit(f"for virtual_pid in tl.range(tl.program_id(0), {total}, tl.num_programs(0)):")
             else:
@@ -464,6 +460,30 @@ class CompileSession:
         else:
             raise exc.InvalidConfig(f"unknown pid_type {pid_type!r}")
         return self.decompose(b, pid, counts, order, group)
+
+    def xyz_pids(self, b: KernelBuilder, counts: list[str], counts_host: list[str], order: list[int]) -> list[str]:
+        """Program ids of pid_type "xyz": loop dim order[k] on grid axis k. CUDA caps the y and z
+        axes at 65535 programs, so when either count exceeds that, the launcher folds the whole grid
+        into x and the kernel (a constexpr variant) splits program_id(0) as pid_type "flat" does."""
+        launch = self.current_launch
+        grid = "(" + ", ".join(counts_host[d] for d in order) + ",)"
+        if len(order) == 1:
+            launch["grid"] = grid
+            return [b.assign("tl.program_id(0)", "pid")]
+        launch["prologue"].append(f"_grid = _xyz_grid({grid})")
+        launch["grid"] = "_grid"
+        launch["helpers"].add("_xyz_grid")
+        folded = b.constexpr("_XYZ_FOLDED", "len(_grid) == 1")
+        pids = [b.fresh("pid") for _ in order]
+        b.emit(f"if {folded}:")
+        with b.block():
+            for name, flat in zip(pids, self.decompose(b, "tl.program_id(0)", counts, order, 1)):
+                b.emit(f"{name} = {flat}")
+        b.emit("else:")
+        with b.block():
+            for axis, dim in enumerate(order):
+                b.emit(f"{pids[dim]} = tl.program_id({axis})")
+        return pids
 
     def decompose(self, b: KernelBuilder, pid: str, counts: list[str], order: list[int], group: int) -> list[str]:
         pids = [""] * len(counts)
@@ -543,7 +563,7 @@ class CompileSession:
 
     def compile_device_loop(self, stmt: ast.For) -> None:
         builder = KernelBuilder(self.parsed.fn.__name__)
-        self.current_launch = {"grid": "(1,)", "num_sms": False}
+        self.current_launch = {"grid": "(1,)", "helpers": set(), "prologue": []}
         compiler = DeviceCompiler(self, builder)
         token = TENSOR_SHAPES_SEEN.set(self.found.tensor_shapes)
         try:
@@ -559,16 +579,22 @@ class CompileSession:
                 if block != rdim.size_value and not rdim.needs_mask:
                     raise exc.NotSupported("internal: dot rdim padding without mask")
         name, source = builder.render()
-        self.kernels.append(KernelLaunch(name, source, builder, self.current_launch["grid"], self.current_launch["num_sms"]))
+        launch = self.current_launch
         args = []
         for p in builder.ordered_params():
             args.append(f"{p.name}={p.host_expr}" if p.constexpr else p.host_expr)
         warps = int(self.config.get("num_warps", 4)) if "num_warps" in self.config else 4
         stages = int(self.config.get("num_stages", 2)) if "num_stages" in self.config else 2
         first_tensor = next((p.host_expr for p in builder.params.values() if isinstance(self.try_eval(ast.parse(p.host_expr, mode="eval").body, self.env), torch.Tensor)), None)
-        if self.current_launch["num_sms"]:
+        if "_num_sms" in launch["helpers"]:
             self.launcher_lines.append(f"_device = {first_tensor}.device" if first_tensor else "_device = torch.device('cpu')")
+        self.launcher_lines.extend(launch["prologue"])
         if builder.uses_tensor_descriptors:
+            # the descriptor flags (MemoryMixin.tma_flag) read this; see _descriptor_scratch_fits
+            sites = source.count("tl.make_tensor_descriptor(")
+            self.launcher_lines.append(f"_descriptors_fit = _descriptor_scratch_fits({launch['grid']}, {sites})")
             self.launcher_lines.append("_ensure_allocator()")
-        call = f"{name}[{self.current_launch['grid']}]({', '.join(args + [f'num_warps={warps}', f'num_stages={stages}'])})"
+            launch["helpers"].update(("_descriptor_scratch_fits", "_ensure_allocator"))
+        self.kernels.append(KernelLaunch(name, source, builder, launch["grid"], launch["helpers"]))
+        call = f"{name}[{launch['grid']}]({', '.join(args + [f'num_warps={warps}', f'num_stages={stages}'])})"
         self.launcher_lines.append(call)

@@ -12,6 +12,22 @@ import triton.language as tl
 OP_INFO = {"bmm": {"exact_keys": [], "shape_keys": ["B", "K", "M", "N"]}, "linear": {"exact_keys": [], "shape_keys": ["K", "M", "N"]}, "matmul": {"exact_keys": [], "shape_keys": ["K", "M", "N"]}}
 
 
+_DESCRIPTOR_BYTES = 128
+_DESCRIPTOR_SCRATCH_LIMIT = 2**28
+
+
+def _descriptor_scratch_fits(grid, descriptors: int) -> bool:
+    """Whether a launch over `grid` may build `descriptors` tensor descriptors in every program.
+    Triton gives each program a 128-byte slot per descriptor in a global scratch buffer that it
+    allocates at every launch and addresses with 32-bit offsets, which wrap past 2 GiB (an illegal
+    memory access). Warp specialization may add slots (4 for 3 descriptors, measured), so launches
+    stay 8 times below that, at 256 MiB of scratch; larger ones index through pointers."""
+    programs = 1
+    for count in grid:
+        programs *= count
+    return programs * descriptors * _DESCRIPTOR_BYTES <= _DESCRIPTOR_SCRATCH_LIMIT
+
+
 _ALLOCATOR_SET: list = []
 
 
@@ -1036,6 +1052,7 @@ def linear__27ce87a9024a(x, weight, bias):
     n = weight.size(0)
     out = x.new_empty((m, n))
     _device = x.device
+    _descriptors_fit = _descriptor_scratch_fits((max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
     out_sizes = out.size()
@@ -1044,7 +1061,7 @@ def linear__27ce87a9024a(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_5a6c657696, (max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (256 * 2 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16)), 8, 3)
+    _launch(_linear_kernel_5a6c657696, (max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (256 * 2 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -1061,6 +1078,7 @@ def linear__3f1a227817d2(x, weight, bias):
     n = weight.size(0)
     out = x.new_empty((m, n))
     _device = x.device
+    _descriptors_fit = _descriptor_scratch_fits((max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
     out_sizes = out.size()
@@ -1069,7 +1087,7 @@ def linear__3f1a227817d2(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_515d10bbd7, (max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (256 * 2 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16)), 8, 3)
+    _launch(_linear_kernel_515d10bbd7, (max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (256 * 2 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -1112,6 +1130,7 @@ def linear__8f4c7ea3cbbe(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = x.new_empty((m, n))
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
     out_sizes = out.size()
@@ -1120,7 +1139,7 @@ def linear__8f4c7ea3cbbe(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_5cee654b3d, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 4 % 16 == 0) and (32 * 4 >= 16), weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 4 % 16 == 0) and (32 * 4 >= 16), bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (128 * 4 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (128 * 4 >= 16)), 8, 4)
+    _launch(_linear_kernel_5cee654b3d, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 4 % 16 == 0) and (32 * 4 >= 16) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 4 % 16 == 0) and (32 * 4 >= 16) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (128 * 4 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (128 * 4 >= 16) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -1132,6 +1151,7 @@ def linear__a49f37b9241f(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = x.new_empty((m, n))
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
     out_sizes = out.size()
@@ -1140,7 +1160,7 @@ def linear__a49f37b9241f(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_c323a8f8f4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (128 * 2 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16)), 8, 4)
+    _launch(_linear_kernel_c323a8f8f4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (128 * 2 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -1214,6 +1234,7 @@ def linear__df4d6daaf577(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = x.new_empty((m, n))
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
     out_sizes = out.size()
@@ -1222,7 +1243,7 @@ def linear__df4d6daaf577(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_7ba8814886, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (128 * 2 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16)), 8, 4)
+    _launch(_linear_kernel_7ba8814886, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and (128 * 2 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -1250,6 +1271,7 @@ def matmul__0f4c4c7b1283(a, b):
     m, k = a.size()
     n = b.size(1)
     out = a.new_empty((m, n))
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
     _ensure_allocator()
     a_sizes = a.size()
     a_strides = a.stride()
@@ -1257,7 +1279,7 @@ def matmul__0f4c4c7b1283(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_d77b376835, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16)), 8, 4)
+    _launch(_matmul_kernel_d77b376835, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -1285,6 +1307,7 @@ def matmul__30eec7f1fa09(a, b):
     m, k = a.size()
     n = b.size(1)
     out = a.new_empty((m, n))
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
     _ensure_allocator()
     a_sizes = a.size()
     a_strides = a.stride()
@@ -1292,7 +1315,7 @@ def matmul__30eec7f1fa09(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_0278f93c17, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16)), 8, 4)
+    _launch(_matmul_kernel_0278f93c17, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (128 * 2 >= 16) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -1340,6 +1363,7 @@ def matmul__64ee65fcc59f(a, b):
     n = b.size(1)
     out = a.new_empty((m, n))
     _device = a.device
+    _descriptors_fit = _descriptor_scratch_fits((max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), 3)
     _ensure_allocator()
     a_sizes = a.size()
     a_strides = a.stride()
@@ -1347,7 +1371,7 @@ def matmul__64ee65fcc59f(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_55089a703a, (max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16)), 8, 3)
+    _launch(_matmul_kernel_55089a703a, (max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -1359,6 +1383,7 @@ def matmul__65384f48ced4(a, b):
     m, k = a.size()
     n = b.size(1)
     out = a.new_empty((m, n))
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
     _ensure_allocator()
     a_sizes = a.size()
     a_strides = a.stride()
@@ -1366,7 +1391,7 @@ def matmul__65384f48ced4(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_ee6838d0e6, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 4 % 16 == 0) and (32 * 4 >= 16), b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 4 % 16 == 0) and (128 * 4 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (128 * 4 >= 16)), 8, 4)
+    _launch(_matmul_kernel_ee6838d0e6, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 4 % 16 == 0) and (32 * 4 >= 16) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 4 % 16 == 0) and (128 * 4 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and (128 * 4 >= 16) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -1383,6 +1408,7 @@ def matmul__6a461c4dcf89(a, b):
     n = b.size(1)
     out = a.new_empty((m, n))
     _device = a.device
+    _descriptors_fit = _descriptor_scratch_fits((max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), 3)
     _ensure_allocator()
     a_sizes = a.size()
     a_strides = a.stride()
@@ -1390,7 +1416,7 @@ def matmul__6a461c4dcf89(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_5b6826da62, (max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16), b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16), out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16)), 8, 3)
+    _launch(_matmul_kernel_5b6826da62, (max(1, min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256))),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and (64 * 2 >= 16) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and (256 * 2 >= 16) and _descriptors_fit), 8, 3)
     return out
 
 

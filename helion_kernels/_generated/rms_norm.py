@@ -88,6 +88,20 @@ def _next_power_of_2(n):
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
+_MAX_GRID_YZ = 65535
+
+
+def _xyz_grid(grid: tuple) -> tuple:
+    """The launch grid of a pid_type "xyz" loop: `grid` while its y and z counts fit CUDA's limit
+    (65535 programs), else all of it folded into x (the kernel's _XYZ_FOLDED variant splits it)."""
+    if max(grid[1:]) <= _MAX_GRID_YZ:
+        return grid
+    programs = 1
+    for count in grid:
+        programs *= count
+    return (programs,)
+
+
 @triton.jit
 def _rms_norm_bwd_kernel_0956550986(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
@@ -675,6 +689,28 @@ def _rms_norm_fwd_kernel_622561a35a(square_rows, n, x, x_stride_0, x_stride_1, s
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
 
 @triton.jit
+def _rms_norm_fwd_kernel_630d4f0a5b(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr):
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0)))
+        pid_1 = pid_3
+        pid_2 = pid_4
+    else:
+        pid_1 = tl.program_id(0)
+        pid_2 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < square_rows
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < n
+    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + indices_9[None, :] * x_stride_1), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0, eviction_policy='evict_last')
+    v_12 = (load_11 * load_11)
+    red_13 = (tl.sum(tl.where(mask_10[None, :], v_12, 0), 1))
+    tid_14 = (offset_8 - 0) // _BLOCK_SIZE_1
+    tl.store(square_parts + (indices_6 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_7))
+
+@triton.jit
 def _rms_norm_fwd_kernel_6bc437062b(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -701,6 +737,36 @@ def _rms_norm_fwd_kernel_6bc437062b(m, main_columns, x, x_stride_0, x_stride_1, 
     v_21 = v_20.to(tl.float16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_15, mask=(mask_6))
+
+@triton.jit
+def _rms_norm_fwd_kernel_73ca5b06fb(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(m - 0, _BLOCK_SIZE_0)))
+        pid_1 = pid_3
+        pid_2 = pid_4
+    else:
+        pid_1 = tl.program_id(0)
+        pid_2 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < m
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < main_columns
+    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0)
+    v_12 = (load_11 * load_11)
+    red_13 = (tl.sum(tl.where(rmask_0[None, :], v_12, 0), 1) / x_size_1)
+    v_14 = (red_13 + eps)
+    v_15 = tl.rsqrt(v_14)
+    v_16 = v_15[:, None]
+    v_17 = (load_11 * v_16)
+    load_18 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+    v_19 = (v_17 * load_18)
+    tl.store(out + (indices_6[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_19, mask=(mask_7[:, None]) & (rmask_0[None, :]))
+    tl.store(tl.make_block_ptr(inv_rms, [inv_rms_size_0], [inv_rms_stride_0], [offset_5], [_BLOCK_SIZE_0], (0,)), v_15, boundary_check=(0,))
 
 @triton.jit
 def _rms_norm_fwd_kernel_8d49a6f979(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -777,30 +843,6 @@ def _rms_norm_fwd_kernel_c125d6af52(m, main_columns, square_parts, square_parts_
     v_21 = (v_19 * load_20)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (mask_9[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
-
-@triton.jit
-def _rms_norm_fwd_kernel_cc434abf44(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    pid_2 = tl.program_id(1)
-    offset_3 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_4 = offset_3 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_5 = indices_4 < m
-    offset_6 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_7 = offset_6 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_8 = indices_7 < main_columns
-    load_9 = tl.load(x + (indices_4[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_5[:, None]) & (rmask_0[None, :]), other=0)
-    v_10 = (load_9 * load_9)
-    red_11 = (tl.sum(tl.where(rmask_0[None, :], v_10, 0), 1) / x_size_1)
-    v_12 = (red_11 + eps)
-    v_13 = tl.rsqrt(v_12)
-    v_14 = v_13[:, None]
-    v_15 = (load_9 * v_14)
-    load_16 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-    v_17 = (v_15 * load_16)
-    tl.store(out + (indices_4[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_17, mask=(mask_5[:, None]) & (rmask_0[None, :]))
-    tl.store(tl.make_block_ptr(inv_rms, [inv_rms_size_0], [inv_rms_stride_0], [offset_3], [_BLOCK_SIZE_0], (0,)), v_13, boundary_check=(0,))
 
 @triton.jit
 def _rms_norm_noweight_bwd_kernel_0197066a14(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1518,13 +1560,21 @@ def rms_norm_fwd__6299f1e3e439(x, weight, eps):
 def rms_norm_fwd__6911e5f6ed5a(x, weight, eps):
     m, n = x.size()
     split = False
+    block_n = 1
+    square_rows = m if split else 0
     main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
+    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    _grid = _xyz_grid((_cdiv(square_rows, 1), _cdiv(n, 1)))
+    square_parts_strides = square_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_630d4f0a5b, _grid, (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1, len(_grid) == 1), 16, 1)
+    _grid = _xyz_grid((_cdiv(m, 1), _cdiv(main_columns, 1)))
     out_strides = out.stride()
     x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_cc434abf44, (_cdiv(m, 1), _cdiv(main_columns, 1)), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_73ca5b06fb, _grid, (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
     return (out, inv_rms)
 
 
