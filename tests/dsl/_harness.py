@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
+import subprocess
+import sys
 import tokenize
 from typing import Callable, Iterable, Sequence
 
 import torch
 
 DEVICE = os.environ.get("HK_TEST_DEVICE", "cpu")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # Deeper sweeps on demand: HK_DSL_RANDOM_CONFIGS=20 HK_DSL_SEED_OFFSET=1000 pytest tests/dsl
 RANDOM_CONFIGS = int(os.environ.get("HK_DSL_RANDOM_CONFIGS", "3"))
 SEED_OFFSET = int(os.environ.get("HK_DSL_SEED_OFFSET", "0"))
@@ -183,3 +187,13 @@ def code_without_comments(source: str) -> str:
     tokens = [tok for tok in tokenize.generate_tokens(io.StringIO(source).readline)
               if tok.type != tokenize.COMMENT]
     return tokenize.untokenize(tokens)
+
+
+def results_without_interpreter(module: str, timeout: float):
+    """The JSON that `python -m module` prints last, run without TRITON_INTERPRET (real Triton
+    compiles, e.g. cross-compiling for sm_90 on a machine without a GPU)."""
+    env = {**os.environ, "TRITON_INTERPRET": "0", "HK_TEST_DEVICE": "cpu"}
+    done = subprocess.run([sys.executable, "-m", module], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.splitlines()[-1])

@@ -1,9 +1,6 @@
 """Cross-compiles corpus kernels for sm_90 (Triton's NVIDIA backend and ptxas, no GPU needed), under
 configs that once tripped Triton 3.6 compiler assertions, and checks the code shapes that avoid them."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -12,12 +9,11 @@ import triton
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 
-from ._harness import check_kernel, randn
+from ._harness import check_kernel, randn, results_without_interpreter
 from .test_compat import softmax_two_pass
 from .test_control_flow import matmul_bias_on_first_k
 from .test_reductions import online_softmax
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 TWO_PASS_SOFTMAX = {
     "block_sizes": [1, 2], "indexing": ["block_ptr", "tensor_descriptor", "block_ptr"], "num_warps": 1,
@@ -81,11 +77,7 @@ def cross_compile_cases() -> dict:
 
 @pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
 def test_cases_compile_for_sm90():
-    env = {**os.environ, "TRITON_INTERPRET": "0", "HK_TEST_DEVICE": "cpu"}
-    done = subprocess.run([sys.executable, "-m", "tests.dsl.test_cross_compile"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    results = json.loads(done.stdout.splitlines()[-1])
+    results = results_without_interpreter("tests.dsl.test_cross_compile", timeout=900)
     failed = {name: r["error"] for name, r in results.items() if "error" in r}
     assert not failed, "\n".join(f"{name}: {error}" for name, error in failed.items())
     assert all(r["kernels"] == 1 for r in results.values())

@@ -5,10 +5,7 @@ global scratch that holds every program's in-kernel tensor descriptors (launches
 the folded kernels also run, with the launcher's y/z limit lowered so that small grids fold."""
 import inspect
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -17,9 +14,8 @@ import triton
 import build_tools.dsl as helion
 from build_tools.dsl.kernel import load_module
 
-from ._harness import compare, randn
+from ._harness import compare, randn, results_without_interpreter
 from .test_config_space import add_2d, add_3d
-from .test_cross_compile import ROOT
 from .test_matmul import matmul_addmm
 
 CUDA_GRID_YZ = 65535
@@ -180,11 +176,7 @@ def scratch_cases() -> dict:
 
 @pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
 def test_descriptor_scratch_stays_within_the_launchers_margin():
-    env = {**os.environ, "TRITON_INTERPRET": "0", "HK_TEST_DEVICE": "cpu"}
-    done = subprocess.run([sys.executable, "-m", "tests.dsl.test_launch_limits"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    results = json.loads(done.stdout.splitlines()[-1])
+    results = results_without_interpreter("tests.dsl.test_launch_limits", timeout=600)
     for name, result in results.items():
         assert result["sites"] == 3, name
         # _descriptor_scratch_fits keeps launches 8 times below Triton's 2 GiB of 32-bit offsets
