@@ -18,6 +18,9 @@ class OpSpec:
     tolerance: Callable[[torch.dtype], tuple]
     cost: Callable[[dict, torch.dtype], tuple]
     exact_keys: tuple = field(default=())
+    # Weights of the shape keys in the dispatcher's nearest-shape distance (default 1 each): the
+    # reduced dimension of a row op weighs more, since its size decides a config's structure.
+    key_weights: dict = field(default_factory=dict)
     # Optional plain-PyTorch implementation at the input dtype (same args as the kernel); the
     # autotuner times it eagerly and under torch.compile as the peers recorded in tuned tables.
     baseline: Callable[..., Any] | None = None

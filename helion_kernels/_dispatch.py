@@ -2,7 +2,8 @@
 
 Resolution order for a device: its architecture's table whose device name matches, the other
 tables of that architecture, then the default table. Inside a table the entry with the same dtype,
-equal `exact_keys` and the nearest shape (squared distance of log sizes) wins. Decisions are cached
+equal `exact_keys` and the nearest shape (squared distance of log sizes, each key's term times the
+op's `key_weights` entry: a reduced dimension decides a config's structure more than the rows) wins. Decisions are cached
 per exact key, so a repeated call costs one dict lookup.
 """
 from __future__ import annotations
@@ -43,13 +44,15 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def log_distance(a: dict, b: dict, skip=()) -> float:
-    """Squared distance of log sizes over the keys both shapes name (sizes below 1 count as 1)."""
+def log_distance(a: dict, b: dict, skip=(), weights=None) -> float:
+    """Squared distance of log sizes over the keys both shapes name (sizes below 1 count as 1),
+    each key's term times its weight in `weights` (default 1)."""
     total = 0.0
     for key in a.keys() & b.keys():
         if key in skip:
             continue
-        total += (math.log(max(a[key], 1)) - math.log(max(b[key], 1))) ** 2
+        weight = weights.get(key, 1.0) if weights else 1.0
+        total += weight * (math.log(max(a[key], 1)) - math.log(max(b[key], 1))) ** 2
     return total
 
 
@@ -102,7 +105,9 @@ class Dispatcher:
         arch, name = self.device_arch(device)
         dtype_str = dtype_name(dtype)
         launchers = self.registry.launchers(op)
-        exact_keys = tuple(self.registry.op_info(op).get("exact_keys", ()))
+        info = self.registry.op_info(op)
+        exact_keys = tuple(info.get("exact_keys", ()))
+        weights = info.get("key_weights")
         notes = []
         has_own = any(t.arch == arch for t in self.tables)
         if not has_own:
@@ -119,7 +124,7 @@ class Dispatcher:
                     notes.append(f"{table.name}: no entry for {op}/{dtype_str} with "
                                  + ", ".join(f"{k}={shape.get(k)}" for k in exact_keys))
                 continue
-            best = min(usable, key=lambda e: log_distance(e.shape, shape, exact_keys))
+            best = min(usable, key=lambda e: log_distance(e.shape, shape, exact_keys, weights))
             exact = all(best.shape.get(k) == v for k, v in shape.items())
             how = "exact tuned shape" if exact else f"nearest tuned shape {best.shape}"
             return Decision(op, arch, dtype_str, shape, launchers[best.variant], best.variant,

@@ -148,7 +148,10 @@ def cost_bwd(shape, dtype):
 # Attention-probability rows, vocabulary rows (decode and prefill) and the long-row cases.
 # Suites stay small (the library tunes in about 30 GPU minutes): bf16 and fp32 only.
 SHAPES = [
+    {"M": 16384, "N": 1024},
     {"M": 16384, "N": 4096},
+    {"M": 16384, "N": 8192},
+    {"M": 16384, "N": 16384},
     {"M": 1, "N": 32000},
     {"M": 2048, "N": 32000},
     {"M": 4096, "N": 16384},
@@ -156,10 +159,13 @@ SHAPES = [
     {"M": 256, "N": 262144},
 ]
 DTYPES = (torch.bfloat16, torch.float32)
+# The row length decides a config's structure (persistent or looped rows), so it weighs 4x the row
+# count when the dispatcher looks for the nearest tuned shape.
+ROW_KEY_WEIGHTS = {"N": 4.0}
 
 OPS = [
-    OpSpec(name="softmax_fwd", kernel=softmax_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
+    OpSpec(key_weights=ROW_KEY_WEIGHTS, name="softmax_fwd", kernel=softmax_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd),
-    OpSpec(name="softmax_bwd", kernel=softmax_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
+    OpSpec(key_weights=ROW_KEY_WEIGHTS, name="softmax_bwd", kernel=softmax_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance_bwd, cost=cost_bwd, baseline=baseline_bwd),
 ]

@@ -105,7 +105,8 @@ def untuned_config(entry: Entry, records) -> dict | None:
               and all(r["shape"].get(k) == entry.shape.get(k) for k in exact)]
     if not usable:
         return None
-    return min(usable, key=lambda r: log_distance(r["shape"], entry.shape, exact))["config"]
+    weights = dict(entry.op.key_weights)
+    return min(usable, key=lambda r: log_distance(r["shape"], entry.shape, exact, weights))["config"]
 
 
 def shrink_shape(shape: dict, exact_keys=(), cap: int = 64, small: int = 2) -> dict:

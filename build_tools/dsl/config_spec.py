@@ -18,6 +18,10 @@ INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
 EVICTION = ["", "first", "last"]
 MAX_VOLUME = 1 << 16
 MAX_DOT_VOLUME = 1 << 21
+# Triton 3.6 on sm_90 miscompiles a device loop with a dot and loop_unroll_factor >= 2 at 16 or 32
+# warps (wrong values, NaN or an illegal address; notes/dsl_gaps_kernels.md gap 16), so such loops
+# are left to Triton's own unrolling at those warp counts.
+NO_DOT_UNROLL_FROM_WARPS = 16
 
 
 @dataclass(frozen=True)
@@ -224,6 +228,10 @@ class ConfigSpec:
             raise exc.InvalidConfig(f"num_warps={warps!r} must be a power of two between 1 and 32")
         if not isinstance(fields["num_stages"], int) or fields["num_stages"] < 1:
             raise exc.InvalidConfig(f"num_stages={fields['num_stages']!r} must be a positive integer")
+        if warps >= NO_DOT_UNROLL_FROM_WARPS:
+            for i, loop in enumerate(self.found.device_loops):
+                if loop.has_dot and fields["range_unroll_factors"][i] > 1:
+                    fields["range_unroll_factors"][i] = 0
         fields.setdefault("pid_type", "flat")
         if fields["pid_type"] not in PID_TYPES:
             raise exc.InvalidConfig(f"pid_type {fields['pid_type']!r} is not one of {PID_TYPES}")

@@ -6,16 +6,21 @@ A grid is provably empty when a factor of one of its dimensions folds to 0 from 
 literals, names the launcher assigns once, at its top level, from a foldable expression (read
 after that assignment), conditional expressions on a folded test, integer arithmetic and `_cdiv`,
 `_next_power_of_2`, `min` and `max` of folded values. A statement is dropped only when
-every expression in it is pure: no call but the host helpers and tensor allocations and queries,
-no assignment expression, lambda or comprehension. `_launch` still returns at once on a grid that
+every expression in it is pure: no call but the host helpers, tensor allocations and queries and
+non-mutating tensor methods (a reduction of a buffer that only a dropped pass wrote), no
+assignment expression, lambda or comprehension. `_launch` still returns at once on a grid that
 turns out empty at run time; this only removes what is known before."""
 from __future__ import annotations
 
 import ast
 
 PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "min", "max"})
-PURE_METHODS = frozenset({"stride", "size", "dim", "numel", "element_size", "new_empty"})
-PURE_TORCH = frozenset({"empty", "empty_like", "empty_strided"})
+# Tensor methods and torch functions that only read their operands and return new values (host
+# values are sizes and tensors); what ends in "_" mutates and is never here.
+PURE_METHODS = frozenset({"stride", "size", "dim", "numel", "element_size", "new_empty", "new_zeros",
+                          "new_full", "sum", "mean", "amax", "amin", "to", "float", "view", "reshape",
+                          "contiguous", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "expand"})
+PURE_TORCH = frozenset({"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like"})
 IMPURE = (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.ListComp, ast.SetComp,
           ast.DictComp, ast.GeneratorExp)
 UNKNOWN = object()

@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 
-OP_INFO = {"softmax_bwd": {"exact_keys": [], "shape_keys": ["M", "N"]}, "softmax_fwd": {"exact_keys": [], "shape_keys": ["M", "N"]}}
+OP_INFO = {"softmax_bwd": {"exact_keys": [], "key_weights": {"N": 4.0}, "shape_keys": ["M", "N"]}, "softmax_fwd": {"exact_keys": [], "key_weights": {"N": 4.0}, "shape_keys": ["M", "N"]}}
 
 
 _LAUNCHES: dict = {}
@@ -499,6 +499,7 @@ def softmax_bwd__0145cfe9fa51(grad_out, out, grad_in_dtype):
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":4096}
 #   sm_90.json bfloat16 {"M":16384,"N":4096}
+#   sm_90.json bfloat16 {"M":16384,"N":8192}
 def softmax_bwd__06f186e8e7fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
@@ -515,6 +516,7 @@ def softmax_bwd__06f186e8e7fb(grad_out, out, grad_in_dtype):
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":16384}
 #   sm_90.json float32 {"M":1,"N":32000}
+#   sm_90.json float32 {"M":16384,"N":16384}
 #   sm_90.json float32 {"M":2048,"N":32000}
 #   sm_90.json float32 {"M":4096,"N":16384}
 def softmax_bwd__0db6c370a160(grad_out, out, grad_in_dtype):
@@ -581,6 +583,7 @@ def softmax_bwd__8a1833abfd39(grad_out, out, grad_in_dtype):
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":16384}
 #   sm_90.json bfloat16 {"M":1,"N":32000}
+#   sm_90.json bfloat16 {"M":16384,"N":16384}
 #   sm_90.json bfloat16 {"M":2048,"N":32000}
 #   sm_90.json bfloat16 {"M":4096,"N":16384}
 def softmax_bwd__8f774682e3e3(grad_out, out, grad_in_dtype):
@@ -599,6 +602,7 @@ def softmax_bwd__8f774682e3e3(grad_out, out, grad_in_dtype):
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":4096}
 #   sm_90.json float32 {"M":16384,"N":4096}
+#   sm_90.json float32 {"M":16384,"N":8192}
 def softmax_bwd__aeebb36cdef5(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
@@ -630,6 +634,7 @@ def softmax_bwd__bc8e91783a82(grad_out, out, grad_in_dtype):
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":1024}
+#   sm_90.json bfloat16 {"M":16384,"N":1024}
 def softmax_bwd__bdeb29643845(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
@@ -645,6 +650,7 @@ def softmax_bwd__bdeb29643845(grad_out, out, grad_in_dtype):
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":1024}
+#   sm_90.json float32 {"M":16384,"N":1024}
 def softmax_bwd__ce807e282232(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
@@ -720,6 +726,7 @@ def softmax_fwd__55814dd382d7(x, out_dtype):
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":1024}
+#   sm_90.json float32 {"M":16384,"N":1024}
 def softmax_fwd__699ecbf294ce(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
@@ -780,6 +787,7 @@ def softmax_fwd__8cdb558be8ee(x, out_dtype):
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":16384}
 #   sm_90.json float32 {"M":1,"N":32000}
+#   sm_90.json float32 {"M":16384,"N":16384}
 #   sm_90.json float32 {"M":2048,"N":32000}
 def softmax_fwd__9c03db28c42b(x, out_dtype):
     m, n = x.size()
@@ -795,6 +803,7 @@ def softmax_fwd__9c03db28c42b(x, out_dtype):
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":1024}
+#   sm_90.json bfloat16 {"M":16384,"N":1024}
 def softmax_fwd__9c8da7deee36(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
@@ -810,6 +819,7 @@ def softmax_fwd__9c8da7deee36(x, out_dtype):
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":4096}
 #   sm_90.json float32 {"M":16384,"N":4096}
+#   sm_90.json float32 {"M":16384,"N":8192}
 def softmax_fwd__9ce8409476b1(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
@@ -885,6 +895,8 @@ def softmax_fwd__d57ac81ef2cf(x, out_dtype):
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":16384}
 #   sm_90.json bfloat16 {"M":1,"N":32000}
+#   sm_90.json bfloat16 {"M":16384,"N":16384}
+#   sm_90.json bfloat16 {"M":16384,"N":8192}
 #   sm_90.json bfloat16 {"M":2048,"N":32000}
 #   sm_90.json bfloat16 {"M":4096,"N":16384}
 def softmax_fwd__f876c510036d(x, out_dtype):

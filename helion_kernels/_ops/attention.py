@@ -99,12 +99,17 @@ def _(grad_out, q, k, v, out, lse, causal, scale):
 
 
 def _setup_context(ctx, inputs, output):
+    """lse is not differentiable; unmaterialized grads skip a zero-filled grad for it."""
     q, k, v, causal, scale = inputs
     ctx.save_for_backward(q, k, v, *output)
     ctx.causal, ctx.scale = causal, scale
+    ctx.mark_non_differentiable(output[1])
+    ctx.set_materialize_grads(False)
 
 
 def _autograd_backward(ctx, grad_out, _grad_lse):
+    if grad_out is None:
+        return None, None, None, None, None
     q, k, v, out, lse = ctx.saved_tensors
     dq, dk, dv = attention_bwd(grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
     return dq, dk, dv, None, None

@@ -85,11 +85,17 @@ def _(grad_out, x, weight, inv_rms):
 
 
 def _setup_context(ctx, inputs, output):
+    """inv_rms is not differentiable; unmaterialized grads skip a zero-filled grad for it (an
+    allocation and a fill per backward)."""
     x, weight, _ = inputs
     ctx.save_for_backward(x, weight, output[1])
+    ctx.mark_non_differentiable(output[1])
+    ctx.set_materialize_grads(False)
 
 
 def _autograd_backward(ctx, grad_out, _grad_inv_rms):
+    if grad_out is None:
+        return None, None, None
     x, weight, inv_rms = ctx.saved_tensors
     dx, dw = rms_norm_bwd(grad_out, x, weight, inv_rms)
     return dx, (dw if weight is not None and ctx.needs_input_grad[1] else None), None

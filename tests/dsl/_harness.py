@@ -108,7 +108,7 @@ def compare(actual, expected, *, rtol=None, atol=None, label="") -> None:
     assert len(actual) == len(expected), f"{label}: {len(actual)} outputs, expected {len(expected)}"
     for position, (got, want) in enumerate(zip(actual, expected)):
         assert isinstance(got, torch.Tensor), f"{label}: output {position} is {type(got)}"
-        want = torch.as_tensor(want)
+        want = torch.as_tensor(want).cpu()
         assert tuple(got.shape) == tuple(want.shape), (
             f"{label}: output {position} has shape {tuple(got.shape)}, expected {tuple(want.shape)}")
         default_rtol, default_atol = tolerance_for(got.dtype)

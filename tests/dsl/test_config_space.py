@@ -248,6 +248,18 @@ def test_range_fields(device):
     ], **_tolerance(device))
 
 
+@pytest.mark.parametrize("num_warps, unroll", [(8, 2), (16, 0), (32, 0)])
+def test_dot_loops_are_not_unrolled_at_16_warps_or_more(num_warps, unroll, device):
+    """Gap 16: Triton 3.6 miscompiles an unrolled loop with a dot at 16+ warps on sm_90."""
+    x, y = _matmul_args(device, 128, 300, 128)
+    bound = matmul.bind((x, y))
+    config = bound.config_spec.normalize({"block_sizes": [128, 128, 32], "num_warps": num_warps,
+                                          "range_unroll_factors": [2]})
+    assert config["num_warps"] == num_warps and list(config["range_unroll_factors"]) == [unroll]
+    assert ("loop_unroll_factor=2" in bound.to_triton_code(config)) == (unroll == 2)
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[dict(config)], **_tolerance(device))
+
+
 @pytest.mark.parametrize("num_warps,num_stages", [(1, 1), (2, 5), (8, 3)])
 def test_num_warps_and_num_stages(num_warps, num_stages, device):
     check_kernel(softmax, (randn(6, 100, device=device),), lambda x: torch.softmax(x, -1), n_random=0,

@@ -61,3 +61,15 @@ _launch(k, (1,), (x,), (), 4, 2)
 """
     assert pruned(source) == ["rows = 0", "buf = make_buffer(x)", "_launch(k, (rows,), (x, record(x)), (), 4, 2)",
                               "_launch(k, (1,), (x,), (), 4, 2)"]
+
+
+def test_a_host_reduction_of_a_dropped_buffer_goes_with_it():
+    source = SPLIT_OFF.replace("_launch(k2", "part_sum = parts.sum(1).to(torch.float32)\n_launch(k2")
+    assert pruned(source) == pruned(SPLIT_OFF)
+
+
+def test_mutating_tensor_methods_stay():
+    source = SPLIT_OFF.replace("_launch(k2", "zeroed = parts.zero_()\n_launch(k2")
+    kept = pruned(source)
+    assert "zeroed = parts.zero_()" in kept
+    assert "parts = x.new_empty((rows, _cdiv(n, 4)), dtype=torch.float32)" in kept

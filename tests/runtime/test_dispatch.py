@@ -14,15 +14,16 @@ CPU = torch.device("cpu")
 class FakeRegistry:
     """Registry stand-in: every variant id in `known` has a launcher that returns its own id."""
 
-    def __init__(self, known, exact_keys=()):
+    def __init__(self, known, exact_keys=(), key_weights=None):
         self.known = set(known)
         self.exact = exact_keys
+        self.weights = key_weights
 
     def launchers(self, op):
         return {vid: (lambda vid=vid: vid) for vid in self.known}
 
     def op_info(self, op):
-        return {"exact_keys": list(self.exact)}
+        return {"exact_keys": list(self.exact), "key_weights": self.weights}
 
 
 def entry(op, shape, vid, dtype="bfloat16"):
@@ -35,11 +36,11 @@ def write_table(folder, name, arch, entries, device_name=None):
     return path
 
 
-def dispatcher(folder, known, exact_keys=(), arch="sm_90", device_name=None, monkeypatch=None):
+def dispatcher(folder, known, exact_keys=(), arch="sm_90", device_name=None, monkeypatch=None, key_weights=None):
     monkeypatch.setenv("HK_ARCH", arch)
     if device_name:
         monkeypatch.setenv("HK_DEVICE_NAME", device_name)
-    return Dispatcher(FakeRegistry(known, exact_keys), lambda: load_tables_from(folder))
+    return Dispatcher(FakeRegistry(known, exact_keys, key_weights), lambda: load_tables_from(folder))
 
 
 def load_tables_from(folder):
@@ -70,6 +71,16 @@ def test_nearest_shape_in_log_space(tmp_path, monkeypatch, n, expected):
     nearest = min(candidates, key=lambda v: log_distance({"M": 64, "N": candidates[v]}, {"M": 3, "N": n}))
     assert decision.variant == expected == nearest
     assert "nearest tuned shape" in decision.reason
+
+
+@pytest.mark.parametrize("weights, expected", [(None, "rows"), ({"N": 4.0}, "row_length")])
+def test_key_weights_scale_each_key_of_the_distance(tmp_path, monkeypatch, weights, expected):
+    """16384 x 16384: 2 octaves of N from the 16384 x 4096 entry, 3 octaves of M from 2048 x 16384;
+    weighing N 4x makes the entry with the same row length the nearest."""
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("rms_norm_fwd", {"M": 16384, "N": 4096}, "rows"),
+                                                  entry("rms_norm_fwd", {"M": 2048, "N": 16384}, "row_length")])
+    d = dispatcher(tmp_path, ["rows", "row_length"], key_weights=weights, monkeypatch=monkeypatch)
+    assert select(d, {"M": 16384, "N": 16384}).variant == expected
 
 
 def test_exact_keys_must_match(tmp_path, monkeypatch):
