@@ -22,6 +22,7 @@ MAX_DOT_VOLUME = 1 << 21
 # warps (wrong values, NaN or an illegal address; notes/dsl_gaps_kernels.md gap 16), so such loops
 # are left to Triton's own unrolling at those warp counts.
 NO_DOT_UNROLL_FROM_WARPS = 16
+DOT_ELEMENTS_PER_WARP = 128
 
 
 @dataclass(frozen=True)
@@ -308,10 +309,14 @@ class ConfigSpec:
     def _max_warps(self, blocks: list[int], reductions: Any, compiled: Discovery) -> int:
         """More warps than a program's largest tensor has elements (32 per warp) only idles threads,
         and Triton 3.6's compiler asserts on some such configs (e.g. 16 warps over a 1x2 tile with
-        reductions). `compiled`: the structure the config compiles (see found_for)."""
+        reductions). A matrix product's result keeps at least DOT_ELEMENTS_PER_WARP elements per warp
+        beyond 4 warps: Triton 3.6 miscompiled a 64x16 product at 16 and 32 warps (gap 16).
+        `compiled`: the structure the config compiles (see found_for)."""
         volume = max((self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.tensor_shapes), default=1)
+        dots = [self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.dot_shapes]
         warps = 1
-        while warps * 2 * 32 <= volume and warps < 32:
+        while warps * 2 * 32 <= volume and warps < 32 \
+                and (warps < 4 or all(warps * 2 * DOT_ELEMENTS_PER_WARP <= v for v in dots)):
             warps *= 2
         return warps
 

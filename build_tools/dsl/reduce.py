@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import torch
 
 from . import exc
-from .values import ONE, RDim, TVal, place, same_dim, tl_dtype
+from .values import ONE, RDim, TVal, place, same_dim, shape_key, tl_dtype
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -231,6 +231,7 @@ class ReduceMixin:
         shape = batch + (a.shape[-2], b.shape[-1])
         for d in (a.shape[-2], k_a, b.shape[-1]):
             self.session.note_dot_dim(d)
+        self.session.found.dot_shapes.add(shape_key(shape))
         operand_dtype = torch.promote_types(a.dtype, b.dtype)
         a_s = self.cast_atom(a, operand_dtype)
         b_s = self.cast_atom(b, operand_dtype)

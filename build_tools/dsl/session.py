@@ -77,6 +77,8 @@ class Discovery:
     flatten_count: int = 0  # loops with more than one dimension (top-level or device)
     # shape_key of every device tensor the compile created (values.TENSOR_SHAPES_SEEN)
     tensor_shapes: set = field(default_factory=set)
+    # shape_key of every matrix product's result (the warp cap keeps 8x16 outputs per warp)
+    dot_shapes: set = field(default_factory=set)
 
 
 @dataclass

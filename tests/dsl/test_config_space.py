@@ -260,6 +260,16 @@ def test_dot_loops_are_not_unrolled_at_16_warps_or_more(num_warps, unroll, devic
     check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[dict(config)], **_tolerance(device))
 
 
+@pytest.mark.parametrize("blocks, warps", [([16, 16, 16], 4), ([64, 16, 16], 8), ([64, 64, 16], 32)])
+def test_warps_keep_128_product_elements_each_beyond_4(blocks, warps, device):
+    """Gap 16: a 64x16 product went wrong at 16 and 32 warps; 8x16 result elements per warp stay."""
+    x, y = _matmul_args(device, 70, 40, 70)
+    bound = matmul.bind((x, y))
+    config = bound.config_spec.normalize({"block_sizes": blocks, "num_warps": 32})
+    assert config["num_warps"] == warps
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[dict(config)], **_tolerance(device))
+
+
 @pytest.mark.parametrize("num_warps,num_stages", [(1, 1), (2, 5), (8, 3)])
 def test_num_warps_and_num_stages(num_warps, num_stages, device):
     check_kernel(softmax, (randn(6, 100, device=device),), lambda x: torch.softmax(x, -1), n_random=0,
