@@ -50,6 +50,14 @@ def _device_reason(device: torch.device) -> str | None:
     return f"{device.type} tensor: kernels run on CUDA/ROCm devices"
 
 
+def transform_reason() -> str | None:
+    """Why a call under a torch.func transform (grad, vmap, jvp, ...) runs PyTorch's implementation:
+    custom ops with registered autograd do not support them."""
+    if torch._C._are_functorch_transforms_active():
+        return "a torch.func transform is active (the custom ops do not support them)"
+    return None
+
+
 def dtype_reason(dtype: torch.dtype) -> str | None:
     if dtype in KERNEL_DTYPES:
         return None

@@ -1,8 +1,8 @@
 """Direct calls: the public functions' fast path around torch.library.
 
 A call on plain tensors (torch.Tensor or nn.Parameter, no subclass such as FakeTensor) that
-autograd need not record (grad mode off, or no input requires grad) and that torch.compile is not
-tracing may skip the custom op. Its exact key (the function, each tensor's shape, dtype and device,
+autograd need not record (grad mode off, or no input requires grad) and that neither torch.compile
+nor a functorch transform is tracing may skip the custom op. Its exact key (the function, each tensor's shape, dtype and device,
 the other arguments) finds a plan in one dict lookup: a small function that calls the generated
 launcher the dispatcher chose for that key. A key's first call takes the full path, which stores
 the plan when a kernel ran (PyTorch fallbacks keep the full path). Any other call goes through
@@ -30,7 +30,8 @@ def key(tag, a, b=None, c=None) -> tuple | None:
     arguments) on the tensors a, b, c (b and c may be None), or None when the call must go through
     torch.library. Spelled out for three tensors: this runs on every call."""
     if a.__class__ not in PLAIN or not (b is None or b.__class__ in PLAIN) \
-            or not (c is None or c.__class__ in PLAIN) or torch.compiler.is_compiling():
+            or not (c is None or c.__class__ in PLAIN) or torch.compiler.is_compiling() \
+            or torch._C._are_functorch_transforms_active():
         return None
     if torch.is_grad_enabled() and (a.requires_grad or (b is not None and b.requires_grad)
                                     or (c is not None and c.requires_grad)):

@@ -11,8 +11,8 @@ import math
 import torch
 from torch import Tensor
 
-from .. import _direct
-from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
+from .. import _direct, _eager
+from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, explanation, launch
 
 SHAPE_KEYS = ("B", "H", "Hkv", "Sq", "Sk", "D", "causal")
@@ -69,13 +69,14 @@ def _forward(q, k, v, causal, scale):
     return launch("attention_fwd", SHAPE_KEYS, _key(q, k, causal), q, (q, k, v, causal, scale), _torch_fwd)
 
 
-@torch.library.custom_op("helion_kernels::attention_fwd", mutates_args=())
-def attention_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool,
-                  scale: float) -> tuple[Tensor, Tensor]:
+def _fwd_impl(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float) -> tuple[Tensor, Tensor]:
     """Attention forward; returns (out, lse[B,H,Sq] in float32)."""
     if device_reason(q.device, q.dtype, uses_dot=True) is not None:
         return _torch_fwd(q, k, v, causal, scale)
     return _forward(q, k, v, causal, scale)
+
+
+attention_fwd = torch.library.custom_op("helion_kernels::attention_fwd", _fwd_impl, mutates_args=())
 
 
 @attention_fwd.register_fake
@@ -83,14 +84,16 @@ def _(q, k, v, causal, scale):
     return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
-@torch.library.custom_op("helion_kernels::attention_bwd", mutates_args=())
-def attention_bwd(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
-                  causal: bool, scale: float) -> tuple[Tensor, Tensor, Tensor]:
+def _bwd_impl(grad_out: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+              causal: bool, scale: float) -> tuple[Tensor, Tensor, Tensor]:
     """Attention backward; returns (dq, dk, dv)."""
     args = (grad_out.contiguous(), q, k, v, out, lse, causal, scale)
     if device_reason(q.device, q.dtype, uses_dot=True) is not None:
         return _torch_bwd(*args)
     return launch("attention_bwd", SHAPE_KEYS, _key(q, k, causal), q, args, _torch_bwd)
+
+
+attention_bwd = torch.library.custom_op("helion_kernels::attention_bwd", _bwd_impl, mutates_args=())
 
 
 @attention_bwd.register_fake
@@ -111,11 +114,12 @@ def _autograd_backward(ctx, grad_out, _grad_lse):
     if grad_out is None:
         return None, None, None, None, None
     q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = attention_bwd(grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
+    dq, dk, dv = _eager.call(attention_bwd, _bwd_impl, grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
     return dq, dk, dv, None, None
 
 
 attention_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
+_AttentionFunction = _eager.autograd_function("AttentionFunction", _fwd_impl, _setup_context, _autograd_backward)
 
 
 def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str | None:
@@ -140,7 +144,7 @@ def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str 
         return "head counts differ without enable_gqa (PyTorch reports the error)"
     if any(t.numel() == 0 for t in tensors):
         return "empty tensor"
-    return dtype_reason(query.dtype) or device_reason(query.device, query.dtype, uses_dot=True)
+    return dtype_reason(query.dtype) or device_reason(query.device, query.dtype, uses_dot=True) or transform_reason()
 
 
 def _as_4d(t: Tensor) -> Tensor:
@@ -165,7 +169,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     if _direct.direct(query, key, value):
         out = _forward(q, k, v, causal, scale)[0]
     else:
-        out = attention_fwd(q, k, v, causal, scale)[0]
+        out = _eager.apply(attention_fwd, _AttentionFunction, q, k, v, causal, scale)[0]
     return out if q is query else out.view(query.shape)
 
 

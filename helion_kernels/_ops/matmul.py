@@ -7,8 +7,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .. import _direct
-from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
+from .. import _direct, _eager
+from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, chosen_launcher, explanation, launch
 
 MM_KEYS = ("M", "N", "K")
@@ -99,22 +99,22 @@ def _save_inputs(ctx, inputs, output):
 
 def _matmul_backward(ctx, grad):
     a, b = ctx.saved_tensors
-    da = matmul_op(grad, b.t()) if ctx.needs_input_grad[0] else None
-    db = matmul_op(a.t(), grad) if ctx.needs_input_grad[1] else None
+    da = _eager.call(matmul_op, _mm, grad, b.t()) if ctx.needs_input_grad[0] else None
+    db = _eager.call(matmul_op, _mm, a.t(), grad) if ctx.needs_input_grad[1] else None
     return da, db
 
 
 def _bmm_backward(ctx, grad):
     a, b = ctx.saved_tensors
-    da = bmm_op(grad, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-    db = bmm_op(a.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None
+    da = _eager.call(bmm_op, _bmm, grad, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+    db = _eager.call(bmm_op, _bmm, a.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None
     return da, db
 
 
 def _linear_backward(ctx, grad):
     x, w = ctx.saved_tensors
-    dx = matmul_op(grad, w) if ctx.needs_input_grad[0] else None
-    dw = matmul_op(grad.t(), x) if ctx.needs_input_grad[1] else None
+    dx = _eager.call(matmul_op, _mm, grad, w) if ctx.needs_input_grad[0] else None
+    dw = _eager.call(matmul_op, _mm, grad.t(), x) if ctx.needs_input_grad[1] else None
     db = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
     return dx, dw, db
 
@@ -122,6 +122,9 @@ def _linear_backward(ctx, grad):
 matmul_op.register_autograd(_matmul_backward, setup_context=_save_inputs)
 bmm_op.register_autograd(_bmm_backward, setup_context=_save_inputs)
 linear_op.register_autograd(_linear_backward, setup_context=_save_inputs)
+_MatmulFunction = _eager.autograd_function("MatmulFunction", _mm, _save_inputs, _matmul_backward)
+_BmmFunction = _eager.autograd_function("BmmFunction", _bmm, _save_inputs, _bmm_backward)
+_LinearFunction = _eager.autograd_function("LinearFunction", _linear, _save_inputs, _linear_backward)
 
 
 def _common_reason(tensors) -> str | None:
@@ -131,7 +134,7 @@ def _common_reason(tensors) -> str | None:
         return "operands differ in dtype or device (PyTorch reports the error or promotes)"
     if any(t.numel() == 0 for t in tensors):
         return "empty tensor"
-    return dtype_reason(first.dtype) or device_reason(first.device, first.dtype, uses_dot=True)
+    return dtype_reason(first.dtype) or device_reason(first.device, first.dtype, uses_dot=True) or transform_reason()
 
 
 def matmul_reason(input, other) -> str | None:
@@ -167,10 +170,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     if matmul_reason(input, other) is not None:
         return ORIGINAL["matmul"](input, other)
     if other.dim() == 3:
-        return bmm_op(input, other) if key is None else _bmm(input, other)
+        return _eager.apply(bmm_op, _BmmFunction, input, other) if key is None else _bmm(input, other)
     a = input if input.dim() == 2 else input.reshape(-1, input.shape[-1])
     if key is None:
-        out = matmul_op(a, other)
+        out = _eager.apply(matmul_op, _MatmulFunction, a, other)
     else:
         out = _mm(a, other)
         _store_mm_plan(key, a, other, _matmul_plan, None if a is input else a.shape[1])
@@ -219,7 +222,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return ORIGINAL["linear"](input, weight, bias)
     x = input if input.dim() == 2 else input.reshape(-1, input.shape[-1])
     if key is None:
-        out = linear_op(x, weight, bias)
+        out = _eager.apply(linear_op, _LinearFunction, x, weight, bias)
     else:
         out = _linear(x, weight, bias)
         rows = None if x is input else x.shape[1]

@@ -6,8 +6,8 @@ import math
 import torch
 from torch import Tensor
 
-from .. import _direct
-from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
+from .. import _direct, _eager
+from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, chosen_launcher, explanation, launch
 
 SHAPE_KEYS = ("M", "N")
@@ -56,12 +56,14 @@ def _backward(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tenso
     return launch("rms_norm_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, weight, inv_rms), _torch_bwd)
 
 
-@torch.library.custom_op("helion_kernels::rms_norm_fwd", mutates_args=())
-def rms_norm_fwd(x: Tensor, weight: Tensor | None, eps: float) -> tuple[Tensor, Tensor]:
+def _fwd_impl(x: Tensor, weight: Tensor | None, eps: float) -> tuple[Tensor, Tensor]:
     """RMSNorm over the last dim of a 2-D tensor; returns (out, inv_rms in float32)."""
     if device_reason(x.device) is not None:
         return _torch_fwd(x, weight, eps)
     return _forward(x, weight, eps)
+
+
+rms_norm_fwd = torch.library.custom_op("helion_kernels::rms_norm_fwd", _fwd_impl, mutates_args=())
 
 
 @rms_norm_fwd.register_fake
@@ -69,13 +71,14 @@ def _(x, weight, eps):
     return torch.empty_like(x), x.new_empty(x.shape[0], dtype=torch.float32)
 
 
-@torch.library.custom_op("helion_kernels::rms_norm_bwd", mutates_args=())
-def rms_norm_bwd(grad_out: Tensor, x: Tensor, weight: Tensor | None,
-                 inv_rms: Tensor) -> tuple[Tensor, Tensor]:
+def _bwd_impl(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor) -> tuple[Tensor, Tensor]:
     """Gradients (dx, dweight) of rms_norm_fwd; dweight is empty when there is no weight."""
     if device_reason(x.device) is not None:
         return _torch_bwd(grad_out.contiguous(), x, weight, inv_rms)
     return _backward(grad_out.contiguous(), x, weight, inv_rms)
+
+
+rms_norm_bwd = torch.library.custom_op("helion_kernels::rms_norm_bwd", _bwd_impl, mutates_args=())
 
 
 @rms_norm_bwd.register_fake
@@ -97,11 +100,12 @@ def _autograd_backward(ctx, grad_out, _grad_inv_rms):
     if grad_out is None:
         return None, None, None
     x, weight, inv_rms = ctx.saved_tensors
-    dx, dw = rms_norm_bwd(grad_out, x, weight, inv_rms)
+    dx, dw = _eager.call(rms_norm_bwd, _bwd_impl, grad_out, x, weight, inv_rms)
     return dx, (dw if weight is not None and ctx.needs_input_grad[1] else None), None
 
 
 rms_norm_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
+_RmsNormFunction = _eager.autograd_function("RmsNormFunction", _fwd_impl, _setup_context, _autograd_backward)
 
 
 def _normalized_dims(normalized_shape) -> tuple | None:
@@ -130,7 +134,7 @@ def fallback_reason(input, normalized_shape, weight) -> str | None:
             return "weight dtype or device differs from the input's"
     if input.numel() == 0:
         return "empty tensor"
-    return dtype_reason(input.dtype) or device_reason(input.device)
+    return dtype_reason(input.dtype) or device_reason(input.device) or transform_reason()
 
 
 def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):
@@ -161,7 +165,7 @@ def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float
     x, w = _as_rows(input, normalized_shape, weight)
     default_eps = torch.finfo(input.dtype).eps
     if key is None:
-        out = rms_norm_fwd(x, w, default_eps if eps is None else eps)[0]
+        out = _eager.apply(rms_norm_fwd, _RmsNormFunction, x, w, default_eps if eps is None else eps)[0]
     else:
         out = _forward(x, w, default_eps if eps is None else eps)[0]
         op = "rms_norm_fwd" if w is not None else "rms_norm_noweight_fwd"

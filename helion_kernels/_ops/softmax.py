@@ -4,8 +4,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .. import _direct
-from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd
+from .. import _direct, _eager
+from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, chosen_launcher, explanation, launch
 
 SHAPE_KEYS = ("M", "N")
@@ -29,12 +29,14 @@ def _forward(x: Tensor) -> Tensor:
     return launch("softmax_fwd", SHAPE_KEYS, x.shape, x, (x, x.dtype), _torch_fwd)
 
 
-@torch.library.custom_op("helion_kernels::softmax_fwd", mutates_args=())
-def softmax_fwd(x: Tensor) -> Tensor:
+def _fwd_impl(x: Tensor) -> Tensor:
     """Softmax over the last dim of a 2-D tensor."""
     if device_reason(x.device) is not None:
         return _torch_fwd(x, x.dtype)
     return _forward(x)
+
+
+softmax_fwd = torch.library.custom_op("helion_kernels::softmax_fwd", _fwd_impl, mutates_args=())
 
 
 @softmax_fwd.register_fake
@@ -42,13 +44,15 @@ def _(x):
     return torch.empty_like(x)
 
 
-@torch.library.custom_op("helion_kernels::softmax_bwd", mutates_args=())
-def softmax_bwd(grad_out: Tensor, y: Tensor) -> Tensor:
+def _bwd_impl(grad_out: Tensor, y: Tensor) -> Tensor:
     """Gradient of softmax_fwd given its output y."""
     args = (grad_out.contiguous(), y, y.dtype)
     if device_reason(y.device) is not None:
         return _torch_bwd(*args)
     return launch("softmax_bwd", SHAPE_KEYS, y.shape, y, args, _torch_bwd)
+
+
+softmax_bwd = torch.library.custom_op("helion_kernels::softmax_bwd", _bwd_impl, mutates_args=())
 
 
 @softmax_bwd.register_fake
@@ -62,10 +66,11 @@ def _setup_context(ctx, inputs, output):
 
 def _autograd_backward(ctx, grad_out):
     (y,) = ctx.saved_tensors
-    return softmax_bwd(grad_out, y)
+    return _eager.call(softmax_bwd, _bwd_impl, grad_out, y)
 
 
 softmax_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
+_SoftmaxFunction = _eager.autograd_function("SoftmaxFunction", _fwd_impl, _setup_context, _autograd_backward)
 
 
 def fallback_reason(input, dim, dtype) -> str | None:
@@ -80,7 +85,7 @@ def fallback_reason(input, dim, dtype) -> str | None:
         return "dtype is not a torch.dtype (PyTorch reports the error)"
     if input.numel() == 0:
         return "empty tensor"
-    return dtype_reason(dtype or input.dtype) or device_reason(input.device)
+    return dtype_reason(dtype or input.dtype) or device_reason(input.device) or transform_reason()
 
 
 def _as_rows(input: Tensor, dim: int, dtype):
@@ -111,7 +116,7 @@ def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> T
         return ORIGINAL["softmax"](input, dim, dtype=dtype)
     x, rows = _as_rows(input, dim, dtype)
     if key is None:
-        out = softmax_fwd(rows)
+        out = _eager.apply(softmax_fwd, _SoftmaxFunction, rows)
     else:
         out = _forward(rows)
         launcher = chosen_launcher("softmax_fwd", rows.shape, rows)
