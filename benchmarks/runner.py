@@ -7,6 +7,7 @@ import contextlib
 import datetime
 import importlib.metadata
 import json
+import os
 import platform
 import signal
 import subprocess
@@ -72,6 +73,10 @@ def _version(package: str) -> str:
 
 
 def _commit() -> str:
+    """HK_COMMIT when set (a copied working tree, as on the lent GPU machine, may carry a stale
+    .git), else git's HEAD."""
+    if os.environ.get("HK_COMMIT"):
+        return os.environ["HK_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=probes.REPO, timeout=10).stdout.strip() or "unknown"

@@ -149,6 +149,7 @@ def cost_bwd(shape, dtype):
 # Suites stay small (the library tunes in about 30 GPU minutes): bf16 and fp32 only.
 SHAPES = [
     {"M": 16384, "N": 1024},
+    {"M": 16384, "N": 2048},
     {"M": 16384, "N": 4096},
     {"M": 16384, "N": 8192},
     {"M": 16384, "N": 16384},
