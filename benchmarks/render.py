@@ -108,6 +108,10 @@ def _first_call_table(records: list) -> list:
                     "run filled. The processes of one round run side by side.", ""]
 
 
+MISSED_LINK = ("Why each missed bar is missed (profile evidence: achieved bandwidth, registers, spills, "
+               "host time) and the next step for each: [MISSED.md](MISSED.md), written for the run it names.")
+
+
 def markdown(data: dict) -> str:
     meta, ceilings, records = data["meta"], data["ceilings"], data["records"]
     lines = ["# helion_kernels benchmarks", "",
@@ -124,7 +128,7 @@ def markdown(data: dict) -> str:
         lines.append(f"Ceilings: {ceilings.get('status', 'not measured')}")
     lines += ["", METHOD, "", "## Bar check", "", "| bar | result | detail |", "|---|---|---|"]
     lines += [f"| {b['bar']} | {b['result']} | {b['detail']} |" for b in data["bars"]]
-    lines.append("")
+    lines += ["", MISSED_LINK, ""]
     lines += [f"![{name}]({name})" for name in data.get("plots", [])] + [""]
     for (op, mode), title in GROUPS:
         group = [r for r in records if r["op"] == op and r.get("mode") == mode]
