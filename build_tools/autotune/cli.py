@@ -26,6 +26,10 @@ def _add_common(parser: argparse.ArgumentParser, arch_default: str | None) -> No
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop cleanly before this many seconds (state and table are saved)")
     parser.add_argument("--resume", action="store_true", help="skip entries a previous run finished")
+    parser.add_argument("--match", action="append", default=[],
+                        help="only entries whose label contains this text, e.g. 'matmul bfloat16 [M=64,' (repeatable)")
+    parser.add_argument("--missing", action="store_true",
+                        help="only suite entries the output table lacks (shapes added to a suite since it was tuned)")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--smoke", action="store_true",
                         help="one tiny entry per op, tiny search, CPU timer (integration check)")
@@ -115,11 +119,18 @@ def _seed_entries() -> list:
         return []
 
 
-def _entries(args, ops):
+def _entries(args, ops, table_path):
     from build_tools.autotune.plan import plan_entries, smoke_entries
+    from build_tools.autotune.table import key_of, load_table
 
     only = {name.strip() for chunk in args.ops for name in chunk.split(",") if name.strip()} or None
-    return smoke_entries(ops, only) if args.smoke else plan_entries(ops, only)
+    if args.smoke:
+        return smoke_entries(ops, only)
+    tabled = set()
+    if args.missing:
+        table = load_table(table_path) or {}
+        tabled = {key_of(e) for e in table.get("entries", [])}
+    return plan_entries(ops, only, match=args.match, skip_keys=tabled)
 
 
 def main(argv=None) -> int:
@@ -171,7 +182,7 @@ def _run(args) -> int:
         incumbents=incumbents, seed_entries=_seed_entries(),
         show_bar=args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty()),
     )
-    entries = _entries(args, resolve(args.op_source))
+    entries = _entries(args, resolve(args.op_source), shipped_path)
     backend = (
         InProcessBackend(args.op_source, args.device, timer) if args.in_process
         else ProcessBackend(workers, args.op_source, args.device, timer, prefetch_peers=options.with_baselines)

@@ -39,19 +39,23 @@ class Entry:
         return f"{self.op.name} {self.dtype_name} [{dims}]"
 
 
-def plan_entries(ops, only_ops=None) -> list[Entry]:
-    """Every (op, dtype, shape) of the suites, ops in library order, optionally filtered by name."""
+def plan_entries(ops, only_ops=None, match=(), skip_keys=()) -> list[Entry]:
+    """Every (op, dtype, shape) of the suites, ops in library order, optionally filtered: by op
+    name, to entries whose label contains one of the `match` substrings
+    (`Entry.label()`, e.g. "rms_norm_fwd bfloat16 [M=16384,"), and without the keys in `skip_keys`."""
     if only_ops:
         unknown = set(only_ops) - {op.name for op in ops}
         if unknown:
             raise ValueError(f"unknown ops: {', '.join(sorted(unknown))}")
-    return [
+    entries = [
         Entry(op, dtype, dict(shape))
         for op in ops
         if not only_ops or op.name in only_ops
         for dtype in op.dtypes
         for shape in op.shapes
     ]
+    return [e for e in entries
+            if (not match or any(text in e.label() for text in match)) and e.key not in skip_keys]
 
 
 def _is_number(value) -> bool:

@@ -1424,6 +1424,8 @@ def matmul__6a461c4dcf89(a, b):
 # config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
+#   sm_90.json bfloat16 {"K":4096,"M":128,"N":4096}
+#   sm_90.json bfloat16 {"K":4096,"M":64,"N":4096}
 def matmul__748d79cf92e1(a, b):
     m, k = a.size()
     n = b.size(1)
@@ -1439,6 +1441,8 @@ def matmul__748d79cf92e1(a, b):
 # config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
 # specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"K":4096,"M":128,"N":4096}
+#   sm_90.json float16 {"K":4096,"M":128,"N":4096}
+#   sm_90.json float16 {"K":4096,"M":64,"N":4096}
 def matmul__76489d712c3d(a, b):
     m, k = a.size()
     n = b.size(1)

@@ -27,6 +27,14 @@ def test_plan_covers_every_op_dtype_shape_and_filters():
         plan_entries(ops, {"nope"})
 
 
+def test_plan_keeps_entries_matching_a_label_text_and_skips_given_keys():
+    ops = [Op("a", [{"M": 64, "N": 1}, {"M": 128, "N": 1}]), Op("b", [{"M": 64, "N": 3}])]
+    matched = plan_entries(ops, match=["a bfloat16 [M=64,", "b float32"])
+    assert [e.label() for e in matched] == ["a bfloat16 [M=64,N=1]", "b float32 [M=64,N=3]"]
+    skipped = plan_entries(ops, {"a"}, skip_keys={matched[0].key})
+    assert [e.label() for e in skipped] == ["a bfloat16 [M=128,N=1]", "a float32 [M=64,N=1]", "a float32 [M=128,N=1]"]
+
+
 def test_shape_distance_is_log_scale_and_respects_exact_and_flag_keys():
     assert shape_distance({"M": 1024, "N": 64}, {"M": 4096, "N": 64}) == 2.0
     assert shape_distance({"D": 64}, {"D": 128}, exact_keys=("D",)) == math.inf
