@@ -16,7 +16,7 @@ SHAPES = {
     "cpu": [(1, 1), (1, 7), (37, 300), (70, 64)],
     "cuda": [(1, 4096), (4097, 4096), (1000, 8192), (33, 16384)],
 }
-LONG_ROW_SHAPES = {"cpu": [(3, 5000)], "cuda": [(64, 262144), (5, 300001)]}
+LONG_ROW_SHAPES = {"cpu": [(3, 5000), (1, 4099)], "cuda": [(64, 262144), (5, 300001)]}
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 # Split columns with the column tile (the second registered block size) a few chunks wide; the forward
 # also sets reduction_loops, since the DSL caps the block volume counting the untaken branch's row.
@@ -30,50 +30,66 @@ def _shape(m, n):
     return {"M": m, "N": n}
 
 
+# Each shape is its own test (the lists have one length per device), so that parallel workers share
+# the GPU run's compiles evenly.
+CASES = range(len(SHAPES["cpu"]))
+LONG_CASES = range(len(LONG_ROW_SHAPES["cpu"]))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("eps", [1e-6, 0.1])
-def test_forward(device, dtype, eps):
-    for case, (m, n) in enumerate(SHAPES[device]):
-        x, weight, _ = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=case)
-        args = (x, weight, eps)
-        check_op(rms_norm.rms_norm_fwd, args, rms_norm.reference_fwd(*args), rms_norm.tolerance(dtype),
-                 f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[SPLIT_FWD, WHOLE_ROWS],
-                 output_dtypes=(dtype, torch.float32))
+@pytest.mark.parametrize("case", CASES)
+def test_forward(device, dtype, eps, case):
+    m, n = SHAPES[device][case]
+    x, weight, _ = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=case)
+    args = (x, weight, eps)
+    check_op(rms_norm.rms_norm_fwd, args, rms_norm.reference_fwd(*args), rms_norm.tolerance(dtype),
+             f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[SPLIT_FWD, WHOLE_ROWS],
+             output_dtypes=(dtype, torch.float32))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_forward_noweight(device, dtype):
-    for case, (m, n) in enumerate(SHAPES[device]):
-        args = rms_norm.make_noweight_fwd_inputs(_shape(m, n), dtype, device, seed=100 + case)
-        check_op(rms_norm.rms_norm_noweight_fwd, args, rms_norm.reference_noweight_fwd(*args),
-                 rms_norm.tolerance(dtype), f"rms_norm_noweight_fwd {m}x{n} {dtype}")
+@pytest.mark.parametrize("case", CASES)
+def test_forward_noweight(device, dtype, case):
+    m, n = SHAPES[device][case]
+    args = rms_norm.make_noweight_fwd_inputs(_shape(m, n), dtype, device, seed=100 + case)
+    check_op(rms_norm.rms_norm_noweight_fwd, args, rms_norm.reference_noweight_fwd(*args),
+             rms_norm.tolerance(dtype), f"rms_norm_noweight_fwd {m}x{n} {dtype}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_backward(device, dtype):
-    for case, (m, n) in enumerate(SHAPES[device]):
-        args = rms_norm.make_bwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
-        check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(dtype),
-                 f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS],
-                 output_dtypes=(dtype, dtype))
+@pytest.mark.parametrize("case", CASES)
+def test_backward(device, dtype, case):
+    m, n = SHAPES[device][case]
+    args = rms_norm.make_bwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
+    check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(dtype),
+             f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS],
+             output_dtypes=(dtype, dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_backward_noweight(device, dtype):
-    for case, (m, n) in enumerate(SHAPES[device]):
-        args = rms_norm.make_noweight_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
-        check_op(rms_norm.rms_norm_noweight_bwd, args, rms_norm.reference_noweight_bwd(*args),
-                 rms_norm.tolerance_dx(dtype), f"rms_norm_noweight_bwd {m}x{n} {dtype}")
+@pytest.mark.parametrize("case", CASES)
+def test_backward_noweight(device, dtype, case):
+    m, n = SHAPES[device][case]
+    args = rms_norm.make_noweight_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
+    check_op(rms_norm.rms_norm_noweight_bwd, args, rms_norm.reference_noweight_bwd(*args),
+             rms_norm.tolerance_dx(dtype), f"rms_norm_noweight_bwd {m}x{n} {dtype}")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_long_rows(device, dtype):
-    for case, (m, n) in enumerate(LONG_ROW_SHAPES[device]):
-        shape = _shape(m, n)
-        fwd_args = rms_norm.make_fwd_inputs(shape, dtype, device, seed=400 + case)
-        check_op(rms_norm.rms_norm_fwd, fwd_args, rms_norm.reference_fwd(*fwd_args), rms_norm.tolerance(dtype),
-                 f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction, SPLIT_FWD], random_seeds=())
-        bwd_args = rms_norm.make_bwd_inputs(shape, dtype, device, seed=500 + case)
-        check_op(rms_norm.rms_norm_bwd, bwd_args, rms_norm.reference_bwd(*bwd_args), rms_norm.tolerance_bwd(dtype),
-                 f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD], random_seeds=())
+@pytest.mark.parametrize("case", LONG_CASES)
+def test_long_rows_forward(device, dtype, case):
+    m, n = LONG_ROW_SHAPES[device][case]
+    fwd_args = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=400 + case)
+    check_op(rms_norm.rms_norm_fwd, fwd_args, rms_norm.reference_fwd(*fwd_args), rms_norm.tolerance(dtype),
+             f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction, SPLIT_FWD], random_seeds=())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", LONG_CASES)
+def test_long_rows_backward(device, dtype, case):
+    m, n = LONG_ROW_SHAPES[device][case]
+    bwd_args = rms_norm.make_bwd_inputs(_shape(m, n), dtype, device, seed=500 + case)
+    check_op(rms_norm.rms_norm_bwd, bwd_args, rms_norm.reference_bwd(*bwd_args), rms_norm.tolerance_bwd(dtype),
+             f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD], random_seeds=())
 

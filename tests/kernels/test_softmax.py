@@ -15,7 +15,7 @@ SHAPES = {
     "cpu": [(1, 1), (1, 7), (37, 300), (70, 64)],
     "cuda": [(1, 32000), (4097, 4096), (1000, 8192), (7, 50257)],
 }
-LONG_ROW_SHAPES = {"cpu": [(3, 5000)], "cuda": [(64, 131072), (8, 262144), (3, 300001)]}
+LONG_ROW_SHAPES = {"cpu": [(3, 5000), (1, 4099), (2, 3001)], "cuda": [(64, 131072), (8, 262144), (3, 300001)]}
 # The column-tile structures with their column block (the first registered block size) a few chunks wide.
 ONLINE = config_with("online softmax", {("online_softmax", None): True, ("block_sizes", 0): a_few_chunks})
 TWO_PASS = config_with("two passes", {("two_pass_rows", None): True, ("block_sizes", 0): a_few_chunks})
@@ -34,35 +34,50 @@ def _shape(m, n):
     return {"M": m, "N": n}
 
 
-@pytest.mark.parametrize("in_dtype,out_dtype", DTYPE_PAIRS, ids=str)
-def test_forward(device, in_dtype, out_dtype):
-    for case, (m, n) in enumerate(SHAPES[device]):
-        x, _ = softmax.make_fwd_inputs(_shape(m, n), in_dtype, device, seed=case)
-        args = (x, out_dtype)
-        check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(out_dtype),
-                 f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[ONLINE, WHOLE_ROWS_FWD],
-                 output_dtypes=(out_dtype,))
+# Each shape is its own test (the lists have one length per device), so that parallel workers share
+# the GPU run's compiles evenly.
+CASES = range(len(SHAPES["cpu"]))
+LONG_CASES = range(len(LONG_ROW_SHAPES["cpu"]))
 
 
 @pytest.mark.parametrize("in_dtype,out_dtype", DTYPE_PAIRS, ids=str)
-def test_backward(device, in_dtype, out_dtype):
-    for case, (m, n) in enumerate(SHAPES[device]):
-        grad_out, out, _ = softmax.make_bwd_inputs(_shape(m, n), in_dtype, device, seed=100 + case)
-        args = (grad_out, out, out_dtype)
-        check_op(softmax.softmax_bwd, args, softmax.reference_bwd(*args), softmax.tolerance_bwd(out_dtype),
-                 f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[TWO_PASS, WHOLE_ROWS_BWD],
-                 output_dtypes=(out_dtype,))
+@pytest.mark.parametrize("case", CASES)
+def test_forward(device, in_dtype, out_dtype, case):
+    m, n = SHAPES[device][case]
+    x, _ = softmax.make_fwd_inputs(_shape(m, n), in_dtype, device, seed=case)
+    args = (x, out_dtype)
+    check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(out_dtype),
+             f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[ONLINE, WHOLE_ROWS_FWD],
+             output_dtypes=(out_dtype,))
+
+
+@pytest.mark.parametrize("in_dtype,out_dtype", DTYPE_PAIRS, ids=str)
+@pytest.mark.parametrize("case", CASES)
+def test_backward(device, in_dtype, out_dtype, case):
+    m, n = SHAPES[device][case]
+    grad_out, out, _ = softmax.make_bwd_inputs(_shape(m, n), in_dtype, device, seed=100 + case)
+    args = (grad_out, out, out_dtype)
+    check_op(softmax.softmax_bwd, args, softmax.reference_bwd(*args), softmax.tolerance_bwd(out_dtype),
+             f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[TWO_PASS, WHOLE_ROWS_BWD],
+             output_dtypes=(out_dtype,))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_long_rows_in_column_tiles(device, dtype):
-    for case, (m, n) in enumerate(LONG_ROW_SHAPES[device]):
-        fwd_args = softmax.make_fwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
-        check_op(softmax.softmax_fwd, fwd_args, softmax.reference_fwd(*fwd_args), softmax.tolerance(dtype),
-                 f"softmax_fwd {m}x{n} {dtype}", extra_configs=[ONLINE], random_seeds=())
-        bwd_args = softmax.make_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
-        check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance_bwd(dtype),
-                 f"softmax_bwd {m}x{n} {dtype}", extra_configs=[TWO_PASS], random_seeds=())
+@pytest.mark.parametrize("case", LONG_CASES)
+def test_long_rows_forward(device, dtype, case):
+    m, n = LONG_ROW_SHAPES[device][case]
+    fwd_args = softmax.make_fwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
+    check_op(softmax.softmax_fwd, fwd_args, softmax.reference_fwd(*fwd_args), softmax.tolerance(dtype),
+             f"softmax_fwd {m}x{n} {dtype}", extra_configs=[ONLINE], random_seeds=())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", LONG_CASES)
+def test_long_rows_backward(device, dtype, case):
+    m, n = LONG_ROW_SHAPES[device][case]
+    bwd_args = softmax.make_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
+    check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance_bwd(dtype),
+             f"softmax_bwd {m}x{n} {dtype}", extra_configs=[TWO_PASS], random_seeds=())
 
 
 def test_large_logits_do_not_overflow(device):
