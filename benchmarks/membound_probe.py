@@ -56,6 +56,11 @@ def _columns(bn, w, ev="", persistent=False, stages=0, rows=1, fwd=True):
                      range_num_stages=[stages, stages], **(PERSISTENT if persistent else {}))
 
 
+def _split(bn, w):
+    """softmax fwd / bwd with rows split across programs, pieces of bn columns, w warps."""
+    return f"split n{bn} w{w}", _c(split_rows=True, block_sizes=[bn, 1], num_warps=w)
+
+
 def _rows(bm, w, fwd=True, indexing=None):
     """softmax fwd / bwd over whole rows (column tile 4096 unused, lifting the DSL's warps cap);
     `indexing` is that of the row load and the store."""
@@ -84,15 +89,18 @@ CASES = [
         ("m2 w8 s1", _c(block_sizes=[2, 1], num_warps=8, num_stages=1)),
     ]),
     ("softmax_fwd", (4096, 131072), False, [
+        _split(4096, 4), _split(4096, 8), _split(4096, 16), _split(2048, 4), _split(2048, 8),
         _columns(4096, 8, "last"), _columns(4096, 8, "last", True), _columns(4096, 16, "last", True),
         _columns(4096, 8, "last", True, 3), _columns(4096, 16, "last", True, 3), _columns(2048, 8, "last", True, 4),
         _columns(4096, 4, "last", True, 3), _columns(4096, 8, "", True), _columns(4096, 16, "last", False, 3),
     ]),
     ("softmax_fwd", (2048, 262144), False, [
+        _split(4096, 4), _split(4096, 8), _split(4096, 16),
         _columns(4096, 8, "last"), _columns(4096, 8, "last", True), _columns(4096, 16, "last", True),
         _columns(4096, 8, "last", True, 3), _columns(4096, 16, "last", True, 3), _columns(4096, 8, "", True, 3),
     ]),
     ("softmax_fwd", (256, 262144), False, [
+        _split(4096, 4), _split(4096, 8), _split(4096, 16),
         _columns(4096, 16), _columns(4096, 16, "last"), _columns(4096, 16, "", True), _columns(4096, 16, "", True, 3),
         _columns(4096, 8, "", False, 3), _columns(4096, 16, "", False, 3),
     ]),
@@ -104,15 +112,18 @@ CASES = [
     ]),
     ("softmax_bwd", (16384, 4096), False, [_rows(1, 16, False), _rows(1, 4, False), _columns(4096, 8, fwd=False)]),
     ("softmax_bwd", (4096, 131072), False, [
+        _split(4096, 4), _split(4096, 8), _split(4096, 16), _split(2048, 8),
         _columns(4096, 16, "last", fwd=False), _columns(4096, 8, "last", True, fwd=False), _columns(4096, 16, "last", True, fwd=False),
         _columns(4096, 8, "last", True, 3, fwd=False), _columns(4096, 16, "last", True, 3, fwd=False), _columns(2048, 16, "last", True, 3, fwd=False),
         _columns(4096, 16, "", True, 3, fwd=False),
     ]),
     ("softmax_bwd", (2048, 262144), False, [
+        _split(4096, 4), _split(4096, 8), _split(4096, 16),
         _columns(4096, 16, "last", fwd=False), _columns(4096, 16, "last", True, fwd=False), _columns(4096, 16, "last", True, 3, fwd=False),
         _columns(4096, 8, "last", True, 3, fwd=False),
     ]),
     ("softmax_bwd", (256, 262144), False, [
+        _split(4096, 4), _split(4096, 8), _split(4096, 16),
         _columns(4096, 16, "last", fwd=False), _columns(4096, 16, "", False, 3, fwd=False), _columns(4096, 16, "", True, 3, fwd=False),
         _columns(4096, 32, "", fwd=False),
     ]),
@@ -166,6 +177,8 @@ CASES = [
     ("softmax_bwd", (4096, 16384), False, [
         _rows(1, 32, False), _rows(1, 16, False), _columns(4096, 16, "", True, fwd=False), _columns(4096, 16, "", True, 3, fwd=False),
     ]),
+    ("softmax_fwd", (16384, 16384), False, [_rows(1, 16), _split(4096, 4), _split(4096, 8), _split(2048, 4)]),
+    ("softmax_fwd", (16384, 4096), False, [_rows(2, 16), _split(4096, 4), _split(2048, 4), _split(1024, 4)]),
     ("rms_norm_fwd", (1, 4096), False, [("m1 w8", _c(block_sizes=[1, 1], num_warps=8))]),
     ("softmax_fwd", (1, 4096), False, [_rows(1, 8), _columns(4096, 8)]),
 ]
@@ -187,13 +200,20 @@ def _empty_args(spec, m: int, n: int) -> tuple:
 
 
 def _config(bound, overrides: dict):
+    """The default config with `overrides`; a per-site list override names the leading sites
+    (the default config fills the rest)."""
     spec = bound.config_spec
-    return spec.normalize(spec.default_config().merged(**overrides))
+    default = spec.default_config()
+    merged = {key: list(value) + list(default[key])[len(value):] if isinstance(value, list) and key in default else value
+              for key, value in overrides.items()}
+    return spec.normalize(default.merged(**merged))
 
 
 def _selected(only: str | None) -> list:
+    """The cases named by `only`: op names, or op:MxN for one shape."""
     names = set(only.split(",")) if only else None
-    return [case for case in CASES if names is None or case[0] in names]
+    return [case for case in CASES
+            if names is None or case[0] in names or f"{case[0]}:{case[1][0]}x{case[1][1]}" in names]
 
 
 def _cross_compile_case(case) -> list:

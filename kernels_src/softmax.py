@@ -2,14 +2,21 @@
 
 forward:  y = exp(x - max(x)) / sum(exp(x - max(x)))     (fp32 math, y allocated in `out_dtype`)
 backward: dx = y * (dy - sum(dy * y))                     (fp32 math, dx allocated in `grad_in_dtype`)
-Each program owns a tile of rows. Each kernel has two structures, picked by a tunable
-(`online_softmax` forward, `two_pass_rows` backward):
-- True (the default): column tiles. A first device loop carries the row's running max and
-  rescaled sum (forward) or dot(dy, y) (backward); a second loop writes the output; the row is
-  read twice. The first pass walks the tiles last to first, so that the second pass starts on the
-  tiles read most recently (the likeliest to be in L2); the second pass's loads are evict_first.
-  Long rows (131072, 262144, ...) take this structure.
-- False: whole rows held in registers (`:`), one read; rows up to ~32768 elements.
+Each kernel has three structures, picked by two tunables:
+- `split_rows` (default False): rows cut into pieces of `block_n` columns, one program a piece, for
+  long rows (131072, 262144, ...) that no program can hold. A program keeps its piece in registers,
+  publishes the piece's (max, sum of exp) forward or dot(dy, y) backward, waits for the row's other
+  pieces (hl.signal / hl.wait on a per-row counter) and writes its piece from registers: every
+  element is read once and written once. Programs take their (row, piece) from an atomic ticket, so
+  the pieces of a row are started together whatever order the GPU starts programs in; a row may have
+  at most MAX_ROW_PIECES pieces (all resident at once on any GPU with 32+ SMs), longer rows (for the
+  given block) run the structure below.
+- otherwise `online_softmax` forward / `two_pass_rows` backward, each program owning a tile of rows:
+  - True (the default): column tiles. A first device loop carries the row's running max and
+    rescaled sum (forward) or dot(dy, y) (backward); a second loop writes the output; the row is
+    read twice. The first pass walks the tiles last to first, so that the second pass starts on the
+    tiles read most recently (the likeliest to be in L2); the second pass's loads are evict_first.
+  - False: whole rows held in registers (`:`), one read; rows up to ~32768 elements.
 Columns past N: the first pass masks its reversed tiles explicitly (its loop runs over a range
 padded to whole tiles); elsewhere the DSL masks loads and reductions by tile bounds.
 """
@@ -24,6 +31,7 @@ from build_tools.opspec import OpSpec
 from ._inputs import as_float64, element_size, randn, seeded_generator
 
 MIN_COLUMN_TILE = 256  # narrower column tiles only add loop iterations
+MAX_ROW_PIECES = 64  # programs that wait for each other: 64 are resident at once on any 32-SM GPU
 
 
 @helion.kernel(static_shapes=False)
@@ -31,9 +39,15 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
     online = hl.register_tunable("online_softmax", helion.EnumFragment((True, False)))
+    split_rows = hl.register_tunable("split_rows", helion.EnumFragment((False, True)))
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
     padded = helion.cdiv(n, block_n) * block_n
-    for tile_m in hl.tile(m):
+    pieces = helion.cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= MAX_ROW_PIECES else 0
+    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)  # arrivals per row, then the ticket counter
+    for tile_m in hl.tile(m - split_m):
         if online:
             row_max = hl.full([tile_m], float("-inf"), dtype=torch.float32)
             row_sum = hl.zeros([tile_m], dtype=torch.float32)
@@ -56,6 +70,22 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
             exp_values = torch.exp(values - row_max)
             row_sum = torch.sum(exp_values, dim=1, keepdim=True)
             out[tile_m, :] = (exp_values * (1.0 / row_sum)).to(out.dtype)
+    for program in hl.grid(split_m * pieces):
+        ticket = hl.atomic_add(sync, [split_m], 1)
+        row = ticket // pieces
+        piece = ticket % pieces
+        begin = piece * block_n
+        for tile_n in hl.tile(begin, min(n, begin + block_n), block_size=block_n):
+            values = x[row, tile_n].to(torch.float32)
+            local_max = torch.amax(values, dim=0)
+            piece_max[row, piece] = local_max
+            piece_sum[row, piece] = torch.sum(torch.exp(values - local_max), dim=0)
+            hl.signal(sync, [row], op="atomic_add")
+            hl.wait(sync, [row], signal=pieces)
+            maxes = piece_max[row, :]
+            row_max = torch.amax(maxes, dim=0)
+            row_sum = torch.sum(piece_sum[row, :] * torch.exp(maxes - row_max), dim=0)
+            out[row, tile_n] = (torch.exp(values - row_max) * (1.0 / row_sum)).to(out.dtype)
     return out
 
 
@@ -64,9 +94,14 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     two_pass = hl.register_tunable("two_pass_rows", helion.EnumFragment((True, False)))
+    split_rows = hl.register_tunable("split_rows", helion.EnumFragment((False, True)))
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
     padded = helion.cdiv(n, block_n) * block_n
-    for tile_m in hl.tile(m):
+    pieces = helion.cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= MAX_ROW_PIECES else 0
+    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)  # arrivals per row, then the ticket counter
+    for tile_m in hl.tile(m - split_m):
         if two_pass:
             row_dot = hl.zeros([tile_m], dtype=torch.float32)
             for tile_n in hl.tile(padded, block_size=block_n):
@@ -84,6 +119,19 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
             dy = grad_out[tile_m, :].to(torch.float32)
             row_dot = torch.sum(dy * y, dim=1, keepdim=True)
             grad_in[tile_m, :] = (y * (dy - row_dot)).to(grad_in.dtype)
+    for program in hl.grid(split_m * pieces):
+        ticket = hl.atomic_add(sync, [split_m], 1)
+        row = ticket // pieces
+        piece = ticket % pieces
+        begin = piece * block_n
+        for tile_n in hl.tile(begin, min(n, begin + block_n), block_size=block_n):
+            y = out[row, tile_n].to(torch.float32)
+            dy = grad_out[row, tile_n].to(torch.float32)
+            piece_dot[row, piece] = torch.sum(dy * y, dim=0)
+            hl.signal(sync, [row], op="atomic_add")
+            hl.wait(sync, [row], signal=pieces)
+            row_dot = torch.sum(piece_dot[row, :], dim=0)
+            grad_in[row, tile_n] = (y * (dy - row_dot)).to(grad_in.dtype)
     return grad_in
 
 

@@ -66,7 +66,7 @@ class DeviceCompiler(PointwiseMixin):
         for value in spec.begins + spec.ends:
             if not isinstance(value, (int, HostScalar)):
                 raise self.error(exc.NotSupported, "top-level loop bounds must be computed in host code", node.iter)
-        tiles = self.top_level_tiles(spec, loop_index)
+        tiles = self.top_level_tiles(spec, loop_index, self.waits_for_programs(node.body))
         self.bind_loop_target(node.target, tiles, spec.kind)
         self.statements(node.body)
         if node.orelse:
@@ -75,7 +75,16 @@ class DeviceCompiler(PointwiseMixin):
         self.builder.lines = self.setup_lines + body
         return tiles
 
-    def top_level_tiles(self, spec: LoopSpec, loop_index: int) -> list:
+    def waits_for_programs(self, body: list[ast.stmt]) -> bool:
+        """Whether a loop body waits for other programs (hl.wait, or hl.signal with `wait_for`)."""
+        for sub in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(sub, ast.Call):
+                callee = self.resolve_callee(sub.func)
+                if callee is hl.wait or (callee is hl.signal and any(k.arg == "wait_for" for k in sub.keywords)):
+                    return True
+        return False
+
+    def top_level_tiles(self, spec: LoopSpec, loop_index: int, programs_wait: bool) -> list:
         """Emits the program-id to tile-offset mapping selected by the config."""
         b = self.builder
         counts, dims = [], []
@@ -89,7 +98,7 @@ class DeviceCompiler(PointwiseMixin):
             bs = self.block_constexpr(block_id, fixed)
             dims.append((block_id, bs, begin_s, end_s))
             counts.append((f"tl.cdiv({end_s} - {begin_s}, {bs})", f"triton.cdiv({self.host_text(end, begin)}, {self.block_host(block_id, fixed)})"))
-        pids = self.session.pid_setup(b, loop_index, [c[0] for c in counts], [c[1] for c in counts], len(counts))
+        pids = self.session.pid_setup(b, loop_index, [c[0] for c in counts], [c[1] for c in counts], len(counts), programs_wait)
         tiles = []
         for i, dim in enumerate(dims):
             begin_s = self.atom(spec.begins[i])

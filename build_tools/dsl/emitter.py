@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Iterator
 
+from .sync import CONCURRENT_PROGRAMS_FLAG
+
 
 @dataclass
 class Param:
@@ -25,6 +27,7 @@ class KernelBuilder:
         self.launch_constants: dict[str, str] = {}  # constexpr param -> launcher expression
         self.prologue_lines: list[str] = []  # launcher lines run before the launch
         self.uses_tensor_descriptors = False
+        self.programs_wait = False  # programs wait for each other (hl.wait): they must run concurrently
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -71,13 +74,16 @@ class KernelBuilder:
         return [p for p in self.params.values() if not p.constexpr] + [p for p in self.params.values() if p.constexpr]
 
     def render(self) -> tuple[str, str]:
-        """Returns (kernel name, kernel source). The name derives from a hash of the text."""
+        """Returns (kernel name, kernel source). The name derives from a hash of the text. A kernel
+        whose programs wait for each other carries the flag that makes Triton's interpreter run
+        them concurrently (sync.CONCURRENT_PROGRAMS_FLAG)."""
         signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in self.ordered_params())
         body = "\n".join(self.lines) if self.lines else "    pass"
         template = "@triton.jit\ndef {name}(" + signature + "):\n" + body + "\n"
-        digest = hashlib.sha1(template.encode()).hexdigest()[:10]
+        flag = f"\n\n{{name}}.fn.{CONCURRENT_PROGRAMS_FLAG} = True\n" if self.programs_wait else ""
+        digest = hashlib.sha1((template + flag).encode()).hexdigest()[:10]
         name = f"_{self.fn_name}_kernel_{digest}"
-        return name, template.replace("{name}", name, 1)
+        return name, template.replace("{name}", name, 1) + flag.replace("{name}", name)
 
 
 def _identifier(text: str) -> str:

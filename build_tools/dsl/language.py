@@ -67,6 +67,8 @@ full = _device_only("full")
 load = _device_only("load")
 store = _device_only("store")
 atomic_add = _device_only("atomic_add")
+signal = _device_only("signal")
+wait = _device_only("wait")
 dot = _device_only("dot")
 
-DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, dot}
+DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot}

@@ -4,8 +4,9 @@ strides only those launches used), so a call neither allocates nor queries for t
 
 A grid is provably empty when a factor of one of its dimensions folds to 0 from constants:
 literals, names the launcher assigns once, at its top level, from a foldable expression (read
-after that assignment), conditional expressions on a folded test, integer arithmetic and `_cdiv`,
-`_next_power_of_2`, `min` and `max` of folded values. A statement is dropped only when
+after that assignment), conditional expressions on a folded test, `and`/`or` (decided by their
+folded operands, as Python short-circuits them), comparisons and integer arithmetic of folded
+values, and `_cdiv`, `_next_power_of_2`, `min` and `max` of folded values. A statement is dropped only when
 every expression in it is pure: no call but the host helpers, tensor allocations and queries and
 non-mutating tensor methods (a reduction of a buffer that only a dropped pass wrote), no
 assignment expression, lambda or comprehension. `_launch` still returns at once on a grid that
@@ -24,6 +25,8 @@ PURE_TORCH = frozenset({"empty", "empty_like", "empty_strided", "zeros", "zeros_
 IMPURE = (ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.ListComp, ast.SetComp,
           ast.DictComp, ast.GeneratorExp)
 UNKNOWN = object()
+COMPARISONS = {ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+               ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 
 
 def _pure_call(node: ast.Call) -> bool:
@@ -60,6 +63,26 @@ def _fold(node: ast.AST, env: dict):
     if isinstance(node, ast.IfExp):
         test = _fold(node.test, env)
         return UNKNOWN if test is UNKNOWN else _fold(node.body if test else node.orelse, env)
+    if isinstance(node, ast.BoolOp):
+        # `a and b` is the first falsy operand (or the last); `a or b` the first truthy one: an
+        # unknown operand before the deciding one leaves the result unknown
+        stop_on_falsy = isinstance(node.op, ast.And)
+        value = UNKNOWN
+        for operand in node.values:
+            value = _fold(operand, env)
+            if value is UNKNOWN or bool(value) != stop_on_falsy:
+                return value
+        return value
+    if isinstance(node, ast.Compare):
+        left = _fold(node.left, env)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = _fold(right_node, env)
+            if UNKNOWN in (left, right) or type(op) not in COMPARISONS:
+                return UNKNOWN
+            if not COMPARISONS[type(op)](left, right):
+                return False
+            left = right
+        return True
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
         value = _fold(node.operand, env)
         return UNKNOWN if value is UNKNOWN else (not value if isinstance(node.op, ast.Not) else -value)

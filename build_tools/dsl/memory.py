@@ -1,4 +1,4 @@
-"""Loads, stores and atomics for the device compiler: turns an index list on a host tensor into a
+"""Loads and stores for the device compiler: turns an index list on a host tensor into a
 Triton pointer (or block pointer / tensor descriptor) expression, its mask, and the result shape."""
 from __future__ import annotations
 
@@ -320,15 +320,9 @@ class MemoryMixin:
         raise self.error(exc.ShapeMismatch, f"cannot store a value of shape {self.shape_text(value.shape)} into {self.shape_text(shape)}", node)
 
     def store(self, tensor: HostTensor, index: list, value: Any, extra_mask: Any, node: ast.AST) -> None:
-        self.write(tensor, index, value, extra_mask, node, atomic=None)
-
-    def atomic_add(self, tensor: HostTensor, index: list, value: Any, node: ast.AST, sem: str = "relaxed") -> None:
-        self.write(tensor, index, value, None, node, atomic=sem)
-
-    def write(self, tensor: HostTensor, index: list, value: Any, extra_mask: Any, node: ast.AST, atomic: str | None) -> None:
         addr = self.address(tensor, index, node)
         site = self.session.memory_site("store")
-        strategy = self.session.indexing(site) if atomic is None else "pointer"
+        strategy = self.session.indexing(site)
         value = self.fit_value(value, addr.shape, node)
         extra = self.to_tval(extra_mask) if extra_mask is not None and not isinstance(extra_mask, bool) else None
         looped = [d for d in addr.shape if isinstance(d, RDim) and d.looped] + value.looped_rdims()
@@ -339,11 +333,11 @@ class MemoryMixin:
             if any(d is not rdim for d in looped):
                 raise exc.NotLoopable("a store spans two looped reduction dimensions", self.session.location(node)).with_rdims([d.rdim_id for d in looped])
             with self.chunk_loop(rdim):
-                self.emit_write(tensor, addr, value, extra, strategy, atomic)
+                self.emit_write(tensor, addr, value, extra, strategy)
         else:
-            self.emit_write(tensor, addr, value, extra, strategy, atomic)
+            self.emit_write(tensor, addr, value, extra, strategy)
 
-    def emit_write(self, tensor: HostTensor, addr: Address, value: TVal, extra: TVal | None, strategy: str, atomic: str | None) -> None:
+    def emit_write(self, tensor: HostTensor, addr: Address, value: TVal, extra: TVal | None, strategy: str) -> None:
         atoms = [self.atom(c) for c in addr.children]
         dtype = tensor.meta.dtype
         val = self.atom(value)
@@ -364,20 +358,16 @@ class MemoryMixin:
                     b.emit(f"{bp}.store([{', '.join(addr.block_offsets)}], {val})")
                 b.emit("else:")
                 b.depth += 1
-                self.emit_pointer_write(tensor, addr, atoms, val, None, atomic)
+                self.emit_pointer_write(tensor, addr, atoms, val, None)
                 b.depth -= 1
                 return
             checks = [i for i, dim in enumerate(addr.block_dims) if dim.mask]
             bc = f", boundary_check={tuple(checks)}" if checks else ""
             b.emit(f"tl.store({bp}, {val}{bc})")
             return
-        self.emit_pointer_write(tensor, addr, atoms, val, self.atom(extra) if extra is not None else None, atomic)
+        self.emit_pointer_write(tensor, addr, atoms, val, self.atom(extra) if extra is not None else None)
 
-    def emit_pointer_write(self, tensor: HostTensor, addr: Address, atoms: list[str], val: str, extra: str | None, atomic: str | None) -> None:
-        b = self.builder
+    def emit_pointer_write(self, tensor: HostTensor, addr: Address, atoms: list[str], val: str, extra: str | None) -> None:
         offset, mask = self.render_address(addr, atoms, extra, self.index_width(tensor))
         masked = f", mask={mask}" if mask else ""
-        if atomic is not None:
-            b.emit(f"tl.atomic_add({tensor.param} + ({offset}), {val}{masked}, sem={atomic!r})")
-        else:
-            b.emit(f"tl.store({tensor.param} + ({offset}), {val}{masked})")
+        self.builder.emit(f"tl.store({tensor.param} + ({offset}), {val}{masked})")

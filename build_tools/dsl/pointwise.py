@@ -12,6 +12,7 @@ from . import exc
 from . import language as hl
 from .memory import MemoryMixin
 from .reduce import ReduceMixin
+from .sync import SyncMixin
 from .values import ONE, BlockDim, same_dim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
 
 BINARY_OPS = {
@@ -49,7 +50,7 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-class PointwiseMixin(ReduceMixin, MemoryMixin):
+class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -471,7 +472,9 @@ class PointwiseMixin(ReduceMixin, MemoryMixin):
         table[hl.full] = ignore_node(lambda size, value, dtype=torch.float32, **k: self.new_full(size, value, dtype))
         table[hl.load] = lambda node, tensor, index, extra_mask=None, **k: self.load(self.host_tensor(tensor, node), list(index), extra_mask, node, **k)
         table[hl.store] = lambda node, tensor, index, value, extra_mask=None: self.store(self.host_tensor(tensor, node), list(index), value, extra_mask, node)
-        table[hl.atomic_add] = lambda node, tensor, index, value, sem="relaxed": self.atomic_add(self.host_tensor(tensor, node), list(index), value, node, sem)
+        table[hl.atomic_add] = lambda node, tensor, index, value, sem="relaxed": self.atomic("atomic_add", self.host_tensor(tensor, node), list(index), value, node, sem)
+        table[hl.signal] = lambda node, pad, index, *a, **k: self.signal(self.host_tensor(pad, node), list(index), node, *a, **k)
+        table[hl.wait] = lambda node, pad, index, *a, **k: self.wait(self.host_tensor(pad, node), list(index), node, *a, **k)
         table[min] = ignore_node(lambda a, b: self.extremum("minimum", a, b) if self.any_device(a, b) else min(a, b))
         table[max] = ignore_node(lambda a, b: self.extremum("maximum", a, b) if self.any_device(a, b) else max(a, b))
         table[float] = ignore_node(lambda v: self.to_dtype(v, torch.float32) if self.any_device(v) else float(v))

@@ -431,9 +431,15 @@ class CompileSession:
         return "".join(", " + o for o in opts)
 
     # ------------------------------------------------------------------ program ids
-    def pid_setup(self, b: KernelBuilder, loop_index: int, counts: list[str], counts_host: list[str], ndims: int) -> list[str]:
+    def pid_setup(self, b: KernelBuilder, loop_index: int, counts: list[str], counts_host: list[str], ndims: int,
+                  programs_wait: bool = False) -> list[str]:
+        """The loop's program ids under the config's pid_type. A loop whose programs wait for each
+        other runs one program per iteration (a persistent program takes its next work item only
+        after its wait, so the programs it waits for might never start)."""
         self.found.top_loops.append(ndims)
         pid_type = self.config.get("pid_type", "flat") if "pid_type" in self.config else "flat"
+        if programs_wait and pid_type.startswith("persistent"):
+            pid_type = "flat"
         order = list(self.knob("loop_orders", loop_index, list(range(ndims)))) if ndims > 1 else [0]
         if sorted(order) != list(range(ndims)):
             raise exc.InvalidConfig(f"loop_orders[{loop_index}]={order} is not a permutation of {ndims} dims")

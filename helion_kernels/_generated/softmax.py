@@ -89,13 +89,13 @@ def _next_power_of_2(n):
 
 
 @triton.jit
-def _softmax_bwd_kernel_2beb824462(m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_bwd_kernel_598a855a83(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < out_size_1
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
+    mask_4 = indices_3 < m_split_m
     load_5 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
     load_6 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
     v_7 = (load_6 * load_5)
@@ -105,150 +105,11 @@ def _softmax_bwd_kernel_2beb824462(m, out, out_stride_0, out_stride_1, out_size_
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_10, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_bwd_kernel_772e2448ec(m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < out_size_1
+def _softmax_bwd_kernel_85cb26f9c3(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    load_5 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    load_7 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_8 = load_7.to(tl.float32)
-    v_9 = (v_8 * v_6)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (v_8 - red_10)
-    v_12 = (v_6 * v_11)
-    v_13 = v_12.to(tl.float16)
-    tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_bwd_kernel_b90e6ac3d0(m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < out_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    load_5 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    load_7 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_8 = load_7.to(tl.float32)
-    v_9 = (v_8 * v_6)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (v_8 - red_10)
-    v_12 = (v_6 * v_11)
-    v_13 = v_12.to(tl.bfloat16)
-    tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_bwd_kernel_bff1a3e3c2(m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_dot_6 = v_5
-    for offset_7 in tl.range(0, padded, _BLOCK_SIZE_0, num_stages=2):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_9 = indices_8 < padded
-        v_10 = (2 * offset_7)
-        v_11 = (padded_block_n - v_10)
-        v_12 = (indices_8 + v_11)
-        v_13 = v_12[None, :]
-        v_14 = (v_13 < n)
-        load_15 = tl.load(out + (indices_3[:, None] * out_stride_0 + v_12[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
-        load_16 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + v_12[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0)
-        v_17 = (load_16 * load_15)
-        red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
-        v_19 = (row_dot_6 + red_18)
-        row_dot_6 = v_19
-    for offset_20 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_22 = indices_21 < n
-        load_23 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_21[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_22[None, :]), other=0, eviction_policy='evict_first')
-        load_24 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + indices_21[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_22[None, :]), other=0, eviction_policy='evict_first')
-        v_25 = row_dot_6[:, None]
-        v_26 = (load_24 - v_25)
-        v_27 = (load_23 * v_26)
-        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_21[None, :] * grad_in_stride_1), v_27, mask=(mask_4[:, None]) & (mask_22[None, :]))
-
-@triton.jit
-def _softmax_bwd_kernel_c3eca1d552(m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_dot_6 = v_5
-    for offset_7 in tl.range(0, padded, _BLOCK_SIZE_0):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_9 = indices_8 < padded
-        v_10 = (2 * offset_7)
-        v_11 = (padded_block_n - v_10)
-        v_12 = (indices_8 + v_11)
-        v_13 = v_12[None, :]
-        v_14 = (v_13 < n)
-        load_15 = tl.load(out + (indices_3[:, None] * out_stride_0 + v_12[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
-        v_16 = load_15.to(tl.float32)
-        load_17 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + v_12[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
-        v_18 = load_17.to(tl.float32)
-        v_19 = (v_18 * v_16)
-        red_20 = (tl.sum(tl.where(mask_9[None, :], v_19, 0), 1))
-        v_21 = (row_dot_6 + red_20)
-        row_dot_6 = v_21
-    for offset_22 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < n
-        load_25 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_23[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
-        v_26 = load_25.to(tl.float32)
-        load_27 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + indices_23[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
-        v_28 = load_27.to(tl.float32)
-        v_29 = row_dot_6[:, None]
-        v_30 = (v_28 - v_29)
-        v_31 = (v_26 * v_30)
-        v_32 = v_31.to(tl.float16)
-        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
-
-@triton.jit
-def _softmax_bwd_kernel_d17d4835e1(m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_dot_6 = v_5
-    for offset_7 in tl.range(0, padded, _BLOCK_SIZE_0):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_9 = indices_8 < padded
-        v_10 = (2 * offset_7)
-        v_11 = (padded_block_n - v_10)
-        v_12 = (indices_8 + v_11)
-        v_13 = v_12[None, :]
-        v_14 = (v_13 < n)
-        load_15 = tl.load(out + (indices_3[:, None] * out_stride_0 + v_12[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
-        load_16 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + v_12[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
-        v_17 = (load_16 * load_15)
-        red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
-        v_19 = (row_dot_6 + red_18)
-        row_dot_6 = v_19
-    for offset_20 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_22 = indices_21 < n
-        load_23 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_21[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_22[None, :]), other=0, eviction_policy='evict_first')
-        load_24 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + indices_21[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_22[None, :]), other=0, eviction_policy='evict_first')
-        v_25 = row_dot_6[:, None]
-        v_26 = (load_24 - v_25)
-        v_27 = (load_23 * v_26)
-        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_21[None, :] * grad_in_stride_1), v_27, mask=(mask_4[:, None]) & (mask_22[None, :]))
-
-@triton.jit
-def _softmax_bwd_kernel_f817bcb45a(m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
+    mask_4 = indices_3 < m_split_m
     v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
     row_dot_6 = v_5
     for offset_7 in tl.range(0, padded, _BLOCK_SIZE_0):
@@ -281,11 +142,150 @@ def _softmax_bwd_kernel_f817bcb45a(m, padded, padded_block_n, n, out, out_stride
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_3c171ea402(m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_bwd_kernel_86e021cd24(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_dot_6 = v_5
+    for offset_7 in tl.range(0, padded, _BLOCK_SIZE_0):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_9 = indices_8 < padded
+        v_10 = (2 * offset_7)
+        v_11 = (padded_block_n - v_10)
+        v_12 = (indices_8 + v_11)
+        v_13 = v_12[None, :]
+        v_14 = (v_13 < n)
+        load_15 = tl.load(out + (indices_3[:, None] * out_stride_0 + v_12[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
+        load_16 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + v_12[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
+        v_17 = (load_16 * load_15)
+        red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
+        v_19 = (row_dot_6 + red_18)
+        row_dot_6 = v_19
+    for offset_20 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_22 = indices_21 < n
+        load_23 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_21[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_22[None, :]), other=0, eviction_policy='evict_first')
+        load_24 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + indices_21[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_22[None, :]), other=0, eviction_policy='evict_first')
+        v_25 = row_dot_6[:, None]
+        v_26 = (load_24 - v_25)
+        v_27 = (load_23 * v_26)
+        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_21[None, :] * grad_in_stride_1), v_27, mask=(mask_4[:, None]) & (mask_22[None, :]))
+
+@triton.jit
+def _softmax_bwd_kernel_e05a52e758(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < out_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    load_7 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_8 = load_7.to(tl.float32)
+    v_9 = (v_8 * v_6)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (v_8 - red_10)
+    v_12 = (v_6 * v_11)
+    v_13 = v_12.to(tl.float16)
+    tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_bwd_kernel_e2bebb1611(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_dot_6 = v_5
+    for offset_7 in tl.range(0, padded, _BLOCK_SIZE_0, num_stages=2):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_9 = indices_8 < padded
+        v_10 = (2 * offset_7)
+        v_11 = (padded_block_n - v_10)
+        v_12 = (indices_8 + v_11)
+        v_13 = v_12[None, :]
+        v_14 = (v_13 < n)
+        load_15 = tl.load(out + (indices_3[:, None] * out_stride_0 + v_12[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
+        load_16 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + v_12[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0)
+        v_17 = (load_16 * load_15)
+        red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
+        v_19 = (row_dot_6 + red_18)
+        row_dot_6 = v_19
+    for offset_20 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_22 = indices_21 < n
+        load_23 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_21[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_22[None, :]), other=0, eviction_policy='evict_first')
+        load_24 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + indices_21[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_22[None, :]), other=0, eviction_policy='evict_first')
+        v_25 = row_dot_6[:, None]
+        v_26 = (load_24 - v_25)
+        v_27 = (load_23 * v_26)
+        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_21[None, :] * grad_in_stride_1), v_27, mask=(mask_4[:, None]) & (mask_22[None, :]))
+
+@triton.jit
+def _softmax_bwd_kernel_f31a42fba8(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_dot_6 = v_5
+    for offset_7 in tl.range(0, padded, _BLOCK_SIZE_0):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_9 = indices_8 < padded
+        v_10 = (2 * offset_7)
+        v_11 = (padded_block_n - v_10)
+        v_12 = (indices_8 + v_11)
+        v_13 = v_12[None, :]
+        v_14 = (v_13 < n)
+        load_15 = tl.load(out + (indices_3[:, None] * out_stride_0 + v_12[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
+        v_16 = load_15.to(tl.float32)
+        load_17 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + v_12[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0, eviction_policy='evict_last')
+        v_18 = load_17.to(tl.float32)
+        v_19 = (v_18 * v_16)
+        red_20 = (tl.sum(tl.where(mask_9[None, :], v_19, 0), 1))
+        v_21 = (row_dot_6 + red_20)
+        row_dot_6 = v_21
+    for offset_22 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < n
+        load_25 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_23[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
+        v_26 = load_25.to(tl.float32)
+        load_27 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + indices_23[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
+        v_28 = load_27.to(tl.float32)
+        v_29 = row_dot_6[:, None]
+        v_30 = (v_28 - v_29)
+        v_31 = (v_26 * v_30)
+        v_32 = v_31.to(tl.float16)
+        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
+
+@triton.jit
+def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < out_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    load_7 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_8 = load_7.to(tl.float32)
+    v_9 = (v_8 * v_6)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (v_8 - red_10)
+    v_12 = (v_6 * v_11)
+    v_13 = v_12.to(tl.bfloat16)
+    tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_0a713486dd(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
     v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
     v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
     row_sum_7 = v_6
@@ -326,11 +326,59 @@ def _softmax_fwd_kernel_3c171ea402(m, padded, padded_block_n, n, x, x_stride_0, 
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_534d6fe1d2(m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_145bffced8(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
+        v_18 = load_17.to(tl.float32)
+        v_19 = v_15[None, :]
+        v_20 = tl.where(v_19, v_18, float("-inf"))
+        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        v_22 = tl.maximum(row_max_8, red_21)
+        v_23 = v_22[:, None]
+        v_24 = (v_20 - v_23)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
+        v_27 = (row_max_8 - v_22)
+        v_28 = tl.exp(v_27)
+        v_29 = (row_sum_7 * v_28)
+        v_30 = (v_29 + red_26)
+        row_sum_7 = v_30
+        row_max_8 = v_22
+    v_31 = (1.0 / row_sum_7)
+    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_34 = indices_33 < n
+        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
+        v_36 = load_35.to(tl.float32)
+        v_37 = row_max_8[:, None]
+        v_38 = (v_36 - v_37)
+        v_39 = tl.exp(v_38)
+        v_40 = v_31[:, None]
+        v_41 = (v_39 * v_40)
+        v_42 = v_41.to(tl.float16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_1484bc333a(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
     v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
     v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
     row_sum_7 = v_6
@@ -374,13 +422,49 @@ def _softmax_fwd_kernel_534d6fe1d2(m, padded, padded_block_n, n, x, x_stride_0, 
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_6ac65ee9fc(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    red_6 = (tl.max(tl.where(rmask_0[None, :], load_5, float("-inf")), 1, keep_dims=True))
+    v_7 = (load_5 - red_6)
+    v_8 = tl.exp(v_7)
+    red_9 = (tl.sum(tl.where(rmask_0[None, :], v_8, 0), 1, keep_dims=True))
+    v_10 = (1.0 / red_9)
+    v_11 = (v_8 * v_10)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_89b1235286(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
+    v_8 = (v_6 - red_7)
+    v_9 = tl.exp(v_8)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    v_13 = v_12.to(tl.bfloat16)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
     load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
     v_6 = load_5.to(tl.float32)
     red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
@@ -393,13 +477,13 @@ def _softmax_fwd_kernel_6ac65ee9fc(m, x, x_stride_0, x_stride_1, x_size_1, out, 
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_90ed4bfa36(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
+    mask_4 = indices_3 < m_split_m
     load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
     v_6 = load_5.to(tl.float32)
     red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
@@ -411,537 +495,447 @@ def _softmax_fwd_kernel_90ed4bfa36(m, x, x_stride_0, x_stride_1, x_size_1, out, 
     v_13 = v_12.to(tl.bfloat16)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
-def _softmax_fwd_kernel_c7fa415327(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
-    v_8 = (v_6 - red_7)
-    v_9 = tl.exp(v_8)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (1.0 / red_10)
-    v_12 = (v_9 * v_11)
-    v_13 = v_12.to(tl.bfloat16)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
-def _softmax_fwd_kernel_db3d3dcf17(m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    red_6 = (tl.max(tl.where(rmask_0[None, :], load_5, float("-inf")), 1, keep_dims=True))
-    v_7 = (load_5 - red_6)
-    v_8 = tl.exp(v_7)
-    red_9 = (tl.sum(tl.where(rmask_0[None, :], v_8, 0), 1, keep_dims=True))
-    v_10 = (1.0 / red_9)
-    v_11 = (v_8 * v_10)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_fwd_kernel_f08d96d00c(m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m
-    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_sum_7 = v_6
-    row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
-        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_11 = indices_10 < padded
-        v_12 = (2 * offset_9)
-        v_13 = (padded_block_n - v_12)
-        v_14 = (indices_10 + v_13)
-        v_15 = (v_14 < n)
-        v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
-        v_18 = load_17.to(tl.float32)
-        v_19 = v_15[None, :]
-        v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
-        v_22 = tl.maximum(row_max_8, red_21)
-        v_23 = v_22[:, None]
-        v_24 = (v_20 - v_23)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
-        v_27 = (row_max_8 - v_22)
-        v_28 = tl.exp(v_27)
-        v_29 = (row_sum_7 * v_28)
-        v_30 = (v_29 + red_26)
-        row_sum_7 = v_30
-        row_max_8 = v_22
-    v_31 = (1.0 / row_sum_7)
-    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_34 = indices_33 < n
-        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
-        v_36 = load_35.to(tl.float32)
-        v_37 = row_max_8[:, None]
-        v_38 = (v_36 - v_37)
-        v_39 = tl.exp(v_38)
-        v_40 = v_31[:, None]
-        v_41 = (v_39 * v_40)
-        v_42 = v_41.to(tl.float16)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
-
-
-# softmax_bwd variant 0145cfe9fa51
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":true}
+# softmax_bwd variant 1299a74d81fb
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-#   sm_90.json float32 {"M":4096,"N":131072}
-def softmax_bwd__0145cfe9fa51(grad_out, out, grad_in_dtype):
+# used by: default.json float32 {"M":64,"N":4096}
+#   sm_90.json float32 {"M":16384,"N":2048}
+#   sm_90.json float32 {"M":16384,"N":4096}
+#   sm_90.json float32 {"M":16384,"N":8192}
+def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
     block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_d17d4835e1, (_cdiv(m, 1),), (m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant 06f186e8e7fb
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-#   sm_90.json bfloat16 {"M":16384,"N":4096}
-#   sm_90.json bfloat16 {"M":16384,"N":8192}
-def softmax_bwd__06f186e8e7fb(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_b90e6ac3d0, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_598a855a83, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
-# softmax_bwd variant 0db6c370a160
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
+# softmax_bwd variant 132244a43733
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["tensor_descriptor","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[2,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: sm_90.json float32 {"M":256,"N":262144}
+def softmax_bwd__132244a43733(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_e2bebb1611, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 32, 2)
+    return grad_in
+
+
+# softmax_bwd variant 2d1a04feec9d
+# config: {"block_sizes":[2048,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"pid_type":"flat","range_num_stages":[0,3,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":2048}
+def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 2048
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 1)
+    return grad_in
+
+
+# softmax_bwd variant 5822c3ac84b6
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+#   sm_90.json float32 {"M":16384,"N":1024}
+def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_598a855a83, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_bwd variant 770428efa4dc
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+def softmax_bwd__770428efa4dc(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    return grad_in
+
+
+# softmax_bwd variant 772c8272fe29
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   sm_90.json bfloat16 {"M":256,"N":262144}
+#   sm_90.json bfloat16 {"M":4096,"N":131072}
+def softmax_bwd__772c8272fe29(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_85cb26f9c3, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
+    return grad_in
+
+
+# softmax_bwd variant 90396573d772
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":16384}
 #   sm_90.json float32 {"M":1,"N":32000}
 #   sm_90.json float32 {"M":16384,"N":16384}
 #   sm_90.json float32 {"M":2048,"N":32000}
 #   sm_90.json float32 {"M":4096,"N":16384}
-def softmax_bwd__0db6c370a160(grad_out, out, grad_in_dtype):
+def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_2beb824462, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    _launch(_softmax_bwd_kernel_598a855a83, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
-# softmax_bwd variant 1a4e453031ce
-# config: {"block_sizes":[2048,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"pid_type":"flat","range_num_stages":[0,3],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
+# softmax_bwd variant 952d792eb148
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":2048}
-def softmax_bwd__1a4e453031ce(grad_out, out, grad_in_dtype):
+# used by: default.json bfloat16 {"M":64,"N":4096}
+#   sm_90.json bfloat16 {"M":16384,"N":4096}
+#   sm_90.json bfloat16 {"M":16384,"N":8192}
+def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_b90e6ac3d0, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 1)
+    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
-# softmax_bwd variant 41e96620b8c5
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
+# softmax_bwd variant a37f7609d333
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":4096}
-def softmax_bwd__41e96620b8c5(grad_out, out, grad_in_dtype):
+def softmax_bwd__a37f7609d333(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_772e2448ec, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
-# softmax_bwd variant 633a8ba63f42
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-#   sm_90.json bfloat16 {"M":256,"N":262144}
-#   sm_90.json bfloat16 {"M":4096,"N":131072}
-def softmax_bwd__633a8ba63f42(grad_out, out, grad_in_dtype):
+# softmax_bwd variant b9b8f4b1115d
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def softmax_bwd__b9b8f4b1115d(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f817bcb45a, (_cdiv(m, 1),), (m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
+    _launch(_softmax_bwd_kernel_f31a42fba8, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
     return grad_in
 
 
-# softmax_bwd variant 8a1833abfd39
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
+# softmax_bwd variant ba4260b267bb
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def softmax_bwd__8a1833abfd39(grad_out, out, grad_in_dtype):
+# used by: default.json float16 {"M":64,"N":1024}
+def softmax_bwd__ba4260b267bb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_772e2448ec, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
-# softmax_bwd variant 8f774682e3e3
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
+# softmax_bwd variant e11125bbefa9
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+#   sm_90.json float32 {"M":4096,"N":131072}
+def softmax_bwd__e11125bbefa9(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_86e021cd24, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
+    return grad_in
+
+
+# softmax_bwd variant f167ce30e941
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":16384}
 #   sm_90.json bfloat16 {"M":1,"N":32000}
 #   sm_90.json bfloat16 {"M":16384,"N":16384}
 #   sm_90.json bfloat16 {"M":2048,"N":32000}
 #   sm_90.json bfloat16 {"M":4096,"N":16384}
-def softmax_bwd__8f774682e3e3(grad_out, out, grad_in_dtype):
+def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_b90e6ac3d0, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
-    return grad_in
-
-
-# softmax_bwd variant aeebb36cdef5
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-#   sm_90.json float32 {"M":16384,"N":2048}
-#   sm_90.json float32 {"M":16384,"N":4096}
-#   sm_90.json float32 {"M":16384,"N":8192}
-def softmax_bwd__aeebb36cdef5(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_2beb824462, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant bc8e91783a82
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def softmax_bwd__bc8e91783a82(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
     block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_c3eca1d552, (_cdiv(m, 1),), (m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
+    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
-# softmax_bwd variant bdeb29643845
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
+# softmax_bwd variant f357b6cbe6cb
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":1024}
 #   sm_90.json bfloat16 {"M":16384,"N":1024}
-def softmax_bwd__bdeb29643845(grad_out, out, grad_in_dtype):
+def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_b90e6ac3d0, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
-# softmax_bwd variant ce807e282232
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-#   sm_90.json float32 {"M":16384,"N":1024}
-def softmax_bwd__ce807e282232(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_2beb824462, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant e0c63537fe06
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["tensor_descriptor","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[2,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":256,"N":262144}
-def softmax_bwd__e0c63537fe06(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_bff1a3e3c2, (_cdiv(m, 1),), (m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 32, 2)
-    return grad_in
-
-
-# softmax_bwd variant ee28f4958092
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def softmax_bwd__ee28f4958092(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_772e2448ec, (_cdiv(m, 1),), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_fwd variant 3bf3ea7b6b5f
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def softmax_fwd__3bf3ea7b6b5f(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_3c171ea402, (_cdiv(m, 1),), (m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
-
-
-# softmax_fwd variant 55814dd382d7
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def softmax_fwd__55814dd382d7(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_6ac65ee9fc, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 699ecbf294ce
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-#   sm_90.json float32 {"M":16384,"N":1024}
-def softmax_fwd__699ecbf294ce(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_db3d3dcf17, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant 7f3ddef2c565
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def softmax_fwd__7f3ddef2c565(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_6ac65ee9fc, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant 80f83710dd3c
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def softmax_fwd__80f83710dd3c(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_f08d96d00c, (_cdiv(m, 1),), (m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
-
-
-# softmax_fwd variant 8cdb558be8ee
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
+# softmax_fwd variant 0f967f98a4b2
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: sm_90.json float32 {"M":256,"N":262144}
 #   sm_90.json float32 {"M":4096,"N":131072}
-def softmax_fwd__8cdb558be8ee(x, out_dtype):
+def softmax_fwd__0f967f98a4b2(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_3c171ea402, (_cdiv(m, 1),), (m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 16, 2)
+    _launch(_softmax_fwd_kernel_0a713486dd, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 16, 2)
     return out
 
 
-# softmax_fwd variant 9c03db28c42b
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
+# softmax_fwd variant 218d13c07c84
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":16384}
 #   sm_90.json float32 {"M":1,"N":32000}
 #   sm_90.json float32 {"M":16384,"N":16384}
 #   sm_90.json float32 {"M":2048,"N":32000}
-def softmax_fwd__9c03db28c42b(x, out_dtype):
+def softmax_fwd__218d13c07c84(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_db3d3dcf17, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
-# softmax_fwd variant 9c8da7deee36
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-#   sm_90.json bfloat16 {"M":16384,"N":1024}
-def softmax_fwd__9c8da7deee36(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_c7fa415327, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant 9ce8409476b1
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
+# softmax_fwd variant 526e2c49bd54
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":4096}
 #   sm_90.json float32 {"M":16384,"N":2048}
 #   sm_90.json float32 {"M":16384,"N":4096}
 #   sm_90.json float32 {"M":16384,"N":8192}
-def softmax_fwd__9ce8409476b1(x, out_dtype):
+def softmax_fwd__526e2c49bd54(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_db3d3dcf17, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
-# softmax_fwd variant b3f41e652ec3
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
+# softmax_fwd variant 5cd67ce2a692
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-#   sm_90.json bfloat16 {"M":256,"N":262144}
-#   sm_90.json bfloat16 {"M":4096,"N":131072}
-def softmax_fwd__b3f41e652ec3(x, out_dtype):
+# used by: default.json bfloat16 {"M":64,"N":1024}
+#   sm_90.json bfloat16 {"M":16384,"N":1024}
+def softmax_fwd__5cd67ce2a692(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
+    x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_534d6fe1d2, (_cdiv(m, 1),), (m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
-# softmax_fwd variant b483e41c9e7f
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
+# softmax_fwd variant 68011887f4bd
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+#   sm_90.json float32 {"M":16384,"N":1024}
+def softmax_fwd__68011887f4bd(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
+# softmax_fwd variant 6fba86ac4e2c
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+def softmax_fwd__6fba86ac4e2c(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 8236d95a98c7
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":4096}
 #   sm_90.json bfloat16 {"M":16384,"N":4096}
-def softmax_fwd__b483e41c9e7f(x, out_dtype):
+def softmax_fwd__8236d95a98c7(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_c7fa415327, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
-# softmax_fwd variant bb2442967c5a
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
+# softmax_fwd variant 854415a14bab
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def softmax_fwd__bb2442967c5a(x, out_dtype):
+# used by: default.json float16 {"M":64,"N":131072}
+def softmax_fwd__854415a14bab(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
-    x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_6ac65ee9fc, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_145bffced8, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
     return out
 
 
-# softmax_fwd variant d57ac81ef2cf
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":4096,"N":16384}
-def softmax_fwd__d57ac81ef2cf(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_db3d3dcf17, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
-    return out
-
-
-# softmax_fwd variant f08b2a39dd48
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last",""],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":false,"pid_type":"xyz","range_num_stages":[0,2],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":2048}
-def softmax_fwd__f08b2a39dd48(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_90ed4bfa36, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
-    return out
-
-
-# softmax_fwd variant f876c510036d
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[]}
+# softmax_fwd variant 8eda9ff0d1a8
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":16384}
 #   sm_90.json bfloat16 {"M":1,"N":32000}
@@ -949,48 +943,162 @@ def softmax_fwd__f08b2a39dd48(x, out_dtype):
 #   sm_90.json bfloat16 {"M":16384,"N":8192}
 #   sm_90.json bfloat16 {"M":2048,"N":32000}
 #   sm_90.json bfloat16 {"M":4096,"N":16384}
-def softmax_fwd__f876c510036d(x, out_dtype):
+def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_c7fa415327, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 9e9f3393e262
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":false,"pid_type":"xyz","range_num_stages":[0,2,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":2048}
+def softmax_fwd__9e9f3393e262(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_f8c66fa126, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
+    return out
+
+
+# softmax_fwd variant a36540d945e7
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def softmax_fwd__a36540d945e7(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_0a713486dd, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    return out
+
+
+# softmax_fwd variant ab2f64481cbe
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   sm_90.json bfloat16 {"M":256,"N":262144}
+#   sm_90.json bfloat16 {"M":4096,"N":131072}
+def softmax_fwd__ab2f64481cbe(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_1484bc333a, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    return out
+
+
+# softmax_fwd variant c3aea725e3d0
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def softmax_fwd__c3aea725e3d0(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant e1a84425044e
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: sm_90.json float32 {"M":4096,"N":16384}
+def softmax_fwd__e1a84425044e(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    return out
+
+
+# softmax_fwd variant fe7e6e9f0aea
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def softmax_fwd__fe7e6e9f0aea(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
 VARIANTS = {
     'softmax_fwd': {
-        '3bf3ea7b6b5f': softmax_fwd__3bf3ea7b6b5f,
-        '55814dd382d7': softmax_fwd__55814dd382d7,
-        '699ecbf294ce': softmax_fwd__699ecbf294ce,
-        '7f3ddef2c565': softmax_fwd__7f3ddef2c565,
-        '80f83710dd3c': softmax_fwd__80f83710dd3c,
-        '8cdb558be8ee': softmax_fwd__8cdb558be8ee,
-        '9c03db28c42b': softmax_fwd__9c03db28c42b,
-        '9c8da7deee36': softmax_fwd__9c8da7deee36,
-        '9ce8409476b1': softmax_fwd__9ce8409476b1,
-        'b3f41e652ec3': softmax_fwd__b3f41e652ec3,
-        'b483e41c9e7f': softmax_fwd__b483e41c9e7f,
-        'bb2442967c5a': softmax_fwd__bb2442967c5a,
-        'd57ac81ef2cf': softmax_fwd__d57ac81ef2cf,
-        'f08b2a39dd48': softmax_fwd__f08b2a39dd48,
-        'f876c510036d': softmax_fwd__f876c510036d,
+        '0f967f98a4b2': softmax_fwd__0f967f98a4b2,
+        '218d13c07c84': softmax_fwd__218d13c07c84,
+        '526e2c49bd54': softmax_fwd__526e2c49bd54,
+        '5cd67ce2a692': softmax_fwd__5cd67ce2a692,
+        '68011887f4bd': softmax_fwd__68011887f4bd,
+        '6fba86ac4e2c': softmax_fwd__6fba86ac4e2c,
+        '8236d95a98c7': softmax_fwd__8236d95a98c7,
+        '854415a14bab': softmax_fwd__854415a14bab,
+        '8eda9ff0d1a8': softmax_fwd__8eda9ff0d1a8,
+        '9e9f3393e262': softmax_fwd__9e9f3393e262,
+        'a36540d945e7': softmax_fwd__a36540d945e7,
+        'ab2f64481cbe': softmax_fwd__ab2f64481cbe,
+        'c3aea725e3d0': softmax_fwd__c3aea725e3d0,
+        'e1a84425044e': softmax_fwd__e1a84425044e,
+        'fe7e6e9f0aea': softmax_fwd__fe7e6e9f0aea,
     },
     'softmax_bwd': {
-        '0145cfe9fa51': softmax_bwd__0145cfe9fa51,
-        '06f186e8e7fb': softmax_bwd__06f186e8e7fb,
-        '0db6c370a160': softmax_bwd__0db6c370a160,
-        '1a4e453031ce': softmax_bwd__1a4e453031ce,
-        '41e96620b8c5': softmax_bwd__41e96620b8c5,
-        '633a8ba63f42': softmax_bwd__633a8ba63f42,
-        '8a1833abfd39': softmax_bwd__8a1833abfd39,
-        '8f774682e3e3': softmax_bwd__8f774682e3e3,
-        'aeebb36cdef5': softmax_bwd__aeebb36cdef5,
-        'bc8e91783a82': softmax_bwd__bc8e91783a82,
-        'bdeb29643845': softmax_bwd__bdeb29643845,
-        'ce807e282232': softmax_bwd__ce807e282232,
-        'e0c63537fe06': softmax_bwd__e0c63537fe06,
-        'ee28f4958092': softmax_bwd__ee28f4958092,
+        '1299a74d81fb': softmax_bwd__1299a74d81fb,
+        '132244a43733': softmax_bwd__132244a43733,
+        '2d1a04feec9d': softmax_bwd__2d1a04feec9d,
+        '5822c3ac84b6': softmax_bwd__5822c3ac84b6,
+        '770428efa4dc': softmax_bwd__770428efa4dc,
+        '772c8272fe29': softmax_bwd__772c8272fe29,
+        '90396573d772': softmax_bwd__90396573d772,
+        '952d792eb148': softmax_bwd__952d792eb148,
+        'a37f7609d333': softmax_bwd__a37f7609d333,
+        'b9b8f4b1115d': softmax_bwd__b9b8f4b1115d,
+        'ba4260b267bb': softmax_bwd__ba4260b267bb,
+        'e11125bbefa9': softmax_bwd__e11125bbefa9,
+        'f167ce30e941': softmax_bwd__f167ce30e941,
+        'f357b6cbe6cb': softmax_bwd__f357b6cbe6cb,
     },
 }

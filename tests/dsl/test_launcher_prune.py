@@ -73,3 +73,14 @@ def test_mutating_tensor_methods_stay():
     kept = pruned(source)
     assert "zeroed = parts.zero_()" in kept
     assert "parts = x.new_empty((rows, _cdiv(n, 4)), dtype=torch.float32)" in kept
+
+
+def test_and_or_and_comparisons_fold_when_their_deciding_operands_do():
+    guarded = SPLIT_OFF.replace("rows = m if split else 0", "rows = m if split and _cdiv(n, 4) <= 64 else 0")
+    assert not [line for line in pruned(guarded) if line.startswith("_launch(k1")]
+    switched_on = guarded.replace("split = False", "split = True")
+    assert any(line.startswith("_launch(k1") for line in pruned(switched_on))  # n is unknown
+    either = SPLIT_OFF.replace("rows = m if split else 0", "rows = 0 if split or 3 > 2 else m")
+    assert not [line for line in pruned(either) if line.startswith("_launch(k1")]
+    unknown_first = SPLIT_OFF.replace("rows = m if split else 0", "rows = m if n > 2 or split else 0")
+    assert any(line.startswith("_launch(k1") for line in pruned(unknown_first))

@@ -2,8 +2,9 @@
 
 Tolerances are the op's own for the output dtype (kernels_src.softmax.tolerance): fp32 (1e-5, 1e-9),
 bf16 (1e-2, 1e-8), fp16 (2e-3, 1e-7) as (rtol, atol) (backward: kernels_src.softmax.tolerance_bwd) -- effectively relative, since outputs are
-as small as 1/N. Each case runs under the default and random configs and under both structures of
-each kernel (whole rows; column tiles a few chunks wide), long rows under the column-tile structure.
+as small as 1/N. Each case runs under the default and random configs and under the three structures of
+each kernel (whole rows; column tiles a few chunks wide; rows split across programs that exchange
+partial results), long rows under the column-tile and split-row structures.
 """
 import pytest
 import torch
@@ -21,6 +22,10 @@ ONLINE = config_with("online softmax", {("online_softmax", None): True, ("block_
 TWO_PASS = config_with("two passes", {("two_pass_rows", None): True, ("block_sizes", 0): a_few_chunks})
 WHOLE_ROWS_FWD = config_with("whole rows", {("online_softmax", None): False})
 WHOLE_ROWS_BWD = config_with("whole rows", {("two_pass_rows", None): False})
+# Rows split across programs that wait for each other, pieces a few chunks wide, or as wide as
+# offered (long GPU rows: 32 and 64 pieces; 300001 columns need 74 and fall back to column tiles).
+SPLIT_ROWS = config_with("split rows", {("split_rows", None): True, ("block_sizes", 0): a_few_chunks})
+SPLIT_ROWS_WIDE = config_with("split rows, widest pieces", {("split_rows", None): True, ("block_sizes", 0): lambda knob: max(knob.choices)})
 DTYPE_PAIRS = [  # (input dtype, output dtype)
     (torch.float32, torch.float32),
     (torch.bfloat16, torch.bfloat16),
@@ -47,7 +52,7 @@ def test_forward(device, in_dtype, out_dtype, case):
     x, _ = softmax.make_fwd_inputs(_shape(m, n), in_dtype, device, seed=case)
     args = (x, out_dtype)
     check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(out_dtype),
-             f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[ONLINE, WHOLE_ROWS_FWD],
+             f"softmax_fwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[ONLINE, WHOLE_ROWS_FWD, SPLIT_ROWS],
              output_dtypes=(out_dtype,))
 
 
@@ -58,7 +63,7 @@ def test_backward(device, in_dtype, out_dtype, case):
     grad_out, out, _ = softmax.make_bwd_inputs(_shape(m, n), in_dtype, device, seed=100 + case)
     args = (grad_out, out, out_dtype)
     check_op(softmax.softmax_bwd, args, softmax.reference_bwd(*args), softmax.tolerance_bwd(out_dtype),
-             f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[TWO_PASS, WHOLE_ROWS_BWD],
+             f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[TWO_PASS, WHOLE_ROWS_BWD, SPLIT_ROWS],
              output_dtypes=(out_dtype,))
 
 
@@ -68,7 +73,7 @@ def test_long_rows_forward(device, dtype, case):
     m, n = LONG_ROW_SHAPES[device][case]
     fwd_args = softmax.make_fwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
     check_op(softmax.softmax_fwd, fwd_args, softmax.reference_fwd(*fwd_args), softmax.tolerance(dtype),
-             f"softmax_fwd {m}x{n} {dtype}", extra_configs=[ONLINE], random_seeds=())
+             f"softmax_fwd {m}x{n} {dtype}", extra_configs=[ONLINE, SPLIT_ROWS, SPLIT_ROWS_WIDE], random_seeds=())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -77,11 +82,11 @@ def test_long_rows_backward(device, dtype, case):
     m, n = LONG_ROW_SHAPES[device][case]
     bwd_args = softmax.make_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
     check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance_bwd(dtype),
-             f"softmax_bwd {m}x{n} {dtype}", extra_configs=[TWO_PASS], random_seeds=())
+             f"softmax_bwd {m}x{n} {dtype}", extra_configs=[TWO_PASS, SPLIT_ROWS, SPLIT_ROWS_WIDE], random_seeds=())
 
 
 def test_large_logits_do_not_overflow(device):
     x, _ = softmax.make_fwd_inputs(_shape(5, 300), torch.float32, device, seed=400)
     args = (x * 1000.0, torch.float32)
     check_op(softmax.softmax_fwd, args, softmax.reference_fwd(*args), softmax.tolerance(torch.float32),
-             "softmax_fwd large logits", extra_configs=[ONLINE, WHOLE_ROWS_FWD])
+             "softmax_fwd large logits", extra_configs=[ONLINE, WHOLE_ROWS_FWD, SPLIT_ROWS])
