@@ -283,9 +283,17 @@ class DeviceCompiler(PointwiseMixin):
     def bind(self, name: str, value: Any) -> None:
         carried = self.scope.get(name)
         if isinstance(carried, TVal) and carried.extra == "carried":
+            self.keep_aliases(name, carried)
             self.write_carried(carried, value)
             return
         self.scope[name] = value
+
+    def keep_aliases(self, name: str, carried: TVal) -> None:
+        """Other names bound to the carried variable's current value (`y = x.to(x.dtype)`, a no-op)
+        keep that value: they get a copy before the variable is overwritten in place."""
+        for other, value in list(self.scope.items()):
+            if other != name and isinstance(value, TVal) and value.name == carried.name:
+                self.scope[other] = TVal(value.dtype, value.shape, name=self.builder.assign(carried.name, other))
 
     def aug_assign(self, node: ast.AugAssign) -> None:
         op = node.op

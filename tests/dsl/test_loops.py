@@ -365,3 +365,24 @@ def test_flattened_loop_over_inverted_ranges_is_empty(begin, end, device):
                  lambda x, b, e: torch.full_like(x, float(max(e - b, 0) ** 2)),
                  extra_configs=[helion.Config(flatten_loops=[True]), helion.Config(flatten_loops=[True],
                                                                                   range_unroll_factors=[2])])
+
+
+@helion.kernel()
+def previous_row_kept(x: torch.Tensor) -> torch.Tensor:
+    """out[r] = x[r - 1] (x[0] for r = 0): `ahead` is carried across the row loop and overwritten in
+    place, while `current` names its value from before (a no-op cast of the carried variable)."""
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_n in hl.tile(n):
+        ahead = x[0, tile_n]
+        for row in hl.grid(m):
+            current = ahead.to(x.dtype)
+            ahead = x[row, tile_n]
+            out[row, tile_n] = current
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (5, 70)])
+def test_a_name_bound_to_a_carried_value_keeps_it_when_the_carried_variable_changes(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(previous_row_kept, (x,), lambda x: torch.cat([x[:1], x[:-1]]))
