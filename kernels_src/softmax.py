@@ -32,7 +32,6 @@ from ._inputs import as_float64, element_size, randn, seeded_generator
 
 MIN_COLUMN_TILE = 256  # narrower column tiles only add loop iterations
 MAX_ROW_PIECES = 64  # programs that wait for each other: 64 are resident at once on any 32-SM GPU
-ROW_GROUPS = (32, 1, 4, 8, 16, 64, 128, 256, 1024)  # split rows: rows in flight (each a program per piece)
 
 
 @helion.kernel(static_shapes=False)
@@ -41,12 +40,10 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     out = x.new_empty((m, n), dtype=out_dtype)
     online = hl.register_tunable("online_softmax", helion.EnumFragment((True, False)))
     split_rows = hl.register_tunable("split_rows", helion.EnumFragment((False, True)))
-    row_groups = hl.register_tunable("split_row_groups", helion.EnumFragment(ROW_GROUPS))
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
     padded = helion.cdiv(n, block_n) * block_n
     pieces = helion.cdiv(n, block_n)
     split_m = m if split_rows and pieces <= MAX_ROW_PIECES else 0
-    groups = min(row_groups, split_m)
     piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
     piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)  # arrivals per row, then the ticket counter
@@ -73,26 +70,22 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
             exp_values = torch.exp(values - row_max)
             row_sum = torch.sum(exp_values, dim=1, keepdim=True)
             out[tile_m, :] = (exp_values * (1.0 / row_sum)).to(out.dtype)
-    for program in hl.grid(groups * pieces):
+    for program in hl.grid(split_m * pieces):
         ticket = hl.atomic_add(sync, [split_m], 1)
-        group = ticket // pieces
+        row = ticket // pieces
         piece = ticket % pieces
         begin = piece * block_n
         for tile_n in hl.tile(begin, min(n, begin + block_n), block_size=block_n):
-            ahead = x[group, tile_n]
-            for step in hl.grid((split_m - group + groups - 1) // groups):
-                row = group + step * groups
-                values = ahead.to(torch.float32)
-                ahead = hl.load(x, [row + groups, tile_n], extra_mask=row + groups < split_m)
-                local_max = torch.amax(values, dim=0)
-                piece_max[row, piece] = local_max
-                piece_sum[row, piece] = torch.sum(torch.exp(values - local_max), dim=0)
-                hl.signal(sync, [row], op="atomic_add")
-                hl.wait(sync, [row], signal=pieces)
-                maxes = piece_max[row, :]
-                row_max = torch.amax(maxes, dim=0)
-                row_sum = torch.sum(piece_sum[row, :] * torch.exp(maxes - row_max), dim=0)
-                out[row, tile_n] = (torch.exp(values - row_max) * (1.0 / row_sum)).to(out.dtype)
+            values = x[row, tile_n].to(torch.float32)
+            local_max = torch.amax(values, dim=0)
+            piece_max[row, piece] = local_max
+            piece_sum[row, piece] = torch.sum(torch.exp(values - local_max), dim=0)
+            hl.signal(sync, [row], op="atomic_add")
+            hl.wait(sync, [row], signal=pieces)
+            maxes = piece_max[row, :]
+            row_max = torch.amax(maxes, dim=0)
+            row_sum = torch.sum(piece_sum[row, :] * torch.exp(maxes - row_max), dim=0)
+            out[row, tile_n] = (torch.exp(values - row_max) * (1.0 / row_sum)).to(out.dtype)
     return out
 
 
@@ -102,12 +95,10 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     two_pass = hl.register_tunable("two_pass_rows", helion.EnumFragment((True, False)))
     split_rows = hl.register_tunable("split_rows", helion.EnumFragment((False, True)))
-    row_groups = hl.register_tunable("split_row_groups", helion.EnumFragment(ROW_GROUPS))
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
     padded = helion.cdiv(n, block_n) * block_n
     pieces = helion.cdiv(n, block_n)
     split_m = m if split_rows and pieces <= MAX_ROW_PIECES else 0
-    groups = min(row_groups, split_m)
     piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)  # arrivals per row, then the ticket counter
     for tile_m in hl.tile(m - split_m):
@@ -128,25 +119,19 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
             dy = grad_out[tile_m, :].to(torch.float32)
             row_dot = torch.sum(dy * y, dim=1, keepdim=True)
             grad_in[tile_m, :] = (y * (dy - row_dot)).to(grad_in.dtype)
-    for program in hl.grid(groups * pieces):
+    for program in hl.grid(split_m * pieces):
         ticket = hl.atomic_add(sync, [split_m], 1)
-        group = ticket // pieces
+        row = ticket // pieces
         piece = ticket % pieces
         begin = piece * block_n
         for tile_n in hl.tile(begin, min(n, begin + block_n), block_size=block_n):
-            y_ahead = out[group, tile_n]
-            dy_ahead = grad_out[group, tile_n]
-            for step in hl.grid((split_m - group + groups - 1) // groups):
-                row = group + step * groups
-                y = y_ahead.to(torch.float32)
-                dy = dy_ahead.to(torch.float32)
-                y_ahead = hl.load(out, [row + groups, tile_n], extra_mask=row + groups < split_m)
-                dy_ahead = hl.load(grad_out, [row + groups, tile_n], extra_mask=row + groups < split_m)
-                piece_dot[row, piece] = torch.sum(dy * y, dim=0)
-                hl.signal(sync, [row], op="atomic_add")
-                hl.wait(sync, [row], signal=pieces)
-                row_dot = torch.sum(piece_dot[row, :], dim=0)
-                grad_in[row, tile_n] = (y * (dy - row_dot)).to(grad_in.dtype)
+            y = out[row, tile_n].to(torch.float32)
+            dy = grad_out[row, tile_n].to(torch.float32)
+            piece_dot[row, piece] = torch.sum(dy * y, dim=0)
+            hl.signal(sync, [row], op="atomic_add")
+            hl.wait(sync, [row], signal=pieces)
+            row_dot = torch.sum(piece_dot[row, :], dim=0)
+            grad_in[row, tile_n] = (y * (dy - row_dot)).to(grad_in.dtype)
     return grad_in
 
 

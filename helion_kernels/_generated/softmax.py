@@ -121,65 +121,6 @@ def _softmax_bwd_kernel_0f0d99bb98(m_split_m, padded, padded_block_n, n, out, ou
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_21[None, :] * grad_in_stride_1), v_27, mask=(mask_4[:, None]) & (mask_22[None, :]))
 
 @triton.jit
-def _softmax_bwd_kernel_11856f4d2b(groups_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, groups, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
-    v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=2):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0)
-        load_14 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
-        v_15 = (split_m - v_5)
-        v_16 = (v_15 + groups)
-        v_17 = (v_16 - 1)
-        v_18 = (v_17 // groups)
-        y_ahead_19 = load_13
-        dy_ahead_20 = load_14
-        for idx_21 in tl.range(0, v_18, 1):
-            idx_22 = idx_21
-            v_23 = (idx_22 * groups)
-            v_24 = (v_5 + v_23)
-            v_25 = y_ahead_19.to(tl.float32)
-            v_26 = dy_ahead_20.to(tl.float32)
-            v_27 = (v_24 + groups)
-            v_28 = (v_24 + groups)
-            v_29 = (v_28 < split_m)
-            load_30 = tl.load(out + (v_27 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12) & (v_29), other=0)
-            y_ahead_19 = load_30
-            v_31 = (v_24 + groups)
-            v_32 = (v_24 + groups)
-            v_33 = (v_32 < split_m)
-            load_34 = tl.load(grad_out + (v_31 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12) & (v_33), other=0)
-            dy_ahead_20 = load_34
-            v_35 = (v_26 * v_25)
-            red_36 = (tl.sum(tl.where(mask_12, v_35, 0), 0))
-            tl.store(piece_dot + (v_24 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_36)
-            tl.debug_barrier()
-            old_37 = tl.atomic_add(sync + (v_24 * sync_stride_0), 1, sem='release', scope='gpu')
-            seen_38 = tl.atomic_add(sync + (v_24 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_24 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_39 = tl.load(piece_dot + (v_24 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.sum(tl.where(rmask_0, load_39, 0), 0))
-            v_41 = (v_26 - red_40)
-            v_42 = (v_25 * v_41)
-            v_43 = v_42.to(tl.bfloat16)
-            tl.store(grad_in + (v_24 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_43, mask=(mask_12))
-
-
-_softmax_bwd_kernel_11856f4d2b.fn.hk_concurrent_programs = True
-
-@triton.jit
 def _softmax_bwd_kernel_19899ffa8f(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -217,7 +158,46 @@ def _softmax_bwd_kernel_19899ffa8f(m_split_m, padded, padded_block_n, n, out, ou
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
 @triton.jit
-def _softmax_bwd_kernel_1d412059d8(groups_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, groups, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_bwd_kernel_1e89056298(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * 4096)
+    v_8 = (v_7 + 4096)
+    v_9 = tl.minimum(n, v_8)
+    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=2):
+        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_12 = indices_11 < v_9
+        load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0, eviction_policy='evict_last')
+        v_14 = load_13.to(tl.float32)
+        load_15 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0, eviction_policy='evict_last')
+        v_16 = load_15.to(tl.float32)
+        v_17 = (v_16 * v_14)
+        red_18 = (tl.sum(tl.where(mask_12, v_17, 0), 0))
+        tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_18)
+        tl.debug_barrier()
+        old_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+        seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_20 != pieces:
+            seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        load_21 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_first')
+        red_22 = (tl.sum(tl.where(rmask_0, load_21, 0), 0))
+        v_23 = (v_16 - red_22)
+        v_24 = (v_14 * v_23)
+        v_25 = v_24.to(tl.bfloat16)
+        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_25, mask=(mask_12))
+
+
+_softmax_bwd_kernel_1e89056298.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _softmax_bwd_kernel_45f2d94041(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
     pid_1 = tl.program_id(0)
@@ -233,47 +213,27 @@ def _softmax_bwd_kernel_1d412059d8(groups_pieces, sync, split_m, sync_stride_0, 
         indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
         mask_12 = indices_11 < v_9
         load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0)
-        load_14 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
-        v_15 = (split_m - v_5)
-        v_16 = (v_15 + groups)
-        v_17 = (v_16 - 1)
-        v_18 = (v_17 // groups)
-        y_ahead_19 = load_13
-        dy_ahead_20 = load_14
-        for idx_21 in tl.range(0, v_18, 1):
-            idx_22 = idx_21
-            v_23 = (idx_22 * groups)
-            v_24 = (v_5 + v_23)
-            v_25 = y_ahead_19.to(tl.float32)
-            v_26 = dy_ahead_20.to(tl.float32)
-            v_27 = (v_24 + groups)
-            v_28 = (v_24 + groups)
-            v_29 = (v_28 < split_m)
-            load_30 = tl.load(out + (v_27 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12) & (v_29), other=0)
-            y_ahead_19 = load_30
-            v_31 = (v_24 + groups)
-            v_32 = (v_24 + groups)
-            v_33 = (v_32 < split_m)
-            load_34 = tl.load(grad_out + (v_31 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12) & (v_33), other=0)
-            dy_ahead_20 = load_34
-            v_35 = (v_26 * v_25)
-            red_36 = (tl.sum(tl.where(mask_12, v_35, 0), 0))
-            tl.store(piece_dot + (v_24 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_36)
-            tl.debug_barrier()
-            old_37 = tl.atomic_add(sync + (v_24 * sync_stride_0), 1, sem='release', scope='gpu')
-            seen_38 = tl.atomic_add(sync + (v_24 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_24 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_39 = tl.load(piece_dot + (v_24 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.sum(tl.where(rmask_0, load_39, 0), 0))
-            v_41 = (v_26 - red_40)
-            v_42 = (v_25 * v_41)
-            v_43 = v_42.to(tl.float16)
-            tl.store(grad_in + (v_24 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_43, mask=(mask_12))
+        v_14 = load_13.to(tl.float32)
+        load_15 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
+        v_16 = load_15.to(tl.float32)
+        v_17 = (v_16 * v_14)
+        red_18 = (tl.sum(tl.where(mask_12, v_17, 0), 0))
+        tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_18)
+        tl.debug_barrier()
+        old_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+        seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_20 != pieces:
+            seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        load_21 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+        red_22 = (tl.sum(tl.where(rmask_0, load_21, 0), 0))
+        v_23 = (v_16 - red_22)
+        v_24 = (v_14 * v_23)
+        v_25 = v_24.to(tl.float16)
+        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_25, mask=(mask_12))
 
 
-_softmax_bwd_kernel_1d412059d8.fn.hk_concurrent_programs = True
+_softmax_bwd_kernel_45f2d94041.fn.hk_concurrent_programs = True
 
 @triton.jit
 def _softmax_bwd_kernel_598a855a83(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -361,7 +321,7 @@ def _softmax_bwd_kernel_86e021cd24(m_split_m, padded, padded_block_n, n, out, ou
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_21[None, :] * grad_in_stride_1), v_27, mask=(mask_4[:, None]) & (mask_22[None, :]))
 
 @triton.jit
-def _softmax_bwd_kernel_adbf8b6129(groups_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, groups, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_bwd_kernel_9dfd5d0cd7(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
     pid_1 = tl.program_id(0)
@@ -377,46 +337,27 @@ def _softmax_bwd_kernel_adbf8b6129(groups_pieces, sync, split_m, sync_stride_0, 
         indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
         mask_12 = indices_11 < v_9
         load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0)
-        load_14 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
-        v_15 = (split_m - v_5)
-        v_16 = (v_15 + groups)
-        v_17 = (v_16 - 1)
-        v_18 = (v_17 // groups)
-        y_ahead_19 = load_13
-        dy_ahead_20 = load_14
-        for idx_21 in tl.range(0, v_18, 1):
-            idx_22 = idx_21
-            v_23 = (idx_22 * groups)
-            v_24 = (v_5 + v_23)
-            v_25 = (v_24 + groups)
-            v_26 = (v_24 + groups)
-            v_27 = (v_26 < split_m)
-            load_28 = tl.load(out + (v_25 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12) & (v_27), other=0)
-            y_29 = y_ahead_19
-            y_ahead_19 = load_28
-            v_30 = (v_24 + groups)
-            v_31 = (v_24 + groups)
-            v_32 = (v_31 < split_m)
-            load_33 = tl.load(grad_out + (v_30 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12) & (v_32), other=0)
-            dy_34 = dy_ahead_20
-            dy_ahead_20 = load_33
-            v_35 = (dy_34 * y_29)
-            red_36 = (tl.sum(tl.where(mask_12, v_35, 0), 0))
-            tl.store(piece_dot + (v_24 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_36)
-            tl.debug_barrier()
-            old_37 = tl.atomic_add(sync + (v_24 * sync_stride_0), 1, sem='release', scope='gpu')
-            seen_38 = tl.atomic_add(sync + (v_24 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_24 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_39 = tl.load(piece_dot + (v_24 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.sum(tl.where(rmask_0, load_39, 0), 0))
-            v_41 = (dy_34 - red_40)
-            v_42 = (y_29 * v_41)
-            tl.store(grad_in + (v_24 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_42, mask=(mask_12))
+        v_14 = load_13.to(tl.float32)
+        load_15 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
+        v_16 = load_15.to(tl.float32)
+        v_17 = (v_16 * v_14)
+        red_18 = (tl.sum(tl.where(mask_12, v_17, 0), 0))
+        tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_18)
+        tl.debug_barrier()
+        old_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+        seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_20 != pieces:
+            seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        load_21 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+        red_22 = (tl.sum(tl.where(rmask_0, load_21, 0), 0))
+        v_23 = (v_16 - red_22)
+        v_24 = (v_14 * v_23)
+        v_25 = v_24.to(tl.bfloat16)
+        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_25, mask=(mask_12))
 
 
-_softmax_bwd_kernel_adbf8b6129.fn.hk_concurrent_programs = True
+_softmax_bwd_kernel_9dfd5d0cd7.fn.hk_concurrent_programs = True
 
 @triton.jit
 def _softmax_bwd_kernel_ceca08de7d(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -454,6 +395,42 @@ def _softmax_bwd_kernel_ceca08de7d(m_split_m, padded, padded_block_n, n, out, ou
         v_31 = (v_26 * v_30)
         v_32 = v_31.to(tl.bfloat16)
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
+
+@triton.jit
+def _softmax_bwd_kernel_cf4aa72da5(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * 4096)
+    v_8 = (v_7 + 4096)
+    v_9 = tl.minimum(n, v_8)
+    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_12 = indices_11 < v_9
+        load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0)
+        load_14 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
+        v_15 = (load_14 * load_13)
+        red_16 = (tl.sum(tl.where(mask_12, v_15, 0), 0))
+        tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_16)
+        tl.debug_barrier()
+        old_17 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+        seen_18 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_18 != pieces:
+            seen_18 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        load_19 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+        red_20 = (tl.sum(tl.where(rmask_0, load_19, 0), 0))
+        v_21 = (load_14 - red_20)
+        v_22 = (load_13 * v_21)
+        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_22, mask=(mask_12))
+
+
+_softmax_bwd_kernel_cf4aa72da5.fn.hk_concurrent_programs = True
 
 @triton.jit
 def _softmax_bwd_kernel_d2defc352f(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -510,65 +487,6 @@ def _softmax_bwd_kernel_e05a52e758(m_split_m, out, out_stride_0, out_stride_1, o
     v_12 = (v_6 * v_11)
     v_13 = v_12.to(tl.float16)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_bwd_kernel_f23fab825b(groups_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, groups, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
-    v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0)
-        load_14 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
-        v_15 = (split_m - v_5)
-        v_16 = (v_15 + groups)
-        v_17 = (v_16 - 1)
-        v_18 = (v_17 // groups)
-        y_ahead_19 = load_13
-        dy_ahead_20 = load_14
-        for idx_21 in tl.range(0, v_18, 1):
-            idx_22 = idx_21
-            v_23 = (idx_22 * groups)
-            v_24 = (v_5 + v_23)
-            v_25 = y_ahead_19.to(tl.float32)
-            v_26 = dy_ahead_20.to(tl.float32)
-            v_27 = (v_24 + groups)
-            v_28 = (v_24 + groups)
-            v_29 = (v_28 < split_m)
-            load_30 = tl.load(out + (v_27 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12) & (v_29), other=0)
-            y_ahead_19 = load_30
-            v_31 = (v_24 + groups)
-            v_32 = (v_24 + groups)
-            v_33 = (v_32 < split_m)
-            load_34 = tl.load(grad_out + (v_31 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12) & (v_33), other=0)
-            dy_ahead_20 = load_34
-            v_35 = (v_26 * v_25)
-            red_36 = (tl.sum(tl.where(mask_12, v_35, 0), 0))
-            tl.store(piece_dot + (v_24 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_36)
-            tl.debug_barrier()
-            old_37 = tl.atomic_add(sync + (v_24 * sync_stride_0), 1, sem='release', scope='gpu')
-            seen_38 = tl.atomic_add(sync + (v_24 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_24 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_39 = tl.load(piece_dot + (v_24 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.sum(tl.where(rmask_0, load_39, 0), 0))
-            v_41 = (v_26 - red_40)
-            v_42 = (v_25 * v_41)
-            v_43 = v_42.to(tl.bfloat16)
-            tl.store(grad_in + (v_24 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_43, mask=(mask_12))
-
-
-_softmax_bwd_kernel_f23fab825b.fn.hk_concurrent_programs = True
 
 @triton.jit
 def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -748,7 +666,7 @@ def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_262dac8aee(groups_pieces, sync, split_m, sync_stride_0, pieces, n, x, x_stride_0, x_stride_1, groups, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_47c3f4b8c8(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -763,109 +681,34 @@ def _softmax_fwd_kernel_262dac8aee(groups_pieces, sync, split_m, sync_stride_0, 
     for offset_10 in tl.range(v_7, tl.maximum(v_9, v_7), _BLOCK_SIZE_0, loop_unroll_factor=2):
         indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
         mask_12 = indices_11 < v_9
-        load_13 = tl.load(x + (v_5 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12), other=0)
-        v_14 = (split_m - v_5)
-        v_15 = (v_14 + groups)
-        v_16 = (v_15 - 1)
-        v_17 = (v_16 // groups)
-        ahead_18 = load_13
-        for idx_19 in tl.range(0, v_17, 1):
-            idx_20 = idx_19
-            v_21 = (idx_20 * groups)
-            v_22 = (v_5 + v_21)
-            v_23 = (v_22 + groups)
-            v_24 = (v_22 + groups)
-            v_25 = (v_24 < split_m)
-            load_26 = tl.load(x + (v_23 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12) & (v_25), other=0)
-            values_27 = ahead_18
-            ahead_18 = load_26
-            red_28 = (tl.max(tl.where(mask_12, values_27, float("-inf")), 0))
-            tl.store(piece_max + (v_22 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_28)
-            v_29 = (values_27 - red_28)
-            v_30 = tl.exp(v_29)
-            red_31 = (tl.sum(tl.where(mask_12, v_30, 0), 0))
-            tl.store(piece_sum + (v_22 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_31)
-            tl.debug_barrier()
-            old_32 = tl.atomic_add(sync + (v_22 * sync_stride_0), 1, sem='release', scope='gpu')
-            seen_33 = tl.atomic_add(sync + (v_22 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_33 != pieces:
-                seen_33 = tl.atomic_add(sync + (v_22 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_34 = tl.load(piece_max + (v_22 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_35 = (tl.max(tl.where(rmask_0, load_34, float("-inf")), 0))
-            load_36 = tl.load(piece_sum + (v_22 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_37 = (load_34 - red_35)
-            v_38 = tl.exp(v_37)
-            v_39 = (load_36 * v_38)
-            red_40 = (tl.sum(tl.where(rmask_0, v_39, 0), 0))
-            v_41 = (values_27 - red_35)
-            v_42 = tl.exp(v_41)
-            v_43 = (1.0 / red_40)
-            v_44 = (v_42 * v_43)
-            tl.store(out + (v_22 * out_stride_0 + indices_11 * out_stride_1), v_44, mask=(mask_12))
+        load_13 = tl.load(x + (v_5 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12), other=0, eviction_policy='evict_first')
+        red_14 = (tl.max(tl.where(mask_12, load_13, float("-inf")), 0))
+        tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_14)
+        v_15 = (load_13 - red_14)
+        v_16 = tl.exp(v_15)
+        red_17 = (tl.sum(tl.where(mask_12, v_16, 0), 0))
+        tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_17)
+        tl.debug_barrier()
+        old_18 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+        seen_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_19 != pieces:
+            seen_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        load_20 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+        red_21 = (tl.max(tl.where(rmask_0, load_20, float("-inf")), 0))
+        load_22 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+        v_23 = (load_20 - red_21)
+        v_24 = tl.exp(v_23)
+        v_25 = (load_22 * v_24)
+        red_26 = (tl.sum(tl.where(rmask_0, v_25, 0), 0))
+        v_27 = (load_13 - red_21)
+        v_28 = tl.exp(v_27)
+        v_29 = (1.0 / red_26)
+        v_30 = (v_28 * v_29)
+        tl.store(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), v_30, mask=(mask_12))
 
 
-_softmax_fwd_kernel_262dac8aee.fn.hk_concurrent_programs = True
-
-@triton.jit
-def _softmax_fwd_kernel_50afa73ba2(groups_pieces, sync, split_m, sync_stride_0, pieces, n, x, x_stride_0, x_stride_1, groups, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
-    v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(x + (v_5 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12), other=0)
-        v_14 = (split_m - v_5)
-        v_15 = (v_14 + groups)
-        v_16 = (v_15 - 1)
-        v_17 = (v_16 // groups)
-        ahead_18 = load_13
-        for idx_19 in tl.range(0, v_17, 1):
-            idx_20 = idx_19
-            v_21 = (idx_20 * groups)
-            v_22 = (v_5 + v_21)
-            v_23 = (v_22 + groups)
-            v_24 = (v_22 + groups)
-            v_25 = (v_24 < split_m)
-            load_26 = tl.load(x + (v_23 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12) & (v_25), other=0)
-            values_27 = ahead_18
-            ahead_18 = load_26
-            red_28 = (tl.max(tl.where(mask_12, values_27, float("-inf")), 0))
-            tl.store(piece_max + (v_22 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_28)
-            v_29 = (values_27 - red_28)
-            v_30 = tl.exp(v_29)
-            red_31 = (tl.sum(tl.where(mask_12, v_30, 0), 0))
-            tl.store(piece_sum + (v_22 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_31)
-            tl.debug_barrier()
-            old_32 = tl.atomic_add(sync + (v_22 * sync_stride_0), 1, sem='release', scope='gpu')
-            seen_33 = tl.atomic_add(sync + (v_22 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_33 != pieces:
-                seen_33 = tl.atomic_add(sync + (v_22 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_34 = tl.load(piece_max + (v_22 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_35 = (tl.max(tl.where(rmask_0, load_34, float("-inf")), 0))
-            load_36 = tl.load(piece_sum + (v_22 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_37 = (load_34 - red_35)
-            v_38 = tl.exp(v_37)
-            v_39 = (load_36 * v_38)
-            red_40 = (tl.sum(tl.where(rmask_0, v_39, 0), 0))
-            v_41 = (values_27 - red_35)
-            v_42 = tl.exp(v_41)
-            v_43 = (1.0 / red_40)
-            v_44 = (v_42 * v_43)
-            tl.store(out + (v_22 * out_stride_0 + indices_11 * out_stride_1), v_44, mask=(mask_12))
-
-
-_softmax_fwd_kernel_50afa73ba2.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_47c3f4b8c8.fn.hk_concurrent_programs = True
 
 @triton.jit
 def _softmax_fwd_kernel_5c90a6be75(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -977,6 +820,51 @@ def _softmax_fwd_kernel_89b1235286(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
+def _softmax_fwd_kernel_91c9003fa9(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * 4096)
+    v_8 = (v_7 + 4096)
+    v_9 = tl.minimum(n, v_8)
+    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_12 = indices_11 < v_9
+        load_13 = tl.load(x + (v_5 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12), other=0, eviction_policy='evict_last')
+        red_14 = (tl.max(tl.where(mask_12, load_13, float("-inf")), 0))
+        tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_14)
+        v_15 = (load_13 - red_14)
+        v_16 = tl.exp(v_15)
+        red_17 = (tl.sum(tl.where(mask_12, v_16, 0), 0))
+        tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_17)
+        tl.debug_barrier()
+        old_18 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+        seen_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_19 != pieces:
+            seen_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        load_20 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+        red_21 = (tl.max(tl.where(rmask_0, load_20, float("-inf")), 0))
+        load_22 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+        v_23 = (load_20 - red_21)
+        v_24 = tl.exp(v_23)
+        v_25 = (load_22 * v_24)
+        red_26 = (tl.sum(tl.where(rmask_0, v_25, 0), 0))
+        v_27 = (load_13 - red_21)
+        v_28 = tl.exp(v_27)
+        v_29 = (1.0 / red_26)
+        v_30 = (v_28 * v_29)
+        tl.store(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), v_30, mask=(mask_12))
+
+
+_softmax_fwd_kernel_91c9003fa9.fn.hk_concurrent_programs = True
+
+@triton.jit
 def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -1015,81 +903,41 @@ def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 
-# softmax_bwd variant 0da3d6fcdb97
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def softmax_bwd__0da3d6fcdb97(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
-    return grad_in
-
-
-# softmax_bwd variant 0e876f3adfb3
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":4096,"N":131072}
-def softmax_bwd__0e876f3adfb3(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_86e021cd24, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant 1b0a2d646ca7
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":true,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def softmax_bwd__1b0a2d646ca7(grad_out, out, grad_in_dtype):
+# softmax_bwd variant 00d37a4f60a6
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def softmax_bwd__00d37a4f60a6(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = True
-    row_groups = 32
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     pieces = _cdiv(n, block_n)
     split_m = m if split_rows and pieces <= 64 else 0
-    groups = min(row_groups, split_m)
     piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_19899ffa8f, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
+    _launch(_softmax_bwd_kernel_ceca08de7d, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
     _grad_in_strides = grad_in.stride()
     _grad_out_strides = grad_out.stride()
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_1d412059d8, (groups * pieces,), (groups * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], groups, piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_9dfd5d0cd7, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
     return grad_in
 
 
-# softmax_bwd variant 1b9a84a09a17
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 1299a74d81fb
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":4096}
 #   sm_90.json float32 {"M":16384,"N":2048}
 #   sm_90.json float32 {"M":16384,"N":4096}
 #   sm_90.json float32 {"M":16384,"N":8192}
-def softmax_bwd__1b9a84a09a17(grad_out, out, grad_in_dtype):
+def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = False
@@ -1104,214 +952,11 @@ def softmax_bwd__1b9a84a09a17(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 20e0c246ce8f
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":true,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def softmax_bwd__20e0c246ce8f(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = True
-    row_groups = 32
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    groups = min(row_groups, split_m)
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_ceca08de7d, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_f23fab825b, (groups * pieces,), (groups * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], groups, piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant 24e2ea9b46cc
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def softmax_bwd__24e2ea9b46cc(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant 29cbef789656
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":true,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-#   sm_90.json float32 {"M":256,"N":262144}
-def softmax_bwd__29cbef789656(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = True
-    row_groups = 32
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    groups = min(row_groups, split_m)
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_0f0d99bb98, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_adbf8b6129, (groups * pieces,), (groups * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], groups, piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant 443f63dabd15
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-#   sm_90.json bfloat16 {"M":1,"N":32000}
-#   sm_90.json bfloat16 {"M":16384,"N":16384}
-#   sm_90.json bfloat16 {"M":2048,"N":32000}
-#   sm_90.json bfloat16 {"M":4096,"N":16384}
-def softmax_bwd__443f63dabd15(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
-    return grad_in
-
-
-# softmax_bwd variant 60b4aafecb0c
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def softmax_bwd__60b4aafecb0c(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant 735674ec286e
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-#   sm_90.json bfloat16 {"M":16384,"N":4096}
-#   sm_90.json bfloat16 {"M":16384,"N":8192}
-def softmax_bwd__735674ec286e(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant a3aabb9ace7a
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-#   sm_90.json bfloat16 {"M":16384,"N":1024}
-def softmax_bwd__a3aabb9ace7a(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant a5d3e76d3ed1
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":4096,"N":131072}
-def softmax_bwd__a5d3e76d3ed1(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_85cb26f9c3, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant a992b70cab5f
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-#   sm_90.json float32 {"M":1,"N":32000}
-#   sm_90.json float32 {"M":16384,"N":16384}
-#   sm_90.json float32 {"M":2048,"N":32000}
-#   sm_90.json float32 {"M":4096,"N":16384}
-def softmax_bwd__a992b70cab5f(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
-    return grad_in
-
-
-# softmax_bwd variant b0e9784618ad
-# config: {"block_sizes":[2048,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"pid_type":"flat","range_num_stages":[0,3,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 2d1a04feec9d
+# config: {"block_sizes":[2048,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"pid_type":"flat","range_num_stages":[0,3,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"M":16384,"N":2048}
-def softmax_bwd__b0e9784618ad(grad_out, out, grad_in_dtype):
+def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = False
@@ -1326,41 +971,12 @@ def softmax_bwd__b0e9784618ad(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant bf24a780e641
-# config: {"block_sizes":[4096,16],"flatten_loops":[],"indexing":["pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"xyz","range_num_stages":[4,3,2,0],"range_unroll_factors":[2,1,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":true,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":256,"N":262144}
-def softmax_bwd__bf24a780e641(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = True
-    row_groups = 32
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    groups = min(row_groups, split_m)
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_d2defc352f, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (16, 4096), 4, 2)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_11856f4d2b, (groups * pieces,), (groups * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], groups, piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant f08f58344347
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 5822c3ac84b6
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":1024}
 #   sm_90.json float32 {"M":16384,"N":1024}
-def softmax_bwd__f08f58344347(grad_out, out, grad_in_dtype):
+def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = False
@@ -1375,155 +991,278 @@ def softmax_bwd__f08f58344347(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_fwd variant 18645e3f248d
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def softmax_fwd__18645e3f248d(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+# softmax_bwd variant 770428efa4dc
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+def softmax_bwd__770428efa4dc(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = False
-    block_n = 1024
+    block_n = 4096
     pieces = _cdiv(n, block_n)
     split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
     out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
+    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    return grad_in
 
 
-# softmax_fwd variant 26790e7870c7
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def softmax_fwd__26790e7870c7(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+# softmax_bwd variant 772c8272fe29
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":4096,"N":131072}
+def softmax_bwd__772c8272fe29(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = False
     block_n = 4096
     padded = _cdiv(n, block_n) * block_n
     pieces = _cdiv(n, block_n)
     split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_0a713486dd, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
+    _launch(_softmax_bwd_kernel_85cb26f9c3, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
+    return grad_in
 
 
-# softmax_fwd variant 290eb737c4e3
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,1,2,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":true}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":4096,"N":131072}
-def softmax_fwd__290eb737c4e3(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = True
-    row_groups = 32
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    groups = min(row_groups, split_m)
-    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
-    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_5c90a6be75, (_cdiv(m - split_m, 2),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (2, 4096), 4, 2)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_262dac8aee, (groups * pieces,), (groups * pieces, sync, split_m, sync.stride(0), pieces, n, x, _x_strides[0], _x_strides[1], groups, piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant 406d424f323e
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":false,"pid_type":"xyz","range_num_stages":[0,2,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":2048}
-def softmax_fwd__406d424f323e(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+# softmax_bwd variant 90396573d772
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+#   sm_90.json float32 {"M":1,"N":32000}
+#   sm_90.json float32 {"M":16384,"N":16384}
+#   sm_90.json float32 {"M":2048,"N":32000}
+#   sm_90.json float32 {"M":4096,"N":16384}
+def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = False
-    block_n = 1024
+    block_n = 4096
     pieces = _cdiv(n, block_n)
     split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
     out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_f8c66fa126, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
-    return out
+    _launch(_softmax_bwd_kernel_598a855a83, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    return grad_in
 
 
-# softmax_fwd variant 4356cfe3a24f
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# softmax_bwd variant 952d792eb148
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":4096}
 #   sm_90.json bfloat16 {"M":16384,"N":4096}
-def softmax_fwd__4356cfe3a24f(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+#   sm_90.json bfloat16 {"M":16384,"N":8192}
+def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = False
     block_n = 4096
     pieces = _cdiv(n, block_n)
     split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
     out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
+    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    return grad_in
 
 
-# softmax_fwd variant 4b36f4a1908b
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-#   sm_90.json float32 {"M":16384,"N":2048}
-#   sm_90.json float32 {"M":16384,"N":4096}
-#   sm_90.json float32 {"M":16384,"N":8192}
-def softmax_fwd__4b36f4a1908b(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
+# softmax_bwd variant 95ca8087b85f
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def softmax_bwd__95ca8087b85f(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = True
     block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
     pieces = _cdiv(n, block_n)
     split_m = m if split_rows and pieces <= 64 else 0
+    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
+    _launch(_softmax_bwd_kernel_19899ffa8f, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_45f2d94041, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
+    return grad_in
 
 
-# softmax_fwd variant 4dea15f6b3c4
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# softmax_bwd variant a37f7609d333
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":4096}
-def softmax_fwd__4dea15f6b3c4(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+def softmax_bwd__a37f7609d333(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     split_rows = False
     block_n = 4096
     pieces = _cdiv(n, block_n)
     split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
     out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
+    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    return grad_in
 
 
-# softmax_fwd variant 7d30d99521d2
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
+# softmax_bwd variant adca8884add1
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+#   sm_90.json float32 {"M":256,"N":262144}
+def softmax_bwd__adca8884add1(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = True
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_0f0d99bb98, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_cf4aa72da5, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_bwd variant ba4260b267bb
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def softmax_bwd__ba4260b267bb(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_bwd variant dccd881d45de
+# config: {"block_sizes":[4096,16],"flatten_loops":[],"indexing":["pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","block_ptr","pointer","pointer","tensor_descriptor","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","last","last","last","first"],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"xyz","range_num_stages":[4,3,2],"range_unroll_factors":[2,1,1],"range_warp_specializes":[null,null,null],"reduction_loops":[16],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":256,"N":262144}
+def softmax_bwd__dccd881d45de(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = True
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_d2defc352f, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (16, 4096), 4, 2)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_1e89056298, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_bwd variant e11125bbefa9
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: sm_90.json float32 {"M":4096,"N":131072}
+def softmax_bwd__e11125bbefa9(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_86e021cd24, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 2)
+    return grad_in
+
+
+# softmax_bwd variant f167ce30e941
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":16384}
+#   sm_90.json bfloat16 {"M":1,"N":32000}
+#   sm_90.json bfloat16 {"M":16384,"N":16384}
+#   sm_90.json bfloat16 {"M":2048,"N":32000}
+#   sm_90.json bfloat16 {"M":4096,"N":16384}
+def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    return grad_in
+
+
+# softmax_bwd variant f357b6cbe6cb
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+#   sm_90.json bfloat16 {"M":16384,"N":1024}
+def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_fwd variant 218d13c07c84
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":16384}
 #   sm_90.json float32 {"M":1,"N":32000}
 #   sm_90.json float32 {"M":16384,"N":16384}
 #   sm_90.json float32 {"M":2048,"N":32000}
-def softmax_fwd__7d30d99521d2(x, out_dtype):
+def softmax_fwd__218d13c07c84(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
     split_rows = False
@@ -1537,67 +1276,11 @@ def softmax_fwd__7d30d99521d2(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 8c0f78057932
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-#   sm_90.json bfloat16 {"M":4096,"N":131072}
-def softmax_fwd__8c0f78057932(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1484bc333a, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
-
-
-# softmax_fwd variant 9d4e9ab0d3c9
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def softmax_fwd__9d4e9ab0d3c9(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant a3a3ef34b81d
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-#   sm_90.json bfloat16 {"M":16384,"N":1024}
-def softmax_fwd__a3a3ef34b81d(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant b98cb082ff62
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
+# softmax_fwd variant 2894c53dca1a
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"M":256,"N":262144}
-def softmax_fwd__b98cb082ff62(x, out_dtype):
+def softmax_fwd__2894c53dca1a(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
     split_rows = False
@@ -1611,63 +1294,14 @@ def softmax_fwd__b98cb082ff62(x, out_dtype):
     return out
 
 
-# softmax_fwd variant b9bd64dc01ee
-# config: {"block_sizes":[4096,16],"flatten_loops":[],"indexing":["tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","last","","","",""],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[2,0,0,0],"range_unroll_factors":[2,2,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":true}
+# softmax_fwd variant 526e2c49bd54
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":256,"N":262144}
-def softmax_fwd__b9bd64dc01ee(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = True
-    row_groups = 32
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    groups = min(row_groups, split_m)
-    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
-    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_6c8890cedd, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (16, 4096), 4, 1)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_50afa73ba2, (groups * pieces,), (groups * pieces, sync, split_m, sync.stride(0), pieces, n, x, _x_strides[0], _x_strides[1], groups, piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 4, 1)
-    return out
-
-
-# softmax_fwd variant ce9b855495e6
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def softmax_fwd__ce9b855495e6(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_145bffced8, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
-
-
-# softmax_fwd variant ed4198d3d148
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-#   sm_90.json bfloat16 {"M":1,"N":32000}
-#   sm_90.json bfloat16 {"M":16384,"N":16384}
-#   sm_90.json bfloat16 {"M":16384,"N":8192}
-#   sm_90.json bfloat16 {"M":2048,"N":32000}
-#   sm_90.json bfloat16 {"M":4096,"N":16384}
-def softmax_fwd__ed4198d3d148(x, out_dtype):
+# used by: default.json float32 {"M":64,"N":4096}
+#   sm_90.json float32 {"M":16384,"N":2048}
+#   sm_90.json float32 {"M":16384,"N":4096}
+#   sm_90.json float32 {"M":16384,"N":8192}
+def softmax_fwd__526e2c49bd54(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
     split_rows = False
@@ -1677,16 +1311,35 @@ def softmax_fwd__ed4198d3d148(x, out_dtype):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
-# softmax_fwd variant eddbb2aaff65
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
+# softmax_fwd variant 5cd67ce2a692
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+#   sm_90.json bfloat16 {"M":16384,"N":1024}
+def softmax_fwd__5cd67ce2a692(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
+# softmax_fwd variant 68011887f4bd
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":1024}
 #   sm_90.json float32 {"M":16384,"N":1024}
-def softmax_fwd__eddbb2aaff65(x, out_dtype):
+def softmax_fwd__68011887f4bd(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
     split_rows = False
@@ -1700,11 +1353,216 @@ def softmax_fwd__eddbb2aaff65(x, out_dtype):
     return out
 
 
-# softmax_fwd variant ef54c44bf0f0
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_row_groups":32,"split_rows":false}
+# softmax_fwd variant 6fba86ac4e2c
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+def softmax_fwd__6fba86ac4e2c(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 8236d95a98c7
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+#   sm_90.json bfloat16 {"M":16384,"N":4096}
+def softmax_fwd__8236d95a98c7(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 854415a14bab
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def softmax_fwd__854415a14bab(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_145bffced8, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    return out
+
+
+# softmax_fwd variant 8eda9ff0d1a8
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":16384}
+#   sm_90.json bfloat16 {"M":1,"N":32000}
+#   sm_90.json bfloat16 {"M":16384,"N":16384}
+#   sm_90.json bfloat16 {"M":16384,"N":8192}
+#   sm_90.json bfloat16 {"M":2048,"N":32000}
+#   sm_90.json bfloat16 {"M":4096,"N":16384}
+def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 9e9f3393e262
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":false,"pid_type":"xyz","range_num_stages":[0,2,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":2048}
+def softmax_fwd__9e9f3393e262(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_f8c66fa126, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
+    return out
+
+
+# softmax_fwd variant a36540d945e7
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def softmax_fwd__a36540d945e7(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_0a713486dd, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    return out
+
+
+# softmax_fwd variant a73992a4f5d4
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","first","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,1,2],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: sm_90.json float32 {"M":4096,"N":131072}
+def softmax_fwd__a73992a4f5d4(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = True
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_5c90a6be75, (_cdiv(m - split_m, 2),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (2, 4096), 4, 2)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_47c3f4b8c8, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 4, 2)
+    return out
+
+
+# softmax_fwd variant ab2f64481cbe
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   sm_90.json bfloat16 {"M":4096,"N":131072}
+def softmax_fwd__ab2f64481cbe(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_1484bc333a, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    return out
+
+
+# softmax_fwd variant b548b89cb273
+# config: {"block_sizes":[4096,16],"flatten_loops":[],"indexing":["tensor_descriptor","tensor_descriptor","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","block_ptr"],"l2_groupings":[],"load_eviction_policies":["last","last","last","","last"],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[2,0,0],"range_unroll_factors":[2,2,1],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: sm_90.json float32 {"M":256,"N":262144}
+def softmax_fwd__b548b89cb273(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = True
+    block_n = 4096
+    padded = _cdiv(n, block_n) * block_n
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_6c8890cedd, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (16, 4096), 4, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_91c9003fa9, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 4, 1)
+    return out
+
+
+# softmax_fwd variant c3aea725e3d0
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def softmax_fwd__c3aea725e3d0(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 4096
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant e1a84425044e
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: sm_90.json float32 {"M":4096,"N":16384}
-def softmax_fwd__ef54c44bf0f0(x, out_dtype):
+def softmax_fwd__e1a84425044e(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
     split_rows = False
@@ -1718,42 +1576,60 @@ def softmax_fwd__ef54c44bf0f0(x, out_dtype):
     return out
 
 
+# softmax_fwd variant fe7e6e9f0aea
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def softmax_fwd__fe7e6e9f0aea(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    split_rows = False
+    block_n = 1024
+    pieces = _cdiv(n, block_n)
+    split_m = m if split_rows and pieces <= 64 else 0
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
 VARIANTS = {
     'softmax_fwd': {
-        '18645e3f248d': softmax_fwd__18645e3f248d,
-        '26790e7870c7': softmax_fwd__26790e7870c7,
-        '290eb737c4e3': softmax_fwd__290eb737c4e3,
-        '406d424f323e': softmax_fwd__406d424f323e,
-        '4356cfe3a24f': softmax_fwd__4356cfe3a24f,
-        '4b36f4a1908b': softmax_fwd__4b36f4a1908b,
-        '4dea15f6b3c4': softmax_fwd__4dea15f6b3c4,
-        '7d30d99521d2': softmax_fwd__7d30d99521d2,
-        '8c0f78057932': softmax_fwd__8c0f78057932,
-        '9d4e9ab0d3c9': softmax_fwd__9d4e9ab0d3c9,
-        'a3a3ef34b81d': softmax_fwd__a3a3ef34b81d,
-        'b98cb082ff62': softmax_fwd__b98cb082ff62,
-        'b9bd64dc01ee': softmax_fwd__b9bd64dc01ee,
-        'ce9b855495e6': softmax_fwd__ce9b855495e6,
-        'ed4198d3d148': softmax_fwd__ed4198d3d148,
-        'eddbb2aaff65': softmax_fwd__eddbb2aaff65,
-        'ef54c44bf0f0': softmax_fwd__ef54c44bf0f0,
+        '218d13c07c84': softmax_fwd__218d13c07c84,
+        '2894c53dca1a': softmax_fwd__2894c53dca1a,
+        '526e2c49bd54': softmax_fwd__526e2c49bd54,
+        '5cd67ce2a692': softmax_fwd__5cd67ce2a692,
+        '68011887f4bd': softmax_fwd__68011887f4bd,
+        '6fba86ac4e2c': softmax_fwd__6fba86ac4e2c,
+        '8236d95a98c7': softmax_fwd__8236d95a98c7,
+        '854415a14bab': softmax_fwd__854415a14bab,
+        '8eda9ff0d1a8': softmax_fwd__8eda9ff0d1a8,
+        '9e9f3393e262': softmax_fwd__9e9f3393e262,
+        'a36540d945e7': softmax_fwd__a36540d945e7,
+        'a73992a4f5d4': softmax_fwd__a73992a4f5d4,
+        'ab2f64481cbe': softmax_fwd__ab2f64481cbe,
+        'b548b89cb273': softmax_fwd__b548b89cb273,
+        'c3aea725e3d0': softmax_fwd__c3aea725e3d0,
+        'e1a84425044e': softmax_fwd__e1a84425044e,
+        'fe7e6e9f0aea': softmax_fwd__fe7e6e9f0aea,
     },
     'softmax_bwd': {
-        '0da3d6fcdb97': softmax_bwd__0da3d6fcdb97,
-        '0e876f3adfb3': softmax_bwd__0e876f3adfb3,
-        '1b0a2d646ca7': softmax_bwd__1b0a2d646ca7,
-        '1b9a84a09a17': softmax_bwd__1b9a84a09a17,
-        '20e0c246ce8f': softmax_bwd__20e0c246ce8f,
-        '24e2ea9b46cc': softmax_bwd__24e2ea9b46cc,
-        '29cbef789656': softmax_bwd__29cbef789656,
-        '443f63dabd15': softmax_bwd__443f63dabd15,
-        '60b4aafecb0c': softmax_bwd__60b4aafecb0c,
-        '735674ec286e': softmax_bwd__735674ec286e,
-        'a3aabb9ace7a': softmax_bwd__a3aabb9ace7a,
-        'a5d3e76d3ed1': softmax_bwd__a5d3e76d3ed1,
-        'a992b70cab5f': softmax_bwd__a992b70cab5f,
-        'b0e9784618ad': softmax_bwd__b0e9784618ad,
-        'bf24a780e641': softmax_bwd__bf24a780e641,
-        'f08f58344347': softmax_bwd__f08f58344347,
+        '00d37a4f60a6': softmax_bwd__00d37a4f60a6,
+        '1299a74d81fb': softmax_bwd__1299a74d81fb,
+        '2d1a04feec9d': softmax_bwd__2d1a04feec9d,
+        '5822c3ac84b6': softmax_bwd__5822c3ac84b6,
+        '770428efa4dc': softmax_bwd__770428efa4dc,
+        '772c8272fe29': softmax_bwd__772c8272fe29,
+        '90396573d772': softmax_bwd__90396573d772,
+        '952d792eb148': softmax_bwd__952d792eb148,
+        '95ca8087b85f': softmax_bwd__95ca8087b85f,
+        'a37f7609d333': softmax_bwd__a37f7609d333,
+        'adca8884add1': softmax_bwd__adca8884add1,
+        'ba4260b267bb': softmax_bwd__ba4260b267bb,
+        'dccd881d45de': softmax_bwd__dccd881d45de,
+        'e11125bbefa9': softmax_bwd__e11125bbefa9,
+        'f167ce30e941': softmax_bwd__f167ce30e941,
+        'f357b6cbe6cb': softmax_bwd__f357b6cbe6cb,
     },
 }

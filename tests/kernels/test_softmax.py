@@ -22,13 +22,10 @@ ONLINE = config_with("online softmax", {("online_softmax", None): True, ("block_
 TWO_PASS = config_with("two passes", {("two_pass_rows", None): True, ("block_sizes", 0): a_few_chunks})
 WHOLE_ROWS_FWD = config_with("whole rows", {("online_softmax", None): False})
 WHOLE_ROWS_BWD = config_with("whole rows", {("two_pass_rows", None): False})
-# Rows split across programs that wait for each other: pieces a few chunks wide with 4 row groups
-# (each group's programs walk several rows, prefetching the next), or pieces as wide as offered with
-# the default groups (long GPU rows: 32 and 64 pieces; 300001 columns need 74 and fall back to column tiles).
-SPLIT_ROWS = config_with("split rows", {("split_rows", None): True, ("block_sizes", 0): a_few_chunks,
-                                        ("split_row_groups", None): 4})
-SPLIT_ROWS_WIDE = config_with("split rows, widest pieces", {("split_rows", None): True,
-                                                            ("block_sizes", 0): lambda knob: max(knob.choices)})
+# Rows split across programs that wait for each other, pieces a few chunks wide, or as wide as
+# offered (long GPU rows: 32 and 64 pieces; 300001 columns need 74 and fall back to column tiles).
+SPLIT_ROWS = config_with("split rows", {("split_rows", None): True, ("block_sizes", 0): a_few_chunks})
+SPLIT_ROWS_WIDE = config_with("split rows, widest pieces", {("split_rows", None): True, ("block_sizes", 0): lambda knob: max(knob.choices)})
 DTYPE_PAIRS = [  # (input dtype, output dtype)
     (torch.float32, torch.float32),
     (torch.bfloat16, torch.bfloat16),
