@@ -23,6 +23,11 @@ MAX_DOT_VOLUME = 1 << 21
 # are left to Triton's own unrolling at those warp counts.
 NO_DOT_UNROLL_FROM_WARPS = 16
 DOT_ELEMENTS_PER_WARP = 128
+# A program's largest tensor spread over its threads: more elements per thread than registers hold
+# spill, and ptxas took over 5 minutes on one such config (a 512x128 fp32 tile in 1 warp, 2048
+# elements per thread, H200 run of 2026-11-23); num_warps rises until each thread holds at most this
+# (512: the tuned tables hold configs at 512, e.g. a 16x4096 column tile beside 4-warp split rows).
+MAX_ELEMENTS_PER_THREAD = 512
 
 
 @dataclass(frozen=True)
@@ -224,7 +229,9 @@ class ConfigSpec:
             fields.setdefault(name, value)
         warps = fields["num_warps"]
         if isinstance(warps, int) and warps >= 1 and not warps & (warps - 1):
-            fields["num_warps"] = warps = min(warps, self._max_warps(fields["block_sizes"], fields.get("reduction_loops"), compiled))
+            most = self._max_warps(fields["block_sizes"], fields.get("reduction_loops"), compiled)
+            least = min(self._min_warps(fields["block_sizes"], fields.get("reduction_loops"), compiled), most)
+            fields["num_warps"] = warps = max(min(warps, most), least)
         if not isinstance(warps, int) or warps < 1 or warps > 32 or warps & (warps - 1):
             raise exc.InvalidConfig(f"num_warps={warps!r} must be a power of two between 1 and 32")
         if not isinstance(fields["num_stages"], int) or fields["num_stages"] < 1:
@@ -317,6 +324,15 @@ class ConfigSpec:
         warps = 1
         while warps * 2 * 32 <= volume and warps < 32 \
                 and (warps < 4 or all(warps * 2 * DOT_ELEMENTS_PER_WARP <= v for v in dots)):
+            warps *= 2
+        return warps
+
+    def _min_warps(self, blocks: list[int], reductions: Any, compiled: Discovery) -> int:
+        """The fewest warps that hold the program's largest tensor with at most
+        MAX_ELEMENTS_PER_THREAD elements per thread (at most 32 warps)."""
+        volume = max((self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.tensor_shapes), default=1)
+        warps = 1
+        while warps * 32 * MAX_ELEMENTS_PER_THREAD < volume and warps < 32:
             warps *= 2
         return warps
 

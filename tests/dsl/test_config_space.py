@@ -439,3 +439,15 @@ def test_num_warps_offers_32_capped_by_program_volume(device):
     small = spec.normalize(config_with(spec.default_config(), block_sizes=[8, 16], num_warps=32))
     assert small["num_warps"] == 4
     check_kernel(add_2d, args, lambda x, y: x + y, n_random=0, extra_configs=[big])
+
+
+def test_num_warps_rise_until_each_thread_holds_at_most_512_elements(device):
+    """A 128x256 tile in 1 warp would hold 1024 elements per thread (ptxas ran for minutes on such
+    configs): the spec raises num_warps to 2; smaller tiles keep the warps they ask for."""
+    args = (randn(300, 600, device=device), randn(300, 600, device=device))
+    spec = add_2d.bind(args).config_spec
+    raised = spec.normalize(config_with(spec.default_config(), block_sizes=[128, 256], num_warps=1))
+    assert raised["num_warps"] == 2
+    kept = spec.normalize(config_with(spec.default_config(), block_sizes=[64, 256], num_warps=1))
+    assert kept["num_warps"] == 1
+    check_kernel(add_2d, args, lambda x, y: x + y, n_random=0, extra_configs=[raised])
