@@ -313,13 +313,16 @@ class ConfigSpec:
                 reduction *= chunk if chunk else triton.next_power_of_2(max(compiled.rdims[value], 1))
         return tiles * (min(reduction, cap) if cap else reduction)
 
+    def _largest_volume(self, blocks: list[int], reductions: Any, compiled: Discovery) -> int:
+        return max((self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.tensor_shapes), default=1)
+
     def _max_warps(self, blocks: list[int], reductions: Any, compiled: Discovery) -> int:
         """More warps than a program's largest tensor has elements (32 per warp) only idles threads,
         and Triton 3.6's compiler asserts on some such configs (e.g. 16 warps over a 1x2 tile with
         reductions). A matrix product's result keeps at least DOT_ELEMENTS_PER_WARP elements per warp
         beyond 4 warps: Triton 3.6 miscompiled a 64x16 product at 16 and 32 warps (gap 16).
         `compiled`: the structure the config compiles (see found_for)."""
-        volume = max((self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.tensor_shapes), default=1)
+        volume = self._largest_volume(blocks, reductions, compiled)
         dots = [self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.dot_shapes]
         warps = 1
         while warps * 2 * 32 <= volume and warps < 32 \
@@ -330,7 +333,7 @@ class ConfigSpec:
     def _min_warps(self, blocks: list[int], reductions: Any, compiled: Discovery) -> int:
         """The fewest warps that hold the program's largest tensor with at most
         MAX_ELEMENTS_PER_THREAD elements per thread (at most 32 warps)."""
-        volume = max((self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.tensor_shapes), default=1)
+        volume = self._largest_volume(blocks, reductions, compiled)
         warps = 1
         while warps * 32 * MAX_ELEMENTS_PER_THREAD < volume and warps < 32:
             warps *= 2

@@ -80,7 +80,8 @@ class DeviceCompiler(PointwiseMixin):
         for sub in ast.walk(ast.Module(body=body, type_ignores=[])):
             if isinstance(sub, ast.Call):
                 callee = self.resolve_callee(sub.func)
-                if callee is hl.wait or (callee is hl.signal and any(k.arg == "wait_for" for k in sub.keywords)):
+                waits_for_value = len(sub.args) > 3 or any(k.arg == "wait_for" for k in sub.keywords)
+                if callee is hl.wait or (callee is hl.signal and waits_for_value):
                     return True
         return False
 

@@ -75,6 +75,9 @@ def test_programs_of_a_row_exchange_partial_sums(m, n, device):
 
 
 def test_waiting_kernels_carry_the_concurrency_flag_and_others_do_not(device):
+    from helion_kernels import _interpreter
+
+    assert _interpreter.CONCURRENT_PROGRAMS_FLAG == CONCURRENT_PROGRAMS_FLAG  # the flag the interpreter reads
     x = rand_positive(2, 40, device=device)
     waiting = split_row_normalize.bind((x,)).to_triton_code()
     assert waiting.count(f".fn.{CONCURRENT_PROGRAMS_FLAG} = True") == 1
