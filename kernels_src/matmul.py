@@ -21,17 +21,42 @@ from build_tools.opspec import OpSpec
 
 from ._inputs import as_float64, element_size, randn, seeded_generator
 
+MAX_SPLIT_K = 16
+
 
 @helion.kernel(static_shapes=False)
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     m, k = a.size()
     n = b.size(1)
     out = a.new_empty((m, n))
-    for tile_m, tile_n in hl.tile([m, n]):
+    block_m = hl.register_block_size(m)
+    block_n = hl.register_block_size(n)
+    block_k = hl.register_block_size(k)
+    split_k = hl.register_tunable("split_k", helion.PowerOfTwoFragment(1, MAX_SPLIT_K, 1))
+    split_m = m if split_k > 1 else 0
+    k_chunk = helion.cdiv(helion.cdiv(k, split_k), block_k) * block_k
+    tiles_n = helion.cdiv(n, block_n)
+    partial = a.new_empty((split_k, split_m, n), dtype=torch.float32)
+    arrivals = helion.counters(helion.cdiv(split_m, block_m) * tiles_n, a.device)
+    for tile_m, tile_n in hl.tile([m - split_m, n], block_size=[block_m, block_n]):
         acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
-        for tile_k in hl.tile(k):
+        for tile_k in hl.tile(k, block_size=block_k):
             acc = torch.addmm(acc, a[tile_m, tile_k], b[tile_k, tile_n])
         out[tile_m, tile_n] = acc.to(out.dtype)
+    for tile_m, tile_n, tile_s in hl.tile([split_m, n, split_k], block_size=[block_m, block_n, 1]):
+        k_begin = tile_s.begin * k_chunk
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k_begin, min(k_begin + k_chunk, k), block_size=block_k):
+            acc = torch.addmm(acc, a[tile_m, tile_k], b[tile_k, tile_n])
+        partial[tile_s.begin, tile_m, tile_n] = acc
+        tile_id = tile_m.id * tiles_n + tile_n.id
+        arrived = hl.signal(arrivals, [tile_id], op="atomic_add", sem="acq_rel")
+        if arrived == split_k - 1:
+            total = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+            for piece in hl.grid(split_k):
+                total = total + partial[piece, tile_m, tile_n]
+            out[tile_m, tile_n] = total.to(out.dtype)
+            hl.signal(arrivals, [tile_id], signal=0, skip_sync=True)
     return out
 
 

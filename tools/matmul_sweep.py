@@ -1,6 +1,6 @@
 """Times candidate configs of the matmul-family kernels against cuBLAS on one GPU, in one process run.
 
-`python tools/matmul_sweep.py OUT_DIR [--dry-run] [--deadline SECONDS]`
+`python tools/matmul_sweep.py OUT_DIR [--dry-run] [--deadline SECONDS] [--only op:MxNxK ...]`
 Candidates (kernel, config overrides) are listed per shape class below. Phase 1 compiles every
 (kernel, config) in 16 spawned processes (filling Triton's on-disk cache); phase 2 times each
 candidate per shape with `triton.testing.do_bench` (median, L2 flushed) next to torch's cuBLAS call
@@ -31,7 +31,7 @@ TMA_LOADS = "tensor_descriptor loads"  # TMA for the two matrix operands, pointe
 SMEM = 220 * 1024
 
 
-def cfg(bm, bn, bk, warps, stages, index="pointer", pid="flat", l2=1, ws=None, evict=None):
+def cfg(bm, bn, bk, warps, stages, index="pointer", pid="flat", l2=1, ws=None, evict=None, split=None):
     """Config overrides; `index` applies to every load/store site (the kernel's count is filled in).
     Stages drop until the operand ring buffer fits in shared memory."""
     while stages > 2 and stages * (bm * bk + bk * bn) * 2 > SMEM:
@@ -40,6 +40,8 @@ def cfg(bm, bn, bk, warps, stages, index="pointer", pid="flat", l2=1, ws=None, e
            "pid_type": pid, "l2_groupings": [l2], "indexing": index, "range_warp_specializes": [ws]}
     if evict is not None:
         out["load_eviction_policies"] = evict
+    if split is not None:
+        out["split_k"] = split
     return out
 
 
@@ -79,6 +81,24 @@ def decode(m: int) -> list:
     return out
 
 
+def split_k(m: int, n: int) -> list:
+    """matmul's split-K candidates for a skinny M: K cut into 2-8 pieces whose last-arriving program
+    sums the fp32 partial tiles (and each tile unsplit). Few stages and small tiles, so that 2-6 programs fit on an SM: each
+    piece runs only a few K steps, and its load latency is hidden by the programs beside it (deep
+    single-program pipelines measured slower split than unsplit on an H200, 2026-11-24)."""
+    if m <= 16:
+        tiles = [(16, 32, 128, 4, 3, (2, 4)), (16, 64, 128, 4, 3, (2, 4, 8)), (16, 128, 128, 4, 3, (4, 8)),
+                 (16, 64, 64, 4, 4, (4, 8))]
+    elif m <= 64:
+        tiles = [(64, 64, 128, 4, 3, (2, 4)), (64, 32, 128, 4, 3, (2, 4)), (64, 128, 64, 4, 3, (4,)),
+                 (64, 64, 64, 4, 4, (2, 4))]
+    else:
+        tiles = [(128, 64, 64, 4, 3, (2, 4)), (64, 64, 128, 4, 3, (2,)), (128, 128, 64, 8, 3, (2, 4)),
+                 (64, 64, 64, 4, 4, (2,)), (64, 128, 64, 4, 3, (2,))]
+    return [cfg(bm, bn, bk, warps, stages, split=pieces)
+            for bm, bn, bk, warps, stages, splits in tiles for pieces in (1, *splits)]
+
+
 BMM = [cfg(128, 128, 32, 8, 3), cfg(128, 256, 64, 8, 3, l2=8), cfg(128, 128, 64, 4, 4, l2=8), cfg(64, 64, 64, 4, 3),
        cfg(16, 128, 256, 4, 4), cfg(16, 64, 256, 4, 4), cfg(128, 128, 64, 8, 3), cfg(64, 128, 64, 4, 4), cfg(64, 64, 128, 4, 4)]
 
@@ -91,7 +111,7 @@ def plan() -> list:
             [(16, 4096, 4096), (128, 4096, 14336)]
         for m, n, k in mnk:
             shape = {"M": m, "N": n, "K": k}
-            rows.append((op, "kernels_src.matmul", shape, decode(m)))
+            rows.append((op, "kernels_src.matmul", shape, decode(m) + (split_k(m, n) if op == "matmul" else [])))
         big = [(4096, 4096, 4096), (4096, 4096, 11008), (4096, 11008, 4096), (8192, 8192, 8192)] if op == "matmul" else \
             [(4096, 4096, 4096), (8192, 14336, 4096)]
         for m, n, k in big:
@@ -104,6 +124,10 @@ def plan() -> list:
     for b, m, n, k in ((16, 2048, 2048, 2048), (128, 16, 128, 4096), (32, 1024, 1024, 128), (8, 4096, 4096, 64)):
         rows.append(("bmm", "kernels_src.matmul", {"B": b, "M": m, "N": n, "K": k}, BMM))
     return rows
+
+
+def shape_text(shape: dict) -> str:
+    return "x".join(str(shape[key]) for key in ("B", "M", "N", "K") if key in shape)
 
 
 def job_key(op: str, module: str, shape: dict, overrides: dict) -> str:
@@ -130,16 +154,17 @@ def bind_row(op: str, module: str, shape: dict, device: str):
 
 
 def config_for(bound, overrides: dict):
-    """The normalized config of one candidate; `indexing` and eviction lists are widened per site."""
+    """The normalized config of one candidate; `indexing` is widened to every site, and shorter lists
+    (eviction policies, per-loop knobs) keep the default for the kernel's further sites and loops."""
     default = bound.config_spec.default_config()
     overrides = dict(overrides)
     if overrides.get("indexing") == TMA_LOADS:
         overrides["indexing"] = [TMA, TMA] + ["pointer"] * (len(default["indexing"]) - 2)
     elif isinstance(overrides.get("indexing"), str):
         overrides["indexing"] = [overrides["indexing"]] * len(default["indexing"])
-    if "load_eviction_policies" in overrides:
-        evict = list(overrides["load_eviction_policies"])
-        overrides["load_eviction_policies"] = evict + [""] * (len(default["load_eviction_policies"]) - len(evict))
+    for name, value in overrides.items():  # per-site / per-loop lists cover the first ones; default for the rest
+        if isinstance(value, list) and isinstance(default[name], (list, tuple)) and len(value) < len(default[name]):
+            overrides[name] = value + list(default[name][len(value):])
     return bound.config_spec.normalize(default.merged(**overrides))
 
 
@@ -236,6 +261,7 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=220.0)
     parser.add_argument("--compile-budget", type=float, default=110.0)
     parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--only", nargs="*", help="rows to run, as op:MxNxK (bmm: op:BxMxNxK)")
     options = parser.parse_args()
     started = time.time()
     os.makedirs(options.out, exist_ok=True)
@@ -244,7 +270,7 @@ def main() -> None:
         with open(os.path.join(options.out, "env.json"), "w") as fh:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
                        "date": time.strftime("%Y-%m-%d %H:%M:%S")}, fh)
-    rows = plan()
+    rows = [row for row in plan() if not options.only or f"{row[0]}:{shape_text(row[2])}" in options.only]
     jobs, seen = [], set()
     for op, module, shape, configs in rows:
         for overrides in configs:

@@ -17,6 +17,8 @@ from . import exc
 from . import language as hl
 
 HOST_TENSOR_METHODS = {"size", "stride", "numel", "dim", "ndimension", "element_size", "is_contiguous", "new_empty"}
+# DSL host functions whose launcher form is a helper of the generated module (module.HELPERS)
+HOST_HELPERS = {"counters": "_counters"}
 SAFE_MODULES = {"torch": torch, "math": math, "triton": triton}
 
 
@@ -103,6 +105,11 @@ class LauncherRewriter(ast.NodeTransformer):
         if getattr(callee, "__module__", "") == "build_tools.dsl" and getattr(callee, "__name__", "") in ("cdiv", "next_power_of_2"):
             node.func = ast.Attribute(ast.Name("triton", ast.Load()), callee.__name__, ast.Load())
             node.args = [self.visit(a) for a in node.args]
+            return node
+        if getattr(callee, "__module__", "") == "build_tools.dsl" and getattr(callee, "__name__", "") in HOST_HELPERS:
+            node.func = ast.Name(HOST_HELPERS[callee.__name__], ast.Load())
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
             return node
         if callee in hl.DEVICE_FUNCTIONS:
             raise exc.NotSupported(f"hl.{callee.__name__} outside a device loop", self.session.location(node))

@@ -1,6 +1,7 @@
 """Drops from a launcher the launches over a provably empty grid (a pass that its config switches
-off), then the pure statements whose results nothing reads any more (the buffers, sizes and
-strides only those launches used), so a call neither allocates nor queries for them.
+off), writes the values that fold into the statements left, then drops the pure statements whose
+results nothing reads any more (the buffers, sizes and strides only those launches used, the
+config's constants), so a call neither allocates nor queries nor computes for them.
 
 A grid is provably empty when a factor of one of its dimensions folds to 0 from constants:
 literals, names the launcher assigns once, at its top level, from a foldable expression (read
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "min", "max"})
+PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "_counters", "min", "max"})
 # Tensor methods and torch functions that only read their operands and return new values (host
 # values are sizes and tensors); what ends in "_" mutates and is never here.
 PURE_METHODS = frozenset({"stride", "size", "dim", "numel", "element_size", "new_empty", "new_zeros",
@@ -128,6 +129,93 @@ def _empty_launch(statement: ast.stmt, env: dict) -> bool:
         and all(_pure(arg) for arg in statement.value.args)
 
 
+INT_QUERIES = frozenset({"size", "stride", "numel", "dim", "element_size"})
+
+
+def _int_valued(node: ast.AST, ints: set) -> bool:
+    """Whether `node` is an integer by construction: a literal, a name in `ints`, a size or stride
+    query, the host helpers or min/max of integers, integer arithmetic or a choice of integers."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Name):
+        return node.id in ints
+    if isinstance(node, ast.Subscript):  # an element of a sizes or strides tuple
+        return isinstance(node.value, ast.Name) and node.value.id in ints
+    if isinstance(node, ast.IfExp):
+        return _int_valued(node.body, ints) and _int_valued(node.orelse, ints)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
+        return _int_valued(node.left, ints) and _int_valued(node.right, ints)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return node.func.attr in INT_QUERIES
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("_cdiv", "_next_power_of_2", "min", "max"):
+        return all(_int_valued(arg, ints) for arg in node.args)
+    return False
+
+
+def _int_names(body: list) -> set:
+    """Names that every assignment in `body` binds to integers (or to tuples of sizes/strides)."""
+    ints, other = set(), set()
+    for statement in body:
+        if not isinstance(statement, ast.Assign):
+            continue
+        for target in statement.targets:
+            value = statement.value
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Call) \
+                    and isinstance(value.func, ast.Attribute) and value.func.attr in ("size", "stride") and not value.args:
+                names = [elt.id for elt in target.elts if isinstance(elt, ast.Name)]
+                ints.update(names)
+            elif isinstance(target, ast.Name) and (_int_valued(value, ints) or (
+                    isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("size", "stride"))):
+                ints.add(target.id)
+            else:
+                other.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return ints - other
+
+
+class _Substitute(ast.NodeTransformer):
+    """Writes the folded values into a statement: an expression that folds becomes its constant, a
+    conditional expression on a folded test its taken branch, and integer `x + 0`, `x - 0`, `x * 1`
+    and `_cdiv(x, 1)` become `x`; the assignments of folded names are left for the dead-statement pass."""
+
+    def __init__(self, env: dict, ints: set):
+        self.env = env
+        self.ints = ints
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Constant) \
+                and not (isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)):
+            value = _fold(node, self.env)
+            if value is not UNKNOWN:
+                return ast.copy_location(ast.Constant(value), node)
+        return super().visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        test = _fold(node.test, self.env)
+        if test is UNKNOWN:
+            return self.generic_visit(node)
+        return self.visit(node.body if test else node.orelse)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "_cdiv" and len(node.args) == 2 \
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value == 1 and _int_valued(node.args[0], self.ints):
+            return node.args[0]
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        if not _int_valued(node, self.ints):
+            return node
+        left, right = (n.value if isinstance(n, ast.Constant) else None for n in (node.left, node.right))
+        if isinstance(node.op, (ast.Add, ast.Sub)) and right == 0:
+            return node.left
+        if isinstance(node.op, ast.Add) and left == 0:
+            return node.right
+        if isinstance(node.op, ast.Mult) and 1 in (left, right):
+            return node.left if right == 1 else node.right
+        return node
+
+
 def prune_launcher(body: list) -> list:
     """The launcher statements `body` without its launches over provably empty grids, then
     without its pure assignments whose names nothing later reads."""
@@ -146,6 +234,8 @@ def prune_launcher(body: list) -> list:
             if value is not UNKNOWN:
                 env[name] = value
         launched.append(statement)
+    ints = _int_names(body)
+    launched = [_Substitute(env, ints).visit(statement) for statement in launched]
     live, kept = set(), []
     for statement in reversed(launched):
         name = _assigned_name(statement)

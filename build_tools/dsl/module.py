@@ -5,6 +5,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .fast_launch import LAUNCH_HELPERS, rewrite_launches
+from .host import HOST_HELPERS
 
 IMPORTS = "from __future__ import annotations\n\nimport math\n\nimport torch\nimport triton\nimport triton.language as tl\n"
 
@@ -44,6 +45,27 @@ def _descriptor_scratch_fits(grid, descriptors: int) -> bool:
     for count in grid:
         programs *= count
     return programs * descriptors * _DESCRIPTOR_BYTES <= _DESCRIPTOR_SCRATCH_LIMIT
+''',
+    "_counters": '''_COUNTERS: dict = {}
+
+
+def _counters(count: int, device: torch.device) -> torch.Tensor:
+    """At least `count` int32 zeros for the launch that follows on `device` (helion.counters): the
+    kernels that take them leave every entry at 0 when they end, so one buffer per device and
+    stream serves every launch, filled once (again when a launch needs more entries). Launches in
+    one stream run in order; another stream gets its own buffer. While a CUDA graph is captured a
+    fresh buffer is filled (the graph owns its memory, and its replays leave it zeroed too)."""
+    if device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():
+            return torch.zeros(count, dtype=torch.int32, device=device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        key = (index, torch._C._cuda_getCurrentRawStream(index))
+    else:
+        key = (str(device), 0)
+    buffer = _COUNTERS.get(key)
+    if buffer is None or buffer.numel() < count:
+        buffer = _COUNTERS[key] = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
+    return buffer
 ''',
     "_xyz_grid": '''_MAX_GRID_YZ = 65535
 
@@ -102,6 +124,9 @@ def generated_code(session, fn_name: str) -> GeneratedCode:
     lines = rewrite_launches(session.launcher_lines, constexprs)
     code.launcher = launcher_source(fn_name, session.parsed.tree, lines)
     launched = {node.id for node in ast.walk(ast.parse(code.launcher)) if isinstance(node, ast.Name)}
+    for name in HOST_HELPERS.values():
+        if name in launched:
+            code.helpers[name] = HELPERS[name]
     for launch in session.kernels:
         if launch.name not in launched:
             continue

@@ -1399,7 +1399,7 @@ def attention_bwd__0a6958faeeff(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1408,7 +1408,7 @@ def attention_bwd__0a6958faeeff(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1434,7 +1434,7 @@ def attention_bwd__1427835ab4f6(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1443,7 +1443,7 @@ def attention_bwd__1427835ab4f6(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1469,7 +1469,7 @@ def attention_bwd__14d2541828ff(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1478,7 +1478,7 @@ def attention_bwd__14d2541828ff(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1504,7 +1504,7 @@ def attention_bwd__162f2131f441(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1513,7 +1513,7 @@ def attention_bwd__162f2131f441(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1539,7 +1539,7 @@ def attention_bwd__1c8d4212bd61(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 32) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1548,7 +1548,7 @@ def attention_bwd__1c8d4212bd61(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 32) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1575,7 +1575,7 @@ def attention_bwd__1c999019e020(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1584,7 +1584,7 @@ def attention_bwd__1c999019e020(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1610,7 +1610,7 @@ def attention_bwd__20cfd3545046(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1619,7 +1619,7 @@ def attention_bwd__20cfd3545046(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1645,7 +1645,7 @@ def attention_bwd__2432bc68402b(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 16) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1654,7 +1654,7 @@ def attention_bwd__2432bc68402b(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 16) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1682,7 +1682,7 @@ def attention_bwd__38843707607d(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1691,7 +1691,7 @@ def attention_bwd__38843707607d(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1717,7 +1717,7 @@ def attention_bwd__418bba291e3f(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1726,7 +1726,7 @@ def attention_bwd__418bba291e3f(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1752,7 +1752,7 @@ def attention_bwd__4320580364b8(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1761,7 +1761,7 @@ def attention_bwd__4320580364b8(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1788,7 +1788,7 @@ def attention_bwd__4ece3f57528d(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1797,7 +1797,7 @@ def attention_bwd__4ece3f57528d(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1823,7 +1823,7 @@ def attention_bwd__535f589b9d29(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1832,7 +1832,7 @@ def attention_bwd__535f589b9d29(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1859,7 +1859,7 @@ def attention_bwd__58e98c10dd5d(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1868,7 +1868,7 @@ def attention_bwd__58e98c10dd5d(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1894,7 +1894,7 @@ def attention_bwd__5f4028ae5e57(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1903,7 +1903,7 @@ def attention_bwd__5f4028ae5e57(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1929,7 +1929,7 @@ def attention_bwd__6ad298aae801(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 16) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1938,7 +1938,7 @@ def attention_bwd__6ad298aae801(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 16) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -1964,7 +1964,7 @@ def attention_bwd__7b54303ec62a(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 32) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -1973,7 +1973,7 @@ def attention_bwd__7b54303ec62a(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 32) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2002,7 +2002,7 @@ def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2011,7 +2011,7 @@ def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2037,7 +2037,7 @@ def attention_bwd__913a233adec7(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2046,7 +2046,7 @@ def attention_bwd__913a233adec7(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2073,7 +2073,7 @@ def attention_bwd__a65738990b9d(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2082,7 +2082,7 @@ def attention_bwd__a65738990b9d(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2108,7 +2108,7 @@ def attention_bwd__a7c4e6db32bc(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2117,7 +2117,7 @@ def attention_bwd__a7c4e6db32bc(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2143,7 +2143,7 @@ def attention_bwd__a7f947874703(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2152,7 +2152,7 @@ def attention_bwd__a7f947874703(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2178,7 +2178,7 @@ def attention_bwd__a8e655669fb3(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2187,7 +2187,7 @@ def attention_bwd__a8e655669fb3(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2213,7 +2213,7 @@ def attention_bwd__ada3e92f26d8(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2222,7 +2222,7 @@ def attention_bwd__ada3e92f26d8(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2248,7 +2248,7 @@ def attention_bwd__ca482c906094(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2257,7 +2257,7 @@ def attention_bwd__ca482c906094(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
+    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2283,7 +2283,7 @@ def attention_bwd__d3da429a11bf(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 32) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2292,7 +2292,7 @@ def attention_bwd__d3da429a11bf(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 32) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2318,7 +2318,7 @@ def attention_bwd__e798b813d813(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2327,7 +2327,7 @@ def attention_bwd__e798b813d813(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2353,7 +2353,7 @@ def attention_bwd__e9e8c5f21b84(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2362,7 +2362,7 @@ def attention_bwd__e9e8c5f21b84(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2388,7 +2388,7 @@ def attention_bwd__eb805ae3945b(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 32) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2397,7 +2397,7 @@ def attention_bwd__eb805ae3945b(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 32) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2423,7 +2423,7 @@ def attention_bwd__ecd7405744d9(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2432,7 +2432,7 @@ def attention_bwd__ecd7405744d9(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2458,7 +2458,7 @@ def attention_bwd__efd1d539d46e(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2467,7 +2467,7 @@ def attention_bwd__efd1d539d46e(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * _cdiv(kv_heads, 1) * _cdiv(batch, 1),), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2488,7 +2488,7 @@ def attention_fwd__0ea8311861f4(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -2509,7 +2509,7 @@ def attention_fwd__14d29332e67c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
@@ -2531,7 +2531,7 @@ def attention_fwd__1eb94324fc6a(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -2552,7 +2552,7 @@ def attention_fwd__1f4eb5b4ec02(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -2574,7 +2574,7 @@ def attention_fwd__20cdfc05fd8f(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -2595,7 +2595,7 @@ def attention_fwd__24e1ea2689fc(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -2616,7 +2616,7 @@ def attention_fwd__3eab97daac56(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -2637,7 +2637,7 @@ def attention_fwd__43ffef320e6b(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -2659,7 +2659,7 @@ def attention_fwd__462555af0411(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -2680,7 +2680,7 @@ def attention_fwd__5b28b7f2cbe1(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -2701,7 +2701,7 @@ def attention_fwd__5c0e7efd0815(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
     return (out, lse)
 
 
@@ -2723,7 +2723,7 @@ def attention_fwd__605d2dd4dc31(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
@@ -2744,7 +2744,7 @@ def attention_fwd__62377a2356d9(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -2765,7 +2765,7 @@ def attention_fwd__68c67e1458cf(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -2786,7 +2786,7 @@ def attention_fwd__6b6fca091c46(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -2810,7 +2810,7 @@ def attention_fwd__6f91808289c5(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 
@@ -2831,7 +2831,7 @@ def attention_fwd__7c19353ccf8b(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
@@ -2852,7 +2852,7 @@ def attention_fwd__80464e55e609(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -2873,7 +2873,7 @@ def attention_fwd__8b265c8a47e2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
     return (out, lse)
 
 
@@ -2894,7 +2894,7 @@ def attention_fwd__8e9051b24219(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -2915,7 +2915,7 @@ def attention_fwd__912e0e5a00d2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -2936,7 +2936,7 @@ def attention_fwd__9150c55e49d1(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -2960,7 +2960,7 @@ def attention_fwd__9770431819e2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 
@@ -2981,7 +2981,7 @@ def attention_fwd__b278957c4797(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -3002,7 +3002,7 @@ def attention_fwd__b771ecb87d70(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
@@ -3023,7 +3023,7 @@ def attention_fwd__d45dd177fbb8(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -3044,7 +3044,7 @@ def attention_fwd__daf9cd9ea032(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -3065,7 +3065,7 @@ def attention_fwd__f1b159ca4b2f(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -3087,7 +3087,7 @@ def attention_fwd__f37704e0f257(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -3108,7 +3108,7 @@ def attention_fwd__f54912f13dc3(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -3129,7 +3129,7 @@ def attention_fwd__fa079262d66a(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * _cdiv(q_heads, 1) * _cdiv(batch, 1),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 

@@ -1331,20 +1331,16 @@ def _rms_norm_noweight_fwd_kernel_fcc3f9def5(m, x, x_stride_0, x_stride_1, x_siz
 # used by: default.json float16 {"M":64,"N":1024}
 def rms_norm_bwd__05379cb03036(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 512
-    block_r = 4
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_71866d9fe9, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1355,28 +1351,24 @@ def rms_norm_bwd__05379cb03036(grad_out, x, weight, inv_rms):
 #   sm_90.json float32 {"M":64,"N":262144}
 def rms_norm_bwd__0aa11515efe6(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = True
-    partials = 8
-    block_r = 1
-    block_n = 4096
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = m
+    programs = min(8, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    dot_rows = m if split else 0
-    main_columns = n if split else 1
+    dot_rows = m
+    main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
     _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_5d0a53560b, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_5d0a53560b, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1389,20 +1381,16 @@ def rms_norm_bwd__0aa11515efe6(grad_out, x, weight, inv_rms):
 #   sm_90.json bfloat16 {"M":2048,"N":16384}
 def rms_norm_bwd__200a2a23c342(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 264
-    block_r = 1
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = m
+    programs = min(264, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_126798aedd, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_126798aedd, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1415,20 +1403,16 @@ def rms_norm_bwd__200a2a23c342(grad_out, x, weight, inv_rms):
 #   sm_90.json float32 {"M":65536,"N":4096}
 def rms_norm_bwd__209dc010f69d(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 512
-    block_r = 4
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_ede716853f, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1439,20 +1423,16 @@ def rms_norm_bwd__209dc010f69d(grad_out, x, weight, inv_rms):
 #   sm_90.json bfloat16 {"M":4096,"N":768}
 def rms_norm_bwd__2ad40da6aa42(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 512
-    block_r = 4
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 1024),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_59284d7ba7, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1462,17 +1442,13 @@ def rms_norm_bwd__2ad40da6aa42(grad_out, x, weight, inv_rms):
 # used by: sm_90.json bfloat16 {"M":16384,"N":2048}
 def rms_norm_bwd__3a5d04f8f68e(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = True
-    partials = 128
-    block_r = 4
-    block_n = 256
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(128, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    dot_rows = m if split else 0
-    main_columns = n if split else 1
+    dot_rows = m
+    main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 256)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_sizes = grad_out.size()
     grad_out_strides = grad_out.stride()
@@ -1484,7 +1460,7 @@ def rms_norm_bwd__3a5d04f8f68e(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_978a5b1c03, (_cdiv(programs, 1) * _cdiv(main_columns, 256),), (programs, main_columns, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, 4), 1, 2)
+    _launch(_rms_norm_bwd_kernel_978a5b1c03, (programs * _cdiv(main_columns, 256),), (programs, main_columns, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, 4), 1, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1495,28 +1471,24 @@ def rms_norm_bwd__3a5d04f8f68e(grad_out, x, weight, inv_rms):
 #   sm_90.json bfloat16 {"M":64,"N":262144}
 def rms_norm_bwd__511289e7b5c3(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = True
-    partials = 8
-    block_r = 1
-    block_n = 4096
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = m
+    programs = min(8, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    dot_rows = m if split else 0
-    main_columns = n if split else 1
+    dot_rows = m
+    main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
     _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e6766ad4d2, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_e6766ad4d2, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1526,20 +1498,16 @@ def rms_norm_bwd__511289e7b5c3(grad_out, x, weight, inv_rms):
 # used by: default.json float16 {"M":64,"N":16384}
 def rms_norm_bwd__5cdec7eff6f9(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 264
-    block_r = 1
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = m
+    programs = min(264, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8b44f61ac, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_c8b44f61ac, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1552,20 +1520,16 @@ def rms_norm_bwd__5cdec7eff6f9(grad_out, x, weight, inv_rms):
 #   sm_90.json float32 {"M":2048,"N":16384}
 def rms_norm_bwd__60a8e8174e7b(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 264
-    block_r = 1
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = m
+    programs = min(264, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f44944df72, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_f44944df72, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1575,20 +1539,16 @@ def rms_norm_bwd__60a8e8174e7b(grad_out, x, weight, inv_rms):
 # used by: sm_90.json bfloat16 {"M":16384,"N":1024}
 def rms_norm_bwd__8a3123fe3bca(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 528
-    block_r = 8
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = _cdiv(m, 8)
+    programs = min(528, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_2ebd485e85, (_cdiv(programs, 1) * _cdiv(main_columns, 256),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8), 4, 3)
+    _launch(_rms_norm_bwd_kernel_2ebd485e85, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8), 4, 3)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1601,20 +1561,16 @@ def rms_norm_bwd__8a3123fe3bca(grad_out, x, weight, inv_rms):
 #   sm_90.json float32 {"M":16384,"N":4096}
 def rms_norm_bwd__9c42ffade698(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 132
-    block_r = 4
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(132, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ede716853f, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_ede716853f, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1624,28 +1580,24 @@ def rms_norm_bwd__9c42ffade698(grad_out, x, weight, inv_rms):
 # used by: default.json float16 {"M":64,"N":131072}
 def rms_norm_bwd__c8aab3fcbd64(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = True
-    partials = 8
-    block_r = 1
-    block_n = 4096
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = m
+    programs = min(8, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    dot_rows = m if split else 0
-    main_columns = n if split else 1
+    dot_rows = m
+    main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (_cdiv(dot_rows, 1) * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
     _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ca587f24d7, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_ca587f24d7, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, steps, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1658,20 +1610,16 @@ def rms_norm_bwd__c8aab3fcbd64(grad_out, x, weight, inv_rms):
 #   sm_90.json bfloat16 {"M":65536,"N":4096}
 def rms_norm_bwd__e1c28a5cc411(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 132
-    block_r = 4
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(132, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_59284d7ba7, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_59284d7ba7, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1681,20 +1629,16 @@ def rms_norm_bwd__e1c28a5cc411(grad_out, x, weight, inv_rms):
 # used by: default.json float16 {"M":64,"N":4096}
 def rms_norm_bwd__f0dd8faac187(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    split = False
-    partials = 132
-    block_r = 4
-    row_blocks = _cdiv(m, block_r)
-    programs = min(partials, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(132, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_71866d9fe9, (_cdiv(programs, 1) * _cdiv(main_columns, 4096),), (programs, main_columns, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_71866d9fe9, (programs,), (programs, 1, n, steps, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1704,13 +1648,11 @@ def rms_norm_bwd__f0dd8faac187(grad_out, x, weight, inv_rms):
 # used by: default.json float16 {"M":64,"N":131072}
 def rms_norm_fwd__03db86bb54b2(x, weight, eps):
     m, n = x.size()
-    split = True
-    block_n = 2048
-    square_rows = m if split else 0
-    main_columns = n if split else 1
+    square_rows = m
+    main_columns = n
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    square_parts = x.new_empty((square_rows, _cdiv(n, 2048)), dtype=torch.float32)
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -1734,14 +1676,12 @@ def rms_norm_fwd__03db86bb54b2(x, weight, eps):
 #   sm_90.json bfloat16 {"M":65536,"N":4096}
 def rms_norm_fwd__6299f1e3e439(x, weight, eps):
     m, n = x.size()
-    split = False
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_fwd_kernel_3108f0ce06, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1751,22 +1691,18 @@ def rms_norm_fwd__6299f1e3e439(x, weight, eps):
 # used by: sm_90.json float32 {"M":1,"N":4096}
 def rms_norm_fwd__6911e5f6ed5a(x, weight, eps):
     m, n = x.size()
-    split = False
-    block_n = 1
-    square_rows = m if split else 0
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
-    _grid = _xyz_grid((_cdiv(square_rows, 1), _cdiv(n, 1)))
+    square_parts = x.new_empty((0, n), dtype=torch.float32)
+    _grid = _xyz_grid((0, n))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_630d4f0a5b, _grid, (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1, len(_grid) == 1), 16, 1)
-    _grid = _xyz_grid((_cdiv(m, 1), _cdiv(main_columns, 1)))
+    _launch(_rms_norm_fwd_kernel_630d4f0a5b, _grid, (0, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1, len(_grid) == 1), 16, 1)
+    _grid = _xyz_grid((m, 1))
     out_strides = out.stride()
     x_sizes = x.size()
     _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_73ca5b06fb, _grid, (m, main_columns, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
+    _launch(_rms_norm_fwd_kernel_73ca5b06fb, _grid, (m, 1, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
     return (out, inv_rms)
 
 
@@ -1783,14 +1719,12 @@ def rms_norm_fwd__6911e5f6ed5a(x, weight, eps):
 #   sm_90.json float32 {"M":65536,"N":4096}
 def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
     m, n = x.size()
-    split = False
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_fwd_kernel_4db6a7b831, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1801,14 +1735,12 @@ def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
 #   default.json float16 {"M":64,"N":4096}
 def rms_norm_fwd__85e65729b173(x, weight, eps):
     m, n = x.size()
-    split = False
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_fwd_kernel_6bc437062b, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -1818,14 +1750,12 @@ def rms_norm_fwd__85e65729b173(x, weight, eps):
 # used by: sm_90.json bfloat16 {"M":16384,"N":8192}
 def rms_norm_fwd__970d035cbbf0(x, weight, eps):
     m, n = x.size()
-    split = False
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_rms_norm_fwd_kernel_3108f0ce06, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return (out, inv_rms)
 
 
@@ -1837,14 +1767,12 @@ def rms_norm_fwd__970d035cbbf0(x, weight, eps):
 #   sm_90.json bfloat16 {"M":4096,"N":768}
 def rms_norm_fwd__aac4732b60c8(x, weight, eps):
     m, n = x.size()
-    split = False
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3108f0ce06, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_fwd_kernel_3108f0ce06, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1854,14 +1782,12 @@ def rms_norm_fwd__aac4732b60c8(x, weight, eps):
 # used by: sm_90.json bfloat16 {"M":16384,"N":16384}
 def rms_norm_fwd__c35f13a669a6(x, weight, eps):
     m, n = x.size()
-    split = False
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_b814b27310, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    _launch(_rms_norm_fwd_kernel_b814b27310, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return (out, inv_rms)
 
 
@@ -1871,14 +1797,12 @@ def rms_norm_fwd__c35f13a669a6(x, weight, eps):
 # used by: default.json float16 {"M":64,"N":1024}
 def rms_norm_fwd__db7ff2122d34(x, weight, eps):
     m, n = x.size()
-    split = False
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_6bc437062b, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_fwd_kernel_6bc437062b, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1889,13 +1813,11 @@ def rms_norm_fwd__db7ff2122d34(x, weight, eps):
 #   sm_90.json bfloat16 {"M":64,"N":262144}
 def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
     m, n = x.size()
-    split = True
-    block_n = 2048
-    square_rows = m if split else 0
-    main_columns = n if split else 1
+    square_rows = m
+    main_columns = n
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    square_parts = x.new_empty((square_rows, _cdiv(n, 2048)), dtype=torch.float32)
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -1915,14 +1837,12 @@ def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
 #   sm_90.json float32 {"M":4096,"N":768}
 def rms_norm_fwd__f0f0d1d903f8(x, weight, eps):
     m, n = x.size()
-    split = False
-    main_columns = n if split else 1
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_4db6a7b831, (_cdiv(m, 1) * _cdiv(main_columns, 1),), (m, main_columns, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_fwd_kernel_4db6a7b831, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -1933,13 +1853,11 @@ def rms_norm_fwd__f0f0d1d903f8(x, weight, eps):
 #   sm_90.json float32 {"M":64,"N":262144}
 def rms_norm_fwd__f3b4eb757b2a(x, weight, eps):
     m, n = x.size()
-    split = True
-    block_n = 2048
-    square_rows = m if split else 0
-    main_columns = n if split else 1
+    square_rows = m
+    main_columns = n
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, block_n)), dtype=torch.float32)
+    square_parts = x.new_empty((square_rows, _cdiv(n, 2048)), dtype=torch.float32)
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -1963,7 +1881,7 @@ def rms_norm_noweight_bwd__0665e5ec91ce(grad_out, x, inv_rms):
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return grad_x
 
 
@@ -1978,7 +1896,7 @@ def rms_norm_noweight_bwd__1e3769fdcfb7(grad_out, x, inv_rms):
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
@@ -1993,7 +1911,7 @@ def rms_norm_noweight_bwd__5cfe0a937199(grad_out, x, inv_rms):
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
@@ -2008,7 +1926,7 @@ def rms_norm_noweight_bwd__6a7c8568779e(grad_out, x, inv_rms):
     grad_out_strides = grad_out.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
     return grad_x
 
 
@@ -2023,7 +1941,7 @@ def rms_norm_noweight_bwd__749557e55fbe(grad_out, x, inv_rms):
     grad_out_strides = grad_out.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c5c07b9205, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_c5c07b9205, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
     return grad_x
 
 
@@ -2038,7 +1956,7 @@ def rms_norm_noweight_bwd__7a1e65e16f26(grad_out, x, inv_rms):
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return grad_x
 
 
@@ -2053,7 +1971,7 @@ def rms_norm_noweight_bwd__8b75e1395fb0(grad_out, x, inv_rms):
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return grad_x
 
 
@@ -2068,7 +1986,7 @@ def rms_norm_noweight_bwd__9add576a9f0a(grad_out, x, inv_rms):
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
@@ -2084,7 +2002,7 @@ def rms_norm_noweight_bwd__9ebda1bfd5d8(grad_out, x, inv_rms):
     grad_out_strides = grad_out.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_12cba8c0c9, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_12cba8c0c9, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
     return grad_x
 
 
@@ -2099,7 +2017,7 @@ def rms_norm_noweight_fwd__049b699269fd(x, eps):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -2115,7 +2033,7 @@ def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -2130,7 +2048,7 @@ def rms_norm_noweight_fwd__1a75d30bf2b0(x, eps):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -2145,7 +2063,7 @@ def rms_norm_noweight_fwd__6913e97b0d06(x, eps):
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_160c437468, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_160c437468, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -2160,7 +2078,7 @@ def rms_norm_noweight_fwd__a1620148432c(x, eps):
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -2176,7 +2094,7 @@ def rms_norm_noweight_fwd__e453de21559d(x, eps):
     inv_rms = x.new_empty(m, dtype=torch.float32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -2191,7 +2109,7 @@ def rms_norm_noweight_fwd__e4f824145d68(x, eps):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -2206,7 +2124,7 @@ def rms_norm_noweight_fwd__e74a052ce379(x, eps):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -2221,7 +2139,7 @@ def rms_norm_noweight_fwd__fc595e15e018(x, eps):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (_cdiv(m, 1),), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 

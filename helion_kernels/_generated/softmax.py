@@ -842,17 +842,15 @@ def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_
 def softmax_bwd__00d37a4f60a6(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = True
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 4096)
+    split_m = m if True and pieces <= 64 else 0
     piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_ceca08de7d, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
+    _launch(_softmax_bwd_kernel_ceca08de7d, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
     _grad_in_strides = grad_in.stride()
     _grad_out_strides = grad_out.stride()
     _out_strides = out.stride()
@@ -872,15 +870,11 @@ def softmax_bwd__00d37a4f60a6(grad_out, out, grad_in_dtype):
 def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
@@ -891,15 +885,11 @@ def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
 def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 2048
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 1)
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 1)
     return grad_in
 
 
@@ -911,15 +901,11 @@ def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
 def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
@@ -930,15 +916,11 @@ def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
 def softmax_bwd__770428efa4dc(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
@@ -953,15 +935,11 @@ def softmax_bwd__770428efa4dc(grad_out, out, grad_in_dtype):
 def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
@@ -974,15 +952,11 @@ def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
 def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
@@ -993,17 +967,15 @@ def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
 def softmax_bwd__95ca8087b85f(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = True
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 4096)
+    split_m = m if True and pieces <= 64 else 0
     piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_19899ffa8f, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
+    _launch(_softmax_bwd_kernel_19899ffa8f, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
     _grad_in_strides = grad_in.stride()
     _grad_out_strides = grad_out.stride()
     _out_strides = out.stride()
@@ -1020,15 +992,11 @@ def softmax_bwd__95ca8087b85f(grad_out, out, grad_in_dtype):
 def softmax_bwd__a37f7609d333(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
@@ -1041,17 +1009,15 @@ def softmax_bwd__a37f7609d333(grad_out, out, grad_in_dtype):
 def softmax_bwd__adca8884add1(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = True
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 4096)
+    split_m = m if True and pieces <= 64 else 0
     piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_0f0d99bb98, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
+    _launch(_softmax_bwd_kernel_0f0d99bb98, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
     _grad_in_strides = grad_in.stride()
     _grad_out_strides = grad_out.stride()
     _out_strides = out.stride()
@@ -1068,15 +1034,11 @@ def softmax_bwd__adca8884add1(grad_out, out, grad_in_dtype):
 def softmax_bwd__ba4260b267bb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
@@ -1087,17 +1049,15 @@ def softmax_bwd__ba4260b267bb(grad_out, out, grad_in_dtype):
 def softmax_bwd__dccd881d45de(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = True
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 4096)
+    split_m = m if True and pieces <= 64 else 0
     piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_d2defc352f, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - block_n, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (16, 4096), 4, 2)
+    _launch(_softmax_bwd_kernel_d2defc352f, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (16, 4096), 4, 2)
     _grad_in_strides = grad_in.stride()
     _grad_out_strides = grad_out.stride()
     _out_strides = out.stride()
@@ -1118,15 +1078,11 @@ def softmax_bwd__dccd881d45de(grad_out, out, grad_in_dtype):
 def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
@@ -1138,15 +1094,11 @@ def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
 def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (_cdiv(m - split_m, 1),), (m - split_m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
@@ -1160,14 +1112,10 @@ def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
 def softmax_fwd__218d13c07c84(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -1178,14 +1126,10 @@ def softmax_fwd__218d13c07c84(x, out_dtype):
 def softmax_fwd__2894c53dca1a(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1484bc333a, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 16, 2)
+    _launch(_softmax_fwd_kernel_1484bc333a, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 16, 2)
     return out
 
 
@@ -1199,14 +1143,10 @@ def softmax_fwd__2894c53dca1a(x, out_dtype):
 def softmax_fwd__526e2c49bd54(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -1218,14 +1158,10 @@ def softmax_fwd__526e2c49bd54(x, out_dtype):
 def softmax_fwd__5cd67ce2a692(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -1237,14 +1173,10 @@ def softmax_fwd__5cd67ce2a692(x, out_dtype):
 def softmax_fwd__68011887f4bd(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -1255,14 +1187,10 @@ def softmax_fwd__68011887f4bd(x, out_dtype):
 def softmax_fwd__6fba86ac4e2c(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -1274,14 +1202,10 @@ def softmax_fwd__6fba86ac4e2c(x, out_dtype):
 def softmax_fwd__8236d95a98c7(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -1292,14 +1216,10 @@ def softmax_fwd__8236d95a98c7(x, out_dtype):
 def softmax_fwd__854415a14bab(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_145bffced8, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    _launch(_softmax_fwd_kernel_145bffced8, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
     return out
 
 
@@ -1315,14 +1235,10 @@ def softmax_fwd__854415a14bab(x, out_dtype):
 def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -1333,14 +1249,10 @@ def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
 def softmax_fwd__9e9f3393e262(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_f8c66fa126, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
+    _launch(_softmax_fwd_kernel_f8c66fa126, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 1)
     return out
 
 
@@ -1351,14 +1263,10 @@ def softmax_fwd__9e9f3393e262(x, out_dtype):
 def softmax_fwd__a36540d945e7(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_0a713486dd, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    _launch(_softmax_fwd_kernel_0a713486dd, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
     return out
 
 
@@ -1369,17 +1277,15 @@ def softmax_fwd__a36540d945e7(x, out_dtype):
 def softmax_fwd__a73992a4f5d4(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = True
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 4096)
+    split_m = m if True and pieces <= 64 else 0
     piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
     piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_5c90a6be75, (_cdiv(m - split_m, 2),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (2, 4096), 4, 2)
+    _launch(_softmax_fwd_kernel_5c90a6be75, (_cdiv(m - split_m, 2),), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (2, 4096), 4, 2)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
@@ -1397,14 +1303,10 @@ def softmax_fwd__a73992a4f5d4(x, out_dtype):
 def softmax_fwd__ab2f64481cbe(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1484bc333a, (_cdiv(m - split_m, 1),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    _launch(_softmax_fwd_kernel_1484bc333a, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
     return out
 
 
@@ -1415,17 +1317,15 @@ def softmax_fwd__ab2f64481cbe(x, out_dtype):
 def softmax_fwd__b548b89cb273(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = True
-    block_n = 4096
-    padded = _cdiv(n, block_n) * block_n
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 4096)
+    split_m = m if True and pieces <= 64 else 0
     piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
     piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_6c8890cedd, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - block_n, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (16, 4096), 4, 1)
+    _launch(_softmax_fwd_kernel_6c8890cedd, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (16, 4096), 4, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
@@ -1442,14 +1342,10 @@ def softmax_fwd__b548b89cb273(x, out_dtype):
 def softmax_fwd__c3aea725e3d0(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -1460,14 +1356,10 @@ def softmax_fwd__c3aea725e3d0(x, out_dtype):
 def softmax_fwd__e1a84425044e(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 4096
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m - split_m, 2),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return out
 
 
@@ -1478,14 +1370,10 @@ def softmax_fwd__e1a84425044e(x, out_dtype):
 def softmax_fwd__fe7e6e9f0aea(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
-    split_rows = False
-    block_n = 1024
-    pieces = _cdiv(n, block_n)
-    split_m = m if split_rows and pieces <= 64 else 0
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m - split_m, 1),), (m - split_m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 

@@ -21,7 +21,7 @@ def test_launch_is_rewritten_with_constexprs_in_signature_order():
 
 
 def test_hoisted_names_do_not_shadow_launcher_variables():
-    lines = ["x_strides = 3", "k[(1,)](x, x.stride(0), x.stride(1), x_strides, num_warps=4, num_stages=1)"]
+    lines = ["x_strides = y.numel()", "k[(1,)](x, x.stride(0), x.stride(1), x_strides, num_warps=4, num_stages=1)"]
     assert rewrite_launches(lines, {"k": []})[1:] == [
         "_x_strides = x.stride()", "_launch(k, (1,), (x, _x_strides[0], _x_strides[1], x_strides), (), 4, 1)"]
 

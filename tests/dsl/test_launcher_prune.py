@@ -1,5 +1,6 @@
-"""Launchers lose the launches over provably empty grids and the pure statements only those
-launches read; anything not provably empty, impure or still read stays."""
+"""Launchers lose the launches over provably empty grids, have the values that fold written in,
+and lose the pure statements nothing reads any more; anything not provably empty, impure or still
+read stays."""
 import ast
 
 from build_tools.dsl.launcher_prune import prune_launcher
@@ -26,22 +27,47 @@ return out
 def test_a_pass_switched_off_by_its_config_is_dropped_with_its_buffer():
     assert pruned(SPLIT_OFF) == [
         "m, n = x.size()",
-        "split = False",
-        "main = n if split else 1",
         "out = torch.empty_like(x)",
-        "_launch(k2, (_cdiv(m, 1), _cdiv(main, 1)), (m, main, x, out), (1,), 4, 2)",
+        "_launch(k2, (m, 1), (m, 1, x, out), (1,), 4, 2)",
         "return out",
     ]
 
 
-def test_a_pass_switched_on_keeps_everything():
+def test_a_pass_switched_on_keeps_every_launch_with_its_constants_folded():
     source = SPLIT_OFF.replace("split = False", "split = True")
-    assert pruned(source) == [ast.unparse(s) for s in ast.parse(source).body]
+    assert pruned(source) == [
+        "m, n = x.size()",
+        "rows = m",
+        "main = n",
+        "out = torch.empty_like(x)",
+        "parts = x.new_empty((rows, _cdiv(n, 4)), dtype=torch.float32)",
+        "parts_strides = parts.stride()",
+        "_launch(k1, (rows * _cdiv(n, 4),), (rows, n, x, parts, parts_strides[0]), (1,), 4, 2)",
+        "_launch(k2, (m, main), (m, main, x, out), (1,), 4, 2)",
+        "return out",
+    ]
+
+
+def test_identities_are_simplified_on_integers_only():
+    source = """
+m, n = x.size()
+rows = 0
+scale = 1
+y = x + 0
+z = x * scale
+_launch(k, (_cdiv(m - rows, 1) * scale, _cdiv(n + rows, 4)), (m * scale, y, z, _cdiv(w, 1)), (), 4, 2)
+"""
+    assert pruned(source) == [
+        "m, n = x.size()",
+        "y = x + 0",  # x may be a tensor: x + 0 is a copy, not x
+        "z = x * 1",
+        "_launch(k, (m, _cdiv(n, 4)), (m, y, z, _cdiv(w, 1)), (), 4, 2)",
+    ]
 
 
 def test_a_buffer_still_read_stays():
     source = SPLIT_OFF.replace("return out", "return (out, parts)")
-    assert "parts = x.new_empty((rows, _cdiv(n, 4)), dtype=torch.float32)" in pruned(source)
+    assert "parts = x.new_empty((0, _cdiv(n, 4)), dtype=torch.float32)" in pruned(source)
     assert not [line for line in pruned(source) if line.startswith("_launch(k1")]
 
 
@@ -59,7 +85,7 @@ buf = make_buffer(x)
 _launch(k, (rows,), (x, record(x)), (), 4, 2)
 _launch(k, (1,), (x,), (), 4, 2)
 """
-    assert pruned(source) == ["rows = 0", "buf = make_buffer(x)", "_launch(k, (rows,), (x, record(x)), (), 4, 2)",
+    assert pruned(source) == ["buf = make_buffer(x)", "_launch(k, (0,), (x, record(x)), (), 4, 2)",
                               "_launch(k, (1,), (x,), (), 4, 2)"]
 
 
@@ -72,7 +98,7 @@ def test_mutating_tensor_methods_stay():
     source = SPLIT_OFF.replace("_launch(k2", "zeroed = parts.zero_()\n_launch(k2")
     kept = pruned(source)
     assert "zeroed = parts.zero_()" in kept
-    assert "parts = x.new_empty((rows, _cdiv(n, 4)), dtype=torch.float32)" in kept
+    assert "parts = x.new_empty((0, _cdiv(n, 4)), dtype=torch.float32)" in kept
 
 
 def test_and_or_and_comparisons_fold_when_their_deciding_operands_do():

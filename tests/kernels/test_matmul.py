@@ -2,13 +2,14 @@
 
 Tolerances are the op's own (kernels_src.matmul.tolerance) on O(1) outputs: fp32 (1e-3, 5e-3)
 because GPUs run fp32 dots in TF32 (the CPU interpreter is exact fp32), bf16 (1e-2, 1e-2),
-fp16 (2e-3, 2e-3). Each case runs under the default config and random configs.
+fp16 (2e-3, 2e-3). Each case runs under the default config and random configs; matmul also under
+split-K configs (2 pieces, and 16: more pieces than K has blocks at the CPU sizes, so some are empty).
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
 import pytest
 import torch
 
-from kernel_check import check_op
+from kernel_check import check_op, config_with, run_config
 from kernels_src import matmul
 
 MNK = {  # awkward sizes: 1, primes, K not a multiple of any block
@@ -19,12 +20,32 @@ BMM = {"cpu": [(1, 1, 1, 1), (3, 17, 9, 40)], "cuda": [(32, 1024, 1024, 128), (7
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 
 
+SPLIT_K = [config_with(f"split_k={pieces}", {("split_k", None): pieces}) for pieces in (2, matmul.MAX_SPLIT_K)]
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_matmul(device, dtype):
     for case, (m, n, k) in enumerate(MNK[device]):
         args = matmul.make_matmul_inputs({"M": m, "N": n, "K": k}, dtype, device, seed=case)
         check_op(matmul.matmul, args, matmul.reference_matmul(*args), matmul.tolerance(dtype),
-                 f"matmul {m}x{n}x{k} {dtype}", output_dtypes=(dtype,))
+                 f"matmul {m}x{n}x{k} {dtype}", output_dtypes=(dtype,), extra_configs=SPLIT_K)
+
+
+def test_split_k_leaves_its_counters_zeroed(device):
+    """The last program to finish an output tile resets its arrival counter: the launcher reuses
+    the buffer without a fill, so a second call (other inputs, same sizes) must be right too."""
+    matmul.matmul.reset()
+    for seed in (400, 401):
+        args = matmul.make_matmul_inputs({"M": 37, "N": 70, "K": 300}, torch.float32, device, seed=seed)
+        bound = matmul.matmul.bind(args)
+        label, config = config_with("split_k=4", {("split_k", None): 4, ("block_sizes", None): 16})(bound)
+        compiled = bound.compile_config(config)
+        out = run_config(bound, config, args)
+        torch.testing.assert_close(out.double(), matmul.reference_matmul(*args).to(out.device),
+                                   rtol=1e-3, atol=5e-3)
+        counters = [buffer for buffer in compiled.__globals__["_COUNTERS"].values() if buffer.device == out.device]
+        assert len(counters) == 1 and counters[0].numel() >= 3 * 5
+        assert int(counters[0].abs().sum()) == 0
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
