@@ -16,6 +16,10 @@ from triton.runtime.errors import OutOfResources
 from ._dispatch import DISPATCHER
 
 PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})
+# module-level names for the per-call checks (an attribute chain costs a lookup per link)
+_is_compiling = torch.compiler.is_compiling
+_functorch_transforms_active = torch._C._are_functorch_transforms_active
+_grad_enabled = torch._C.is_grad_enabled
 MISSING = object()
 PLANS = DISPATCHER.plans
 
@@ -27,18 +31,25 @@ def direct(*tensors) -> bool:
 
 def key(tag, a, b=None, c=None) -> tuple | None:
     """The direct-call key of a call identified by `tag` (the function and its non-tensor
-    arguments) on the tensors a, b, c (b and c may be None), or None when the call must go through
-    torch.library. Spelled out for three tensors: this runs on every call."""
-    if a.__class__ not in PLAIN or not (b is None or b.__class__ in PLAIN) \
-            or not (c is None or c.__class__ in PLAIN) or torch.compiler.is_compiling() \
-            or torch._C._are_functorch_transforms_active():
+    arguments) on the tensors a, b, c (b and c may be None), or None when the call must go
+    through torch.library. Spelled out per tensor count, the checks
+    cheapest first: this runs on every call."""
+    if a.__class__ not in PLAIN or _is_compiling() or _functorch_transforms_active():
         return None
-    if torch.is_grad_enabled() and (a.requires_grad or (b is not None and b.requires_grad)
-                                    or (c is not None and c.requires_grad)):
+    if b is None and c is None:
+        if _grad_enabled() and a.requires_grad:
+            return None
+        return (tag, a.shape, a.dtype, a.device)
+    if not (b is None or b.__class__ in PLAIN) or not (c is None or c.__class__ in PLAIN):
         return None
-    found = (tag, a.shape, a.dtype, a.device)
-    found += (None,) if b is None else (b.shape, b.dtype, b.device)
-    return found if c is None else found + (c.shape, c.dtype, c.device)
+    if _grad_enabled() and (a.requires_grad or (b is not None and b.requires_grad)
+                            or (c is not None and c.requires_grad)):
+        return None
+    if c is None:
+        return (tag, a.shape, a.dtype, a.device, b.shape, b.dtype, b.device)
+    if b is None:
+        return (tag, a.shape, a.dtype, a.device, None, c.shape, c.dtype, c.device)
+    return (tag, a.shape, a.dtype, a.device, b.shape, b.dtype, b.device, c.shape, c.dtype, c.device)
 
 
 def run(key, *args):

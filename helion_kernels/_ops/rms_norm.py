@@ -146,7 +146,11 @@ def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):
 
 
 def _plan(launcher, weighted: bool, rows: int | None, default_eps: float):
-    """The direct call of one key; `rows` is N when the input is viewed as [-1, N] rows."""
+    """The direct call of one key; `rows` is N when the input is viewed as [-1, N] rows. The common
+    case (2-D input with a weight) is one call."""
+    if weighted and rows is None:
+        return lambda input, weight, eps: launcher(input, weight, default_eps if eps is None else eps)[0]
+
     def call(input, weight, eps):
         x = input if rows is None else input.reshape(-1, rows)
         eps = default_eps if eps is None else eps

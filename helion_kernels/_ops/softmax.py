@@ -96,13 +96,12 @@ def _as_rows(input: Tensor, dim: int, dtype):
     return x, (x if x.dim() == 2 else x.reshape(-1, x.shape[-1]))
 
 
-def _plan(launcher, rows: int | None):
-    """The direct call of one key (no cast, last dim); `rows` is N when the input is viewed as [-1, N]."""
-    def call(input):
-        if rows is None:
-            return launcher(input, input.dtype)
-        return launcher(input.reshape(-1, rows), input.dtype).view(input.shape)
-    return call
+def _plan(launcher, rows: int | None, dtype: torch.dtype):
+    """The direct call of one key (no cast, last dim, inputs of `dtype`); `rows` is N when the input
+    is viewed as [-1, N]."""
+    if rows is None:
+        return lambda input: launcher(input, dtype)
+    return lambda input: launcher(input.reshape(-1, rows), dtype).view(input.shape)
 
 
 def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> Tensor:
@@ -121,7 +120,7 @@ def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> T
         out = _forward(rows)
         launcher = chosen_launcher("softmax_fwd", rows.shape, rows)
         if launcher is not None and x is input:
-            _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1]))
+            _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1], x.dtype))
     if rows is not x:
         out = out.view(x.shape)
     if dim in (-1, input.dim() - 1):

@@ -17,14 +17,15 @@ class Sub(torch.Tensor):
 
 def test_key_needs_plain_tensors_and_no_autograd(monkeypatch):
     x, w = torch.ones(2, 3), torch.nn.Parameter(torch.ones(3))
-    assert _direct.key("f", x) == ("f", x.shape, x.dtype, x.device, None)
+    assert _direct.key("f", x) == ("f", x.shape, x.dtype, x.device)
+    assert _direct.key("f", x, x) == ("f", x.shape, x.dtype, x.device, x.shape, x.dtype, x.device)
     assert _direct.key("f", x, None, x) == ("f", x.shape, x.dtype, x.device, None, x.shape, x.dtype, x.device)
     assert _direct.key("f", x, w) is None  # w requires grad and grad mode is on
     with torch.no_grad():
         assert _direct.key("f", x, w) is not None
     assert _direct.key("f", x.as_subclass(Sub)) is None
     assert _direct.key("f", x, x.as_subclass(Sub)) is None
-    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    monkeypatch.setattr(_direct, "_is_compiling", lambda: True)  # torch.compiler.is_compiling, bound once
     assert _direct.key("f", x) is None
 
 
