@@ -7,7 +7,13 @@ and runs a bias-free linear as `matmul(x, weight.t())`.
 fp32 inputs use the dot unit's default precision, which is TF32 on NVIDIA GPUs (10-bit mantissa
 inputs, fp32 accumulation); their tolerance says so.
 `bmm` runs one batch per program with 2-D tiles: a 3-D dot over a batch tile compiles without
-wgmma on sm_90 and spills. Split-K was tried and lost on an H200 (notes/dsl_gaps_kernels.md, 6).
+wgmma on sm_90 and spills.
+`matmul` has two structures, picked by the `split_k` tunable: one program per output tile over all
+of K (split_k = 1), or K cut into split_k pieces, one program per (tile, piece), each storing an
+fp32 partial tile; the last piece of a tile to arrive (its counter's previous value, from
+`hl.signal`) sums the partials in piece order, stores the output and resets the counter, so the
+launcher's reused counters (`helion.counters`) need no fill. Measured on an H200 it does not beat
+the unsplit kernel at the decode shapes (notes/dsl_gaps_kernels.md, 6), so the tables keep 1.
 """
 from __future__ import annotations
 
