@@ -89,7 +89,8 @@ def find_device_calls(node: ast.AST, globals_: dict) -> ast.AST | None:
 
 class LauncherRewriter(ast.NodeTransformer):
     """Rewrites a host statement for the standalone launcher: hl helpers become their values,
-    helion.cdiv/next_power_of_2 become triton's, and module-level constants are inlined."""
+    helion.cdiv/next_power_of_2 become triton's, helion.counters the module's `_counters`, and
+    module-level constants are inlined."""
 
     def __init__(self, session: Any, env: dict):
         self.session = session
@@ -102,12 +103,10 @@ class LauncherRewriter(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(int(value) if isinstance(value, int) and not isinstance(value, bool) else value), node)
         if callee is hl.specialize or callee is hl.register_reduction_dim:
             return self.visit(node.args[0])
-        if getattr(callee, "__module__", "") == "build_tools.dsl" and getattr(callee, "__name__", "") in ("cdiv", "next_power_of_2"):
-            node.func = ast.Attribute(ast.Name("triton", ast.Load()), callee.__name__, ast.Load())
-            node.args = [self.visit(a) for a in node.args]
-            return node
-        if getattr(callee, "__module__", "") == "build_tools.dsl" and getattr(callee, "__name__", "") in HOST_HELPERS:
-            node.func = ast.Name(HOST_HELPERS[callee.__name__], ast.Load())
+        name = getattr(callee, "__name__", "")
+        if getattr(callee, "__module__", "") == "build_tools.dsl" and name in ("cdiv", "next_power_of_2", *HOST_HELPERS):
+            node.func = ast.Name(HOST_HELPERS[name], ast.Load()) if name in HOST_HELPERS else \
+                ast.Attribute(ast.Name("triton", ast.Load()), name, ast.Load())
             node.args = [self.visit(a) for a in node.args]
             node.keywords = [self.visit(k) for k in node.keywords]
             return node

@@ -164,8 +164,7 @@ def _int_names(body: list) -> set:
                     and isinstance(value.func, ast.Attribute) and value.func.attr in ("size", "stride") and not value.args:
                 names = [elt.id for elt in target.elts if isinstance(elt, ast.Name)]
                 ints.update(names)
-            elif isinstance(target, ast.Name) and (_int_valued(value, ints) or (
-                    isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("size", "stride"))):
+            elif isinstance(target, ast.Name) and _int_valued(value, ints):  # x.size() counts too
                 ints.add(target.id)
             else:
                 other.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
