@@ -8,9 +8,15 @@ All arithmetic is fp32 whatever the input dtype. The weighted kernels have two s
 by the tunable `split_columns`; its first top-level loop (a pre-pass) has an empty grid without it.
 - whole rows: a program holds a row (or a tile of rows) in registers. The forward may loop the
   row reduction over chunks (`reduction_loops`, the row re-read from L2). The backward is one
-  pass: each of `dweight_partials` programs takes every programs-th block of `block_r` rows
-  (interleaved, so programs stream neighbouring rows), writes dx and accumulates dweight in fp32
-  registers, then stores one fp32 partial row; the host sums the partial rows (one small reduction).
+  pass: each of `dweight_partials` programs writes dx for its rows and accumulates dweight in fp32
+  registers, then stores one fp32 partial row. The partial rows are summed by the host (one small
+  reduction and a cast), or, with the tunable `finish_dweight`, in the kernel: the last
+  `finishers` programs to arrive (their tickets from `hl.signal(op="atomic_add")`) wait for the
+  others, sum a range of column tiles each in a fixed order, and the last to leave resets the
+  counters (split columns: the last program of each column tile sums it, as matmul's split-K).
+  A program's rows are, by the tunable `interleave_rows`, every programs-th block of `block_r` rows
+  (programs stream neighbouring rows together) or one contiguous run (its row loop then has many
+  iterations, so Triton can pipeline its loads: `range_num_stages`).
 - split columns, for few long rows (64 x 262144): rows are cut into column tiles so that every
   tile is a program. A pre-pass writes per-(row, tile) partial sums (sum of squares forward,
   sum of dy * weight * x backward); the second pass reads the row's partials and produces its
@@ -32,6 +38,11 @@ DEFAULT_EPS = 1e-6
 DWEIGHT_PARTIALS = (256, 8, 16, 32, 64, 128, 132, 264, 512, 528, 1024, 1056)
 MAX_ROWS_PER_STEP = 16
 MIN_COLUMN_TILE = 256  # narrower column tiles only add programs
+# Whole-row backward: how many of the last programs to finish sum the dweight partials. They wait
+# for every program to arrive, so they must be fewer than the programs a GPU holds at once (one per
+# SM at least; 132 on an H100/H200).
+MAX_FINISHERS = 16
+MAX_PARTIALS_PER_STEP = 64  # partial rows a finishing program sums per step
 
 
 @helion.kernel(static_shapes=False)
@@ -82,16 +93,29 @@ def rms_norm_bwd(
     m, n = x.size()
     split = hl.register_tunable("split_columns", helion.EnumFragment((True, False)))
     partials = hl.register_tunable("dweight_partials", helion.EnumFragment(DWEIGHT_PARTIALS))
+    interleave = hl.register_tunable("interleave_rows", helion.EnumFragment((True, False)))
+    finish = hl.register_tunable("finish_dweight", helion.EnumFragment((False, True)))
     block_r = hl.register_block_size(1, MAX_ROWS_PER_STEP)
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
+    block_q = hl.register_block_size(1, MAX_PARTIALS_PER_STEP)
     row_blocks = helion.cdiv(m, block_r)
     programs = min(partials, row_blocks)
     steps = helion.cdiv(row_blocks, programs)
+    # a program's rows come in `runs` runs of `run` rows, `stride` rows apart
+    run = block_r if interleave else steps * block_r
+    runs = steps if interleave else 1
+    stride = programs * block_r if interleave else 0
     dot_rows = m if split else 0
     main_columns = n if split else 1
     grad_x = torch.empty_like(x)
     row_dot_parts = x.new_empty((dot_rows, helion.cdiv(n, block_n)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight = torch.empty_like(weight)
+    # finish_dweight, whole rows: the last `finishers` programs to arrive sum the partial rows, whole
+    # column tiles each; split columns: the last program of a column tile sums its partials
+    finishers = min(MAX_FINISHERS, programs, helion.cdiv(n, block_n))
+    finish_columns = helion.cdiv(helion.cdiv(n, finishers), block_n) * block_n
+    arrivals = helion.counters(helion.cdiv(n, block_n) + 1 if finish else 0, x.device)
     for tile_m, tile_k in hl.tile([dot_rows, n], block_size=[block_r, block_n]):
         dy_w = grad_out[tile_m, tile_k].to(torch.float32) * weight[None, tile_k].to(torch.float32)
         row_dot_parts[tile_m, tile_k.id] = torch.sum(dy_w * x[tile_m, tile_k].to(torch.float32), dim=1)
@@ -99,9 +123,9 @@ def rms_norm_bwd(
     for tile_p, tile_n in hl.tile([programs, main_columns], block_size=[1, block_n]):
         if split:
             acc = hl.zeros([tile_n], dtype=torch.float32)
-            for step in hl.grid(steps):
-                first = (step * programs + tile_p.begin) * block_r
-                for tile_r in hl.tile(first, min(first + block_r, m), block_size=block_r):
+            for step in hl.grid(runs):
+                first = step * stride + tile_p.begin * run
+                for tile_r in hl.tile(first, min(first + run, m), block_size=block_r):
                     rstd = inv_rms[tile_r]
                     x_hat = x[tile_r, tile_n].to(torch.float32) * rstd[:, None]
                     dy = grad_out[tile_r, tile_n].to(torch.float32)
@@ -110,11 +134,19 @@ def rms_norm_bwd(
                     grad_x[tile_r, tile_n] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
                     acc = acc + torch.sum(dy * x_hat, dim=0)
             grad_weight_partial[tile_p.begin, tile_n] = acc
+            if finish:
+                arrived = hl.signal(arrivals, [tile_n.id], op="atomic_add", sem="acq_rel")
+                if arrived == programs - 1:
+                    total = hl.zeros([tile_n], dtype=torch.float32)
+                    for tile_q in hl.tile(programs, block_size=block_q):
+                        total = total + torch.sum(grad_weight_partial[tile_q, tile_n], dim=0)
+                    grad_weight[tile_n] = total.to(grad_weight.dtype)
+                    hl.signal(arrivals, [tile_n.id], signal=0, skip_sync=True)
         else:
             acc = hl.zeros(n, dtype=torch.float32)
-            for step in hl.grid(steps):
-                first = (step * programs + tile_p.begin) * block_r
-                for tile_r in hl.tile(first, min(first + block_r, m), block_size=block_r):
+            for step in hl.grid(runs):
+                first = step * stride + tile_p.begin * run
+                for tile_r in hl.tile(first, min(first + run, m), block_size=block_r):
                     rstd = inv_rms[tile_r]
                     x_hat = x[tile_r, :].to(torch.float32) * rstd[:, None]
                     dy = grad_out[tile_r, :].to(torch.float32)
@@ -123,7 +155,22 @@ def rms_norm_bwd(
                     grad_x[tile_r, :] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
                     acc = acc + torch.sum(dy * x_hat, dim=0)
             grad_weight_partial[tile_p.begin, :] = acc
-    return grad_x, grad_weight_partial.sum(0).to(weight.dtype)
+            if finish:
+                arrived = hl.signal(arrivals, [0], op="atomic_add", sem="acq_rel")
+                finisher = arrived - (programs - finishers)
+                if finisher >= 0:
+                    hl.wait(arrivals, [0], signal=programs)
+                    first_column = finisher * finish_columns
+                    for tile_c in hl.tile(first_column, min(first_column + finish_columns, n), block_size=block_n):
+                        total = hl.zeros([tile_c], dtype=torch.float32)
+                        for tile_q in hl.tile(programs, block_size=block_q):
+                            total = total + torch.sum(grad_weight_partial[tile_q, tile_c], dim=0)
+                        grad_weight[tile_c] = total.to(grad_weight.dtype)
+                    left = hl.signal(arrivals, [1], op="atomic_add", sem="acq_rel")
+                    if left == finishers - 1:
+                        hl.signal(arrivals, [0], signal=0, skip_sync=True)
+                        hl.signal(arrivals, [1], signal=0, skip_sync=True)
+    return grad_x, grad_weight if finish else grad_weight_partial.sum(0).to(weight.dtype)
 
 
 @helion.kernel(static_shapes=False)

@@ -9,7 +9,7 @@ tiles a few chunks wide); long rows also run with a looped reduction (forward) a
 import pytest
 import torch
 
-from kernel_check import a_few_chunks, check_op, config_with, looped_reduction
+from kernel_check import a_few_chunks, check_op, config_with, looped_reduction, run_config
 from kernels_src import rms_norm
 
 SHAPES = {
@@ -24,6 +24,20 @@ SPLIT_FWD = config_with("split columns", {("split_columns", None): True, ("block
                                           ("reduction_loops", None): a_few_chunks})
 SPLIT_BWD = config_with("split columns", {("split_columns", None): True, ("block_sizes", 1): a_few_chunks})
 WHOLE_ROWS = config_with("whole rows", {("split_columns", None): False})
+# Contiguous row runs, 8 programs: single rows (runs of several rows, the last run cut short by M) and
+# blocks of 4 rows (at M=37, 10 row blocks: runs of 2 blocks, so the last 3 programs have no rows).
+CONTIGUOUS_ROWS = [config_with(f"contiguous {rows}-row blocks", {("split_columns", None): False,
+                                                                 ("interleave_rows", None): False,
+                                                                 ("dweight_partials", None): 8,
+                                                                 ("block_sizes", 0): rows})
+                   for rows in (1, 4)]
+# dweight summed in the kernel by the last programs to arrive (8 programs; whole rows: 256-column
+# finisher tiles, so 2 finishers at N=300; split columns: one finisher per column tile).
+FINISHED = [config_with(f"dweight finished in the kernel, {label}",
+                        {("split_columns", None): split, ("finish_dweight", None): True,
+                         ("dweight_partials", None): 8, ("block_sizes", 0): 1, ("block_sizes", 1): 256,
+                         ("block_sizes", 2): 4})
+            for label, split in (("whole rows", False), ("split columns", True))]
 
 
 def _shape(m, n):
@@ -63,7 +77,7 @@ def test_backward(device, dtype, case):
     m, n = SHAPES[device][case]
     args = rms_norm.make_bwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
     check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(dtype),
-             f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS],
+             f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS, *CONTIGUOUS_ROWS, *FINISHED],
              output_dtypes=(dtype, dtype))
 
 
@@ -93,3 +107,26 @@ def test_long_rows_backward(device, dtype, case):
     check_op(rms_norm.rms_norm_bwd, bwd_args, rms_norm.reference_bwd(*bwd_args), rms_norm.tolerance_bwd(dtype),
              f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD], random_seeds=())
 
+
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["split_columns", "whole_rows"])
+def test_backward_leaves_its_counters_zeroed(device, split):
+    """With finish_dweight, the last programs to arrive sum dweight in the kernel and reset their counters:
+    the launcher reuses the buffer without a fill, so a second call (other inputs) must be right too.
+    32 programs of single rows: whole rows have 16 finishers, split columns 3 column tiles."""
+    rms_norm.rms_norm_bwd.reset()
+    for seed in (600, 601):
+        args = rms_norm.make_bwd_inputs(_shape(70, 700), torch.float32, device, seed=seed)
+        bound = rms_norm.rms_norm_bwd.bind(args)
+        _, config = config_with("32 programs", {("split_columns", None): split, ("finish_dweight", None): True,
+                                                ("block_sizes", 0): 1, ("block_sizes", 1): 256,
+                                                ("dweight_partials", None): 32})(bound)
+        compiled = bound.compile_config(config)
+        grad_x, grad_weight = run_config(bound, config, args)
+        expected_x, expected_weight = rms_norm.reference_bwd(*args)
+        rtol, atol = rms_norm.tolerance_bwd(torch.float32)
+        torch.testing.assert_close(grad_x.double(), expected_x.to(grad_x.device), rtol=rtol, atol=atol)
+        torch.testing.assert_close(grad_weight.double(), expected_weight.to(grad_x.device), rtol=rtol, atol=atol)
+        counters = [buffer for buffer in compiled.__globals__["_COUNTERS"].values() if buffer.device == grad_x.device]
+        assert len(counters) == 1 and int(counters[0].abs().sum()) == 0
