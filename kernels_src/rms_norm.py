@@ -38,9 +38,11 @@ DEFAULT_EPS = 1e-6
 DWEIGHT_PARTIALS = (256, 8, 16, 32, 64, 128, 132, 264, 512, 528, 1024, 1056)
 MAX_ROWS_PER_STEP = 16
 MIN_COLUMN_TILE = 256  # narrower column tiles only add programs
-# Whole-row backward: how many of the last programs to finish sum the dweight partials. They wait
-# for every program to arrive, so they must be fewer than the programs a GPU holds at once (one per
-# SM at least; 132 on an H100/H200).
+# Whole-row backward with finish_dweight: how many of the last programs to arrive sum the dweight
+# partials. They wait for every program to arrive; since they are the last arrivals, all of them
+# waiting means every program has arrived, so the wait cannot starve a program of a slot as long as
+# a GPU holds at least this many programs at once (one per SM at least: 132 on an H100/H200). Only
+# the sm_90 table turns finish_dweight on; a smaller MIG slice would need a cap from the SM count.
 MAX_FINISHERS = 16
 MAX_PARTIALS_PER_STEP = 64  # partial rows a finishing program sums per step
 
