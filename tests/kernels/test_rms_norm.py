@@ -108,13 +108,11 @@ def test_long_rows_backward(device, dtype, case):
              f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD], random_seeds=())
 
 
-
-
 @pytest.mark.parametrize("split", [True, False], ids=["split_columns", "whole_rows"])
 def test_backward_leaves_its_counters_zeroed(device, split):
     """With finish_dweight, the last programs to arrive sum dweight in the kernel and reset their counters:
     the launcher reuses the buffer without a fill, so a second call (other inputs) must be right too.
-    32 programs of single rows: whole rows have 16 finishers, split columns 3 column tiles."""
+    32 programs of single rows, 256-column tiles: 3 finishers (whole rows) or 3 column tiles (split)."""
     rms_norm.rms_norm_bwd.reset()
     for seed in (600, 601):
         args = rms_norm.make_bwd_inputs(_shape(70, 700), torch.float32, device, seed=seed)
