@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "_counters", "min", "max"})
+PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "_counters", "_xyz_grid", "_num_sms", "len", "min", "max"})
 # Tensor methods and torch functions that only read their operands and return new values (host
 # values are sizes and tensors); what ends in "_" mutates and is never here.
 PURE_METHODS = frozenset({"stride", "size", "dim", "numel", "element_size", "new_empty", "new_zeros",
@@ -114,18 +114,33 @@ def _assigned_name(statement: ast.stmt) -> str | None:
 
 
 def _zero(dim: ast.AST, env: dict) -> bool:
-    """Whether a grid dimension, a product of factors, has a factor that folds to 0."""
+    """Whether a grid dimension, a product of factors or a `min` of counts (a persistent loop's
+    programs), has a factor or an operand that folds to 0 (counts are never negative)."""
     if isinstance(dim, ast.BinOp) and isinstance(dim.op, ast.Mult):
         return _zero(dim.left, env) or _zero(dim.right, env)
+    if isinstance(dim, ast.Call) and isinstance(dim.func, ast.Name) and dim.func.id == "min":
+        return any(_zero(arg, env) for arg in dim.args)
     return _fold(dim, env) == 0
 
 
-def _empty_launch(statement: ast.stmt, env: dict) -> bool:
+def _grid_tuple(node: ast.AST) -> ast.Tuple | None:
+    """The dimensions of a grid expression: a tuple, or pid_type "xyz"'s `_xyz_grid(tuple)` (which
+    launches that tuple's programs, folded or not)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_xyz_grid" \
+            and len(node.args) == 1:
+        node = node.args[0]
+    return node if isinstance(node, ast.Tuple) else None
+
+
+def _empty_launch(statement: ast.stmt, env: dict, grids: dict) -> bool:
+    """Whether `statement` is a launch over a provably empty grid; `grids` maps the names of grids
+    assigned before it to their expressions."""
     if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
             and isinstance(statement.value.func, ast.Name) and statement.value.func.id == "_launch"):
         return False
     grid = statement.value.args[1]
-    return isinstance(grid, ast.Tuple) and any(_zero(dim, env) for dim in grid.elts) \
+    grid = _grid_tuple(grids.get(grid.id) if isinstance(grid, ast.Name) else grid)
+    return grid is not None and any(_zero(dim, env) for dim in grid.elts) \
         and all(_pure(arg) for arg in statement.value.args)
 
 
@@ -223,15 +238,22 @@ def prune_launcher(body: list) -> list:
         for node in ast.walk(statement):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 stores[node.id] = stores.get(node.id, 0) + 1
-    env, launched = {}, []
+    env, grids, launched = {}, {}, []
     for statement in body:
-        if _empty_launch(statement, env):
+        if _empty_launch(statement, env, grids):
             continue
         name = _assigned_name(statement)
         if name is not None and stores[name] == 1:
             value = _fold(statement.value, env)
             if value is not UNKNOWN:
                 env[name] = value
+        # a grid name stands for its latest top-level assignment (the launcher's top level is
+        # straight-line code); any other store to it forgets it
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                grids.pop(node.id, None)
+        if name is not None and _grid_tuple(statement.value) is not None:
+            grids[name] = statement.value
         launched.append(statement)
     ints = _int_names(body)
     launched = [_Substitute(env, ints).visit(statement) for statement in launched]
@@ -241,5 +263,7 @@ def prune_launcher(body: list) -> list:
         if name is not None and name not in live and _pure(statement.value):
             continue
         kept.append(statement)
+        if name is not None:  # reads before this assignment see an earlier value
+            live.discard(name)
         live |= {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
     return kept[::-1]

@@ -452,7 +452,7 @@ class CompileSession:
         total_host = " * ".join(f"({c})" for c in counts_host)
         if pid_type in ("persistent_blocked", "persistent_interleaved"):
             total = b.assign(" * ".join(f"({c})" for c in counts), "total")
-            launch["grid"] = f"(max(1, min(_num_sms(_device), {total_host})),)"
+            launch["grid"] = f"(min(_num_sms(_device), {total_host}),)"
             launch["helpers"].add("_num_sms")
             if pid_type == "persistent_interleaved":
                 b.emit(f"for virtual_pid in tl.range(tl.program_id(0), {total}, tl.num_programs(0)):")

@@ -738,34 +738,6 @@ def _rms_norm_bwd_kernel_c8cf5598b7(programs, main_columns, n, runs, stride, m, 
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @triton.jit
-def _rms_norm_bwd_kernel_e297333452(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr):
-    if _XYZ_FOLDED:
-        pid_3 = tl.program_id(0) % (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0))
-        pid_4 = (tl.program_id(0) // (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0)))
-        pid_1 = pid_3
-        pid_2 = pid_4
-    else:
-        pid_1 = tl.program_id(0)
-        pid_2 = tl.program_id(1)
-    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < dot_rows
-    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_10 = indices_9 < n
-    load_11 = tl.load(grad_out + (indices_6[:, None] * grad_out_stride_0 + indices_9[None, :] * grad_out_stride_1), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0, eviction_policy='evict_last')
-    v_12 = load_11.to(tl.float32)
-    load_13 = tl.load(weight + (indices_9[None, :] * weight_stride_0), mask=(mask_10[None, :]), other=0)
-    v_14 = load_13.to(tl.float32)
-    v_15 = (v_12 * v_14)
-    load_16 = tl.load(x + (indices_6[:, None] * x_stride_0 + indices_9[None, :] * x_stride_1), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0, eviction_policy='evict_first')
-    v_17 = load_16.to(tl.float32)
-    v_18 = (v_15 * v_17)
-    red_19 = (tl.sum(tl.where(mask_10[None, :], v_18, 0), 1))
-    tid_20 = (offset_8 - 0) // _BLOCK_SIZE_1
-    tl.store(row_dot_parts + (indices_6 * row_dot_parts_stride_0 + tid_20 * row_dot_parts_stride_1), red_19, mask=(mask_7))
-
-@triton.jit
 def _rms_norm_bwd_kernel_e9c62e450d(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0))
@@ -986,28 +958,6 @@ def _rms_norm_fwd_kernel_622561a35a(square_rows, n, x, x_stride_0, x_stride_1, s
     red_13 = (tl.sum(tl.where(mask_9[None, :], v_12, 0), 1))
     tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
-
-@triton.jit
-def _rms_norm_fwd_kernel_630d4f0a5b(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr):
-    if _XYZ_FOLDED:
-        pid_3 = tl.program_id(0) % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
-        pid_4 = (tl.program_id(0) // (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0)))
-        pid_1 = pid_3
-        pid_2 = pid_4
-    else:
-        pid_1 = tl.program_id(0)
-        pid_2 = tl.program_id(1)
-    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < square_rows
-    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_10 = indices_9 < n
-    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + indices_9[None, :] * x_stride_1), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0, eviction_policy='evict_last')
-    v_12 = (load_11 * load_11)
-    red_13 = (tl.sum(tl.where(mask_10[None, :], v_12, 0), 1))
-    tid_14 = (offset_8 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_6 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_7))
 
 @triton.jit
 def _rms_norm_fwd_kernel_6bc437062b(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1810,18 +1760,12 @@ def rms_norm_bwd__856e0b11409c(grad_out, x, weight, inv_rms):
     steps = _cdiv(row_blocks, programs)
     run = steps * 2
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((0, _cdiv(n, 1024)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    _grid = _xyz_grid((0, _cdiv(n, 1024)))
     grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e297333452, _grid, (0, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (2, 1024, len(_grid) == 1), 2, 5)
-    _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_500d2cef3f, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 2), 2, 5)
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_500d2cef3f, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 2), 2, 5)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -2085,16 +2029,11 @@ def rms_norm_fwd__6911e5f6ed5a(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((0, n), dtype=torch.float32)
-    _grid = _xyz_grid((0, n))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_630d4f0a5b, _grid, (0, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (1, 1, len(_grid) == 1), 16, 1)
     _grid = _xyz_grid((m, 1))
     out_strides = out.stride()
     x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_73ca5b06fb, _grid, (m, 1, x, _x_strides[0], _x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_73ca5b06fb, _grid, (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
     return (out, inv_rms)
 
 

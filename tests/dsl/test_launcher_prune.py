@@ -110,3 +110,44 @@ def test_and_or_and_comparisons_fold_when_their_deciding_operands_do():
     assert not [line for line in pruned(either) if line.startswith("_launch(k1")]
     unknown_first = SPLIT_OFF.replace("rows = m if split else 0", "rows = m if n > 2 or split else 0")
     assert any(line.startswith("_launch(k1") for line in pruned(unknown_first))
+
+
+XYZ_AND_PERSISTENT = """
+m, n = x.size()
+rows = 0
+parts = x.new_empty((rows, n), dtype=torch.float32)
+_grid = _xyz_grid((rows, _cdiv(n, 4)))
+parts_strides = parts.stride()
+_launch(k1, _grid, (rows, n, x, parts, parts_strides[0]), (len(_grid) == 1,), 4, 2)
+out = torch.empty_like(x)
+_grid = _xyz_grid((_cdiv(m, 4), _cdiv(n, 4)))
+_launch(k2, _grid, (m, n, x, out), (len(_grid) == 1,), 4, 2)
+_device = x.device
+_launch(k3, (min(_num_sms(_device), rows * _cdiv(n, 4)),), (rows, n, out), (), 4, 2)
+return out
+"""
+
+
+def test_xyz_and_persistent_grids_over_no_programs_are_dropped():
+    """pid_type "xyz" launches over a grid name assigned from `_xyz_grid(dims)`; a persistent loop
+    over min(SM count, programs). The later `_grid` assignment stays for the launch that reads it,
+    the earlier one goes with its launch."""
+    assert pruned(XYZ_AND_PERSISTENT) == [
+        "m, n = x.size()",
+        "out = torch.empty_like(x)",
+        "_grid = _xyz_grid((_cdiv(m, 4), _cdiv(n, 4)))",
+        "_launch(k2, _grid, (m, n, x, out), (len(_grid) == 1,), 4, 2)",
+        "return out",
+    ]
+
+
+def test_xyz_and_persistent_grids_with_programs_stay():
+    kept = pruned(XYZ_AND_PERSISTENT.replace("rows = 0", "rows = m"))
+    assert [line.split(",")[0] for line in kept if line.startswith("_launch")] == ["_launch(k1", "_launch(k2", "_launch(k3"]
+    assert kept.count("_grid = _xyz_grid((rows, _cdiv(n, 4)))") == 1
+
+
+def test_a_grid_name_reassigned_inside_a_block_is_not_resolved():
+    source = XYZ_AND_PERSISTENT.replace("parts_strides = parts.stride()",
+                                        "if n > 4:\n    _grid = (m,)\nparts_strides = parts.stride()")
+    assert any(line.startswith("_launch(k1") for line in pruned(source))
