@@ -25,14 +25,15 @@ ORIGINAL = {
 
 
 _DEVICE_REASONS = {}
+_UNKNOWN = object()
 
 
 def device_reason(device: torch.device, dtype: torch.dtype | None = None, uses_dot: bool = False) -> str | None:
     """Why kernels cannot run on `device` (for `dtype`, in a kernel using tl.dot), or None when they can.
     Memoized: it runs on every call."""
-    if device not in _DEVICE_REASONS:
-        _DEVICE_REASONS[device] = _device_reason(device)
-    reason = _DEVICE_REASONS[device]
+    reason = _DEVICE_REASONS.get(device, _UNKNOWN)  # one hash of the device: it runs on every call
+    if reason is _UNKNOWN:
+        reason = _DEVICE_REASONS[device] = _device_reason(device)
     if reason is None and uses_dot and dtype is torch.float32 and device.type == "cuda" \
             and not torch.backends.cuda.matmul.allow_tf32:
         return ("float32 products: the kernels' tl.dot uses TF32, which PyTorch's "
