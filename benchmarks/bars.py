@@ -38,11 +38,13 @@ def _bar(name, values, passes, describe):
 
 
 def _pct_bar(name, records, ops, floor, select):
-    values = [(r["pct"], f"{op} {_label(tuple(r['shape'].items()))}")
+    """Percent of the copy ceiling; the worst case also gives its percent of a same-size copy."""
+    values = [(r["pct"], f"{op} {_label(tuple(r['shape'].items()))}", r.get("pct_same_copy"))
               for op in ops for r in _ok(records, op=op, mode="device", impl="ours")
               if r.get("pct") is not None and select(r["shape"])]
     return _bar(name, values, lambda v: v[0] >= floor,
-                lambda v: f"{v[0]:.1f}% of copy bandwidth at {v[1]} (bar {floor}%)")
+                lambda v: f"{v[0]:.1f}% of copy bandwidth at {v[1]} (bar {floor}%"
+                + (f"; {v[2]:.1f}% of a copy of the same bytes)" if v[2] else ")"))
 
 
 def _ahead_bar(name, records, ops, mode="device", peers=None):

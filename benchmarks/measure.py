@@ -20,10 +20,13 @@ def cost(op: str, shape: dict, dtype: torch.dtype) -> tuple:
     return COSTS[SPEC_NAMES[op]](shape, dtype)
 
 
+MEMORY_BOUND = ("rmsnorm", "softmax")
+
+
 def rate(row, us: float, dtype: torch.dtype) -> tuple:
     """(value, unit): GB/s for the memory-bound families, TFLOP/s for matmul and attention."""
     flops, moved = cost(row.op, row.shape, dtype)
-    if row.family in ("rmsnorm", "softmax"):
+    if row.family in MEMORY_BOUND:
         return moved / us / 1e3, "GB/s"
     return flops / us / 1e6, "TFLOP/s"
 

@@ -21,7 +21,8 @@ from .impls import EPS
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _copy_us(timer, nbytes: int) -> float:
+def copy_us(timer, nbytes: int) -> float:
+    """Device time of a device-to-device copy of `nbytes` (it reads and writes that many bytes)."""
     src = torch.empty(nbytes, dtype=torch.uint8, device=timer.device).random_()
     dst = torch.empty_like(src)
     return timer.device_us(lambda: dst.copy_(src))
@@ -37,7 +38,7 @@ def ceilings(timer, tiny: bool) -> dict:
     """Copy bandwidth (bytes read + written by a large device-to-device copy) and cuBLAS bf16 TFLOP/s at 4096³."""
     nbytes = (4 << 20) if tiny else (1 << 30)
     n = 128 if tiny else 4096
-    return {"copy_GBps": 2 * nbytes / _copy_us(timer, nbytes) / 1e3, "copy_bytes": nbytes,
+    return {"copy_GBps": 2 * nbytes / copy_us(timer, nbytes) / 1e3, "copy_bytes": nbytes,
             "cublas_TFLOPs": 2 * n ** 3 / _matmul_us(timer, n) / 1e6, "cublas_n": n}
 
 

@@ -28,7 +28,9 @@ dispatch overhead use host time instead: the per-call time of a loop of 1000 cal
 synchronize (median of 5 loops), which includes Python and launch overhead. GB/s and TFLOP/s use
 the minimum bytes and flops of the kernel sources' cost models (`kernels_src`, causal attention
 counts only the visible half); "% ceiling" divides by the copy bandwidth (memory-bound ops) or by
-cuBLAS at 4096³ (matmul, attention). "ours ×" is the peer's time divided by ours (above 1: ours is
+cuBLAS at 4096³ (matmul, attention); "% same-size copy" is the time of a copy moving the same
+bytes divided by the implementation's time (how near a transfer of that size gets to the ceiling,
+which a 1 GiB copy measures). "ours ×" is the peer's time divided by ours (above 1: ours is
 faster). Backward rows time `torch.autograd.grad(out, inputs, grad, retain_graph=True)` on a
 forward run once outside the timed region, so every implementation's own backward runs (Liger's
 RMSNorm backward is in place, as its module uses it). Ours runs through the public API
@@ -65,22 +67,26 @@ def _case_table(records: list, title: str) -> list:
     for r in records:
         cases.setdefault(tuple(r["shape"].items()), []).append(r)
     unit = next((r["unit"] for r in records if r.get("unit")), None)
-    rate_cols = f" {unit} | % ceiling |" if unit else ""
+    same_copy = any("pct_same_copy" in r for r in records)
+    rate_cols = (f" {unit} | % ceiling |" + (" % same-size copy |" if same_copy else "")) if unit else ""
+    rate_align = ("---:|---:|" + ("---:|" if same_copy else "")) if unit else ""
     lines = [f"## {title}", "", f"| shape | impl | µs |{rate_cols} ours × | notes |",
-             "|---|---|---:|" + ("---:|---:|" if unit else "") + "---:|---|"]
+             "|---|---|---:|" + rate_align + "---:|---|"]
     for key in sorted(cases, key=lambda k: _sort_key(dict(k))):
         rows = cases[key]
         ours = next((r for r in rows if r["impl"] == "ours" and r["status"] == "ok"), None)
         for r in rows:
             if r["status"] != "ok":
                 lines.append(f"| {shape_label(r['shape'])} | {r['impl']} | {r['status']} |"
-                             + (" | |" if unit else "") + " | |")
+                             + (" | |" + (" |" if same_copy else "") if unit else "") + " | |")
                 continue
             speedup = f"{r['us'] / ours['us']:.2f}x" if ours and r is not ours else ""
             notes = "; ".join(filter(None, (r.get("note", ""), r.get("resources", "")))) if r["impl"] == "ours" else ""
             if "max_abs_diff_vs_ours" in r:
                 notes = f"max abs diff vs ours {r['max_abs_diff_vs_ours']:.3g}"
             rates = f" {_num(r.get('rate'))} | {_num(r.get('pct'))} |" if unit else ""
+            if unit and same_copy:
+                rates += f" {_num(r.get('pct_same_copy'))} |"
             lines.append(f"| {shape_label(r['shape'])} | {r['impl']} | {_num(r['us'])} |{rates} {speedup} | "
                          f"{notes.replace('|', '/')} |")
     return lines + [""]

@@ -116,6 +116,12 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
     args, status = guarded(budget, lambda: measure.make_inputs(row, DTYPE, timer.device))
     if args is None:
         return [{**base, "impl": impl, "status": status} for impl in row.impls]
+    # the same bytes moved by a plain copy: how near a kernel of this size can get to the copy
+    # ceiling, which a 1 GiB copy measures (a smaller transfer pays its ramp-up and tail too)
+    same_copy_us = None
+    if row.mode == "device" and row.family in measure.MEMORY_BOUND:
+        moved = measure.cost(row.op, row.shape, DTYPE)[1]
+        same_copy_us, _ = guarded(budget, lambda: probes.copy_us(timer, int(moved) // 2))
     records, ours_out = [], None
     for impl in row.impls:
         record = {**base, "impl": impl}
@@ -127,21 +133,24 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
         record["status"] = status
         if result is not None:
             try:
-                ours_out = _complete(record, row, result, ceilings, args, ours_out)
+                ours_out = _complete(record, row, result, ceilings, args, ours_out, same_copy_us)
             except Exception as error:  # noqa: BLE001 - a bookkeeping bug must not end the run
                 record["status"] = f"failed: after timing: {type(error).__name__}: {error}"[:200]
         records.append(record)
     return records
 
 
-def _complete(record: dict, row, result: tuple, ceilings: dict, args: tuple, ours_out):
-    """Fill a timed record's rate, % of ceiling, and note or difference from ours; returns ours' output."""
+def _complete(record: dict, row, result: tuple, ceilings: dict, args: tuple, ours_out, same_copy_us=None):
+    """Fill a timed record's rate, % of ceiling (and of a copy of the same bytes, `same_copy_us`),
+    and note or difference from ours; returns ours' output."""
     us, first = result
     record["us"] = us
     if row.mode == "device":   # a host-loop time is a per-call cost, not a kernel's bandwidth
         value, unit = measure.rate(row, us, DTYPE)
         ceiling = ceilings.get("copy_GBps" if unit == "GB/s" else "cublas_TFLOPs")
         record.update(rate=value, unit=unit, pct=100 * value / ceiling if ceiling else None)
+        if same_copy_us:
+            record["pct_same_copy"] = 100 * same_copy_us / us
     if record["impl"] == "ours":
         record["note"] = _describe(row.family, args)
         if row.mode == "device" and torch.cuda.is_available() and first.is_cuda:
