@@ -11,6 +11,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import helion_kernels as hk
+from helion_kernels import _eager
 from helion_kernels._dispatch import DISPATCHER
 from helion_kernels._ops import rms_norm as ops
 
@@ -58,6 +59,26 @@ class _LauncherFunction(torch.autograd.Function):
         return dx, dw, None, None
 
 
+class _TwoOutputFunction(torch.autograd.Function):
+    """As _LauncherFunction, with our op's outputs: (out, inv_rms), inv_rms non-differentiable and
+    unmaterialized grads (what _ops.rms_norm's setup_context does)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, fwd, bwd):
+        out, inv_rms = fwd(x, weight, 1e-6)
+        ctx.save_for_backward(x, weight, inv_rms)
+        ctx.mark_non_differentiable(inv_rms)
+        ctx.set_materialize_grads(False)
+        ctx.bwd = bwd
+        return out, inv_rms
+
+    @staticmethod
+    def backward(ctx, grad, _grad_inv_rms):
+        x, weight, inv_rms = ctx.saved_tensors
+        dx, dw = ctx.bwd(grad, x, weight, inv_rms)
+        return dx, dw, None, None
+
+
 def main(m: int, n: int):
     torch.manual_seed(0)
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16, requires_grad=True)
@@ -70,18 +91,26 @@ def main(m: int, n: int):
     forward = DISPATCHER.select("rms_norm_fwd", x.device, x.dtype, ("M", "N"), (m, n)).launcher
     fn_out = _LauncherFunction.apply(x, w, forward, launcher)
     identity_out = _Identity.apply(x)
+    two_out = _TwoOutputFunction.apply(x, w, forward, launcher)[0]
+    function_out = ops._RmsNormFunction.apply(x, w, 1e-6)[0]
+    xd, wd = x.detach(), w.detach()
     cases = {
         "launcher": lambda: launcher(g, x.detach(), w.detach(), inv_rms),
         "custom op rms_norm_bwd": lambda: ops.rms_norm_bwd(g, x.detach(), w.detach(), inv_rms),
         "autograd.grad(hk.rmsnorm)": lambda: torch.autograd.grad(out, (x, w), g, retain_graph=True),
         "autograd.grad(eager)": lambda: torch.autograd.grad(eager_out, (x, w), g, retain_graph=True),
         "autograd.grad(Function)": lambda: torch.autograd.grad(fn_out, (x, w), g, retain_graph=True),
+        "autograd.grad(2-output Function)": lambda: torch.autograd.grad(two_out, (x, w), g, retain_graph=True),
+        "autograd.grad(_RmsNormFunction)": lambda: torch.autograd.grad(function_out, (x, w), g, retain_graph=True),
+        "_eager.call(bwd op)": lambda: _eager.call(ops.rms_norm_bwd, ops._bwd_impl, g, xd, wd, inv_rms),
+        "_bwd_impl": lambda: ops._bwd_impl(g, xd, wd, inv_rms),
+        "_backward (launch)": lambda: ops._backward(g, xd, wd, inv_rms),
         "autograd.grad(identity)": lambda: torch.autograd.grad(identity_out, (x,), g, retain_graph=True),
         "empty_like+zeros(m)": lambda: (torch.empty_like(x), torch.zeros(m, device="cuda")),
     }
     print(f"== {m}x{n} bf16 host µs per call (loop of back-to-back calls ended by a sync)")
     for name, fn in cases.items():
-        print(f"  {name:28s} {host_us(fn):8.1f}")
+        print(f"  {name:34s} {host_us(fn):8.1f}")
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(20):
             torch.autograd.grad(out, (x, w), g, retain_graph=True)
