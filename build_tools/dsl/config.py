@@ -18,6 +18,7 @@ FIELDS = (
     "range_multi_buffers",
     "range_flattens",
     "range_warp_specializes",
+    "range_peel_tails",
     "static_ranges",
     "num_warps",
     "num_stages",

@@ -97,6 +97,7 @@ class ConfigSpec:
             knobs.append(Knob("range_unroll_factors", i, (0,) if loop.has_branch else (0, 1, 2, 4)))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
             knobs.append(Knob("range_warp_specializes", i, (None, False, True) if loop.has_dot else (None,)))
+            knobs.append(Knob("range_peel_tails", i, (False, True) if loop.peelable else (False,)))
         knobs.append(Knob("num_warps", None, (1, 2, 4, 8, 16, 32)))
         knobs.append(Knob("num_stages", None, (1, 2, 3, 4, 5)))
         max_dims = max(f.top_loops, default=1)
@@ -151,6 +152,7 @@ class ConfigSpec:
             "range_unroll_factors": [0] * len(f.device_loops),
             "range_num_stages": [0] * len(f.device_loops),
             "range_warp_specializes": [None] * len(f.device_loops),
+            "range_peel_tails": [False] * len(f.device_loops),
             **self._scalar_defaults(),
             "indexing": ["pointer"] * (f.loads + f.stores),
             "load_eviction_policies": [""] * f.loads,
@@ -216,7 +218,8 @@ class ConfigSpec:
         n_loops = len(self.found.device_loops)
         flat = list(fields.get("flatten_loops") or [])
         fields["flatten_loops"] = [bool(v) for v in (flat + [False] * (self.found.flatten_count - len(flat)))[: self.found.flatten_count]]
-        for name, default in (("range_unroll_factors", 0), ("range_num_stages", 0), ("range_warp_specializes", None)):
+        for name, default in (("range_unroll_factors", 0), ("range_num_stages", 0), ("range_warp_specializes", None),
+                              ("range_peel_tails", False)):
             values = list(fields.get(name) or [])
             values += [default] * (n_loops - len(values))
             fields[name] = values[:n_loops]
@@ -225,6 +228,7 @@ class ConfigSpec:
                 fields["range_warp_specializes"][i] = None
             if loop.has_branch:
                 fields["range_unroll_factors"][i] = 0
+            fields["range_peel_tails"][i] = bool(fields["range_peel_tails"][i]) and loop.peelable
         for name, value in self._scalar_defaults().items():
             fields.setdefault(name, value)
         warps = fields["num_warps"]

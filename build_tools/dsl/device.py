@@ -111,10 +111,11 @@ class DeviceCompiler(PointwiseMixin):
             tiles.append(self.make_tile(block_id, bs, offset, begin_s, end_s, spec.ends[i], spec.begins[i]))
         return tiles
 
-    def make_tile(self, block_id: int, bs: str, offset: str, begin_s: str, end_s: str, end: Any, begin: Any) -> TileVal:
+    def make_tile(self, block_id: int, bs: str, offset: str, begin_s: str, end_s: str, end: Any, begin: Any,
+                  masked: bool = True) -> TileVal:
         b = self.builder
         index = b.assign(f"{offset} + tl.arange(0, {bs})", "indices")
-        needs_mask = True
+        needs_mask = masked
         block = int(bs) if bs.isdigit() else self.session.block_value(block_id)
         if isinstance(end, int) and isinstance(begin, int) and block and (end - begin) % block == 0:
             needs_mask = False
@@ -408,6 +409,11 @@ class DeviceCompiler(PointwiseMixin):
         flatten = self.session.flatten(len(spec.ends))
         order = list(range(len(spec.ends)))
         opts = self.session.range_options(loop_index)
+        if self.tail_masked(spec, block_infos):
+            self.session.mark_peelable(loop_index)
+            if self.session.peel_tail(loop_index):
+                self.peeled_loop(node, spec, block_infos[0], opts, loop_index, carried)
+                return
         if flatten:
             counts = []
             for i, (begin, end) in enumerate(zip(spec.begins, spec.ends)):
@@ -439,6 +445,40 @@ class DeviceCompiler(PointwiseMixin):
             b.depth -= len(order)
         self.uncarry(carried)
 
+    def tail_masked(self, spec: LoopSpec, block_infos: list) -> bool:
+        """Whether a loop over one tile dimension may end in a partial tile: its end is not provably
+        `begin` plus a multiple of its block (then every tile carries a tail mask)."""
+        if spec.kind == "grid" or len(spec.ends) != 1:
+            return False
+        begin, end = spec.begins[0], spec.ends[0]
+        block_id, fixed, bs = block_infos[0]
+        block = fixed or self.session.block_value(block_id)
+        return not (isinstance(begin, int) and isinstance(end, int) and block and (end - begin) % block == 0)
+
+    def peeled_loop(self, node: ast.For, spec: LoopSpec, info: tuple, opts: str, loop_index: int,
+                    carried: dict) -> None:
+        """A one-dimensional tile loop as two loops over the same body (range_peel_tails): the whole
+        tiles, without a tail mask (and with the loop's range options), then the partial last tile
+        if there is one (a loop of at most one iteration, masked). The carried values flow from the
+        first loop into the second."""
+        b = self.builder
+        begin, end = spec.begins[0], spec.ends[0]
+        bs = info[2]
+        begin_s = self.atom(begin)
+        whole_end = b.assign(f"{begin_s} + {self.loop_span(begin, end)} // {bs} * {bs}", "whole_end")
+        names = [n for n in self.assigned_names(node.body) if self.live_in(n, node.body)]
+        for masked, start, stop, options in ((False, begin_s, whole_end, opts), (True, whole_end, self.atom(end), "")):
+            if masked:
+                self.uncarry(carried)
+                carried = self.carry(names)
+            var = b.fresh("offset")
+            b.emit(f"for {var} in tl.range({start}, {stop}, {bs}{options}):")
+            b.depth += 1
+            self.bind_loop_target(node.target, [self.loop_tile(spec, 0, info, var, masked)], spec.kind)
+            self.loop_body(loop_index, node.body)
+            b.depth -= 1
+        self.uncarry(carried)
+
     def loop_end(self, begin: Any, end: Any, unroll: int) -> str:
         """The end of a `tl.range` from `begin` to `end`. Triton 3.6 unrolls a loop whose bounds are
         run-time values with MLIR's loopUnrollByFactor, which counts its iterations as the unsigned
@@ -468,13 +508,16 @@ class DeviceCompiler(PointwiseMixin):
         finally:
             self.open_device_loops.pop()
 
-    def loop_tile(self, spec: LoopSpec, i: int, info: Any, offset_expr: str) -> Any:
+    def loop_tile(self, spec: LoopSpec, i: int, info: Any, offset_expr: str, masked: bool = True) -> Any:
+        """The tile of a device loop's dimension `i` at `offset_expr`; `masked=False`: a tile known
+        to be whole (a peeled loop's main part), which needs no tail mask."""
         b = self.builder
         if info is None:
             return TVal(torch.int32, (), name=b.assign(offset_expr, "idx"))
         block_id, fixed, bs = info
         offset = offset_expr if offset_expr.isidentifier() else b.assign(offset_expr, "offset")
-        return self.make_tile(block_id, bs, offset, self.atom(spec.begins[i]), self.atom(spec.ends[i]), spec.ends[i], spec.begins[i])
+        return self.make_tile(block_id, bs, offset, self.atom(spec.begins[i]), self.atom(spec.ends[i]), spec.ends[i],
+                              spec.begins[i], masked)
 
     def contains_dot(self, body: list[ast.stmt]) -> bool:
         names = {"dot", "matmul", "mm", "bmm", "addmm", "baddbmm"}

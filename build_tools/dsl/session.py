@@ -53,6 +53,9 @@ class DeviceLoopInfo:
     # leaves the remainder iteration's branch with a constant condition, and TritonGPUCoalesce
     # asserts on memory accesses inside the branch that constant propagation proves dead.
     has_branch: bool = False
+    # A loop over one tile dimension whose end is not provably a multiple of its block: its last
+    # partial tile can be peeled into a second loop, so the main loop needs no tail mask.
+    peelable: bool = False
 
 
 @dataclass
@@ -416,6 +419,14 @@ class CompileSession:
     def unroll_factor(self, index: int) -> int:
         """The loop_unroll_factor of device loop `index` (0: left to Triton)."""
         return int(self.knob("range_unroll_factors", index, 0) or 0)
+
+    def mark_peelable(self, index: int) -> None:
+        self.found.device_loops[index].peelable = True
+
+    def peel_tail(self, index: int) -> bool:
+        """Whether device loop `index` (a peelable one) runs its full tiles unmasked and its last
+        partial tile in a second loop (range_peel_tails)."""
+        return bool(self.knob("range_peel_tails", index, False))
 
     def range_options(self, index: int) -> str:
         opts = []
