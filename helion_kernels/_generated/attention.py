@@ -3223,41 +3223,6 @@ def attention_bwd__379a4cd1ed43(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 38843707607d
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
-def attention_bwd__38843707607d(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_bwd variant 3c8120fa865d
 # config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
@@ -3612,6 +3577,7 @@ def attention_bwd__64970859bad3(grad_out, q, k, v, out, lse, causal, scale):
 # config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
 # used by: sm_90.json float16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
 def attention_bwd__728d1860a577(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -3682,6 +3648,7 @@ def attention_bwd__759bab9b683a(grad_out, q, k, v, out, lse, causal, scale):
 # config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
 # used by: sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
 def attention_bwd__7a3e945aacac(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -3821,8 +3788,7 @@ def attention_bwd__8bce783722ad(grad_out, q, k, v, out, lse, causal, scale):
 # attention_bwd variant 8c359b6bb324
 # config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
-#   sm_90.json float16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
+# used by: sm_90.json float16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
 def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -4306,6 +4272,7 @@ def attention_fwd__111233cf6dc6(q, k, v, causal, scale):
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
 # used by: sm_90.json float16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
 def attention_fwd__179f7d3ed8eb(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -4512,6 +4479,28 @@ def attention_fwd__407406a4600c(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant 4c3ce84df25f
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+def attention_fwd__4c3ce84df25f(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_993605a6ec, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    return (out, lse)
+
+
 # attention_fwd variant 4e0ef116270e
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
 # specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
@@ -4641,8 +4630,7 @@ def attention_fwd__671a99698adb(q, k, v, causal, scale):
 # attention_fwd variant 6f91808289c5
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
-#   sm_90.json float16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
+# used by: sm_90.json float16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
 def attention_fwd__6f91808289c5(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -4810,9 +4798,7 @@ def attention_fwd__972604e9b12b(q, k, v, causal, scale):
 # attention_fwd variant 9770431819e2
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
-#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
-#   sm_90.json bfloat16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
+# used by: sm_90.json bfloat16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
 def attention_fwd__9770431819e2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -5076,6 +5062,7 @@ VARIANTS = {
         '2ca6b74496d7': attention_fwd__2ca6b74496d7,
         '3d64fa1fa522': attention_fwd__3d64fa1fa522,
         '407406a4600c': attention_fwd__407406a4600c,
+        '4c3ce84df25f': attention_fwd__4c3ce84df25f,
         '4e0ef116270e': attention_fwd__4e0ef116270e,
         '523a0a04ece7': attention_fwd__523a0a04ece7,
         '58594bf13d42': attention_fwd__58594bf13d42,
@@ -5115,7 +5102,6 @@ VARIANTS = {
         '2857696615a8': attention_bwd__2857696615a8,
         '2f5c619b1457': attention_bwd__2f5c619b1457,
         '379a4cd1ed43': attention_bwd__379a4cd1ed43,
-        '38843707607d': attention_bwd__38843707607d,
         '3c8120fa865d': attention_bwd__3c8120fa865d,
         '408771d8b889': attention_bwd__408771d8b889,
         '440222e5a507': attention_bwd__440222e5a507,
