@@ -28,6 +28,12 @@ DOT_ELEMENTS_PER_WARP = 128
 # elements per thread, H200 run of 2026-11-23); num_warps rises until each thread holds at most this
 # (512: the tuned tables hold configs at 512, e.g. a 16x4096 column tile beside 4-warp split rows).
 MAX_ELEMENTS_PER_THREAD = 512
+# A matrix product's result (an fp32 accumulator) holds registers for the whole loop, beside its
+# operands: an attention backward random config with a 128x256 product (2026-11-24) outlasted the GPU
+# tests' 550 s timeout in ptxas at 2 warps (512 elements per thread) and a 7-minute cross-compile at
+# 4 warps (256); at 8 warps (128) it cross-compiled in 16 s. num_warps rises until each thread
+# holds at most this many.
+MAX_DOT_ELEMENTS_PER_THREAD = 128
 
 
 @dataclass(frozen=True)
@@ -336,10 +342,13 @@ class ConfigSpec:
 
     def _min_warps(self, blocks: list[int], reductions: Any, compiled: Discovery) -> int:
         """The fewest warps that hold the program's largest tensor with at most
-        MAX_ELEMENTS_PER_THREAD elements per thread (at most 32 warps)."""
+        MAX_ELEMENTS_PER_THREAD elements per thread, and its largest matrix product's result with
+        at most MAX_DOT_ELEMENTS_PER_THREAD (at most 32 warps)."""
         volume = self._largest_volume(blocks, reductions, compiled)
+        dot = max((self._tensor_volume(k, blocks, reductions, compiled) for k in compiled.dot_shapes), default=0)
         warps = 1
-        while warps * 32 * MAX_ELEMENTS_PER_THREAD < volume and warps < 32:
+        while (warps * 32 * MAX_ELEMENTS_PER_THREAD < volume or warps * 32 * MAX_DOT_ELEMENTS_PER_THREAD < dot) \
+                and warps < 32:
             warps *= 2
         return warps
 

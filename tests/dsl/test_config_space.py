@@ -451,3 +451,16 @@ def test_num_warps_rise_until_each_thread_holds_at_most_512_elements(device):
     kept = spec.normalize(config_with(spec.default_config(), block_sizes=[64, 256], num_warps=1))
     assert kept["num_warps"] == 1
     check_kernel(add_2d, args, lambda x, y: x + y, n_random=0, extra_configs=[raised])
+
+
+def test_num_warps_rise_until_each_thread_holds_at_most_128_product_elements(device):
+    """A 128x256 product's accumulator in 2 warps (512 elements per thread) kept ptxas busy past the
+    GPU tests' timeout: the spec raises num_warps to 8 (128 per thread); smaller products keep the
+    warps they ask for."""
+    x, y = _matmul_args(device, 128, 64, 256)
+    spec = matmul.bind((x, y)).config_spec
+    raised = spec.normalize({"block_sizes": [128, 256, 16], "num_warps": 2})
+    assert raised["num_warps"] == 8
+    kept = spec.normalize({"block_sizes": [64, 64, 16], "num_warps": 2})
+    assert kept["num_warps"] == 2
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[dict(raised)], **_tolerance(device))
