@@ -33,6 +33,12 @@ UNSUPPORTED_STATEMENTS = {
 }
 
 
+def whole_tiles(begin: Any, end: Any, block: int | None) -> bool:
+    """Whether tiles of `block` from `begin` to `end` are provably all whole (static bounds whose span
+    the block divides), so none needs a tail mask."""
+    return isinstance(begin, int) and isinstance(end, int) and bool(block) and (end - begin) % block == 0
+
+
 class LoopSpec:
     """The iteration space of an `hl.tile`/`hl.grid` call."""
 
@@ -115,10 +121,8 @@ class DeviceCompiler(PointwiseMixin):
                   masked: bool = True) -> TileVal:
         b = self.builder
         index = b.assign(f"{offset} + tl.arange(0, {bs})", "indices")
-        needs_mask = masked
         block = int(bs) if bs.isdigit() else self.session.block_value(block_id)
-        if isinstance(end, int) and isinstance(begin, int) and block and (end - begin) % block == 0:
-            needs_mask = False
+        needs_mask = masked and not whole_tiles(begin, end, block)
         mask = b.assign(f"{index} < {end_s}", "mask") if needs_mask else None
         dim = BlockDim(block_id, bs, index, mask, bs)
         end_value = end if isinstance(end, int) else end.value if isinstance(end, HostScalar) else None
@@ -395,7 +399,8 @@ class DeviceCompiler(PointwiseMixin):
         if callee is range:
             raise self.error(exc.NotSupported, "range() loop in device code; use hl.tile or hl.grid", node)
         spec = self.loop_spec(node.iter, top_level=False)
-        carried = self.carry([n for n in self.assigned_names(node.body) if self.live_in(n, node.body)])
+        carried_names = [n for n in self.assigned_names(node.body) if self.live_in(n, node.body)]
+        carried = self.carry(carried_names)
         loop_index = self.session.next_device_loop(self.contains_dot(node.body))
         b = self.builder
         tiles: list = []
@@ -412,7 +417,7 @@ class DeviceCompiler(PointwiseMixin):
         if self.tail_masked(spec, block_infos):
             self.session.mark_peelable(loop_index)
             if self.session.peel_tail(loop_index):
-                self.peeled_loop(node, spec, block_infos[0], opts, loop_index, carried)
+                self.peeled_loop(node, spec, block_infos[0], opts, loop_index, carried_names, carried)
                 return
         if flatten:
             counts = []
@@ -450,13 +455,11 @@ class DeviceCompiler(PointwiseMixin):
         `begin` plus a multiple of its block (then every tile carries a tail mask)."""
         if spec.kind == "grid" or len(spec.ends) != 1:
             return False
-        begin, end = spec.begins[0], spec.ends[0]
-        block_id, fixed, bs = block_infos[0]
-        block = fixed or self.session.block_value(block_id)
-        return not (isinstance(begin, int) and isinstance(end, int) and block and (end - begin) % block == 0)
+        block_id, fixed, _ = block_infos[0]
+        return not whole_tiles(spec.begins[0], spec.ends[0], fixed or self.session.block_value(block_id))
 
     def peeled_loop(self, node: ast.For, spec: LoopSpec, info: tuple, opts: str, loop_index: int,
-                    carried: dict) -> None:
+                    carried_names: list[str], carried: dict) -> None:
         """A one-dimensional tile loop as two loops over the same body (range_peel_tails): the whole
         tiles, without a tail mask (and with the loop's range options), then the partial last tile
         if there is one (a loop of at most one iteration, masked). The carried values flow from the
@@ -466,11 +469,10 @@ class DeviceCompiler(PointwiseMixin):
         bs = info[2]
         begin_s = self.atom(begin)
         whole_end = b.assign(f"{begin_s} + {self.loop_span(begin, end)} // {bs} * {bs}", "whole_end")
-        names = [n for n in self.assigned_names(node.body) if self.live_in(n, node.body)]
         for masked, start, stop, options in ((False, begin_s, whole_end, opts), (True, whole_end, self.atom(end), "")):
             if masked:
                 self.uncarry(carried)
-                carried = self.carry(names)
+                carried = self.carry(carried_names)
             var = b.fresh("offset")
             b.emit(f"for {var} in tl.range({start}, {stop}, {bs}{options}):")
             b.depth += 1

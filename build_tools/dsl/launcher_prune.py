@@ -230,14 +230,18 @@ class _Substitute(ast.NodeTransformer):
         return node
 
 
+def _stored_names(statement: ast.stmt) -> list[str]:
+    """The names `statement` assigns, anywhere inside it."""
+    return [node.id for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)]
+
+
 def prune_launcher(body: list) -> list:
     """The launcher statements `body` without its launches over provably empty grids, then
     without its pure assignments whose names nothing later reads."""
     stores = {}
     for statement in body:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                stores[node.id] = stores.get(node.id, 0) + 1
+        for stored in _stored_names(statement):
+            stores[stored] = stores.get(stored, 0) + 1
     env, grids, launched = {}, {}, []
     for statement in body:
         if _empty_launch(statement, env, grids):
@@ -249,9 +253,8 @@ def prune_launcher(body: list) -> list:
                 env[name] = value
         # a grid name stands for its latest top-level assignment (the launcher's top level is
         # straight-line code); any other store to it forgets it
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                grids.pop(node.id, None)
+        for stored in _stored_names(statement):
+            grids.pop(stored, None)
         if name is not None and _grid_tuple(statement.value) is not None:
             grids[name] = statement.value
         launched.append(statement)
