@@ -89,95 +89,6 @@ def _next_power_of_2(n):
 
 
 @triton.jit
-def _attention_bwd_kernel_02ad17fe9c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
-    v_17 = load_16.to(tl.float32)
-    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
-    v_19 = load_18.to(tl.float32)
-    v_20 = (v_17 * v_19)
-    red_21 = (tl.sum(v_20, 1))
-    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
-    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
-    v_23 = (load_22 * 1.4426950408889634)
-    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    v_25 = tl.minimum(offset_5, kv_len)
-    acc_q_26 = v_24
-    for offset_27 in tl.range(0, v_25, _BLOCK_SIZE_1):
-        indices_28 = offset_27 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_29 = indices_28 < v_25
-        load_30 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_28[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_29[:, None]), other=0)
-        v_31 = tl.permute(load_30, (1, 0))
-        dot_32 = tl.dot(load_15, v_31)
-        v_33 = (dot_32 * qk_scale)
-        v_34 = v_23[:, None]
-        v_35 = (v_33 - v_34)
-        v_36 = tl.exp2(v_35)
-        load_37 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_28[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_29[:, None]), other=0)
-        v_38 = tl.permute(load_37, (1, 0))
-        dot_39 = tl.dot(load_16, v_38)
-        v_40 = red_21[:, None]
-        v_41 = (dot_39 - v_40)
-        v_42 = (v_36 * v_41)
-        v_43 = v_42.to(tl.bfloat16)
-        dot_44 = tl.dot(tl.where(mask_29[None, :], v_43, 0), load_30, acc=acc_q_26)
-        acc_q_26 = dot_44
-        v_45 = v_43.to(tl.float32)
-        v_46 = (v_42 - v_45)
-        v_47 = v_46.to(tl.bfloat16)
-        dot_48 = tl.dot(tl.where(mask_29[None, :], v_47, 0), load_30, acc=acc_q_26)
-        acc_q_26 = dot_48
-    end_49 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_50 = tl.minimum(end_49, kv_len)
-    acc_q_51 = acc_q_26
-    for offset_52 in tl.range(v_25, v_50, _BLOCK_SIZE_1):
-        indices_53 = offset_52 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_54 = indices_53 < v_50
-        load_55 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_53[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_54[:, None]), other=0)
-        v_56 = tl.permute(load_55, (1, 0))
-        dot_57 = tl.dot(load_15, v_56)
-        v_58 = (dot_57 * qk_scale)
-        v_59 = v_23[:, None]
-        v_60 = (v_58 - v_59)
-        v_61 = tl.exp2(v_60)
-        v_62 = indices_53[None, :]
-        v_63 = indices_6[:, None]
-        v_64 = (v_62 <= v_63)
-        v_65 = tl.where(v_64, v_61, 0.0)
-        load_66 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_53[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_54[:, None]), other=0)
-        v_67 = tl.permute(load_66, (1, 0))
-        dot_68 = tl.dot(load_16, v_67)
-        v_69 = red_21[:, None]
-        v_70 = (dot_68 - v_69)
-        v_71 = (v_65 * v_70)
-        v_72 = v_71.to(tl.bfloat16)
-        dot_73 = tl.dot(tl.where(mask_54[None, :], v_72, 0), load_55, acc=acc_q_51)
-        acc_q_51 = dot_73
-        v_74 = v_72.to(tl.float32)
-        v_75 = (v_71 - v_74)
-        v_76 = v_75.to(tl.bfloat16)
-        dot_77 = tl.dot(tl.where(mask_54[None, :], v_76, 0), load_55, acc=acc_q_51)
-        acc_q_51 = dot_77
-    v_78 = (acc_q_51 * scale)
-    v_79 = v_78.to(tl.bfloat16)
-    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_79, mask=(mask_7[:, None]))
-
-@triton.jit
 def _attention_bwd_kernel_067e102326(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -235,7 +146,7 @@ def _attention_bwd_kernel_067e102326(kv_len, kv_heads, batch, k, k_stride_0, k_s
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_49, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_bwd_kernel_0ade699865(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_bwd_kernel_2247cab45a(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -282,39 +193,29 @@ def _attention_bwd_kernel_0ade699865(q_len, q_heads, batch, group, q, q_stride_0
         v_42 = v_41.to(tl.bfloat16)
         dot_43 = tl.dot(v_42, load_29, acc=acc_q_25)
         acc_q_25 = dot_43
-        v_44 = v_42.to(tl.float32)
-        v_45 = (v_41 - v_44)
-        v_46 = v_45.to(tl.bfloat16)
-        dot_47 = tl.dot(v_46, load_29, acc=acc_q_25)
-        acc_q_25 = dot_47
-    acc_q_48 = acc_q_25
-    for offset_49 in tl.range(whole_end_26, kv_len, _BLOCK_SIZE_1):
-        indices_50 = offset_49 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_51 = indices_50 < kv_len
-        load_52 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_50[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_51[:, None]), other=0)
-        v_53 = tl.permute(load_52, (1, 0))
-        dot_54 = tl.dot(load_15, v_53)
-        v_55 = (dot_54 * qk_scale)
-        v_56 = v_23[:, None]
-        v_57 = (v_55 - v_56)
-        v_58 = tl.exp2(v_57)
-        load_59 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_50[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_51[:, None]), other=0)
-        v_60 = tl.permute(load_59, (1, 0))
-        dot_61 = tl.dot(load_16, v_60)
-        v_62 = red_21[:, None]
-        v_63 = (dot_61 - v_62)
-        v_64 = (v_58 * v_63)
-        v_65 = v_64.to(tl.bfloat16)
-        dot_66 = tl.dot(tl.where(mask_51[None, :], v_65, 0), load_52, acc=acc_q_48)
-        acc_q_48 = dot_66
-        v_67 = v_65.to(tl.float32)
-        v_68 = (v_64 - v_67)
-        v_69 = v_68.to(tl.bfloat16)
-        dot_70 = tl.dot(tl.where(mask_51[None, :], v_69, 0), load_52, acc=acc_q_48)
-        acc_q_48 = dot_70
-    v_71 = (acc_q_48 * scale)
-    v_72 = v_71.to(tl.bfloat16)
-    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_72, mask=(mask_7[:, None]))
+    acc_q_44 = acc_q_25
+    for offset_45 in tl.range(whole_end_26, kv_len, _BLOCK_SIZE_1):
+        indices_46 = offset_45 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_47 = indices_46 < kv_len
+        load_48 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_46[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_47[:, None]), other=0)
+        v_49 = tl.permute(load_48, (1, 0))
+        dot_50 = tl.dot(load_15, v_49)
+        v_51 = (dot_50 * qk_scale)
+        v_52 = v_23[:, None]
+        v_53 = (v_51 - v_52)
+        v_54 = tl.exp2(v_53)
+        load_55 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_46[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_47[:, None]), other=0)
+        v_56 = tl.permute(load_55, (1, 0))
+        dot_57 = tl.dot(load_16, v_56)
+        v_58 = red_21[:, None]
+        v_59 = (dot_57 - v_58)
+        v_60 = (v_54 * v_59)
+        v_61 = v_60.to(tl.bfloat16)
+        dot_62 = tl.dot(tl.where(mask_47[None, :], v_61, 0), load_48, acc=acc_q_44)
+        acc_q_44 = dot_62
+    v_63 = (acc_q_44 * scale)
+    v_64 = v_63.to(tl.bfloat16)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_64, mask=(mask_7[:, None]))
 
 @triton.jit
 def _attention_bwd_kernel_295aaf336a(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
@@ -459,7 +360,7 @@ def _attention_bwd_kernel_295aaf336a(kv_len, kv_heads, batch, k, k_stride_0, k_s
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_128, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_bwd_kernel_319885bccd(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_bwd_kernel_350c2483d1(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -507,99 +408,79 @@ def _attention_bwd_kernel_319885bccd(q_len, q_heads, batch, group, q, q_stride_0
         v_43 = v_42.to(tl.bfloat16)
         dot_44 = tl.dot(v_43, load_30, acc=acc_q_26)
         acc_q_26 = dot_44
-        v_45 = v_43.to(tl.float32)
-        v_46 = (v_42 - v_45)
-        v_47 = v_46.to(tl.bfloat16)
-        dot_48 = tl.dot(v_47, load_30, acc=acc_q_26)
-        acc_q_26 = dot_48
-    acc_q_49 = acc_q_26
-    for offset_50 in tl.range(whole_end_27, v_25, _BLOCK_SIZE_1):
-        indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_52 = indices_51 < v_25
-        load_53 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
-        v_54 = tl.permute(load_53, (1, 0))
-        dot_55 = tl.dot(load_15, v_54)
-        v_56 = (dot_55 * qk_scale)
-        v_57 = v_23[:, None]
-        v_58 = (v_56 - v_57)
-        v_59 = tl.exp2(v_58)
-        load_60 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
-        v_61 = tl.permute(load_60, (1, 0))
-        dot_62 = tl.dot(load_16, v_61)
-        v_63 = red_21[:, None]
-        v_64 = (dot_62 - v_63)
-        v_65 = (v_59 * v_64)
-        v_66 = v_65.to(tl.bfloat16)
-        dot_67 = tl.dot(tl.where(mask_52[None, :], v_66, 0), load_53, acc=acc_q_49)
-        acc_q_49 = dot_67
-        v_68 = v_66.to(tl.float32)
-        v_69 = (v_65 - v_68)
-        v_70 = v_69.to(tl.bfloat16)
-        dot_71 = tl.dot(tl.where(mask_52[None, :], v_70, 0), load_53, acc=acc_q_49)
-        acc_q_49 = dot_71
-    end_72 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_73 = tl.minimum(end_72, kv_len)
-    acc_q_74 = acc_q_49
-    whole_end_75 = v_25 + tl.maximum((v_73 - v_25), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_76 in tl.range(v_25, whole_end_75, _BLOCK_SIZE_1):
-        indices_77 = offset_76 + tl.arange(0, _BLOCK_SIZE_1)
-        load_78 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_77[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
-        v_79 = tl.permute(load_78, (1, 0))
-        dot_80 = tl.dot(load_15, v_79)
-        v_81 = (dot_80 * qk_scale)
-        v_82 = v_23[:, None]
-        v_83 = (v_81 - v_82)
-        v_84 = tl.exp2(v_83)
-        v_85 = indices_77[None, :]
-        v_86 = indices_6[:, None]
-        v_87 = (v_85 <= v_86)
-        v_88 = tl.where(v_87, v_84, 0.0)
-        load_89 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_77[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
-        v_90 = tl.permute(load_89, (1, 0))
-        dot_91 = tl.dot(load_16, v_90)
-        v_92 = red_21[:, None]
-        v_93 = (dot_91 - v_92)
-        v_94 = (v_88 * v_93)
-        v_95 = v_94.to(tl.bfloat16)
-        dot_96 = tl.dot(v_95, load_78, acc=acc_q_74)
-        acc_q_74 = dot_96
-        v_97 = v_95.to(tl.float32)
-        v_98 = (v_94 - v_97)
-        v_99 = v_98.to(tl.bfloat16)
-        dot_100 = tl.dot(v_99, load_78, acc=acc_q_74)
-        acc_q_74 = dot_100
-    acc_q_101 = acc_q_74
-    for offset_102 in tl.range(whole_end_75, v_73, _BLOCK_SIZE_1):
-        indices_103 = offset_102 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_104 = indices_103 < v_73
-        load_105 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_103[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_104[:, None]), other=0)
-        v_106 = tl.permute(load_105, (1, 0))
-        dot_107 = tl.dot(load_15, v_106)
-        v_108 = (dot_107 * qk_scale)
-        v_109 = v_23[:, None]
-        v_110 = (v_108 - v_109)
-        v_111 = tl.exp2(v_110)
-        v_112 = indices_103[None, :]
-        v_113 = indices_6[:, None]
-        v_114 = (v_112 <= v_113)
-        v_115 = tl.where(v_114, v_111, 0.0)
-        load_116 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_103[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_104[:, None]), other=0)
-        v_117 = tl.permute(load_116, (1, 0))
-        dot_118 = tl.dot(load_16, v_117)
-        v_119 = red_21[:, None]
-        v_120 = (dot_118 - v_119)
-        v_121 = (v_115 * v_120)
-        v_122 = v_121.to(tl.bfloat16)
-        dot_123 = tl.dot(tl.where(mask_104[None, :], v_122, 0), load_105, acc=acc_q_101)
-        acc_q_101 = dot_123
-        v_124 = v_122.to(tl.float32)
-        v_125 = (v_121 - v_124)
-        v_126 = v_125.to(tl.bfloat16)
-        dot_127 = tl.dot(tl.where(mask_104[None, :], v_126, 0), load_105, acc=acc_q_101)
-        acc_q_101 = dot_127
-    v_128 = (acc_q_101 * scale)
-    v_129 = v_128.to(tl.bfloat16)
-    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_129, mask=(mask_7[:, None]))
+    acc_q_45 = acc_q_26
+    for offset_46 in tl.range(whole_end_27, v_25, _BLOCK_SIZE_1):
+        indices_47 = offset_46 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_48 = indices_47 < v_25
+        load_49 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_47[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_48[:, None]), other=0)
+        v_50 = tl.permute(load_49, (1, 0))
+        dot_51 = tl.dot(load_15, v_50)
+        v_52 = (dot_51 * qk_scale)
+        v_53 = v_23[:, None]
+        v_54 = (v_52 - v_53)
+        v_55 = tl.exp2(v_54)
+        load_56 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_47[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_48[:, None]), other=0)
+        v_57 = tl.permute(load_56, (1, 0))
+        dot_58 = tl.dot(load_16, v_57)
+        v_59 = red_21[:, None]
+        v_60 = (dot_58 - v_59)
+        v_61 = (v_55 * v_60)
+        v_62 = v_61.to(tl.bfloat16)
+        dot_63 = tl.dot(tl.where(mask_48[None, :], v_62, 0), load_49, acc=acc_q_45)
+        acc_q_45 = dot_63
+    end_64 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_65 = tl.minimum(end_64, kv_len)
+    acc_q_66 = acc_q_45
+    whole_end_67 = v_25 + tl.maximum((v_65 - v_25), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_68 in tl.range(v_25, whole_end_67, _BLOCK_SIZE_1):
+        indices_69 = offset_68 + tl.arange(0, _BLOCK_SIZE_1)
+        load_70 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_69[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
+        v_71 = tl.permute(load_70, (1, 0))
+        dot_72 = tl.dot(load_15, v_71)
+        v_73 = (dot_72 * qk_scale)
+        v_74 = v_23[:, None]
+        v_75 = (v_73 - v_74)
+        v_76 = tl.exp2(v_75)
+        v_77 = indices_69[None, :]
+        v_78 = indices_6[:, None]
+        v_79 = (v_77 <= v_78)
+        v_80 = tl.where(v_79, v_76, 0.0)
+        load_81 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_69[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
+        v_82 = tl.permute(load_81, (1, 0))
+        dot_83 = tl.dot(load_16, v_82)
+        v_84 = red_21[:, None]
+        v_85 = (dot_83 - v_84)
+        v_86 = (v_80 * v_85)
+        v_87 = v_86.to(tl.bfloat16)
+        dot_88 = tl.dot(v_87, load_70, acc=acc_q_66)
+        acc_q_66 = dot_88
+    acc_q_89 = acc_q_66
+    for offset_90 in tl.range(whole_end_67, v_65, _BLOCK_SIZE_1):
+        indices_91 = offset_90 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_92 = indices_91 < v_65
+        load_93 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_91[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_92[:, None]), other=0)
+        v_94 = tl.permute(load_93, (1, 0))
+        dot_95 = tl.dot(load_15, v_94)
+        v_96 = (dot_95 * qk_scale)
+        v_97 = v_23[:, None]
+        v_98 = (v_96 - v_97)
+        v_99 = tl.exp2(v_98)
+        v_100 = indices_91[None, :]
+        v_101 = indices_6[:, None]
+        v_102 = (v_100 <= v_101)
+        v_103 = tl.where(v_102, v_99, 0.0)
+        load_104 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_91[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_92[:, None]), other=0)
+        v_105 = tl.permute(load_104, (1, 0))
+        dot_106 = tl.dot(load_16, v_105)
+        v_107 = red_21[:, None]
+        v_108 = (dot_106 - v_107)
+        v_109 = (v_103 * v_108)
+        v_110 = v_109.to(tl.bfloat16)
+        dot_111 = tl.dot(tl.where(mask_92[None, :], v_110, 0), load_93, acc=acc_q_89)
+        acc_q_89 = dot_111
+    v_112 = (acc_q_89 * scale)
+    v_113 = v_112.to(tl.bfloat16)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_113, mask=(mask_7[:, None]))
 
 @triton.jit
 def _attention_bwd_kernel_3cb163efdc(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
@@ -653,6 +534,85 @@ def _attention_bwd_kernel_3cb163efdc(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_45 = (acc_k_19 * scale)
     tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_45, mask=(mask_7[:, None]))
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_18, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_4654231087(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_17 = load_16.to(tl.float32)
+    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_19 = load_18.to(tl.float32)
+    v_20 = (v_17 * v_19)
+    red_21 = (tl.sum(v_20, 1))
+    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
+    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
+    v_23 = (load_22 * 1.4426950408889634)
+    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_25 = tl.minimum(offset_5, kv_len)
+    acc_q_26 = v_24
+    for offset_27 in tl.range(0, v_25, _BLOCK_SIZE_1):
+        indices_28 = offset_27 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_29 = indices_28 < v_25
+        load_30 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_28[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_29[:, None]), other=0)
+        v_31 = tl.permute(load_30, (1, 0))
+        dot_32 = tl.dot(load_15, v_31)
+        v_33 = (dot_32 * qk_scale)
+        v_34 = v_23[:, None]
+        v_35 = (v_33 - v_34)
+        v_36 = tl.exp2(v_35)
+        load_37 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_28[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_29[:, None]), other=0)
+        v_38 = tl.permute(load_37, (1, 0))
+        dot_39 = tl.dot(load_16, v_38)
+        v_40 = red_21[:, None]
+        v_41 = (dot_39 - v_40)
+        v_42 = (v_36 * v_41)
+        v_43 = v_42.to(tl.bfloat16)
+        dot_44 = tl.dot(tl.where(mask_29[None, :], v_43, 0), load_30, acc=acc_q_26)
+        acc_q_26 = dot_44
+    end_45 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_46 = tl.minimum(end_45, kv_len)
+    acc_q_47 = acc_q_26
+    for offset_48 in tl.range(v_25, v_46, _BLOCK_SIZE_1):
+        indices_49 = offset_48 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_50 = indices_49 < v_46
+        load_51 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_49[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_50[:, None]), other=0)
+        v_52 = tl.permute(load_51, (1, 0))
+        dot_53 = tl.dot(load_15, v_52)
+        v_54 = (dot_53 * qk_scale)
+        v_55 = v_23[:, None]
+        v_56 = (v_54 - v_55)
+        v_57 = tl.exp2(v_56)
+        v_58 = indices_49[None, :]
+        v_59 = indices_6[:, None]
+        v_60 = (v_58 <= v_59)
+        v_61 = tl.where(v_60, v_57, 0.0)
+        load_62 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_49[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_50[:, None]), other=0)
+        v_63 = tl.permute(load_62, (1, 0))
+        dot_64 = tl.dot(load_16, v_63)
+        v_65 = red_21[:, None]
+        v_66 = (dot_64 - v_65)
+        v_67 = (v_61 * v_66)
+        v_68 = v_67.to(tl.bfloat16)
+        dot_69 = tl.dot(tl.where(mask_50[None, :], v_68, 0), load_51, acc=acc_q_47)
+        acc_q_47 = dot_69
+    v_70 = (acc_q_47 * scale)
+    v_71 = v_70.to(tl.bfloat16)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_71, mask=(mask_7[:, None]))
 
 @triton.jit
 def _attention_bwd_kernel_4ed6176485(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
@@ -855,6 +815,63 @@ def _attention_bwd_kernel_72e03029aa(q_len, q_heads, batch, group, q, q_stride_0
     v_112 = (acc_q_89 * scale)
     v_113 = v_112.to(tl.float16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_113, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_7a90b78584(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_18 = v_17
+    acc_k_19 = v_16
+    for idx_20 in tl.range(0, group, 1):
+        idx_21 = idx_20
+        v_22 = (offset_8 * group)
+        v_23 = (v_22 + idx_21)
+        for offset_24 in tl.range(0, q_len, _BLOCK_SIZE_3):
+            indices_25 = offset_24 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_26 = indices_25 < q_len
+            load_27 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_25[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_26[:, None]), other=0)
+            load_28 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_25[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_26[:, None]), other=0)
+            load_29 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_25 * lse_stride_2), mask=(mask_26), other=0)
+            v_30 = (load_29 * 1.4426950408889634)
+            v_31 = tl.permute(load_27, (1, 0))
+            dot_32 = tl.dot(load_14, v_31)
+            v_33 = (dot_32 * qk_scale)
+            v_34 = v_30[None, :]
+            v_35 = (v_33 - v_34)
+            v_36 = tl.exp2(v_35)
+            v_37 = v_36.to(tl.bfloat16)
+            dot_38 = tl.dot(tl.where(mask_26[None, :], v_37, 0), load_28, acc=acc_v_18)
+            acc_v_18 = dot_38
+            v_39 = tl.permute(load_28, (1, 0))
+            dot_40 = tl.dot(load_15, v_39)
+            load_41 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_25 * delta_stride_2), mask=(mask_26), other=0)
+            v_42 = load_41[None, :]
+            v_43 = (dot_40 - v_42)
+            v_44 = (v_36 * v_43)
+            v_45 = v_44.to(tl.bfloat16)
+            dot_46 = tl.dot(tl.where(mask_26[None, :], v_45, 0), load_27, acc=acc_k_19)
+            acc_k_19 = dot_46
+    v_47 = (acc_k_19 * scale)
+    v_48 = v_47.to(tl.bfloat16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_48, mask=(mask_7[:, None]))
+    v_49 = acc_v_18.to(tl.bfloat16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_49, mask=(mask_7[:, None]))
 
 @triton.jit
 def _attention_bwd_kernel_8533603493(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
@@ -1121,61 +1138,92 @@ def _attention_bwd_kernel_9a36c76a4b(q_len, q_heads, batch, group, q, q_stride_0
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_41, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_bwd_kernel_9fe883643c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_bwd_kernel_ac6650c698(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
+    mask_10 = indices_9 < kv_heads
     offset_11 = 0 + pid_4 * 1
     indices_12 = offset_11 + tl.arange(0, 1)
     mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
-    v_17 = load_16.to(tl.float32)
-    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
-    v_19 = load_18.to(tl.float32)
-    v_20 = (v_17 * v_19)
-    red_21 = (tl.sum(v_20, 1))
-    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
-    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
-    v_23 = (load_22 * 1.4426950408889634)
-    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    acc_q_25 = v_24
-    for offset_26 in tl.range(0, kv_len, _BLOCK_SIZE_1):
-        indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_28 = indices_27 < kv_len
-        load_29 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_27[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_28[:, None]), other=0)
-        v_30 = tl.permute(load_29, (1, 0))
-        dot_31 = tl.dot(load_15, v_30)
-        v_32 = (dot_31 * qk_scale)
-        v_33 = v_23[:, None]
-        v_34 = (v_32 - v_33)
-        v_35 = tl.exp2(v_34)
-        load_36 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_27[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_28[:, None]), other=0)
-        v_37 = tl.permute(load_36, (1, 0))
-        dot_38 = tl.dot(load_16, v_37)
-        v_39 = red_21[:, None]
-        v_40 = (dot_38 - v_39)
-        v_41 = (v_35 * v_40)
-        v_42 = v_41.to(tl.bfloat16)
-        dot_43 = tl.dot(tl.where(mask_28[None, :], v_42, 0), load_29, acc=acc_q_25)
-        acc_q_25 = dot_43
-        v_44 = v_42.to(tl.float32)
-        v_45 = (v_41 - v_44)
-        v_46 = v_45.to(tl.bfloat16)
-        dot_47 = tl.dot(tl.where(mask_28[None, :], v_46, 0), load_29, acc=acc_q_25)
-        acc_q_25 = dot_47
-    v_48 = (acc_q_25 * scale)
-    v_49 = v_48.to(tl.bfloat16)
-    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_49, mask=(mask_7[:, None]))
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
+    v_19 = tl.minimum(end_18, q_len)
+    acc_v_20 = v_17
+    acc_k_21 = v_16
+    for idx_22 in tl.range(0, group, 1):
+        idx_23 = idx_22
+        v_24 = (offset_8 * group)
+        v_25 = (v_24 + idx_23)
+        for offset_26 in tl.range(offset_5, v_19, _BLOCK_SIZE_3):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_28 = indices_27 < v_19
+            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_27[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_28[:, None]), other=0)
+            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_27[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_28[:, None]), other=0)
+            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_27 * lse_stride_2), mask=(mask_28), other=0)
+            v_32 = (load_31 * 1.4426950408889634)
+            v_33 = tl.permute(load_29, (1, 0))
+            dot_34 = tl.dot(load_14, v_33)
+            v_35 = (dot_34 * qk_scale)
+            v_36 = v_32[None, :]
+            v_37 = (v_35 - v_36)
+            v_38 = tl.exp2(v_37)
+            v_39 = indices_6[:, None]
+            v_40 = indices_27[None, :]
+            v_41 = (v_39 <= v_40)
+            v_42 = tl.where(v_41, v_38, 0.0)
+            v_43 = v_42.to(tl.bfloat16)
+            dot_44 = tl.dot(tl.where(mask_28[None, :], v_43, 0), load_30, acc=acc_v_20)
+            acc_v_20 = dot_44
+            v_45 = tl.permute(load_30, (1, 0))
+            dot_46 = tl.dot(load_15, v_45)
+            load_47 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_27 * delta_stride_2), mask=(mask_28), other=0)
+            v_48 = load_47[None, :]
+            v_49 = (dot_46 - v_48)
+            v_50 = (v_42 * v_49)
+            v_51 = v_50.to(tl.bfloat16)
+            dot_52 = tl.dot(tl.where(mask_28[None, :], v_51, 0), load_29, acc=acc_k_21)
+            acc_k_21 = dot_52
+        for offset_53 in tl.range(v_19, q_len, _BLOCK_SIZE_3):
+            indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_55 = indices_54 < q_len
+            load_56 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_54[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_55[:, None]), other=0)
+            load_57 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_54[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_55[:, None]), other=0)
+            load_58 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_54 * lse_stride_2), mask=(mask_55), other=0)
+            v_59 = (load_58 * 1.4426950408889634)
+            v_60 = tl.permute(load_56, (1, 0))
+            dot_61 = tl.dot(load_14, v_60)
+            v_62 = (dot_61 * qk_scale)
+            v_63 = v_59[None, :]
+            v_64 = (v_62 - v_63)
+            v_65 = tl.exp2(v_64)
+            v_66 = v_65.to(tl.bfloat16)
+            dot_67 = tl.dot(tl.where(mask_55[None, :], v_66, 0), load_57, acc=acc_v_20)
+            acc_v_20 = dot_67
+            v_68 = tl.permute(load_57, (1, 0))
+            dot_69 = tl.dot(load_15, v_68)
+            load_70 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_54 * delta_stride_2), mask=(mask_55), other=0)
+            v_71 = load_70[None, :]
+            v_72 = (dot_69 - v_71)
+            v_73 = (v_65 * v_72)
+            v_74 = v_73.to(tl.bfloat16)
+            dot_75 = tl.dot(tl.where(mask_55[None, :], v_74, 0), load_56, acc=acc_k_21)
+            acc_k_21 = dot_75
+    v_76 = (acc_k_21 * scale)
+    v_77 = v_76.to(tl.bfloat16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_77, mask=(mask_7[:, None]))
+    v_78 = acc_v_20.to(tl.bfloat16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_78, mask=(mask_7[:, None]))
 
 @triton.jit
 def _attention_bwd_kernel_adfde6c5b2(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
@@ -1338,7 +1386,89 @@ def _attention_bwd_kernel_caf05471aa(kv_len, kv_heads, batch, k, k_stride_0, k_s
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_78, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_bwd_kernel_cef4543064(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+def _attention_bwd_kernel_cc7f0d4082(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    acc_v_18 = v_17
+    acc_k_19 = v_16
+    for idx_20 in tl.range(0, group, 1):
+        idx_21 = idx_20
+        v_22 = (offset_8 * group)
+        v_23 = (v_22 + idx_21)
+        whole_end_24 = 0 + tl.maximum((q_len - 0), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
+        for offset_25 in tl.range(0, whole_end_24, _BLOCK_SIZE_3):
+            indices_26 = offset_25 + tl.arange(0, _BLOCK_SIZE_3)
+            load_27 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_26[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
+            load_28 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_26[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
+            load_29 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_26 * lse_stride_2))
+            v_30 = (load_29 * 1.4426950408889634)
+            v_31 = tl.permute(load_27, (1, 0))
+            dot_32 = tl.dot(load_14, v_31)
+            v_33 = (dot_32 * qk_scale)
+            v_34 = v_30[None, :]
+            v_35 = (v_33 - v_34)
+            v_36 = tl.exp2(v_35)
+            v_37 = v_36.to(tl.bfloat16)
+            dot_38 = tl.dot(v_37, load_28, acc=acc_v_18)
+            acc_v_18 = dot_38
+            v_39 = tl.permute(load_28, (1, 0))
+            dot_40 = tl.dot(load_15, v_39)
+            load_41 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_26 * delta_stride_2))
+            v_42 = load_41[None, :]
+            v_43 = (dot_40 - v_42)
+            v_44 = (v_36 * v_43)
+            v_45 = v_44.to(tl.bfloat16)
+            dot_46 = tl.dot(v_45, load_27, acc=acc_k_19)
+            acc_k_19 = dot_46
+        for offset_47 in tl.range(whole_end_24, q_len, _BLOCK_SIZE_3):
+            indices_48 = offset_47 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_49 = indices_48 < q_len
+            load_50 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_48[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_49[:, None]), other=0)
+            load_51 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_48[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_49[:, None]), other=0)
+            load_52 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_48 * lse_stride_2), mask=(mask_49), other=0)
+            v_53 = (load_52 * 1.4426950408889634)
+            v_54 = tl.permute(load_50, (1, 0))
+            dot_55 = tl.dot(load_14, v_54)
+            v_56 = (dot_55 * qk_scale)
+            v_57 = v_53[None, :]
+            v_58 = (v_56 - v_57)
+            v_59 = tl.exp2(v_58)
+            v_60 = v_59.to(tl.bfloat16)
+            dot_61 = tl.dot(tl.where(mask_49[None, :], v_60, 0), load_51, acc=acc_v_18)
+            acc_v_18 = dot_61
+            v_62 = tl.permute(load_51, (1, 0))
+            dot_63 = tl.dot(load_15, v_62)
+            load_64 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_48 * delta_stride_2), mask=(mask_49), other=0)
+            v_65 = load_64[None, :]
+            v_66 = (dot_63 - v_65)
+            v_67 = (v_59 * v_66)
+            v_68 = v_67.to(tl.bfloat16)
+            dot_69 = tl.dot(tl.where(mask_49[None, :], v_68, 0), load_50, acc=acc_k_19)
+            acc_k_19 = dot_69
+    v_70 = (acc_k_19 * scale)
+    v_71 = v_70.to(tl.bfloat16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_71, mask=(mask_7[:, None]))
+    v_72 = acc_v_18.to(tl.bfloat16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_72, mask=(mask_7[:, None]))
+
+@triton.jit
+def _attention_bwd_kernel_cfd9b45d10(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
@@ -1394,264 +1524,142 @@ def _attention_bwd_kernel_cef4543064(kv_len, kv_heads, batch, k, k_stride_0, k_s
             v_51 = v_50.to(tl.bfloat16)
             dot_52 = tl.dot(v_51, load_29, acc=acc_k_21)
             acc_k_21 = dot_52
-            v_53 = v_51.to(tl.float32)
-            v_54 = (v_50 - v_53)
-            v_55 = v_54.to(tl.bfloat16)
-            dot_56 = tl.dot(v_55, load_29, acc=acc_k_21)
-            acc_k_21 = dot_56
-        for offset_57 in tl.range(whole_end_26, v_19, _BLOCK_SIZE_3):
-            indices_58 = offset_57 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_59 = indices_58 < v_19
-            load_60 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_58[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_59[:, None]), other=0)
-            load_61 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_58[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_59[:, None]), other=0)
-            load_62 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_58 * lse_stride_2), mask=(mask_59), other=0)
-            v_63 = (load_62 * 1.4426950408889634)
-            v_64 = tl.permute(load_60, (1, 0))
-            dot_65 = tl.dot(load_14, v_64)
-            v_66 = (dot_65 * qk_scale)
-            v_67 = v_63[None, :]
-            v_68 = (v_66 - v_67)
-            v_69 = tl.exp2(v_68)
-            v_70 = indices_6[:, None]
-            v_71 = indices_58[None, :]
-            v_72 = (v_70 <= v_71)
-            v_73 = tl.where(v_72, v_69, 0.0)
-            v_74 = v_73.to(tl.bfloat16)
-            dot_75 = tl.dot(tl.where(mask_59[None, :], v_74, 0), load_61, acc=acc_v_20)
-            acc_v_20 = dot_75
-            v_76 = tl.permute(load_61, (1, 0))
-            dot_77 = tl.dot(load_15, v_76)
-            load_78 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_58 * delta_stride_2), mask=(mask_59), other=0)
-            v_79 = load_78[None, :]
-            v_80 = (dot_77 - v_79)
-            v_81 = (v_73 * v_80)
-            v_82 = v_81.to(tl.bfloat16)
-            dot_83 = tl.dot(tl.where(mask_59[None, :], v_82, 0), load_60, acc=acc_k_21)
-            acc_k_21 = dot_83
-            v_84 = v_82.to(tl.float32)
-            v_85 = (v_81 - v_84)
-            v_86 = v_85.to(tl.bfloat16)
-            dot_87 = tl.dot(tl.where(mask_59[None, :], v_86, 0), load_60, acc=acc_k_21)
-            acc_k_21 = dot_87
-        whole_end_88 = v_19 + tl.maximum((q_len - v_19), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
-        for offset_89 in tl.range(v_19, whole_end_88, _BLOCK_SIZE_3):
-            indices_90 = offset_89 + tl.arange(0, _BLOCK_SIZE_3)
-            load_91 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_90[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
-            load_92 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_90[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
-            load_93 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_90 * lse_stride_2))
-            v_94 = (load_93 * 1.4426950408889634)
-            v_95 = tl.permute(load_91, (1, 0))
-            dot_96 = tl.dot(load_14, v_95)
-            v_97 = (dot_96 * qk_scale)
-            v_98 = v_94[None, :]
-            v_99 = (v_97 - v_98)
-            v_100 = tl.exp2(v_99)
+        for offset_53 in tl.range(whole_end_26, v_19, _BLOCK_SIZE_3):
+            indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_55 = indices_54 < v_19
+            load_56 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_54[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_55[:, None]), other=0)
+            load_57 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_54[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_55[:, None]), other=0)
+            load_58 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_54 * lse_stride_2), mask=(mask_55), other=0)
+            v_59 = (load_58 * 1.4426950408889634)
+            v_60 = tl.permute(load_56, (1, 0))
+            dot_61 = tl.dot(load_14, v_60)
+            v_62 = (dot_61 * qk_scale)
+            v_63 = v_59[None, :]
+            v_64 = (v_62 - v_63)
+            v_65 = tl.exp2(v_64)
+            v_66 = indices_6[:, None]
+            v_67 = indices_54[None, :]
+            v_68 = (v_66 <= v_67)
+            v_69 = tl.where(v_68, v_65, 0.0)
+            v_70 = v_69.to(tl.bfloat16)
+            dot_71 = tl.dot(tl.where(mask_55[None, :], v_70, 0), load_57, acc=acc_v_20)
+            acc_v_20 = dot_71
+            v_72 = tl.permute(load_57, (1, 0))
+            dot_73 = tl.dot(load_15, v_72)
+            load_74 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_54 * delta_stride_2), mask=(mask_55), other=0)
+            v_75 = load_74[None, :]
+            v_76 = (dot_73 - v_75)
+            v_77 = (v_69 * v_76)
+            v_78 = v_77.to(tl.bfloat16)
+            dot_79 = tl.dot(tl.where(mask_55[None, :], v_78, 0), load_56, acc=acc_k_21)
+            acc_k_21 = dot_79
+        whole_end_80 = v_19 + tl.maximum((q_len - v_19), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
+        for offset_81 in tl.range(v_19, whole_end_80, _BLOCK_SIZE_3):
+            indices_82 = offset_81 + tl.arange(0, _BLOCK_SIZE_3)
+            load_83 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_82[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
+            load_84 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_82[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
+            load_85 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_82 * lse_stride_2))
+            v_86 = (load_85 * 1.4426950408889634)
+            v_87 = tl.permute(load_83, (1, 0))
+            dot_88 = tl.dot(load_14, v_87)
+            v_89 = (dot_88 * qk_scale)
+            v_90 = v_86[None, :]
+            v_91 = (v_89 - v_90)
+            v_92 = tl.exp2(v_91)
+            v_93 = v_92.to(tl.bfloat16)
+            dot_94 = tl.dot(v_93, load_84, acc=acc_v_20)
+            acc_v_20 = dot_94
+            v_95 = tl.permute(load_84, (1, 0))
+            dot_96 = tl.dot(load_15, v_95)
+            load_97 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_82 * delta_stride_2))
+            v_98 = load_97[None, :]
+            v_99 = (dot_96 - v_98)
+            v_100 = (v_92 * v_99)
             v_101 = v_100.to(tl.bfloat16)
-            dot_102 = tl.dot(v_101, load_92, acc=acc_v_20)
-            acc_v_20 = dot_102
-            v_103 = tl.permute(load_92, (1, 0))
-            dot_104 = tl.dot(load_15, v_103)
-            load_105 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_90 * delta_stride_2))
-            v_106 = load_105[None, :]
-            v_107 = (dot_104 - v_106)
-            v_108 = (v_100 * v_107)
-            v_109 = v_108.to(tl.bfloat16)
-            dot_110 = tl.dot(v_109, load_91, acc=acc_k_21)
-            acc_k_21 = dot_110
-            v_111 = v_109.to(tl.float32)
-            v_112 = (v_108 - v_111)
-            v_113 = v_112.to(tl.bfloat16)
-            dot_114 = tl.dot(v_113, load_91, acc=acc_k_21)
-            acc_k_21 = dot_114
-        for offset_115 in tl.range(whole_end_88, q_len, _BLOCK_SIZE_3):
-            indices_116 = offset_115 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_117 = indices_116 < q_len
-            load_118 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_116[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_117[:, None]), other=0)
-            load_119 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_116[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_117[:, None]), other=0)
-            load_120 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_116 * lse_stride_2), mask=(mask_117), other=0)
-            v_121 = (load_120 * 1.4426950408889634)
-            v_122 = tl.permute(load_118, (1, 0))
-            dot_123 = tl.dot(load_14, v_122)
-            v_124 = (dot_123 * qk_scale)
-            v_125 = v_121[None, :]
-            v_126 = (v_124 - v_125)
-            v_127 = tl.exp2(v_126)
-            v_128 = v_127.to(tl.bfloat16)
-            dot_129 = tl.dot(tl.where(mask_117[None, :], v_128, 0), load_119, acc=acc_v_20)
-            acc_v_20 = dot_129
-            v_130 = tl.permute(load_119, (1, 0))
-            dot_131 = tl.dot(load_15, v_130)
-            load_132 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_116 * delta_stride_2), mask=(mask_117), other=0)
-            v_133 = load_132[None, :]
-            v_134 = (dot_131 - v_133)
-            v_135 = (v_127 * v_134)
-            v_136 = v_135.to(tl.bfloat16)
-            dot_137 = tl.dot(tl.where(mask_117[None, :], v_136, 0), load_118, acc=acc_k_21)
-            acc_k_21 = dot_137
-            v_138 = v_136.to(tl.float32)
-            v_139 = (v_135 - v_138)
-            v_140 = v_139.to(tl.bfloat16)
-            dot_141 = tl.dot(tl.where(mask_117[None, :], v_140, 0), load_118, acc=acc_k_21)
-            acc_k_21 = dot_141
-    v_142 = (acc_k_21 * scale)
-    v_143 = v_142.to(tl.bfloat16)
-    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_143, mask=(mask_7[:, None]))
-    v_144 = acc_v_20.to(tl.bfloat16)
-    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_144, mask=(mask_7[:, None]))
+            dot_102 = tl.dot(v_101, load_83, acc=acc_k_21)
+            acc_k_21 = dot_102
+        for offset_103 in tl.range(whole_end_80, q_len, _BLOCK_SIZE_3):
+            indices_104 = offset_103 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_105 = indices_104 < q_len
+            load_106 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_104[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_105[:, None]), other=0)
+            load_107 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_104[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_105[:, None]), other=0)
+            load_108 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_104 * lse_stride_2), mask=(mask_105), other=0)
+            v_109 = (load_108 * 1.4426950408889634)
+            v_110 = tl.permute(load_106, (1, 0))
+            dot_111 = tl.dot(load_14, v_110)
+            v_112 = (dot_111 * qk_scale)
+            v_113 = v_109[None, :]
+            v_114 = (v_112 - v_113)
+            v_115 = tl.exp2(v_114)
+            v_116 = v_115.to(tl.bfloat16)
+            dot_117 = tl.dot(tl.where(mask_105[None, :], v_116, 0), load_107, acc=acc_v_20)
+            acc_v_20 = dot_117
+            v_118 = tl.permute(load_107, (1, 0))
+            dot_119 = tl.dot(load_15, v_118)
+            load_120 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_104 * delta_stride_2), mask=(mask_105), other=0)
+            v_121 = load_120[None, :]
+            v_122 = (dot_119 - v_121)
+            v_123 = (v_115 * v_122)
+            v_124 = v_123.to(tl.bfloat16)
+            dot_125 = tl.dot(tl.where(mask_105[None, :], v_124, 0), load_106, acc=acc_k_21)
+            acc_k_21 = dot_125
+    v_126 = (acc_k_21 * scale)
+    v_127 = v_126.to(tl.bfloat16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_127, mask=(mask_7[:, None]))
+    v_128 = acc_v_20.to(tl.bfloat16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_128, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_bwd_kernel_d220d9e107(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+def _attention_bwd_kernel_e025185a1b(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
-    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
-    mask_7 = indices_6 < kv_len
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
     offset_8 = 0 + pid_3 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < kv_heads
+    mask_10 = indices_9 < q_heads
     offset_11 = 0 + pid_4 * 1
     indices_12 = offset_11 + tl.arange(0, 1)
     mask_13 = indices_12 < batch
-    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
-    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_18 = v_17
-    acc_k_19 = v_16
-    for idx_20 in tl.range(0, group, 1):
-        idx_21 = idx_20
-        v_22 = (offset_8 * group)
-        v_23 = (v_22 + idx_21)
-        whole_end_24 = 0 + tl.maximum((q_len - 0), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
-        for offset_25 in tl.range(0, whole_end_24, _BLOCK_SIZE_3):
-            indices_26 = offset_25 + tl.arange(0, _BLOCK_SIZE_3)
-            load_27 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_26[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
-            load_28 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_26[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
-            load_29 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_26 * lse_stride_2))
-            v_30 = (load_29 * 1.4426950408889634)
-            v_31 = tl.permute(load_27, (1, 0))
-            dot_32 = tl.dot(load_14, v_31)
-            v_33 = (dot_32 * qk_scale)
-            v_34 = v_30[None, :]
-            v_35 = (v_33 - v_34)
-            v_36 = tl.exp2(v_35)
-            v_37 = v_36.to(tl.bfloat16)
-            dot_38 = tl.dot(v_37, load_28, acc=acc_v_18)
-            acc_v_18 = dot_38
-            v_39 = tl.permute(load_28, (1, 0))
-            dot_40 = tl.dot(load_15, v_39)
-            load_41 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_26 * delta_stride_2))
-            v_42 = load_41[None, :]
-            v_43 = (dot_40 - v_42)
-            v_44 = (v_36 * v_43)
-            v_45 = v_44.to(tl.bfloat16)
-            dot_46 = tl.dot(v_45, load_27, acc=acc_k_19)
-            acc_k_19 = dot_46
-            v_47 = v_45.to(tl.float32)
-            v_48 = (v_44 - v_47)
-            v_49 = v_48.to(tl.bfloat16)
-            dot_50 = tl.dot(v_49, load_27, acc=acc_k_19)
-            acc_k_19 = dot_50
-        for offset_51 in tl.range(whole_end_24, q_len, _BLOCK_SIZE_3):
-            indices_52 = offset_51 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_53 = indices_52 < q_len
-            load_54 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_52[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_53[:, None]), other=0)
-            load_55 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_52[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_53[:, None]), other=0)
-            load_56 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_52 * lse_stride_2), mask=(mask_53), other=0)
-            v_57 = (load_56 * 1.4426950408889634)
-            v_58 = tl.permute(load_54, (1, 0))
-            dot_59 = tl.dot(load_14, v_58)
-            v_60 = (dot_59 * qk_scale)
-            v_61 = v_57[None, :]
-            v_62 = (v_60 - v_61)
-            v_63 = tl.exp2(v_62)
-            v_64 = v_63.to(tl.bfloat16)
-            dot_65 = tl.dot(tl.where(mask_53[None, :], v_64, 0), load_55, acc=acc_v_18)
-            acc_v_18 = dot_65
-            v_66 = tl.permute(load_55, (1, 0))
-            dot_67 = tl.dot(load_15, v_66)
-            load_68 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_52 * delta_stride_2), mask=(mask_53), other=0)
-            v_69 = load_68[None, :]
-            v_70 = (dot_67 - v_69)
-            v_71 = (v_63 * v_70)
-            v_72 = v_71.to(tl.bfloat16)
-            dot_73 = tl.dot(tl.where(mask_53[None, :], v_72, 0), load_54, acc=acc_k_19)
-            acc_k_19 = dot_73
-            v_74 = v_72.to(tl.float32)
-            v_75 = (v_71 - v_74)
-            v_76 = v_75.to(tl.bfloat16)
-            dot_77 = tl.dot(tl.where(mask_53[None, :], v_76, 0), load_54, acc=acc_k_19)
-            acc_k_19 = dot_77
-    v_78 = (acc_k_19 * scale)
-    v_79 = v_78.to(tl.bfloat16)
-    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_79, mask=(mask_7[:, None]))
-    v_80 = acc_v_18.to(tl.bfloat16)
-    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_80, mask=(mask_7[:, None]))
-
-@triton.jit
-def _attention_bwd_kernel_d87258a920(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
-    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
-    mask_7 = indices_6 < kv_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < kv_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
-    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    acc_v_18 = v_17
-    acc_k_19 = v_16
-    for idx_20 in tl.range(0, group, 1):
-        idx_21 = idx_20
-        v_22 = (offset_8 * group)
-        v_23 = (v_22 + idx_21)
-        for offset_24 in tl.range(0, q_len, _BLOCK_SIZE_3):
-            indices_25 = offset_24 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_26 = indices_25 < q_len
-            load_27 = tl.load(q + (offset_11 * q_stride_0 + v_23 * q_stride_1 + indices_25[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_26[:, None]), other=0)
-            load_28 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_23 * grad_out_stride_1 + indices_25[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_26[:, None]), other=0)
-            load_29 = tl.load(lse + (offset_11 * lse_stride_0 + v_23 * lse_stride_1 + indices_25 * lse_stride_2), mask=(mask_26), other=0)
-            v_30 = (load_29 * 1.4426950408889634)
-            v_31 = tl.permute(load_27, (1, 0))
-            dot_32 = tl.dot(load_14, v_31)
-            v_33 = (dot_32 * qk_scale)
-            v_34 = v_30[None, :]
-            v_35 = (v_33 - v_34)
-            v_36 = tl.exp2(v_35)
-            v_37 = v_36.to(tl.bfloat16)
-            dot_38 = tl.dot(tl.where(mask_26[None, :], v_37, 0), load_28, acc=acc_v_18)
-            acc_v_18 = dot_38
-            v_39 = tl.permute(load_28, (1, 0))
-            dot_40 = tl.dot(load_15, v_39)
-            load_41 = tl.load(delta + (offset_11 * delta_stride_0 + v_23 * delta_stride_1 + indices_25 * delta_stride_2), mask=(mask_26), other=0)
-            v_42 = load_41[None, :]
-            v_43 = (dot_40 - v_42)
-            v_44 = (v_36 * v_43)
-            v_45 = v_44.to(tl.bfloat16)
-            dot_46 = tl.dot(tl.where(mask_26[None, :], v_45, 0), load_27, acc=acc_k_19)
-            acc_k_19 = dot_46
-            v_47 = v_45.to(tl.float32)
-            v_48 = (v_44 - v_47)
-            v_49 = v_48.to(tl.bfloat16)
-            dot_50 = tl.dot(tl.where(mask_26[None, :], v_49, 0), load_27, acc=acc_k_19)
-            acc_k_19 = dot_50
-    v_51 = (acc_k_19 * scale)
-    v_52 = v_51.to(tl.bfloat16)
-    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_52, mask=(mask_7[:, None]))
-    v_53 = acc_v_18.to(tl.bfloat16)
-    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_53, mask=(mask_7[:, None]))
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_17 = load_16.to(tl.float32)
+    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    v_19 = load_18.to(tl.float32)
+    v_20 = (v_17 * v_19)
+    red_21 = (tl.sum(v_20, 1))
+    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
+    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
+    v_23 = (load_22 * 1.4426950408889634)
+    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    acc_q_25 = v_24
+    for offset_26 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_28 = indices_27 < kv_len
+        load_29 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_27[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_28[:, None]), other=0)
+        v_30 = tl.permute(load_29, (1, 0))
+        dot_31 = tl.dot(load_15, v_30)
+        v_32 = (dot_31 * qk_scale)
+        v_33 = v_23[:, None]
+        v_34 = (v_32 - v_33)
+        v_35 = tl.exp2(v_34)
+        load_36 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_27[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_28[:, None]), other=0)
+        v_37 = tl.permute(load_36, (1, 0))
+        dot_38 = tl.dot(load_16, v_37)
+        v_39 = red_21[:, None]
+        v_40 = (dot_38 - v_39)
+        v_41 = (v_35 * v_40)
+        v_42 = v_41.to(tl.bfloat16)
+        dot_43 = tl.dot(tl.where(mask_28[None, :], v_42, 0), load_29, acc=acc_q_25)
+        acc_q_25 = dot_43
+    v_44 = (acc_q_25 * scale)
+    v_45 = v_44.to(tl.bfloat16)
+    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_7[:, None]))
 
 @triton.jit
 def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
@@ -1728,102 +1736,90 @@ def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_66, mask=(mask_7[:, None]))
 
 @triton.jit
-def _attention_bwd_kernel_f1c7570168(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+def _attention_fwd_kernel_065fd47063(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
-    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
-    mask_7 = indices_6 < kv_len
-    offset_8 = 0 + pid_3 * 1
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(batch - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(batch - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_4 * 1
     indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < kv_heads
-    offset_11 = 0 + pid_4 * 1
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_3 * 1
     indices_12 = offset_11 + tl.arange(0, 1)
     mask_13 = indices_12 < batch
-    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
-    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
-    v_19 = tl.minimum(end_18, q_len)
-    acc_v_20 = v_17
-    acc_k_21 = v_16
-    for idx_22 in tl.range(0, group, 1):
-        idx_23 = idx_22
-        v_24 = (offset_8 * group)
-        v_25 = (v_24 + idx_23)
-        for offset_26 in tl.range(offset_5, v_19, _BLOCK_SIZE_3):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_28 = indices_27 < v_19
-            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_27[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_28[:, None]), other=0)
-            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_27[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_28[:, None]), other=0)
-            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_27 * lse_stride_2), mask=(mask_28), other=0)
-            v_32 = (load_31 * 1.4426950408889634)
-            v_33 = tl.permute(load_29, (1, 0))
-            dot_34 = tl.dot(load_14, v_33)
-            v_35 = (dot_34 * qk_scale)
-            v_36 = v_32[None, :]
-            v_37 = (v_35 - v_36)
-            v_38 = tl.exp2(v_37)
-            v_39 = indices_6[:, None]
-            v_40 = indices_27[None, :]
-            v_41 = (v_39 <= v_40)
-            v_42 = tl.where(v_41, v_38, 0.0)
-            v_43 = v_42.to(tl.bfloat16)
-            dot_44 = tl.dot(tl.where(mask_28[None, :], v_43, 0), load_30, acc=acc_v_20)
-            acc_v_20 = dot_44
-            v_45 = tl.permute(load_30, (1, 0))
-            dot_46 = tl.dot(load_15, v_45)
-            load_47 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_27 * delta_stride_2), mask=(mask_28), other=0)
-            v_48 = load_47[None, :]
-            v_49 = (dot_46 - v_48)
-            v_50 = (v_42 * v_49)
-            v_51 = v_50.to(tl.bfloat16)
-            dot_52 = tl.dot(tl.where(mask_28[None, :], v_51, 0), load_29, acc=acc_k_21)
-            acc_k_21 = dot_52
-            v_53 = v_51.to(tl.float32)
-            v_54 = (v_50 - v_53)
-            v_55 = v_54.to(tl.bfloat16)
-            dot_56 = tl.dot(tl.where(mask_28[None, :], v_55, 0), load_29, acc=acc_k_21)
-            acc_k_21 = dot_56
-        for offset_57 in tl.range(v_19, q_len, _BLOCK_SIZE_3):
-            indices_58 = offset_57 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_59 = indices_58 < q_len
-            load_60 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_58[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_59[:, None]), other=0)
-            load_61 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_58[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_59[:, None]), other=0)
-            load_62 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_58 * lse_stride_2), mask=(mask_59), other=0)
-            v_63 = (load_62 * 1.4426950408889634)
-            v_64 = tl.permute(load_60, (1, 0))
-            dot_65 = tl.dot(load_14, v_64)
-            v_66 = (dot_65 * qk_scale)
-            v_67 = v_63[None, :]
-            v_68 = (v_66 - v_67)
-            v_69 = tl.exp2(v_68)
-            v_70 = v_69.to(tl.bfloat16)
-            dot_71 = tl.dot(tl.where(mask_59[None, :], v_70, 0), load_61, acc=acc_v_20)
-            acc_v_20 = dot_71
-            v_72 = tl.permute(load_61, (1, 0))
-            dot_73 = tl.dot(load_15, v_72)
-            load_74 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_58 * delta_stride_2), mask=(mask_59), other=0)
-            v_75 = load_74[None, :]
-            v_76 = (dot_73 - v_75)
-            v_77 = (v_69 * v_76)
-            v_78 = v_77.to(tl.bfloat16)
-            dot_79 = tl.dot(tl.where(mask_59[None, :], v_78, 0), load_60, acc=acc_k_21)
-            acc_k_21 = dot_79
-            v_80 = v_78.to(tl.float32)
-            v_81 = (v_77 - v_80)
-            v_82 = v_81.to(tl.bfloat16)
-            dot_83 = tl.dot(tl.where(mask_59[None, :], v_82, 0), load_60, acc=acc_k_21)
-            acc_k_21 = dot_83
-    v_84 = (acc_k_21 * scale)
-    v_85 = v_84.to(tl.bfloat16)
-    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_85, mask=(mask_7[:, None]))
-    v_86 = acc_v_20.to(tl.bfloat16)
-    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_86, mask=(mask_7[:, None]))
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    whole_end_22 = 0 + tl.maximum((kv_len - 0), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_23 in tl.range(0, whole_end_22, _BLOCK_SIZE_1, loop_unroll_factor=1, num_stages=4):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
+        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        v_28 = (dot_27 * qk_scale)
+        red_29 = (tl.max(v_28, 1))
+        v_30 = tl.maximum(row_max_21, red_29)
+        v_31 = v_30[:, None]
+        v_32 = (v_28 - v_31)
+        v_33 = tl.exp2(v_32)
+        v_34 = (row_max_21 - v_30)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_sum_19 * v_35)
+        red_37 = (tl.sum(v_33, 1))
+        v_38 = (v_36 + red_37)
+        row_sum_19 = v_38
+        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
+        v_40 = v_33.to(tl.float16)
+        v_41 = v_35[:, None]
+        v_42 = (acc_20 * v_41)
+        dot_43 = tl.dot(v_40, load_39, acc=v_42)
+        acc_20 = dot_43
+        row_max_21 = v_30
+    row_sum_44 = row_sum_19
+    acc_45 = acc_20
+    row_max_46 = row_max_21
+    for offset_47 in tl.range(whole_end_22, kv_len, _BLOCK_SIZE_1):
+        indices_48 = offset_47 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_49 = indices_48 < kv_len
+        load_50 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_48[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_49[:, None]), other=0)
+        v_51 = tl.permute(load_50, (1, 0))
+        dot_52 = tl.dot(load_15, v_51)
+        v_53 = (dot_52 * qk_scale)
+        red_54 = (tl.max(tl.where(mask_49[None, :], v_53, float("-inf")), 1))
+        v_55 = tl.maximum(row_max_46, red_54)
+        v_56 = v_55[:, None]
+        v_57 = (v_53 - v_56)
+        v_58 = tl.exp2(v_57)
+        v_59 = (row_max_46 - v_55)
+        v_60 = tl.exp2(v_59)
+        v_61 = (row_sum_44 * v_60)
+        red_62 = (tl.sum(tl.where(mask_49[None, :], v_58, 0), 1))
+        v_63 = (v_61 + red_62)
+        row_sum_44 = v_63
+        load_64 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_48[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_49[:, None]), other=0)
+        v_65 = v_58.to(tl.float16)
+        v_66 = v_60[:, None]
+        v_67 = (acc_45 * v_66)
+        dot_68 = tl.dot(tl.where(mask_49[None, :], v_65, 0), load_64, acc=v_67)
+        acc_45 = dot_68
+        row_max_46 = v_55
+    v_69 = row_sum_44[:, None]
+    v_70 = (acc_45 / v_69)
+    v_71 = v_70.to(tl.float16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_71, mask=(mask_7[:, None]))
+    v_72 = tl.log2(row_sum_44)
+    v_73 = (row_max_46 + v_72)
+    v_74 = (v_73 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_74, mask=(mask_7))
 
 @triton.jit
 def _attention_fwd_kernel_14b5805dde(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
@@ -2930,7 +2926,7 @@ def attention_bwd__08f1f24affa9(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2939,7 +2935,43 @@ def attention_bwd__08f1f24affa9(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 0b3098ea6d0d
+# config: {"block_sizes":[128,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+def attention_bwd__0b3098ea6d0d(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_350c2483d1, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (128, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_cfd9b45d10, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -2965,7 +2997,7 @@ def attention_bwd__0e9c9d624f10(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -2974,7 +3006,7 @@ def attention_bwd__0e9c9d624f10(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3000,7 +3032,7 @@ def attention_bwd__0eedc87e91b3(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3009,7 +3041,7 @@ def attention_bwd__0eedc87e91b3(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3083,41 +3115,6 @@ def attention_bwd__15ea03b0ac37(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 1c999019e020
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
-def attention_bwd__1c999019e020(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_bwd variant 2857696615a8
 # config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
@@ -3140,7 +3137,7 @@ def attention_bwd__2857696615a8(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3149,7 +3146,7 @@ def attention_bwd__2857696615a8(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3223,11 +3220,11 @@ def attention_bwd__379a4cd1ed43(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 3c8120fa865d
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# attention_bwd variant 3b95c3b3b4c1
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
 # used by: sm_90.json bfloat16 {"B":16,"D":64,"H":16,"Hkv":16,"Sk":512,"Sq":512,"causal":false}
-def attention_bwd__3c8120fa865d(grad_out, q, k, v, out, lse, causal, scale):
+def attention_bwd__3b95c3b3b4c1(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -3245,7 +3242,7 @@ def attention_bwd__3c8120fa865d(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_0ade699865, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_2247cab45a, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3254,7 +3251,7 @@ def attention_bwd__3c8120fa865d(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d220d9e107, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_cc7f0d4082, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3280,7 +3277,7 @@ def attention_bwd__408771d8b889(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3289,7 +3286,7 @@ def attention_bwd__408771d8b889(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3363,11 +3360,11 @@ def attention_bwd__459c0b6ea3e1(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 47b8762aaa1e
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# attention_bwd variant 4c949c7069b1
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
 # used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
-def attention_bwd__47b8762aaa1e(grad_out, q, k, v, out, lse, causal, scale):
+def attention_bwd__4c949c7069b1(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -3385,7 +3382,7 @@ def attention_bwd__47b8762aaa1e(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_319885bccd, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_350c2483d1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3394,7 +3391,7 @@ def attention_bwd__47b8762aaa1e(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_cef4543064, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    _launch(_attention_bwd_kernel_cfd9b45d10, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3573,42 +3570,6 @@ def attention_bwd__64970859bad3(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 728d1860a577
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
-#   sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
-def attention_bwd__728d1860a577(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_72e03029aa, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_295aaf336a, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_bwd variant 759bab9b683a
 # config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
@@ -3644,12 +3605,12 @@ def attention_bwd__759bab9b683a(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 7a3e945aacac
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
-#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
-def attention_bwd__7a3e945aacac(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 768895622e32
+# config: {"block_sizes":[128,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+def attention_bwd__768895622e32(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -3667,7 +3628,7 @@ def attention_bwd__7a3e945aacac(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_319885bccd, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_72e03029aa, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (128, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3676,7 +3637,7 @@ def attention_bwd__7a3e945aacac(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_cef4543064, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_295aaf336a, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3702,7 +3663,7 @@ def attention_bwd__89f61db6785e(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3711,7 +3672,7 @@ def attention_bwd__89f61db6785e(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3737,7 +3698,7 @@ def attention_bwd__8a61a857dddc(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3746,7 +3707,7 @@ def attention_bwd__8a61a857dddc(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3820,11 +3781,11 @@ def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 9aa579b33baf
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
-def attention_bwd__9aa579b33baf(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant ad8018a4a643
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
+def attention_bwd__ad8018a4a643(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -3842,7 +3803,7 @@ def attention_bwd__9aa579b33baf(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_adfde6c5b2, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_72e03029aa, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3851,42 +3812,7 @@ def attention_bwd__9aa579b33baf(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9840317cf3, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant b6e594debc6b
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
-def attention_bwd__b6e594debc6b(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_0ade699865, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d220d9e107, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_295aaf336a, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -3964,6 +3890,7 @@ def attention_bwd__be461edc7c54(grad_out, q, k, v, out, lse, causal, scale):
 # config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+#   sm_90.json bfloat16 {"B":8,"D":128,"H":32,"Hkv":8,"Sk":1024,"Sq":1024,"causal":true}
 def attention_bwd__c09881b61cf6(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -3982,7 +3909,7 @@ def attention_bwd__c09881b61cf6(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -3991,7 +3918,42 @@ def attention_bwd__c09881b61cf6(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant c132ab45a2f2
+# config: {"block_sizes":[128,64,128,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
+def attention_bwd__c132ab45a2f2(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_2247cab45a, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (128, 128, 64), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_cc7f0d4082, (_cdiv(kv_len, 128) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (128, 128, 64), 8, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -4052,7 +4014,7 @@ def attention_bwd__c6fd9722ff22(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_02ad17fe9c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -4061,7 +4023,42 @@ def attention_bwd__c6fd9722ff22(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_f1c7570168, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant cd89e094957b
+# config: {"block_sizes":[128,64,128,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
+def attention_bwd__cd89e094957b(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_adfde6c5b2, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (128, 128, 64), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9840317cf3, (_cdiv(kv_len, 128) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (128, 128, 64), 8, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -4087,7 +4084,7 @@ def attention_bwd__e30e55bb74de(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9fe883643c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -4096,7 +4093,7 @@ def attention_bwd__e30e55bb74de(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_d87258a920, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -4395,27 +4392,6 @@ def attention_fwd__242592c37018(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 259b07c2c8c8
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
-def attention_fwd__259b07c2c8c8(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a8bcba7c64, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
-    return (out, lse)
-
-
 # attention_fwd variant 2ca6b74496d7
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
@@ -4455,6 +4431,27 @@ def attention_fwd__3d64fa1fa522(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant 3ff19e3394fe
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
+def attention_fwd__3ff19e3394fe(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_a8bcba7c64, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
@@ -4540,27 +4537,6 @@ def attention_fwd__523a0a04ece7(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
-    return (out, lse)
-
-
-# attention_fwd variant 58594bf13d42
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":16,"D":64,"H":16,"Hkv":16,"Sk":512,"Sq":512,"causal":false}
-def attention_fwd__58594bf13d42(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_a8bcba7c64, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -4900,6 +4876,27 @@ def attention_fwd__ad450f1e0dd2(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant ccc60b73b113
+# config: {"block_sizes":[128,64],"flatten_loops":[true],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,2,1]],"num_stages":4,"num_warps":8,"pid_type":"flat","range_num_stages":[4],"range_peel_tails":[true],"range_unroll_factors":[1],"range_warp_specializes":[null],"reduction_loops":[null]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":16,"D":64,"H":16,"Hkv":16,"Sk":512,"Sq":512,"causal":false}
+def attention_fwd__ccc60b73b113(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_065fd47063, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 8, 4)
+    return (out, lse)
+
+
 # attention_fwd variant cd75cac4275c
 # config: {"block_sizes":[64,16],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
@@ -5058,14 +5055,13 @@ VARIANTS = {
         '23c5f743596d': attention_fwd__23c5f743596d,
         '23fcb4d56241': attention_fwd__23fcb4d56241,
         '242592c37018': attention_fwd__242592c37018,
-        '259b07c2c8c8': attention_fwd__259b07c2c8c8,
         '2ca6b74496d7': attention_fwd__2ca6b74496d7,
         '3d64fa1fa522': attention_fwd__3d64fa1fa522,
+        '3ff19e3394fe': attention_fwd__3ff19e3394fe,
         '407406a4600c': attention_fwd__407406a4600c,
         '4c3ce84df25f': attention_fwd__4c3ce84df25f,
         '4e0ef116270e': attention_fwd__4e0ef116270e,
         '523a0a04ece7': attention_fwd__523a0a04ece7,
-        '58594bf13d42': attention_fwd__58594bf13d42,
         '6310d3da418a': attention_fwd__6310d3da418a,
         '6515c379943d': attention_fwd__6515c379943d,
         '671a99698adb': attention_fwd__671a99698adb,
@@ -5082,6 +5078,7 @@ VARIANTS = {
         'a6953568343d': attention_fwd__a6953568343d,
         'aabc17495866': attention_fwd__aabc17495866,
         'ad450f1e0dd2': attention_fwd__ad450f1e0dd2,
+        'ccc60b73b113': attention_fwd__ccc60b73b113,
         'cd75cac4275c': attention_fwd__cd75cac4275c,
         'd1e950a81d62': attention_fwd__d1e950a81d62,
         'd2099806f694': attention_fwd__d2099806f694,
@@ -5094,38 +5091,38 @@ VARIANTS = {
         '01e25bbe71df': attention_bwd__01e25bbe71df,
         '08e77a0ac5ad': attention_bwd__08e77a0ac5ad,
         '08f1f24affa9': attention_bwd__08f1f24affa9,
+        '0b3098ea6d0d': attention_bwd__0b3098ea6d0d,
         '0e9c9d624f10': attention_bwd__0e9c9d624f10,
         '0eedc87e91b3': attention_bwd__0eedc87e91b3,
         '0fc30be50388': attention_bwd__0fc30be50388,
         '15ea03b0ac37': attention_bwd__15ea03b0ac37,
-        '1c999019e020': attention_bwd__1c999019e020,
         '2857696615a8': attention_bwd__2857696615a8,
         '2f5c619b1457': attention_bwd__2f5c619b1457,
         '379a4cd1ed43': attention_bwd__379a4cd1ed43,
-        '3c8120fa865d': attention_bwd__3c8120fa865d,
+        '3b95c3b3b4c1': attention_bwd__3b95c3b3b4c1,
         '408771d8b889': attention_bwd__408771d8b889,
         '440222e5a507': attention_bwd__440222e5a507,
         '459c0b6ea3e1': attention_bwd__459c0b6ea3e1,
-        '47b8762aaa1e': attention_bwd__47b8762aaa1e,
+        '4c949c7069b1': attention_bwd__4c949c7069b1,
         '50460c6e2738': attention_bwd__50460c6e2738,
         '533ff4b46c7a': attention_bwd__533ff4b46c7a,
         '5cc8f40bb7ba': attention_bwd__5cc8f40bb7ba,
         '63b5412ff2ab': attention_bwd__63b5412ff2ab,
         '64970859bad3': attention_bwd__64970859bad3,
-        '728d1860a577': attention_bwd__728d1860a577,
         '759bab9b683a': attention_bwd__759bab9b683a,
-        '7a3e945aacac': attention_bwd__7a3e945aacac,
+        '768895622e32': attention_bwd__768895622e32,
         '89f61db6785e': attention_bwd__89f61db6785e,
         '8a61a857dddc': attention_bwd__8a61a857dddc,
         '8bce783722ad': attention_bwd__8bce783722ad,
         '8c359b6bb324': attention_bwd__8c359b6bb324,
-        '9aa579b33baf': attention_bwd__9aa579b33baf,
-        'b6e594debc6b': attention_bwd__b6e594debc6b,
+        'ad8018a4a643': attention_bwd__ad8018a4a643,
         'bd29ef7d6769': attention_bwd__bd29ef7d6769,
         'be461edc7c54': attention_bwd__be461edc7c54,
         'c09881b61cf6': attention_bwd__c09881b61cf6,
+        'c132ab45a2f2': attention_bwd__c132ab45a2f2,
         'c5eae543023b': attention_bwd__c5eae543023b,
         'c6fd9722ff22': attention_bwd__c6fd9722ff22,
+        'cd89e094957b': attention_bwd__cd89e094957b,
         'e30e55bb74de': attention_bwd__e30e55bb74de,
         'eef074001bf3': attention_bwd__eef074001bf3,
         'ef7ea17c15c0': attention_bwd__ef7ea17c15c0,

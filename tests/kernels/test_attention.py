@@ -3,7 +3,7 @@
 Covers causal (torch's top-left aligned mask) and non-causal, query/key lengths that differ both
 ways, grouped- and multi-query attention, a custom scale, head dims 64, 128 and one other, and a
 single-token case. Tolerances are the ops' own (kernels_src.attention.tolerance / tolerance_bwd):
-forward bf16 (1e-2, 1e-2), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 1e-2), fp16 (2e-3, 2e-3) as
+forward bf16 (1e-2, 1e-2), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 2e-2), fp16 (2e-3, 2e-3) as
 (rtol, atol); fp32 forward (1e-2, 1e-2), backward (2e-2, 2e-2), since GPUs run its dots in TF32.
 Each case runs under the default and random configs.
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
