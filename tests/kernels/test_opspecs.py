@@ -30,7 +30,9 @@ def test_suite_is_consistent(op):
     assert set(op.exact_keys) <= keys
     for dtype in op.dtypes:
         rtol, atol = op.tolerance(dtype)
-        assert 0 < rtol <= 1e-2 and 0 <= atol <= 1e-2
+        # atol up to 2e-2: the bf16 attention backward, whose dS rounding (FlashAttention's and
+        # cuDNN's) leaves rare cancelling gradient elements 1.5e-2 off (kernels_src.attention)
+        assert 0 < rtol <= 1e-2 and 0 <= atol <= 2e-2
         for shape in op.shapes:
             flops, moved = op.cost(shape, dtype)
             assert flops > 0 and moved > 0
