@@ -1509,21 +1509,6 @@ def matmul__22c58c39b44f(a, b):
     return out
 
 
-# matmul variant 399b8d214fee
-# config: {"block_sizes":[64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"K":4096,"M":128,"N":11008}
-def matmul__399b8d214fee(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = a.new_empty((m, n))
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 64), 4, 4)
-    return out
-
-
 # matmul variant 3b5b4b80e7be
 # config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
@@ -1652,6 +1637,21 @@ def matmul__6113f596dd0c(a, b):
     out_sizes = out.size()
     out_strides = out.stride()
     _launch(_matmul_kernel_a1f6f69884, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    return out
+
+
+# matmul variant 70caaf8a6f90
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"K":4096,"M":128,"N":11008}
+def matmul__70caaf8a6f90(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = a.new_empty((m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 64), 8, 5)
     return out
 
 
@@ -1848,7 +1848,6 @@ VARIANTS = {
         '0bed6d6e64c1': matmul__0bed6d6e64c1,
         '18e97594f4ae': matmul__18e97594f4ae,
         '22c58c39b44f': matmul__22c58c39b44f,
-        '399b8d214fee': matmul__399b8d214fee,
         '3b5b4b80e7be': matmul__3b5b4b80e7be,
         '42b2ddd4a80a': matmul__42b2ddd4a80a,
         '462a6712f71b': matmul__462a6712f71b,
@@ -1856,6 +1855,7 @@ VARIANTS = {
         '4f37e893ec39': matmul__4f37e893ec39,
         '5d1cb3e3f61f': matmul__5d1cb3e3f61f,
         '6113f596dd0c': matmul__6113f596dd0c,
+        '70caaf8a6f90': matmul__70caaf8a6f90,
         '7d5d9ec97bbf': matmul__7d5d9ec97bbf,
         '927bcd446137': matmul__927bcd446137,
         '9ecd2ee199cc': matmul__9ecd2ee199cc,
