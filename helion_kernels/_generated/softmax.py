@@ -1459,6 +1459,8 @@ def softmax_fwd__8236d95a98c7(x, out_dtype):
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"M":16384,"N":16384}
+#   sm_90.json bfloat16 {"M":2048,"N":32000}
+#   sm_90.json bfloat16 {"M":4096,"N":16384}
 def softmax_fwd__8e9f480a81e1(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
@@ -1474,8 +1476,6 @@ def softmax_fwd__8e9f480a81e1(x, out_dtype):
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"M":1,"N":32000}
 #   sm_90.json bfloat16 {"M":16384,"N":8192}
-#   sm_90.json bfloat16 {"M":2048,"N":32000}
-#   sm_90.json bfloat16 {"M":4096,"N":16384}
 def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
     m, n = x.size()
     out = x.new_empty((m, n), dtype=out_dtype)
