@@ -938,6 +938,53 @@ def _matmul_kernel_e059282da5(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_s
         acc_18 = dot_24
     tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), acc_18, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
+@triton.jit
+def _matmul_kernel_f685a2308f(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))) % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
+    pid_4 = ((pid_1 // (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))) // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < split_m
+    offset_8 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < n
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < split_k
+    v_14 = (offset_11 * k_chunk)
+    v_15 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+    v_16 = (v_14 + k_chunk)
+    v_17 = tl.minimum(v_16, k)
+    acc_18 = v_15
+    for offset_19 in tl.range(v_14, v_17, _BLOCK_SIZE_2):
+        indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_21 = indices_20 < v_17
+        load_22 = tl.load(a + (indices_6[:, None] * a_stride_0 + indices_20[None, :] * a_stride_1), mask=(mask_7[:, None]) & (mask_21[None, :]), other=0)
+        load_23 = tl.load(b + (indices_20[:, None] * b_stride_0 + indices_9[None, :] * b_stride_1), mask=(mask_21[:, None]) & (mask_10[None, :]), other=0)
+        dot_24 = tl.dot(load_22, load_23, acc=acc_18)
+        acc_18 = dot_24
+    tl.store(partial + (offset_11 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), acc_18, mask=(mask_7[:, None]) & (mask_10[None, :]))
+    tid_25 = (offset_5 - 0) // _BLOCK_SIZE_0
+    v_26 = (tid_25 * tiles_n)
+    tid_27 = (offset_8 - 0) // _BLOCK_SIZE_1
+    v_28 = (v_26 + tid_27)
+    tl.debug_barrier()
+    old_29 = tl.atomic_add(arrivals + (v_28 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+    v_30 = (old_29 == split_k_1)
+    if v_30:
+        v_31 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+        total_32 = v_31
+        for idx_33 in tl.range(0, split_k, 1):
+            idx_34 = idx_33
+            load_35 = tl.load(partial + (idx_34 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0)
+            v_36 = (total_32 + load_35)
+            total_32 = v_36
+        v_37 = total_32.to(tl.float16)
+        tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), v_37, mask=(mask_7[:, None]) & (mask_10[None, :]))
+        old_38 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
 
 # bmm variant 0673ef029bb4
 # config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
@@ -1509,6 +1556,31 @@ def matmul__22c58c39b44f(a, b):
     return out
 
 
+# matmul variant 3a30aae24b7a
+# config: {"block_sizes":[16,64,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":2}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: sm_90.json float16 {"K":4096,"M":16,"N":4096}
+def matmul__3a30aae24b7a(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = a.new_empty((m, n))
+    split_m = m
+    k_chunk = _cdiv(_cdiv(k, 2), 256) * 256
+    tiles_n = _cdiv(n, 64)
+    partial = a.new_empty((2, split_m, n), dtype=torch.float32)
+    arrivals = _counters(_cdiv(split_m, 16) * tiles_n, a.device)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m - split_m, 16) * _cdiv(n, 64),), (m - split_m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 64, 256), 4, 3)
+    _a_strides = a.stride()
+    _b_strides = b.stride()
+    _out_strides = out.stride()
+    partial_strides = partial.stride()
+    _launch(_matmul_kernel_f685a2308f, (_cdiv(split_m, 16) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, _a_strides[0], _a_strides[1], b, _b_strides[0], _b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, _out_strides[0], _out_strides[1]), (16, 64, 256), 4, 3)
+    return out
+
+
 # matmul variant 3b5b4b80e7be
 # config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
@@ -1718,6 +1790,21 @@ def matmul__9ecd2ee199cc(a, b):
     return out
 
 
+# matmul variant a46d60a9ee47
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: sm_90.json float16 {"K":4096,"M":128,"N":11008}
+def matmul__a46d60a9ee47(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = a.new_empty((m, n))
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 64), 8, 5)
+    return out
+
+
 # matmul variant ba008c11a671
 # config: {"block_sizes":[64,64,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":2}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
@@ -1740,21 +1827,6 @@ def matmul__ba008c11a671(a, b):
     _out_strides = out.stride()
     partial_strides = partial.stride()
     _launch(_matmul_kernel_491bee1b0c, (_cdiv(split_m, 64) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, _a_strides[0], _a_strides[1], b, _b_strides[0], _b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, _out_strides[0], _out_strides[1]), (64, 64, 256), 4, 3)
-    return out
-
-
-# matmul variant c3dcf8542116
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: sm_90.json float16 {"K":4096,"M":16,"N":4096}
-def matmul__c3dcf8542116(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = a.new_empty((m, n))
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
     return out
 
 
@@ -1808,26 +1880,6 @@ def matmul__f1490f7ed0a6(a, b):
     return out
 
 
-# matmul variant fc63fc8713a3
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: sm_90.json float16 {"K":4096,"M":128,"N":11008}
-def matmul__fc63fc8713a3(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = a.new_empty((m, n))
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
-    _ensure_allocator()
-    a_sizes = a.size()
-    a_strides = a.stride()
-    b_sizes = b.size()
-    b_strides = b.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_7e65ade747, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
-    return out
-
-
 # matmul variant febb4b06369a
 # config: {"block_sizes":[64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
 # specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
@@ -1848,6 +1900,7 @@ VARIANTS = {
         '0bed6d6e64c1': matmul__0bed6d6e64c1,
         '18e97594f4ae': matmul__18e97594f4ae,
         '22c58c39b44f': matmul__22c58c39b44f,
+        '3a30aae24b7a': matmul__3a30aae24b7a,
         '3b5b4b80e7be': matmul__3b5b4b80e7be,
         '42b2ddd4a80a': matmul__42b2ddd4a80a,
         '462a6712f71b': matmul__462a6712f71b,
@@ -1859,12 +1912,11 @@ VARIANTS = {
         '7d5d9ec97bbf': matmul__7d5d9ec97bbf,
         '927bcd446137': matmul__927bcd446137,
         '9ecd2ee199cc': matmul__9ecd2ee199cc,
+        'a46d60a9ee47': matmul__a46d60a9ee47,
         'ba008c11a671': matmul__ba008c11a671,
-        'c3dcf8542116': matmul__c3dcf8542116,
         'c67dff01fee1': matmul__c67dff01fee1,
         'f03b275f351b': matmul__f03b275f351b,
         'f1490f7ed0a6': matmul__f1490f7ed0a6,
-        'fc63fc8713a3': matmul__fc63fc8713a3,
         'febb4b06369a': matmul__febb4b06369a,
     },
     'bmm': {
