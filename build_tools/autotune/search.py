@@ -192,12 +192,18 @@ def differential_evolution(
                 population[i], scores[i] = trial, score
 
 
+def _moves_whole_kernel(space: SearchSpace, start: Point, neighbour: Point) -> bool:
+    return any(a != b and d in space.whole_kernel_dims for d, (a, b) in enumerate(zip(start, neighbour)))
+
+
 def pattern_search(
     ev: Evaluations, starts: Sequence[Point], rounds: int, rng: random.Random, max_batch: int = 16
 ) -> None:
     """Greedy moves to the best neighbour of each start; all starts' neighbours form one batch,
-    of which at most `max_batch` unmeasured ones (a random choice) are measured per round. A start
-    stops when every neighbour is measured and none is better."""
+    of which at most `max_batch` unmeasured ones are measured per round: first the steps along
+    whole-kernel knobs (warps, stages, block sizes, the kernel's tunables), then a random choice of
+    the per-site and per-loop steps. A start stops when every neighbour is measured and none is
+    better."""
     current = _distinct(starts)
     scores = ev.measure(current)
     active = [math.isfinite(s) for s in scores]
@@ -208,7 +214,10 @@ def pattern_search(
         batch = _distinct(p for ns in candidates.values() for p in ns)
         fresh = [p for p in batch if not ev.known(p)]
         if len(fresh) > max_batch:
-            chosen = set(rng.sample(fresh, max_batch))
+            whole = {p for i, ns in candidates.items() for p in ns if _moves_whole_kernel(ev.space, current[i], p)}
+            first = [p for p in fresh if p in whole][:max_batch]
+            rest = [p for p in fresh if p not in whole]
+            chosen = set(first) | set(rng.sample(rest, min(max_batch - len(first), len(rest))))
             batch = [p for p in batch if ev.known(p) or p in chosen]
         times = dict(zip(batch, ev.measure(batch)))
         for i, neighbours in candidates.items():

@@ -34,6 +34,11 @@ def _nearest_index(choices: Sequence, value: Any) -> int:
     return 0
 
 
+# Knobs that reshape the whole kernel besides the kernel-wide ones (index None: warps, stages, pid
+# type, the kernel's own tunables); the other indexed knobs act on one memory site or device loop.
+WHOLE_KERNEL_KNOBS = ("block_sizes", "reduction_loops")
+
+
 class SearchSpace:
     """Maps between index points and Configs of one `ConfigSpec`."""
 
@@ -41,6 +46,8 @@ class SearchSpace:
         self.config_spec = config_spec
         self.knobs = list(config_spec.knobs())
         self.sizes = tuple(len(knob.choices) for knob in self.knobs)
+        self.whole_kernel_dims = frozenset(
+            d for d, knob in enumerate(self.knobs) if knob.index is None or knob.name in WHOLE_KERNEL_KNOBS)
 
     @property
     def dimensions(self) -> int:

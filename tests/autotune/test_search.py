@@ -3,7 +3,7 @@ import itertools
 import math
 
 import pytest
-from autotune_fakes import BowlObjective, FakeConfigSpec, StepClock
+from autotune_fakes import BowlObjective, FakeConfigSpec, FakeKnob, StepClock
 
 from build_tools.autotune.search import Outcome, SearchSettings, run_search
 from build_tools.autotune.space import SearchSpace, config_key
@@ -137,3 +137,31 @@ def test_the_first_batch_is_measured_even_without_time():
     settings = SearchSettings(population=4, generations=5, pattern_rounds=5, time_limit_s=0)
     _, objective, result = search(settings, clock=StepClock(step=1.0))
     assert len(objective.batches) == 1 and result.tried == len(objective.batches[0]) and result.ranked
+
+
+class ManySitesSpec(FakeConfigSpec):
+    """The fake spec plus ten per-site eviction knobs (indexed, so not whole-kernel knobs)."""
+
+    KNOBS = FakeConfigSpec.KNOBS + [FakeKnob("load_eviction_policies", i, ["", "first", "last"]) for i in range(10)]
+
+    def default_config(self):
+        return {**super().default_config(), "load_eviction_policies": [""] * 10}
+
+    def normalize(self, config):
+        full = super().normalize(config)
+        full["load_eviction_policies"] = list(full["load_eviction_policies"])
+        return full
+
+
+def test_pattern_search_takes_whole_kernel_steps_before_per_site_steps():
+    # 10 whole-kernel and 20 per-site neighbours, 10 measured per round: the one better neighbour
+    # (twice the warps) is a whole-kernel step, so the first round finds it whatever the seed
+    spec = ManySitesSpec()
+    optimum = {**spec.default_config(), "num_warps": 8}
+    for seed in range(5):
+        objective = BowlObjective(spec, optimum)
+        settings = SearchSettings(population=1, generations=0, pattern_rounds=1, pattern_batch=10,
+                                  max_evaluations=100, seed=seed)
+        result = run_search(SearchSpace(spec), objective, [spec.default_config()], settings)
+        assert len(objective.batches) == 2 and len(objective.batches[1]) == 10
+        assert result.ranked[0].config["num_warps"] == 8 and result.ranked[0].us == 10.0
