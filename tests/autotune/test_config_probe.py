@@ -1,0 +1,49 @@
+"""tools/config_probe.py's CPU parts: the other-dtype jobs and writing winners into a table."""
+import importlib.util
+import json
+from pathlib import Path
+
+from helion_kernels._variant import variant_id
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("config_probe", ROOT / "tools" / "config_probe.py")
+probe = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(probe)
+
+SHAPE = {"M": 16, "N": 4096, "K": 4096}
+
+
+def _entry(dtype, warps, shape=SHAPE):
+    config = {"block_sizes": [16, 64, 256], "num_warps": warps}
+    return {"op": "matmul", "dtype": dtype, "shape": shape, "specialization": {"dtype": dtype},
+            "variant": variant_id("matmul", config, {"dtype": dtype}), "us": 20.0, "config": config}
+
+
+def test_other_dtype_jobs_pair_entries_whose_configs_differ():
+    table = {"entries": [_entry("bfloat16", 4), _entry("float16", 8), _entry("bfloat16", 4, {"M": 64}),
+                         _entry("float16", 4, {"M": 64}), _entry("float32", 2)]}
+    jobs = probe.other_dtype_jobs(table, ["matmul"])
+    assert [(j["dtype"], j["shape"]["M"]) for j in jobs] == [("bfloat16", 16), ("float16", 16)]
+    assert jobs[0]["variants"] == {"float16 config": table["entries"][1]["config"]}
+    assert probe.other_dtype_jobs(table, ["softmax_fwd"]) == []
+
+
+def _result(tuned_us, variant_us, label="w8"):
+    config = {"block_sizes": [16, 64, 256], "num_warps": 8}
+    return [{"op": "matmul", "dtype": "bfloat16", "shape": SHAPE, "times": {"tuned": [tuned_us, tuned_us + 1],
+             label: [variant_us + 2, variant_us]}, "notes": {}, "configs": {"tuned": {}, label: config}}]
+
+
+def test_apply_writes_winners_beyond_the_gain_only(tmp_path):
+    table_path, result_path = tmp_path / "table.json", tmp_path / "result.json"
+    table = {"schema": 1, "entries": [_entry("bfloat16", 4)]}
+    table_path.write_text(json.dumps(table))
+    result_path.write_text(json.dumps(_result(tuned_us=20.0, variant_us=19.8)))
+    assert probe.apply(result_path, table_path, min_gain=0.03) == []
+    assert json.loads(table_path.read_text()) == table
+    result_path.write_text(json.dumps(_result(tuned_us=20.0, variant_us=15.0)))
+    changed = probe.apply(result_path, table_path, min_gain=0.03)
+    assert len(changed) == 1 and "20.00 -> 15.00" in changed[0]
+    entry = json.loads(table_path.read_text())["entries"][0]
+    assert entry["config"]["num_warps"] == 8 and entry["us"] == 15.0
+    assert entry["variant"] == variant_id("matmul", entry["config"], entry["specialization"]) != table["entries"][0]["variant"]

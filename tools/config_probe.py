@@ -1,0 +1,169 @@
+"""Config probe: tuned-table entries under their config and under variants, timed in one process.
+
+    python3 tools/config_probe.py time JOBS.json --out DIR            (on a CUDA GPU)
+    python3 tools/config_probe.py time --other-dtype OP[,OP] --out DIR
+    python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
+
+`time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming
+entries of tuned_configs/<arch>.json (or, with --other-dtype, one job per entry of those ops whose
+other dtype, bf16 <-> fp16, has a different config at the same shape). Each variant is the entry's
+config with the overrides, normalized by the kernel's ConfigSpec; its outputs must match the
+tuned config's within the op's tolerance. All variants of an entry are timed in alternating
+rounds (triton.testing.do_bench medians, L2 flushed); DIR/config_probe.json keeps every time and
+normalized config. `apply` (no GPU needed) writes each entry's fastest matching variant into the
+table when it beat the tuned config by more than --min-gain (variant id recomputed, the probe's
+time); `python -m build_tools generate` then regenerates the modules. The searches of the tuner
+miss single steps at times (32 warps, split_k = 2: docs/STATUS.md, 2026-11-24); this measures
+such steps directly.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from build_tools.autotune.table import write_table  # noqa: E402
+from helion_kernels._variant import to_plain, variant_id  # noqa: E402
+
+OTHER_DTYPE = {"bfloat16": "float16", "float16": "bfloat16"}
+RESULT = "config_probe.json"
+
+
+def _spec(op: str):
+    import kernels_src
+    return next(spec for spec in kernels_src.ALL_OPS if spec.name == op)
+
+
+def _entry(table: dict, op: str, dtype: str, shape: dict) -> dict | None:
+    return next((e for e in table["entries"] if (e["op"], e["dtype"], e["shape"]) == (op, dtype, shape)), None)
+
+
+def other_dtype_jobs(table: dict, ops: list[str]) -> list[dict]:
+    """One job per entry of `ops` whose other dtype has a different config at the same shape."""
+    jobs = []
+    for entry in table["entries"]:
+        if entry["op"] not in ops or entry["dtype"] not in OTHER_DTYPE:
+            continue
+        other = _entry(table, entry["op"], OTHER_DTYPE[entry["dtype"]], entry["shape"])
+        if other is not None and other["config"] != entry["config"]:
+            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"],
+                         "variants": {f"{other['dtype']} config": other["config"]}})
+    return jobs
+
+
+def _tensors(out) -> list:
+    return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
+
+
+def time_job(job: dict, table: dict, rounds: int) -> dict:
+    import triton
+    from build_tools.dsl.config import Config
+
+    entry = _entry(table, job["op"], job["dtype"], job["shape"])
+    spec = _spec(job["op"])
+    dtype = getattr(torch, job["dtype"])
+    args = spec.make_inputs(job["shape"], dtype, "cuda", 0)
+    spec.kernel.reset()
+    bound = spec.kernel.bind(args)
+    configs = {"tuned": bound.config_spec.normalize(Config(entry["config"]))}
+    notes = {}
+    for label, overrides in job["variants"].items():
+        try:
+            configs[label] = bound.config_spec.normalize(Config({**entry["config"], **overrides}))
+        except Exception as error:  # the spec refuses the combination
+            notes[label] = f"rejected: {type(error).__name__}: {error}"
+    rtol, atol = spec.tolerance(dtype)
+    runs, reference = {}, None
+    for label, config in configs.items():
+        try:
+            fn = bound.compile_config(config)
+            outputs = _tensors(fn(*args))
+        except Exception as error:  # compile or launch failure of one variant
+            notes[label] = f"failed: {type(error).__name__}: {str(error)[-200:]}"
+            continue
+        if reference is None:
+            reference = outputs
+        elif not all(torch.allclose(a.float(), b.float(), rtol=rtol, atol=atol) for a, b in zip(outputs, reference)):
+            notes[label] = "outputs differ from the tuned config's"
+            continue
+        runs[label] = fn
+    times = {label: [] for label in runs}
+    for _ in range(rounds):
+        for label, fn in runs.items():
+            times[label].append(triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=150, return_mode="median") * 1e3)
+    return {**{k: job[k] for k in ("op", "dtype", "shape")}, "times": times, "notes": notes,
+            "configs": {label: to_plain(dict(configs[label])) for label in runs}}
+
+
+def print_row(row: dict) -> None:
+    best = {label: min(t) for label, t in row["times"].items()}
+    print(row["op"], row["dtype"], json.dumps(row["shape"]), flush=True)
+    for label, us in sorted(best.items(), key=lambda item: item[1]):
+        print(f"   {label:40s} {us:10.2f} us  {best.get('tuned', us) / us:6.3f}x", flush=True)
+    for label, note in row["notes"].items():
+        print(f"   {label:40s} {note}", flush=True)
+
+
+def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
+    """Write the winning variants of a probe result into the table; returns what changed."""
+    table = json.loads(table_path.read_text())
+    changed = []
+    for row in json.loads(result_path.read_text()):
+        best = {label: min(t) for label, t in row["times"].items()}
+        if "tuned" not in best:
+            continue
+        label = min(best, key=best.get)
+        if label == "tuned" or best["tuned"] / best[label] <= 1.0 + min_gain:
+            continue
+        entry = _entry(table, row["op"], row["dtype"], row["shape"])
+        entry["config"] = row["configs"][label]
+        entry["variant"] = variant_id(row["op"], entry["config"], entry["specialization"])
+        entry["us"] = round(best[label], 3)
+        changed.append(f"{row['op']} {row['dtype']} {json.dumps(row['shape'])}: {label} "
+                       f"{best['tuned']:.2f} -> {best[label]:.2f} us")
+    if changed:
+        write_table(table_path, table)
+    return changed
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    timing = sub.add_parser("time")
+    timing.add_argument("jobs", nargs="?", type=Path)
+    timing.add_argument("--other-dtype", help="ops whose entries are timed under the other dtype's config")
+    timing.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    timing.add_argument("--rounds", type=int, default=3)
+    timing.add_argument("--table", type=Path, default=Path("tuned_configs/sm_90.json"))
+    applying = sub.add_parser("apply")
+    applying.add_argument("result", type=Path)
+    applying.add_argument("--min-gain", type=float, default=0.03)
+    applying.add_argument("--table", type=Path, default=Path("tuned_configs/sm_90.json"))
+    args = parser.parse_args(argv)
+    if args.command == "apply":
+        for line in apply(args.result, args.table, args.min_gain):
+            print(line)
+        return
+    table = json.loads(args.table.read_text())
+    if args.other_dtype:
+        jobs = other_dtype_jobs(table, args.other_dtype.split(","))
+    elif args.jobs:
+        jobs = json.loads(args.jobs.read_text())
+    else:
+        parser.error("give a jobs file or --other-dtype")
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for job in jobs:
+        results.append(time_job(job, table, args.rounds))
+        print_row(results[-1])
+        (args.out / RESULT).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
