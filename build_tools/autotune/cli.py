@@ -11,6 +11,7 @@ import argparse
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +88,11 @@ def _settings(args, workers: int):
         "strategy": args.strategy, "seed": args.seed, "population": args.population,
         "generations": args.generations, "max_evaluations": args.max_evals, "time_limit_s": args.entry_time_s,
     }
-    return base.__class__(**{**base.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
+    settings = base.__class__(**{**base.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
+    if args.max_evals is None and not args.smoke:  # a population filling the pool spent the fixed
+        # default on the evolution alone, leaving the pattern search's single steps unmeasured
+        settings = replace(settings, max_evaluations=settings.evaluations_for_both_phases())
+    return settings
 
 
 def _limits(args):

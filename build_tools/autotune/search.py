@@ -52,6 +52,11 @@ class SearchSettings:
     time_limit_s: float = 20.0
     seed: int = 0
 
+    def evaluations_for_both_phases(self) -> int:
+        """Configs the evolution (seeds and every generation) and the pattern search's rounds
+        measure at most: an evaluation budget that leaves the pattern search its rounds."""
+        return self.population * (self.generations + 1) + self.pattern_rounds * self.pattern_batch
+
 
 class Evaluations:
     """Bookkeeping of one search: every distinct config measured once, within the budget."""

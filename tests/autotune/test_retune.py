@@ -95,3 +95,12 @@ def test_report_lists_failures():
 
     summary = RunSummary(planned=1, failed={"a|bf16|{}": "RuntimeError: boom"})
     assert "RuntimeError: boom" in report_markdown("sm_90", "gpu", {}, summary)
+
+
+def test_the_default_evaluation_budget_covers_both_search_phases():
+    args = cli.build_parser().parse_args(["retune", "--arch", "sm_90"])
+    settings = cli._settings(args, workers=13)
+    assert settings.population == 13
+    assert settings.max_evaluations == settings.evaluations_for_both_phases() > 13 * (settings.generations + 1)
+    explicit = cli._settings(cli.build_parser().parse_args(["retune", "--arch", "sm_90", "--max-evals", "20"]), 13)
+    assert explicit.max_evaluations == 20

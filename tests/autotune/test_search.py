@@ -165,3 +165,15 @@ def test_pattern_search_takes_whole_kernel_steps_before_per_site_steps():
         result = run_search(SearchSpace(spec), objective, [spec.default_config()], settings)
         assert len(objective.batches) == 2 and len(objective.batches[1]) == 10
         assert result.ranked[0].config["num_warps"] == 8 and result.ranked[0].us == 10.0
+
+
+def test_the_evaluation_budget_for_both_phases_leaves_the_pattern_search_its_rounds():
+    settings = SearchSettings(population=13, generations=3, pattern_rounds=2, pattern_batch=16)
+    assert settings.evaluations_for_both_phases() == 13 * 4 + 2 * 16
+    spec = ManySitesSpec()
+    settings = SearchSettings(population=6, generations=2, pattern_rounds=2, pattern_batch=10)
+    objective = BowlObjective(spec, {**spec.default_config(), "num_stages": 4})
+    run_search(SearchSpace(spec), objective, [spec.default_config()],
+               SearchSettings(**{**settings.__dict__, "max_evaluations": settings.evaluations_for_both_phases()}))
+    # the seeds' batch, two generations, then the pattern search's batches
+    assert len(objective.batches) > 1 + 2
