@@ -95,6 +95,7 @@ def worker_main(conn) -> None:
                 bench, setup_error = build_bench(payload), None
             except Exception:
                 bench, setup_error = None, traceback.format_exc(limit=4)
+            _release_memory(device)  # the setup's temporaries (inputs built in fp32, the reference's)
             conn.send((request_id, "setup", setup_error))
             if not _device_healthy(device):
                 os._exit(3)
