@@ -70,8 +70,23 @@ def decide(record: dict, shipped: dict | None, min_gain: float) -> Decision:
 
 def apply_decisions(header: dict, shipped: dict | None, records: dict, decisions: dict) -> dict:
     """The shipped table with accepted records swapped in (everything else untouched)."""
-    accepted = [table_entry(records[key]) for key, d in decisions.items() if d.accepted]
+    shipped_by_key = {key_of(e): e for e in (shipped or {}).get("entries", [])}
+    accepted = [
+        _keeping_unmeasured_baselines(table_entry(records[key]), shipped_by_key.get(key))
+        for key, d in decisions.items()
+        if d.accepted
+    ]
     return merged_table(header, shipped, accepted)
+
+
+def _keeping_unmeasured_baselines(entry: dict, shipped_entry: dict | None) -> dict:
+    """The entry with the shipped entry's time of each peer this run did not measure (a run
+    without baselines, not a peer that failed: those carry a note and stay unmeasured)."""
+    old = (shipped_entry or {}).get("baseline_us") or {}
+    notes = entry.get("baseline_notes") or {}
+    kept = {peer: old.get(peer) if us is None and peer not in notes else us
+            for peer, us in entry["baseline_us"].items()}
+    return {**entry, "baseline_us": kept}
 
 
 def _fmt(us) -> str:

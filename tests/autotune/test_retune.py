@@ -4,8 +4,9 @@ import json
 from autotune_fakes import FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigSpec, bowl_cost
 
 from build_tools.autotune import cli
-from build_tools.autotune.retune import EXIT_CHANGED, EXIT_UNCHANGED, decide
+from build_tools.autotune.retune import EXIT_CHANGED, EXIT_UNCHANGED, apply_decisions, decide
 from build_tools.autotune.run import RunSummary
+from build_tools.autotune.table import key_of
 
 SHAPE = {"N": 64}
 
@@ -50,6 +51,22 @@ def test_new_entries_and_broken_shipped_configs_are_replaced():
     broken = incumbent(OLD, None, error="wrong output: 3/64 elements off")
     d = decide(record(NEW, 500.0, incumbent=broken), shipped(OLD), 0.02)
     assert d.accepted and "fails" in d.reason
+
+
+def test_an_accepted_entry_keeps_the_shipped_times_of_peers_it_did_not_measure():
+    table = {"entries": [{**shipped(OLD), "specialization": {}, "variant": "v0",
+                          "baseline_us": {"eager": 300.0, "compile": 200.0}}]}
+    new = {**record(NEW, 80.0, incumbent=incumbent(OLD, 100.0)), "specialization": {}, "variant": "v1"}
+    key = key_of(table["entries"][0])
+    decision = decide(new, table["entries"][0], 0.02)
+
+    unmeasured = {**new, "baseline_us": {"eager": None, "compile": None}}
+    (entry,) = apply_decisions({}, table, {key: unmeasured}, {key: decision})["entries"]
+    assert entry["variant"] == "v1" and entry["baseline_us"] == {"eager": 300.0, "compile": 200.0}
+
+    failed = {**new, "baseline_us": {"eager": 310.0, "compile": None}, "baseline_notes": {"compile": "failed"}}
+    (entry,) = apply_decisions({}, table, {key: failed}, {key: decision})["entries"]
+    assert entry["baseline_us"] == {"eager": 310.0, "compile": None}
 
 
 def tune_cli(tmp_path, command, table, *extra):
