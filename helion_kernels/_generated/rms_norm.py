@@ -195,6 +195,91 @@ def _rms_norm_bwd_kernel_116b376fd0(programs, main_columns, n, runs, stride, m, 
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @triton.jit
+def _rms_norm_bwd_kernel_26be900d81(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+    offset_4 = 0 + pid_3 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=3):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * run)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + run)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            v_34 = red_33[:, None]
+            v_35 = (v_26 * v_34)
+            v_36 = (v_31 - v_35)
+            v_37 = load_22[:, None]
+            v_38 = (v_36 * v_37)
+            v_39 = v_38.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_40 = (v_28 * v_26)
+            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
+            v_42 = (acc_11 + red_41)
+            acc_11 = v_42
+    tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+    tl.debug_barrier()
+    old_43 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+    v_44 = (old_43 - programs_finishers)
+    v_45 = (v_44 >= 0)
+    if v_45:
+        seen_46 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_46 != programs:
+            seen_46 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        v_47 = (v_44 * finish_columns)
+        v_48 = (v_47 + finish_columns)
+        v_49 = tl.minimum(v_48, n)
+        for offset_50 in tl.range(v_47, v_49, _BLOCK_SIZE_1):
+            indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_1)
+            mask_52 = indices_51 < v_49
+            v_53 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+            total_54 = v_53
+            for offset_55 in tl.range(0, programs, _BLOCK_SIZE_2):
+                indices_56 = offset_55 + tl.arange(0, _BLOCK_SIZE_2)
+                mask_57 = indices_56 < programs
+                load_58 = tl.load(grad_weight_partial + (indices_56[:, None] * grad_weight_partial_stride_0 + indices_51[None, :] * grad_weight_partial_stride_1), mask=(mask_57[:, None]) & (mask_52[None, :]), other=0, eviction_policy='evict_first')
+                red_59 = (tl.sum(tl.where(mask_57[:, None], load_58, 0), 0))
+                v_60 = (total_54 + red_59)
+                total_54 = v_60
+            v_61 = total_54.to(tl.bfloat16)
+            tl.store(grad_weight + (indices_51 * grad_weight_stride_0), v_61, mask=(mask_52))
+        tl.debug_barrier()
+        old_62 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_63 = (old_62 == finishers_1)
+        if v_63:
+            old_64 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
+            old_65 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+
+_rms_norm_bwd_kernel_26be900d81.fn.hk_concurrent_programs = True
+
+@triton.jit
 def _rms_norm_bwd_kernel_29dfbab877(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -278,56 +363,6 @@ def _rms_norm_bwd_kernel_29dfbab877(programs, main_columns, n, runs, stride, m, 
 
 
 _rms_norm_bwd_kernel_29dfbab877.fn.hk_concurrent_programs = True
-
-@triton.jit
-def _rms_norm_bwd_kernel_329fabb016(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1, loop_unroll_factor=1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 1)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 1)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_30 = load_29.to(tl.float32)
-            v_31 = (v_28 * v_30)
-            v_32 = (v_31 * v_26)
-            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
-            v_34 = red_33[:, None]
-            v_35 = (v_26 * v_34)
-            v_36 = (v_31 - v_35)
-            v_37 = load_22[:, None]
-            v_38 = (v_36 * v_37)
-            v_39 = v_38.to(tl.bfloat16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_40 = (v_28 * v_26)
-            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
-            v_42 = (acc_11 + red_41)
-            acc_11 = v_42
-    tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @triton.jit
 def _rms_norm_bwd_kernel_500d2cef3f(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -1066,6 +1101,39 @@ def _rms_norm_fwd_kernel_8f9b520835(square_rows, n, x, x_stride_0, x_stride_1, s
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_13 * square_parts_stride_1), red_12, mask=(mask_6))
 
 @triton.jit
+def _rms_norm_fwd_kernel_ae49564a4d(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+        pid_1 = pid_4
+        pid_2 = pid_3
+    else:
+        pid_2 = tl.program_id(0)
+        pid_1 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < m
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < main_columns
+    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0)
+    v_12 = load_11.to(tl.float32)
+    v_13 = (v_12 * v_12)
+    red_14 = (tl.sum(tl.where(rmask_0[None, :], v_13, 0), 1) / x_size_1)
+    v_15 = (red_14 + eps)
+    v_16 = tl.rsqrt(v_15)
+    v_17 = v_16[:, None]
+    v_18 = (v_12 * v_17)
+    load_19 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+    v_20 = load_19.to(tl.float32)
+    v_21 = (v_18 * v_20)
+    v_22 = v_21.to(tl.bfloat16)
+    tl.store(out + (indices_6[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_22, mask=(mask_7[:, None]) & (rmask_0[None, :]))
+    tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_16, mask=(mask_7))
+
+@triton.jit
 def _rms_norm_fwd_kernel_b814b27310(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -1555,6 +1623,30 @@ def rms_norm_bwd__12841128043e(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
+# rms_norm_bwd variant 26142e1b739a
+# config: {"block_sizes":[1,512,64],"dweight_partials":128,"finish_dweight":true,"flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","block_ptr","pointer","block_ptr","pointer","tensor_descriptor","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[2,1],"load_eviction_policies":["","last","first","","","","","first"],"loop_orders":[[0,1],[1,0]],"num_stages":1,"num_warps":16,"pid_type":"persistent_blocked","range_num_stages":[3,0],"range_peel_tails":[false,false],"range_unroll_factors":[1,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":16384}
+def rms_norm_bwd__26142e1b739a(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    run = steps
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight = torch.empty_like(weight)
+    finishers = min(16, programs, _cdiv(n, 512))
+    finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
+    arrivals = _counters(_cdiv(n, 512) + 1, x.device)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_26be900d81, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant 29399e983b00
 # config: {"block_sizes":[8,256,1],"dweight_partials":528,"finish_dweight":false,"flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first"],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"pid_type":"xyz","range_num_stages":[2,4],"range_unroll_factors":[1,1],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -1707,27 +1799,6 @@ def rms_norm_bwd__5a01b8718628(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 5ae4653c37fe
-# config: {"block_sizes":[1,512,32],"dweight_partials":128,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","last","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":1,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[1,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":16384}
-def rms_norm_bwd__5ae4653c37fe(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_329fabb016, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 16, 1)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -2142,21 +2213,6 @@ def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 970d035cbbf0
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
-# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":8192}
-def rms_norm_fwd__970d035cbbf0(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_3108f0ce06, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return (out, inv_rms)
-
-
 # rms_norm_fwd variant aac4732b60c8
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -2253,6 +2309,22 @@ def rms_norm_fwd__d91fbb526712(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_3108f0ce06, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant dc29a4a5ddcf
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"loop_orders":[[0,1],[1,0]],"num_stages":2,"num_warps":16,"pid_type":"xyz","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
+# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":8192}
+def rms_norm_fwd__dc29a4a5ddcf(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    _grid = _xyz_grid((1, m))
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_ae49564a4d, _grid, (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return (out, inv_rms)
 
 
@@ -2670,13 +2742,13 @@ VARIANTS = {
         '6911e5f6ed5a': rms_norm_fwd__6911e5f6ed5a,
         '6b23b1b3eff1': rms_norm_fwd__6b23b1b3eff1,
         '71212f0ca7ea': rms_norm_fwd__71212f0ca7ea,
-        '970d035cbbf0': rms_norm_fwd__970d035cbbf0,
         'aac4732b60c8': rms_norm_fwd__aac4732b60c8,
         'b0fcc53a862e': rms_norm_fwd__b0fcc53a862e,
         'b57be3ecb5b6': rms_norm_fwd__b57be3ecb5b6,
         'c35f13a669a6': rms_norm_fwd__c35f13a669a6,
         'cb58733e0428': rms_norm_fwd__cb58733e0428,
         'd91fbb526712': rms_norm_fwd__d91fbb526712,
+        'dc29a4a5ddcf': rms_norm_fwd__dc29a4a5ddcf,
         'e0416c8d6a04': rms_norm_fwd__e0416c8d6a04,
         'f0f0d1d903f8': rms_norm_fwd__f0f0d1d903f8,
         'f3b4eb757b2a': rms_norm_fwd__f3b4eb757b2a,
@@ -2688,6 +2760,7 @@ VARIANTS = {
         '0d174985ae47': rms_norm_bwd__0d174985ae47,
         '1184a1603e6b': rms_norm_bwd__1184a1603e6b,
         '12841128043e': rms_norm_bwd__12841128043e,
+        '26142e1b739a': rms_norm_bwd__26142e1b739a,
         '29399e983b00': rms_norm_bwd__29399e983b00,
         '370ff0194e77': rms_norm_bwd__370ff0194e77,
         '5140a0a29188': rms_norm_bwd__5140a0a29188,
@@ -2695,7 +2768,6 @@ VARIANTS = {
         '5461710e63b9': rms_norm_bwd__5461710e63b9,
         '54d567fecc78': rms_norm_bwd__54d567fecc78,
         '5a01b8718628': rms_norm_bwd__5a01b8718628,
-        '5ae4653c37fe': rms_norm_bwd__5ae4653c37fe,
         '6287ddf17c6a': rms_norm_bwd__6287ddf17c6a,
         '65ae3dae9eda': rms_norm_bwd__65ae3dae9eda,
         '6a99874651f0': rms_norm_bwd__6a99874651f0,

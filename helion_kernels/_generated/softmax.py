@@ -597,6 +597,54 @@ def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
+def _softmax_fwd_kernel_4a47e15108(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=2):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_first')
+        v_18 = load_17.to(tl.float32)
+        v_19 = v_15[None, :]
+        v_20 = tl.where(v_19, v_18, float("-inf"))
+        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        v_22 = tl.maximum(row_max_8, red_21)
+        v_23 = v_22[:, None]
+        v_24 = (v_20 - v_23)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
+        v_27 = (row_max_8 - v_22)
+        v_28 = tl.exp(v_27)
+        v_29 = (row_sum_7 * v_28)
+        v_30 = (v_29 + red_26)
+        row_sum_7 = v_30
+        row_max_8 = v_22
+    v_31 = (1.0 / row_sum_7)
+    for offset_32 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2, num_stages=1):
+        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_34 = indices_33 < n
+        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
+        v_36 = load_35.to(tl.float32)
+        v_37 = row_max_8[:, None]
+        v_38 = (v_36 - v_37)
+        v_39 = tl.exp(v_38)
+        v_40 = v_31[:, None]
+        v_41 = (v_39 * v_40)
+        v_42 = v_41.to(tl.bfloat16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
+
+@triton.jit
 def _softmax_fwd_kernel_6c8890cedd(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -723,6 +771,53 @@ def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_12 = (v_9 * v_11)
     v_13 = v_12.to(tl.float16)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_c2afec49f8(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * 4096)
+    v_8 = (v_7 + 4096)
+    v_9 = tl.minimum(n, v_8)
+    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=2):
+        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_12 = indices_11 < v_9
+        load_13 = tl.load(x + (v_5 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12), other=0)
+        v_14 = load_13.to(tl.float32)
+        red_15 = (tl.max(tl.where(mask_12, v_14, float("-inf")), 0))
+        tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_15)
+        v_16 = (v_14 - red_15)
+        v_17 = tl.exp(v_16)
+        red_18 = (tl.sum(tl.where(mask_12, v_17, 0), 0))
+        tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_18)
+        tl.debug_barrier()
+        old_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+        seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_20 != pieces:
+            seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        load_21 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+        red_22 = (tl.max(tl.where(rmask_0, load_21, float("-inf")), 0))
+        load_23 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+        v_24 = (load_21 - red_22)
+        v_25 = tl.exp(v_24)
+        v_26 = (load_23 * v_25)
+        red_27 = (tl.sum(tl.where(rmask_0, v_26, 0), 0))
+        v_28 = (v_14 - red_22)
+        v_29 = tl.exp(v_28)
+        v_30 = (1.0 / red_27)
+        v_31 = (v_29 * v_30)
+        v_32 = v_31.to(tl.bfloat16)
+        tl.store(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), v_32, mask=(mask_12))
+
+
+_softmax_fwd_kernel_c2afec49f8.fn.hk_concurrent_programs = True
 
 @triton.jit
 def _softmax_fwd_kernel_d3a63eeff8(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -1313,20 +1408,6 @@ def softmax_fwd__218d13c07c84(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 2894c53dca1a
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":256,"N":262144}
-def softmax_fwd__2894c53dca1a(x, out_dtype):
-    m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
-    padded = _cdiv(n, 4096) * 4096
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1484bc333a, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 16, 2)
-    return out
-
-
 # softmax_fwd variant 2db4d47dbcc1
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
@@ -1584,6 +1665,31 @@ def softmax_fwd__ab2f64481cbe(x, out_dtype):
     return out
 
 
+# softmax_fwd variant b1f68941227b
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","block_ptr","pointer","block_ptr","tensor_descriptor","block_ptr","block_ptr","tensor_descriptor","block_ptr"],"l2_groupings":[],"load_eviction_policies":["first","last","","","last"],"loop_orders":[],"num_stages":4,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[2,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,2,1],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":256,"N":262144}
+def softmax_fwd__b1f68941227b(x, out_dtype):
+    m, n = x.size()
+    out = x.new_empty((m, n), dtype=out_dtype)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 4096)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_4a47e15108, (_cdiv(m - split_m, 2),), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (2, 4096), 4, 4)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_c2afec49f8, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 4, 4)
+    return out
+
+
 # softmax_fwd variant b548b89cb273
 # config: {"block_sizes":[4096,16],"flatten_loops":[],"indexing":["tensor_descriptor","tensor_descriptor","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","block_ptr"],"l2_groupings":[],"load_eviction_policies":["last","last","last","","last"],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[2,0,0],"range_unroll_factors":[2,2,1],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
@@ -1679,7 +1785,6 @@ def softmax_fwd__e1a84425044e(x, out_dtype):
 VARIANTS = {
     'softmax_fwd': {
         '218d13c07c84': softmax_fwd__218d13c07c84,
-        '2894c53dca1a': softmax_fwd__2894c53dca1a,
         '2db4d47dbcc1': softmax_fwd__2db4d47dbcc1,
         '35e618337542': softmax_fwd__35e618337542,
         '3c1afa296b9b': softmax_fwd__3c1afa296b9b,
@@ -1698,6 +1803,7 @@ VARIANTS = {
         '9e9840db6e79': softmax_fwd__9e9840db6e79,
         '9e9f3393e262': softmax_fwd__9e9f3393e262,
         'ab2f64481cbe': softmax_fwd__ab2f64481cbe,
+        'b1f68941227b': softmax_fwd__b1f68941227b,
         'b548b89cb273': softmax_fwd__b548b89cb273,
         'c300006420a6': softmax_fwd__c300006420a6,
         'df38d8b052b1': softmax_fwd__df38d8b052b1,
