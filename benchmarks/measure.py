@@ -72,7 +72,9 @@ def timed_call(row, impl: str, args: tuple):
 
     def fn():
         return torch.autograd.grad(out, leaves, grad, retain_graph=True)
-    return fn, fn()[0]
+    # a snapshot: an in-place backward (Liger's RMSNorm writes dx into `grad`) overwrites its output
+    # on every later call, each of which reads the previous call's dx as its incoming gradient
+    return fn, fn()[0].clone()
 
 
 def measure(row, impl: str, args: tuple, timer) -> tuple:
