@@ -89,10 +89,14 @@ def _settings(args, workers: int):
         "generations": args.generations, "max_evaluations": args.max_evals, "time_limit_s": args.entry_time_s,
     }
     settings = base.__class__(**{**base.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
-    if args.max_evals is None and not args.smoke:  # a population filling the pool spent the fixed
-        # default on the evolution alone, leaving the pattern search's single steps unmeasured
-        settings = replace(settings, max_evaluations=settings.evaluations_for_both_phases())
-    return settings
+    if args.smoke:
+        return settings
+    if args.max_evals is None:  # a population filling the pool spent the fixed default on the
+        # evolution alone, leaving the pattern search's single steps unmeasured
+        return replace(settings, max_evaluations=settings.evaluations_for_both_phases())
+    # a larger budget than both phases need goes to more pattern-search rounds (the search stops
+    # earlier where every neighbour of its best is measured and none is faster)
+    return replace(settings, pattern_rounds=max(settings.pattern_rounds, settings.pattern_rounds_within_budget()))
 
 
 def _limits(args):

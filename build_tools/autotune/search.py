@@ -55,7 +55,16 @@ class SearchSettings:
     def evaluations_for_both_phases(self) -> int:
         """Configs the evolution (seeds and every generation) and the pattern search's rounds
         measure at most: an evaluation budget that leaves the pattern search its rounds."""
-        return self.population * (self.generations + 1) + self.pattern_rounds * self.pattern_batch
+        return self._evolution_evaluations() + self.pattern_rounds * self.pattern_batch
+
+    def pattern_rounds_within_budget(self) -> int:
+        """Pattern-search rounds of `pattern_batch` configs that `max_evaluations` leaves after the
+        evolution (rounded up: the budget itself stops the last one)."""
+        left = max(self.max_evaluations - self._evolution_evaluations(), 0)
+        return -(-left // self.pattern_batch)
+
+    def _evolution_evaluations(self) -> int:
+        return self.population * (self.generations + 1)
 
 
 class Evaluations:

@@ -121,3 +121,13 @@ def test_the_default_evaluation_budget_covers_both_search_phases():
     assert settings.max_evaluations == settings.evaluations_for_both_phases() > 13 * (settings.generations + 1)
     explicit = cli._settings(cli.build_parser().parse_args(["retune", "--arch", "sm_90", "--max-evals", "20"]), 13)
     assert explicit.max_evaluations == 20
+
+
+def test_a_larger_evaluation_budget_goes_to_more_pattern_rounds():
+    settings = cli._settings(cli.build_parser().parse_args(["retune", "--arch", "sm_90", "--max-evals", "400"]), 13)
+    evolution = 13 * (settings.generations + 1)
+    assert settings.max_evaluations == 400
+    assert settings.pattern_rounds * settings.pattern_batch >= 400 - evolution > (settings.pattern_rounds - 1) * settings.pattern_batch
+    default = cli._settings(cli.build_parser().parse_args(["retune", "--arch", "sm_90"]), 13)
+    small = cli._settings(cli.build_parser().parse_args(["retune", "--arch", "sm_90", "--max-evals", "20"]), 13)
+    assert small.pattern_rounds == default.pattern_rounds

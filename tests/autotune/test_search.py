@@ -177,3 +177,9 @@ def test_the_evaluation_budget_for_both_phases_leaves_the_pattern_search_its_rou
                SearchSettings(**{**settings.__dict__, "max_evaluations": settings.evaluations_for_both_phases()}))
     # the seeds' batch, two generations, then the pattern search's batches
     assert len(objective.batches) > 1 + 2
+
+
+def test_pattern_rounds_within_budget_fill_what_the_evolution_leaves():
+    settings = SearchSettings(population=13, generations=3, pattern_batch=16, max_evaluations=400)
+    assert settings.pattern_rounds_within_budget() == -(-(400 - 52) // 16) == 22
+    assert SearchSettings(population=13, generations=3, max_evaluations=30).pattern_rounds_within_budget() == 0
