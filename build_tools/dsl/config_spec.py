@@ -15,7 +15,9 @@ from .session import Discovery
 
 PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved"]
 INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
-EVICTION = ["", "first", "last"]
+# "reread": evict_last where a looped reduction's chunk loop reads the site (a later chunk loop
+# re-reads the same data, which then comes from L2) and evict_first where any other code reads it
+EVICTION = ["", "first", "last", "reread"]
 MAX_VOLUME = 1 << 16
 MAX_DOT_VOLUME = 1 << 21
 # Triton 3.6 on sm_90 miscompiles a device loop with a dot and loop_unroll_factor >= 2 at 16 or 32

@@ -58,6 +58,7 @@ class DeviceCompiler(PointwiseMixin):
         self.rdims: dict[Any, RDim] = {}
         self.setup_lines: list[str] = []
         self.chunk_memo: dict[int, str] | None = None
+        self.reduction_pass = False  # materializing a looped reduction's operand (memory.load: "reread")
         self.current_node: ast.AST | None = None
         self.in_dot_loop = False
         self.open_device_loops: list[int] = []  # indices of the device loops being compiled

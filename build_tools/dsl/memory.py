@@ -236,7 +236,7 @@ class MemoryMixin:
         site = self.session.memory_site("load")
         strategy = self.session.indexing(site)
         policy = eviction_policy or self.session.eviction(site)
-        evict = f", eviction_policy={policy!r}" if policy else ""
+        fixed_evict = f", eviction_policy={policy!r}" if policy and policy != "reread" else ""
         children = list(addr.children)
         mask_child = None
         if extra_mask is not None:
@@ -251,6 +251,9 @@ class MemoryMixin:
         tma_flag = self.tma_flag(tensor, addr) if use_block and strategy == "tensor_descriptor" else None
 
         def render(atoms: list[str]) -> str:
+            evict = fixed_evict
+            if policy == "reread":  # decided per materialization: a looped reduction's pass or not
+                evict = f", eviction_policy={'evict_last' if self.reduction_pass else 'evict_first'!r}"
             if use_block:
                 bp = self.block_pointer(tensor, addr, strategy)
                 if strategy == "tensor_descriptor":

@@ -150,7 +150,11 @@ class ReduceMixin:
         mask = self.mask_for(value.shape, axis)
         combine = {"sum": "{0} + {1}", "mean": "{0} + {1}", "max": "tl.maximum({0}, {1})", "min": "tl.minimum({0}, {1})"}[kind]
         with self.chunk_loop(dim):
-            x = self.atom(value)
+            self.reduction_pass = True
+            try:
+                x = self.atom(value)
+            finally:
+                self.reduction_pass = False
             if acc_dtype != value.dtype:
                 x = f"{x}.to({tl_dtype(acc_dtype)})"
             if mask:

@@ -395,7 +395,7 @@ class CompileSession:
     def eviction(self, site: int) -> str:
         index = self._last_load
         value = self.knob("load_eviction_policies", index, "")
-        return {"first": "evict_first", "last": "evict_last"}.get(value, value or "")
+        return {"first": "evict_first", "last": "evict_last"}.get(value, value or "")  # "reread": see memory.load
 
     def next_device_loop(self, has_dot: bool) -> int:
         self.found.device_loops.append(DeviceLoopInfo(has_dot))

@@ -1,6 +1,8 @@
 """Config space: shape of the config (one entry per tiled dim / reduction size / loop), knobs and
 flatten/unflatten, normalize errors, a sweep of random configs agreeing with the default config, and
 explicit configs setting every Config field."""
+import re
+
 import pytest
 import torch
 
@@ -309,6 +311,22 @@ def test_load_eviction_policies(policies, device):
     assert len(default["load_eviction_policies"]) == 2
     check_kernel(add_2d, (x, y), lambda x, y: x + y, n_random=0,
                  overrides=[{"load_eviction_policies": policies}])
+
+
+def test_reread_eviction_keeps_a_looped_reduction_s_row_for_its_next_pass(device):
+    x = randn(3, 1000, device=device)
+    bound = softmax.bind((x,))
+    spec = bound.config_spec
+    looped = spec.normalize(config_with(spec.default_config(), reduction_loops=[256], load_eviction_policies=["reread"]))
+    policies = re.findall(r"eviction_policy='(\w+)'", bound.to_triton_code(looped))
+    # the max and the sum passes read the row to reduce it, the output pass for the last time
+    assert policies == ["evict_last", "evict_last", "evict_first"]
+    whole = spec.normalize(config_with(spec.default_config(), reduction_loops=[None], load_eviction_policies=["reread"]))
+    assert re.findall(r"eviction_policy='(\w+)'", bound.to_triton_code(whole)) == ["evict_first"]
+    check_kernel(softmax, (x,), lambda x: torch.softmax(x, -1), n_random=0, atol=1e-6, overrides=[
+        {"reduction_loops": [256], "load_eviction_policies": ["reread"]},
+        {"reduction_loops": [None], "load_eviction_policies": ["reread"]},
+    ])
 
 
 def test_reduction_loops_field(device):
