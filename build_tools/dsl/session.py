@@ -368,7 +368,10 @@ class CompileSession:
             self.found.rdims.append(size_value)
         rdim_id = self.rdim_by_size[size_value]
         chunk = None if rdim_id in self.force_persistent else self.knob("reduction_loops", rdim_id, None)
-        if chunk is not None and (chunk >= size_value):
+        # a chunk of the dim's padded width loops once (later passes re-load rather than hold the
+        # dim in registers: config_spec.reduction_range); a wider one (normalized against another
+        # structure's dims) holds the dim
+        if chunk is not None and chunk >= size_value and chunk != triton.next_power_of_2(size_value):
             chunk = None
         return rdim_id, chunk
 

@@ -329,6 +329,19 @@ def test_reread_eviction_keeps_a_looped_reduction_s_row_for_its_next_pass(device
     ])
 
 
+def test_a_chunk_of_the_padded_row_width_loops_once_and_rereads(device):
+    x = randn(3, 1000, device=device)
+    bound = softmax.bind((x,))
+    spec = bound.config_spec
+    assert 1024 in spec.reduction_range(0)
+    one_chunk = spec.normalize(config_with(spec.default_config(), reduction_loops=[1024], load_eviction_policies=["reread"]))
+    source = bound.to_triton_code(one_chunk)
+    assert source.count("for roffset_0 in tl.range(") == 3  # max, sum and output passes, one step each
+    assert re.findall(r"eviction_policy='(\w+)'", source) == ["evict_last", "evict_last", "evict_first"]
+    check_kernel(softmax, (x,), lambda x: torch.softmax(x, -1), n_random=0, atol=1e-6,
+                 overrides=[{"reduction_loops": [1024], "load_eviction_policies": ["reread"]}])
+
+
 def test_reduction_loops_field(device):
     x = randn(3, 1000, device=device)
     check_kernel(softmax, (x,), lambda x: torch.softmax(x, -1), n_random=0, atol=1e-6, overrides=[
