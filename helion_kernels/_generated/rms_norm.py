@@ -1101,39 +1101,6 @@ def _rms_norm_fwd_kernel_8f9b520835(square_rows, n, x, x_stride_0, x_stride_1, s
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_13 * square_parts_stride_1), red_12, mask=(mask_6))
 
 @triton.jit
-def _rms_norm_fwd_kernel_ae49564a4d(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    if _XYZ_FOLDED:
-        pid_3 = tl.program_id(0) % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
-        pid_4 = (tl.program_id(0) // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
-        pid_1 = pid_4
-        pid_2 = pid_3
-    else:
-        pid_2 = tl.program_id(0)
-        pid_1 = tl.program_id(1)
-    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < m
-    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_10 = indices_9 < main_columns
-    load_11 = tl.load(x + (indices_6[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0)
-    v_12 = load_11.to(tl.float32)
-    v_13 = (v_12 * v_12)
-    red_14 = (tl.sum(tl.where(rmask_0[None, :], v_13, 0), 1) / x_size_1)
-    v_15 = (red_14 + eps)
-    v_16 = tl.rsqrt(v_15)
-    v_17 = v_16[:, None]
-    v_18 = (v_12 * v_17)
-    load_19 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-    v_20 = load_19.to(tl.float32)
-    v_21 = (v_18 * v_20)
-    v_22 = v_21.to(tl.bfloat16)
-    tl.store(out + (indices_6[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_22, mask=(mask_7[:, None]) & (rmask_0[None, :]))
-    tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_16, mask=(mask_7))
-
-@triton.jit
 def _rms_norm_fwd_kernel_b814b27310(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -1195,6 +1162,47 @@ def _rms_norm_fwd_kernel_c125d6af52(m, main_columns, square_parts, square_parts_
     v_21 = (v_19 * load_20)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (mask_9[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
+
+@triton.jit
+def _rms_norm_fwd_kernel_cbb472a7e6(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+        pid_1 = pid_4
+        pid_2 = pid_3
+    else:
+        pid_2 = tl.program_id(0)
+        pid_1 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < m
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < main_columns
+    acc_11 = tl.full([_BLOCK_SIZE_0, _REDUCTION_BLOCK_0], 0, tl.float32)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_12 = tl.load(x + (indices_6[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
+        c_13 = c_12.to(tl.float32)
+        c_14 = (c_13 * c_13)
+        acc_11 = acc_11 + tl.where(rmask_0[None, :], c_14, 0)
+    red_15 = (tl.sum(acc_11, 1) / x_size_1)
+    v_16 = (red_15 + eps)
+    v_17 = tl.rsqrt(v_16)
+    v_18 = v_17[:, None]
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_19 = tl.load(x + (indices_6[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_7[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+        c_20 = c_19.to(tl.float32)
+        c_21 = (c_20 * v_18)
+        c_22 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_last')
+        c_23 = c_22.to(tl.float32)
+        c_24 = (c_21 * c_23)
+        c_25 = c_24.to(tl.bfloat16)
+        tl.store(out + (indices_6[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_25, mask=(mask_7[:, None]) & (rmask_0[None, :]))
+    tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_17, mask=(mask_7))
 
 @triton.jit
 def _rms_norm_noweight_bwd_kernel_0197066a14(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -2213,6 +2221,21 @@ def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
     return (out, inv_rms)
 
 
+# rms_norm_fwd variant 73635f8de1b1
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","reread","last"],"loop_orders":[[0,1],[1,0]],"num_stages":2,"num_warps":8,"pid_type":"xyz","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[8192],"split_columns":false}
+# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":8192}
+def rms_norm_fwd__73635f8de1b1(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = x.new_empty(m, dtype=torch.float32)
+    _grid = _xyz_grid((1, m))
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_cbb472a7e6, _grid, (m, 1, x, x_strides[0], x_strides[1], x.size(1), eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, len(_grid) == 1, 8192), 8, 2)
+    return (out, inv_rms)
+
+
 # rms_norm_fwd variant aac4732b60c8
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -2309,22 +2332,6 @@ def rms_norm_fwd__d91fbb526712(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_3108f0ce06, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant dc29a4a5ddcf
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"loop_orders":[[0,1],[1,0]],"num_stages":2,"num_warps":16,"pid_type":"xyz","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
-# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":8192}
-def rms_norm_fwd__dc29a4a5ddcf(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
-    _grid = _xyz_grid((1, m))
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_ae49564a4d, _grid, (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return (out, inv_rms)
 
 
@@ -2742,13 +2749,13 @@ VARIANTS = {
         '6911e5f6ed5a': rms_norm_fwd__6911e5f6ed5a,
         '6b23b1b3eff1': rms_norm_fwd__6b23b1b3eff1,
         '71212f0ca7ea': rms_norm_fwd__71212f0ca7ea,
+        '73635f8de1b1': rms_norm_fwd__73635f8de1b1,
         'aac4732b60c8': rms_norm_fwd__aac4732b60c8,
         'b0fcc53a862e': rms_norm_fwd__b0fcc53a862e,
         'b57be3ecb5b6': rms_norm_fwd__b57be3ecb5b6,
         'c35f13a669a6': rms_norm_fwd__c35f13a669a6,
         'cb58733e0428': rms_norm_fwd__cb58733e0428,
         'd91fbb526712': rms_norm_fwd__d91fbb526712,
-        'dc29a4a5ddcf': rms_norm_fwd__dc29a4a5ddcf,
         'e0416c8d6a04': rms_norm_fwd__e0416c8d6a04,
         'f0f0d1d903f8': rms_norm_fwd__f0f0d1d903f8,
         'f3b4eb757b2a': rms_norm_fwd__f3b4eb757b2a,
