@@ -14,6 +14,8 @@ by the tunable `split_columns`; its first top-level loop (a pre-pass) has an emp
   `finishers` programs to arrive (their tickets from `hl.signal(op="atomic_add")`) wait for the
   others, sum a range of column tiles each in a fixed order, and the last to leave resets the
   counters (split columns: the last program of each column tile sums it, as matmul's split-K).
+  With the tunable `reload_rows` the rows are loaded again (from L1/L2) after the row's mean instead
+  of being held in registers across it (H200: 16384 columns 1.03-1.06x; 4096-8192 columns 0.91-0.93x).
   A program's rows are, by the tunable `interleave_rows`, every programs-th block of `block_r` rows
   (programs stream neighbouring rows together) or one contiguous run (its row loop then has many
   iterations, so Triton can pipeline its loads: `range_num_stages`).
@@ -97,6 +99,7 @@ def rms_norm_bwd(
     partials = hl.register_tunable("dweight_partials", helion.EnumFragment(DWEIGHT_PARTIALS))
     interleave = hl.register_tunable("interleave_rows", helion.EnumFragment((True, False)))
     finish = hl.register_tunable("finish_dweight", helion.EnumFragment((False, True)))
+    reload = hl.register_tunable("reload_rows", helion.EnumFragment((False, True)))
     block_r = hl.register_block_size(1, MAX_ROWS_PER_STEP)
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
     block_q = hl.register_block_size(1, MAX_PARTIALS_PER_STEP)
@@ -154,6 +157,10 @@ def rms_norm_bwd(
                     dy = grad_out[tile_r, :].to(torch.float32)
                     dy_w = dy * weight[None, :].to(torch.float32)
                     row_dot = torch.mean(dy_w * x_hat, dim=-1)
+                    if reload:  # load the rows again (from L1/L2) rather than hold them across the mean
+                        x_hat = hl.load(x, [tile_r, slice(None)], eviction_policy="evict_first").to(torch.float32) * rstd[:, None]
+                        dy = hl.load(grad_out, [tile_r, slice(None)], eviction_policy="evict_first").to(torch.float32)
+                        dy_w = dy * weight[None, :].to(torch.float32)
                     grad_x[tile_r, :] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
                     acc = acc + torch.sum(dy * x_hat, dim=0)
             grad_weight_partial[tile_p.begin, :] = acc

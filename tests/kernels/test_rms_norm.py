@@ -39,6 +39,12 @@ FINISHED = [config_with(f"dweight finished in the kernel, {label}",
                          ("block_sizes", 2): 4})
             for label, split in (("whole rows", False), ("split columns", True))]
 
+# Whole rows loaded again after the row's mean (reload_rows), alone and with the in-kernel finish.
+RELOADED = [config_with("rows reloaded", {("split_columns", None): False, ("reload_rows", None): True}),
+            config_with("rows reloaded, dweight finished in the kernel",
+                        {("split_columns", None): False, ("reload_rows", None): True, ("finish_dweight", None): True,
+                         ("dweight_partials", None): 8, ("block_sizes", 0): 1, ("block_sizes", 1): 256})]
+
 
 def _shape(m, n):
     return {"M": m, "N": n}
@@ -77,7 +83,7 @@ def test_backward(device, dtype, case):
     m, n = SHAPES[device][case]
     args = rms_norm.make_bwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
     check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(dtype),
-             f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS, *CONTIGUOUS_ROWS, *FINISHED],
+             f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS, *CONTIGUOUS_ROWS, *FINISHED, *RELOADED],
              output_dtypes=(dtype, dtype))
 
 
