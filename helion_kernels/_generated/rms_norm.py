@@ -195,91 +195,6 @@ def _rms_norm_bwd_kernel_116b376fd0(programs, main_columns, n, runs, stride, m, 
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @triton.jit
-def _rms_norm_bwd_kernel_26be900d81(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
-    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
-    offset_4 = 0 + pid_3 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=3):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * run)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + run)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_30 = load_29.to(tl.float32)
-            v_31 = (v_28 * v_30)
-            v_32 = (v_31 * v_26)
-            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
-            v_34 = red_33[:, None]
-            v_35 = (v_26 * v_34)
-            v_36 = (v_31 - v_35)
-            v_37 = load_22[:, None]
-            v_38 = (v_36 * v_37)
-            v_39 = v_38.to(tl.bfloat16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_40 = (v_28 * v_26)
-            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
-            v_42 = (acc_11 + red_41)
-            acc_11 = v_42
-    tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-    tl.debug_barrier()
-    old_43 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-    v_44 = (old_43 - programs_finishers)
-    v_45 = (v_44 >= 0)
-    if v_45:
-        seen_46 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_46 != programs:
-            seen_46 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        v_47 = (v_44 * finish_columns)
-        v_48 = (v_47 + finish_columns)
-        v_49 = tl.minimum(v_48, n)
-        for offset_50 in tl.range(v_47, v_49, _BLOCK_SIZE_1):
-            indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_1)
-            mask_52 = indices_51 < v_49
-            v_53 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-            total_54 = v_53
-            for offset_55 in tl.range(0, programs, _BLOCK_SIZE_2):
-                indices_56 = offset_55 + tl.arange(0, _BLOCK_SIZE_2)
-                mask_57 = indices_56 < programs
-                load_58 = tl.load(grad_weight_partial + (indices_56[:, None] * grad_weight_partial_stride_0 + indices_51[None, :] * grad_weight_partial_stride_1), mask=(mask_57[:, None]) & (mask_52[None, :]), other=0, eviction_policy='evict_first')
-                red_59 = (tl.sum(tl.where(mask_57[:, None], load_58, 0), 0))
-                v_60 = (total_54 + red_59)
-                total_54 = v_60
-            v_61 = total_54.to(tl.bfloat16)
-            tl.store(grad_weight + (indices_51 * grad_weight_stride_0), v_61, mask=(mask_52))
-        tl.debug_barrier()
-        old_62 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_63 = (old_62 == finishers_1)
-        if v_63:
-            old_64 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
-            old_65 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
-
-
-_rms_norm_bwd_kernel_26be900d81.fn.hk_concurrent_programs = True
-
-@triton.jit
 def _rms_norm_bwd_kernel_29dfbab877(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -677,6 +592,100 @@ def _rms_norm_bwd_kernel_a1d22af713(programs, main_columns, n, runs, stride, m, 
     tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @triton.jit
+def _rms_norm_bwd_kernel_a2ca3fff9c(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+    offset_4 = 0 + pid_3 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * run)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + run)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            load_34 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            v_36 = load_22[:, None]
+            v_37 = (v_35 * v_36)
+            load_38 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_39 = load_38.to(tl.float32)
+            load_40 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_41 = load_40.to(tl.float32)
+            v_42 = (v_39 * v_41)
+            v_43 = red_33[:, None]
+            v_44 = (v_37 * v_43)
+            v_45 = (v_42 - v_44)
+            v_46 = load_22[:, None]
+            v_47 = (v_45 * v_46)
+            v_48 = v_47.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_48, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_49 = (v_39 * v_37)
+            red_50 = (tl.sum(tl.where(mask_21[:, None], v_49, 0), 0))
+            v_51 = (acc_11 + red_50)
+            acc_11 = v_51
+    tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+    tl.debug_barrier()
+    old_52 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+    v_53 = (old_52 - programs_finishers)
+    v_54 = (v_53 >= 0)
+    if v_54:
+        seen_55 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+        while seen_55 != programs:
+            seen_55 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+        tl.debug_barrier()
+        v_56 = (v_53 * finish_columns)
+        v_57 = (v_56 + finish_columns)
+        v_58 = tl.minimum(v_57, n)
+        for offset_59 in tl.range(v_56, v_58, _BLOCK_SIZE_1):
+            indices_60 = offset_59 + tl.arange(0, _BLOCK_SIZE_1)
+            mask_61 = indices_60 < v_58
+            v_62 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+            total_63 = v_62
+            for offset_64 in tl.range(0, programs, _BLOCK_SIZE_2):
+                indices_65 = offset_64 + tl.arange(0, _BLOCK_SIZE_2)
+                mask_66 = indices_65 < programs
+                load_67 = tl.load(grad_weight_partial + (indices_65[:, None] * grad_weight_partial_stride_0 + indices_60[None, :] * grad_weight_partial_stride_1), mask=(mask_66[:, None]) & (mask_61[None, :]), other=0)
+                red_68 = (tl.sum(tl.where(mask_66[:, None], load_67, 0), 0))
+                v_69 = (total_63 + red_68)
+                total_63 = v_69
+            v_70 = total_63.to(tl.bfloat16)
+            tl.store(grad_weight + (indices_60 * grad_weight_stride_0), v_70, mask=(mask_61))
+        tl.debug_barrier()
+        old_71 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_72 = (old_71 == finishers_1)
+        if v_72:
+            old_73 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
+            old_74 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+
+_rms_norm_bwd_kernel_a2ca3fff9c.fn.hk_concurrent_programs = True
+
+@triton.jit
 def _rms_norm_bwd_kernel_bb7508326b(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -724,6 +733,65 @@ def _rms_norm_bwd_kernel_bb7508326b(programs, main_columns, n, runs, stride, m, 
             red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
             v_42 = (acc_11 + red_41)
             acc_11 = v_42
+    tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+
+@triton.jit
+def _rms_norm_bwd_kernel_bd0ffd8e9a(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 1)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 1)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            load_34 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            v_36 = load_22[:, None]
+            v_37 = (v_35 * v_36)
+            load_38 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_39 = load_38.to(tl.float32)
+            load_40 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_41 = load_40.to(tl.float32)
+            v_42 = (v_39 * v_41)
+            v_43 = red_33[:, None]
+            v_44 = (v_37 * v_43)
+            v_45 = (v_42 - v_44)
+            v_46 = load_22[:, None]
+            v_47 = (v_45 * v_46)
+            v_48 = v_47.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_48, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_49 = (v_39 * v_37)
+            red_50 = (tl.sum(tl.where(mask_21[:, None], v_49, 0), 0))
+            v_51 = (acc_11 + red_50)
+            acc_11 = v_51
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @triton.jit
@@ -1519,24 +1587,32 @@ def _rms_norm_noweight_fwd_kernel_fcc3f9def5(m, x, x_stride_0, x_stride_1, x_siz
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_10, mask=(mask_4))
 
 
-# rms_norm_bwd variant 09a5952643e6
-# config: {"block_sizes":[4,4096,64],"dweight_partials":132,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_bwd__09a5952643e6(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 05ad9758c4c6
+# config: {"block_sizes":[1,4096,64],"dweight_partials":8,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def rms_norm_bwd__05ad9758c4c6(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(132, row_blocks)
+    row_blocks = m
+    programs = min(8, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
-    stride = programs * 4
+    stride = programs
+    dot_rows = m
+    main_columns = n
     grad_x = torch.empty_like(x)
+    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
     grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_edca2ac9d6, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1610,51 +1686,6 @@ def rms_norm_bwd__1184a1603e6b(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 12841128043e
-# config: {"block_sizes":[4,1024,64],"dweight_partials":512,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_bwd__12841128043e(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 26142e1b739a
-# config: {"block_sizes":[1,512,64],"dweight_partials":128,"finish_dweight":true,"flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","block_ptr","pointer","block_ptr","pointer","tensor_descriptor","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[2,1],"load_eviction_policies":["","last","first","","","","","first"],"loop_orders":[[0,1],[1,0]],"num_stages":1,"num_warps":16,"pid_type":"persistent_blocked","range_num_stages":[3,0],"range_peel_tails":[false,false],"range_unroll_factors":[1,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":16384}
-def rms_norm_bwd__26142e1b739a(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    run = steps
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_weight = torch.empty_like(weight)
-    finishers = min(16, programs, _cdiv(n, 512))
-    finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
-    arrivals = _counters(_cdiv(n, 512) + 1, x.device)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_26be900d81, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant 29399e983b00
 # config: {"block_sizes":[8,256,1],"dweight_partials":528,"finish_dweight":false,"flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first"],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"pid_type":"xyz","range_num_stages":[2,4],"range_unroll_factors":[1,1],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -1697,11 +1728,32 @@ def rms_norm_bwd__370ff0194e77(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 5140a0a29188
-# config: {"block_sizes":[4,4096,64],"dweight_partials":132,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
+# rms_norm_bwd variant 38a191e5a108
+# config: {"block_sizes":[1,4096,64],"dweight_partials":264,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":16384}
+def rms_norm_bwd__38a191e5a108(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(264, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_509ab55eda, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant 494cf0390235
+# config: {"block_sizes":[4,4096,64],"dweight_partials":132,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_bwd__5140a0a29188(grad_out, x, weight, inv_rms):
+def rms_norm_bwd__494cf0390235(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
     programs = min(132, row_blocks)
@@ -1718,24 +1770,56 @@ def rms_norm_bwd__5140a0a29188(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 52132632244a
-# config: {"block_sizes":[4,1024,64],"dweight_partials":512,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
+# rms_norm_bwd variant 4b2a2f51947e
+# config: {"block_sizes":[1,512,64],"dweight_partials":128,"finish_dweight":true,"flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","block_ptr","pointer","block_ptr","pointer","tensor_descriptor","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[2,1],"load_eviction_policies":["","last","first","","","","","first"],"loop_orders":[[0,1],[1,0]],"num_stages":1,"num_warps":16,"pid_type":"persistent_blocked","range_num_stages":[2,0],"range_peel_tails":[false,false],"range_unroll_factors":[1,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_bwd__52132632244a(grad_out, x, weight, inv_rms):
+# used by: sm_90.json bfloat16 {"M":16384,"N":16384}
+def rms_norm_bwd__4b2a2f51947e(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
+    row_blocks = m
+    programs = min(128, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
+    run = steps
     grad_x = torch.empty_like(x)
     grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight = torch.empty_like(weight)
+    finishers = min(16, programs, _cdiv(n, 512))
+    finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
+    arrivals = _counters(_cdiv(n, 512) + 1, x.device)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_a2ca3fff9c, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 54057cd1eaa9
+# config: {"block_sizes":[1,4096,64],"dweight_partials":8,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def rms_norm_bwd__54057cd1eaa9(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(8, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    dot_rows = m
+    main_columns = n
+    grad_x = torch.empty_like(x)
+    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_8cdf6b1fbd, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1768,53 +1852,11 @@ def rms_norm_bwd__5461710e63b9(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 54d567fecc78
-# config: {"block_sizes":[1,4096,64],"dweight_partials":264,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_bwd__54d567fecc78(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_509ab55eda, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 5a01b8718628
-# config: {"block_sizes":[4,1024,64],"dweight_partials":512,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_bwd__5a01b8718628(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 6287ddf17c6a
-# config: {"block_sizes":[4,4096,64],"dweight_partials":132,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
+# rms_norm_bwd variant 5ac02d76be05
+# config: {"block_sizes":[4,4096,64],"dweight_partials":132,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_bwd__6287ddf17c6a(grad_out, x, weight, inv_rms):
+def rms_norm_bwd__5ac02d76be05(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
     programs = min(132, row_blocks)
@@ -1828,6 +1870,27 @@ def rms_norm_bwd__6287ddf17c6a(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant 60e438cb9437
+# config: {"block_sizes":[1,4096,1],"dweight_partials":264,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":2048,"N":16384}
+def rms_norm_bwd__60e438cb9437(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(264, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_bd0ffd8e9a, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1860,69 +1923,11 @@ def rms_norm_bwd__65ae3dae9eda(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 6a99874651f0
-# config: {"block_sizes":[1,4096,64],"dweight_partials":8,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":true}
+# rms_norm_bwd variant 6a7c7efecdf9
+# config: {"block_sizes":[1,4096,64],"dweight_partials":264,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def rms_norm_bwd__6a99874651f0(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_edca2ac9d6, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 6d8fad94af01
-# config: {"block_sizes":[1,4096,64],"dweight_partials":8,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":true}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def rms_norm_bwd__6d8fad94af01(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_8cdf6b1fbd, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 7dd02097eef1
-# config: {"block_sizes":[1,4096,1],"dweight_partials":264,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":2048,"N":16384}
-def rms_norm_bwd__7dd02097eef1(grad_out, x, weight, inv_rms):
+# used by: default.json float16 {"M":64,"N":16384}
+def rms_norm_bwd__6a7c7efecdf9(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
     programs = min(264, row_blocks)
@@ -1935,7 +1940,28 @@ def rms_norm_bwd__7dd02097eef1(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_509ab55eda, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_798b619487, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant 6bc5e53c2ef6
+# config: {"block_sizes":[4,4096,64],"dweight_partials":132,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def rms_norm_bwd__6bc5e53c2ef6(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(132, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -1957,48 +1983,6 @@ def rms_norm_bwd__856e0b11409c(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_500d2cef3f, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 2), 2, 5)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant abdbec3a12b7
-# config: {"block_sizes":[1,4096,64],"dweight_partials":264,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-def rms_norm_bwd__abdbec3a12b7(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f1ed4aefcb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant b2dce6970c0b
-# config: {"block_sizes":[1,4096,64],"dweight_partials":264,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def rms_norm_bwd__b2dce6970c0b(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_798b619487, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -2048,11 +2032,32 @@ def rms_norm_bwd__c39599a066bc(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant cede1f1297d6
-# config: {"block_sizes":[1,4096,64],"dweight_partials":8,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"split_columns":true}
+# rms_norm_bwd variant df37cae20aab
+# config: {"block_sizes":[4,1024,64],"dweight_partials":512,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_bwd__df37cae20aab(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant dfaaa992b26f
+# config: {"block_sizes":[1,4096,64],"dweight_partials":8,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":131072}
-def rms_norm_bwd__cede1f1297d6(grad_out, x, weight, inv_rms):
+def rms_norm_bwd__dfaaa992b26f(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
     programs = min(8, row_blocks)
@@ -2074,6 +2079,69 @@ def rms_norm_bwd__cede1f1297d6(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_777d45b0e0, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant e70e7daa430f
+# config: {"block_sizes":[4,1024,64],"dweight_partials":512,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_bwd__e70e7daa430f(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant f2dc06fe3dd0
+# config: {"block_sizes":[4,1024,64],"dweight_partials":512,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_bwd__f2dc06fe3dd0(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant ffb90ecf65bd
+# config: {"block_sizes":[1,4096,64],"dweight_partials":264,"finish_dweight":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+def rms_norm_bwd__ffb90ecf65bd(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(264, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_f1ed4aefcb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -2762,30 +2830,30 @@ VARIANTS = {
         'fd4029808b51': rms_norm_fwd__fd4029808b51,
     },
     'rms_norm_bwd': {
-        '09a5952643e6': rms_norm_bwd__09a5952643e6,
+        '05ad9758c4c6': rms_norm_bwd__05ad9758c4c6,
         '0c8f2da728bf': rms_norm_bwd__0c8f2da728bf,
         '0d174985ae47': rms_norm_bwd__0d174985ae47,
         '1184a1603e6b': rms_norm_bwd__1184a1603e6b,
-        '12841128043e': rms_norm_bwd__12841128043e,
-        '26142e1b739a': rms_norm_bwd__26142e1b739a,
         '29399e983b00': rms_norm_bwd__29399e983b00,
         '370ff0194e77': rms_norm_bwd__370ff0194e77,
-        '5140a0a29188': rms_norm_bwd__5140a0a29188,
-        '52132632244a': rms_norm_bwd__52132632244a,
+        '38a191e5a108': rms_norm_bwd__38a191e5a108,
+        '494cf0390235': rms_norm_bwd__494cf0390235,
+        '4b2a2f51947e': rms_norm_bwd__4b2a2f51947e,
+        '54057cd1eaa9': rms_norm_bwd__54057cd1eaa9,
         '5461710e63b9': rms_norm_bwd__5461710e63b9,
-        '54d567fecc78': rms_norm_bwd__54d567fecc78,
-        '5a01b8718628': rms_norm_bwd__5a01b8718628,
-        '6287ddf17c6a': rms_norm_bwd__6287ddf17c6a,
+        '5ac02d76be05': rms_norm_bwd__5ac02d76be05,
+        '60e438cb9437': rms_norm_bwd__60e438cb9437,
         '65ae3dae9eda': rms_norm_bwd__65ae3dae9eda,
-        '6a99874651f0': rms_norm_bwd__6a99874651f0,
-        '6d8fad94af01': rms_norm_bwd__6d8fad94af01,
-        '7dd02097eef1': rms_norm_bwd__7dd02097eef1,
+        '6a7c7efecdf9': rms_norm_bwd__6a7c7efecdf9,
+        '6bc5e53c2ef6': rms_norm_bwd__6bc5e53c2ef6,
         '856e0b11409c': rms_norm_bwd__856e0b11409c,
-        'abdbec3a12b7': rms_norm_bwd__abdbec3a12b7,
-        'b2dce6970c0b': rms_norm_bwd__b2dce6970c0b,
         'b56e46ec6322': rms_norm_bwd__b56e46ec6322,
         'c39599a066bc': rms_norm_bwd__c39599a066bc,
-        'cede1f1297d6': rms_norm_bwd__cede1f1297d6,
+        'df37cae20aab': rms_norm_bwd__df37cae20aab,
+        'dfaaa992b26f': rms_norm_bwd__dfaaa992b26f,
+        'e70e7daa430f': rms_norm_bwd__e70e7daa430f,
+        'f2dc06fe3dd0': rms_norm_bwd__f2dc06fe3dd0,
+        'ffb90ecf65bd': rms_norm_bwd__ffb90ecf65bd,
     },
     'rms_norm_noweight_fwd': {
         '0f472d8d080c': rms_norm_noweight_fwd__0f472d8d080c,
