@@ -72,16 +72,21 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def _commit() -> str:
+def _commit(repo=probes.REPO) -> str:
     """HK_COMMIT when set (a copied working tree, as on the lent GPU machine, may carry a stale
-    .git), else git's HEAD."""
+    .git), else git's HEAD, marked when tracked files differ from it (a stale .git shows so)."""
     if os.environ.get("HK_COMMIT"):
         return os.environ["HK_COMMIT"]
+
+    def git(*args) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=repo, timeout=10).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=probes.REPO, timeout=10).stdout.strip() or "unknown"
+        head = git("rev-parse", "--short", "HEAD") or "unknown"
+        changed = head != "unknown" and git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+    return f"{head} with uncommitted changes" if changed else head
 
 
 def environment(device: torch.device, budget_s: float, tiny: bool) -> dict:

@@ -1,0 +1,26 @@
+"""The report's commit label (CPU): HK_COMMIT wins; otherwise git's HEAD, marked when tracked files
+differ from it, as they do in a copied tree whose .git is stale."""
+import subprocess
+
+from benchmarks.runner import _commit
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_commit_label(tmp_path, monkeypatch):
+    monkeypatch.delenv("HK_COMMIT", raising=False)
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "add", "a.py")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    head = _git(tmp_path, "rev-parse", "--short", "HEAD")
+    (tmp_path / "untracked.txt").write_text("results\n")
+    assert _commit(tmp_path) == head
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert _commit(tmp_path) == f"{head} with uncommitted changes"
+    monkeypatch.setenv("HK_COMMIT", "abc1234")
+    assert _commit(tmp_path) == "abc1234"
+    assert _commit(tmp_path / "missing") == "abc1234"
