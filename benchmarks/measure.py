@@ -80,5 +80,6 @@ def timed_call(row, impl: str, args: tuple):
 def measure(row, impl: str, args: tuple, timer) -> tuple:
     """(median µs, first output) of one implementation on the case."""
     fn, first = timed_call(row, impl, args)
-    us = timer.host_us(fn) if row.mode == "host" else timer.device_us(fn)
+    timing = {"host": timer.host_us, "graph": timer.graph_us, "device": timer.device_us}[row.mode]
+    us = timing(fn)
     return us, first

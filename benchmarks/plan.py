@@ -27,7 +27,8 @@ class Row:
     op: str                      # rmsnorm_fwd, rmsnorm_bwd, softmax_fwd, softmax_bwd, matmul, attention_fwd/bwd
     shape: dict
     impls: tuple = ()
-    mode: str = "device"         # device: CUDA events, L2 flushed; host: per-call time of a call loop
+    mode: str = "device"         # device: CUDA events, L2 flushed; host: per-call time of a call loop;
+    #                              graph: per-call time of calls replayed from a CUDA graph
     plot: str | None = None      # "bandwidth" or "attention": which figure shows this case
     kind: str = "case"           # case | dispatch | first_call
 
@@ -105,6 +106,9 @@ def build(tiny: bool = False) -> list:
     for op in ("rmsnorm_fwd", "softmax_fwd"):
         for m in DECODE_ROWS:
             p.add(op, {"M": m, "N": 4096}, mode="host")
+    for op in ("rmsnorm_fwd", "softmax_fwd"):
+        for m in DECODE_ROWS:
+            p.add(op, {"M": m, "N": 4096}, mode="graph")
     matmuls = [(8192, 8192, 8192), (4096, 11008, 4096), (4096, 4096, 11008),
                (16, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096)]
     for m, n, k in matmuls:

@@ -15,6 +15,8 @@ GROUPS = [
     (("softmax_bwd", "device"), "Softmax backward (autograd)"),
     (("rmsnorm_fwd", "host"), "RMSNorm forward, decode-size calls (per-call host time)"),
     (("softmax_fwd", "host"), "Softmax forward, decode-size calls (per-call host time)"),
+    (("rmsnorm_fwd", "graph"), "RMSNorm forward, decode-size calls replayed from a CUDA graph (per-call time)"),
+    (("softmax_fwd", "graph"), "Softmax forward, decode-size calls replayed from a CUDA graph (per-call time)"),
     (("matmul", "device"), "Matmul (a[M,K] @ b[K,N])"),
     (("attention_fwd", "device"), "Attention forward"),
     (("attention_bwd", "device"), "Attention backward (autograd: dq, dk, dv)"),
@@ -25,7 +27,10 @@ Method: all implementations run in one process, bf16. Kernel times are the media
 runs (at least 5; fewer than 100 when runs are slow, about 0.3 s per implementation) of CUDA events around each call, after 10
 warm-up calls, with L2 flushed before each run by writing a 256 MB buffer. Decode-size tables and the
 dispatch overhead use host time instead: the per-call time of a loop of 1000 calls ended by a
-synchronize (median of 5 loops), which includes Python and launch overhead. GB/s and TFLOP/s use
+synchronize (median of 5 loops), which includes Python and launch overhead. The CUDA-graph decode
+tables time 100 back-to-back calls captured in one graph (after warm-up calls on a side stream):
+the median of 20 replays (CUDA events) divided by 100, the GPU time per call as a caller that
+captures its decode step sees it (no host time; the inputs stay in L2 between calls). GB/s and TFLOP/s use
 the minimum bytes and flops of the kernel sources' cost models (`kernels_src`, causal attention
 counts only the visible half); "% ceiling" divides by the copy bandwidth (memory-bound ops) or by
 cuBLAS at 4096³ (matmul, attention); "% same-size copy" is the time of a copy moving the same

@@ -1,4 +1,5 @@
-"""Timers: CUDA-event medians with the L2 cache flushed before every run, and host-clock loop medians."""
+"""Timers: CUDA-event medians with the L2 cache flushed before every run, host-clock loop medians, and
+per-call times of calls replayed from a CUDA graph."""
 from __future__ import annotations
 
 import statistics
@@ -12,7 +13,9 @@ FLUSH_BYTES = 256 << 20
 class Timer:
     """Times callables on one device. `device_us` is the kernel time (median of CUDA events around
     each run, a 256 MB write flushing L2 before it); `host_us` is the per-call time of a loop of
-    back-to-back calls ended by a synchronize (what a CPU-bound caller sees: launch overhead included)."""
+    back-to-back calls ended by a synchronize (what a CPU-bound caller sees: launch overhead included);
+    `graph_us` is the per-call time of back-to-back calls replayed from a CUDA graph (what a caller
+    that captures its decode step sees: no host time, inputs left in L2 by the previous call)."""
 
     def __init__(self, device: torch.device, reps: int = 100, warmup: int = 10, seconds: float = 0.3):
         self.device = device
@@ -67,3 +70,32 @@ class Timer:
             self.sync()
             results.append((time.perf_counter() - start) * 1e6 / calls)
         return statistics.median(results)
+
+    def graph_us(self, fn, calls: int = 100, rounds: int = 20) -> float:
+        """Median over `rounds` replays of a CUDA graph holding `calls` back-to-back calls of `fn`
+        (warmed up on a side stream first, as capture requires), divided by `calls`. Without CUDA
+        there is no graph to replay: the host-loop time stands in (the CPU dry run)."""
+        if not self.cuda:
+            return self.host_us(fn)
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            for _ in range(self.warmup):
+                fn()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        graph.replay()
+        self.sync()
+        times = []
+        for _ in range(rounds):
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(begin.elapsed_time(end) * 1e3 / calls)
+        del graph
+        return statistics.median(times)
