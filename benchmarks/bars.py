@@ -67,7 +67,7 @@ def _dispatch_bar(records):
         api = _ok(records, op=f"dispatch_{family}", impl="api")
         raw = _ok(records, op=f"dispatch_{family}", impl="launcher")
         if api and raw:
-            overheads[family] = api[0]["us"] - raw[0]["us"]
+            overheads[family] = api[0].get("overhead_us", api[0]["us"] - raw[0]["us"])
     if not overheads:
         return {"bar": name, "result": "not measured", "detail": "no successful measurement"}
     worst = max(overheads, key=overheads.get)

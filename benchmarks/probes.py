@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,7 @@ from helion_kernels._dispatch import DISPATCHER
 from .impls import EPS
 
 REPO = Path(__file__).resolve().parent.parent
+DISPATCH_ROUNDS = 15
 
 
 def copy_us(timer, nbytes: int) -> float:
@@ -59,9 +61,17 @@ def dispatch(timer, shape: dict) -> list:
             raise RuntimeError(f"no generated variant for {op}: {decision.reason}")
         launcher = decision.launcher
         note = f"{op}__{decision.variant}"
-        for impl, fn in (("api", api), ("launcher", lambda: launcher(*args)), ("eager", eager)):
-            records.append({"op": f"dispatch_{family}", "shape": shape, "mode": "host", "impl": impl,
-                            "status": "ok", "us": timer.host_us(fn), "note": note if impl == "launcher" else ""})
+        rounds = timer.host_rounds({"api": api, "launcher": lambda: launcher(*args), "eager": eager},
+                                   rounds=DISPATCH_ROUNDS)
+        # the overhead is the median of each round's difference: the api's and the launcher's loops
+        # of one round run back to back, while the medians of each may come from different rounds
+        overhead = statistics.median(a - b for a, b in zip(rounds["api"], rounds["launcher"]))
+        for impl, times in rounds.items():
+            record = {"op": f"dispatch_{family}", "shape": shape, "mode": "host", "impl": impl,
+                      "status": "ok", "us": statistics.median(times), "note": note if impl == "launcher" else ""}
+            if impl == "api":
+                record["overhead_us"] = overhead
+            records.append(record)
     return records
 
 

@@ -27,7 +27,8 @@ Method: all implementations run in one process, bf16. Kernel times are the media
 runs (at least 5; fewer than 100 when runs are slow, about 0.3 s per implementation) of CUDA events around each call, after 10
 warm-up calls, with L2 flushed before each run by writing a 256 MB buffer. Decode-size tables and the
 dispatch overhead use host time instead: the per-call time of a loop of 1000 calls ended by a
-synchronize (median of 5 loops), which includes Python and launch overhead. The CUDA-graph decode
+synchronize (median of 5 loops; the dispatch table's loops alternate over 15 rounds), which
+includes Python and launch overhead. The CUDA-graph decode
 tables time 100 back-to-back calls captured in one graph (after warm-up calls on a side stream):
 the median of 20 replays (CUDA events) divided by 100, the GPU time per call as a caller that
 captures its decode step sees it (no host time; the inputs stay in L2 between calls). GB/s and TFLOP/s use
@@ -101,10 +102,15 @@ def _dispatch_table(records: list) -> list:
     lines = ["## Dispatch overhead (host loop of 1000 calls, M=1)", "",
              "| op | impl | µs per call | notes |", "|---|---|---:|---|"]
     for r in records:
+        note = r.get("note", "")
+        if "overhead_us" in r:
+            note = f"{r['overhead_us']:+.2f} µs above the launcher (median of the rounds' differences)"
         lines.append(f"| {r['op'].removeprefix('dispatch_')} | {r['impl']} | "
-                     f"{_num(r.get('us'), 2) if r['status'] == 'ok' else r['status']} | {r.get('note', '')} |")
+                     f"{_num(r.get('us'), 2) if r['status'] == 'ok' else r['status']} | {note} |")
     return lines + ["", "api = `hk.rmsnorm(x, w, eps)` / `hk.softmax(x, -1)`; launcher = the generated "
-                    "launcher the dispatcher selected, called with the same arguments; eager = PyTorch.", ""]
+                    "launcher the dispatcher selected, called with the same arguments; eager = PyTorch. "
+                    "The three loops alternate over 15 rounds (medians shown); the overhead is the median "
+                    "of each round's api minus launcher time.", ""]
 
 
 def _first_call_table(records: list) -> list:

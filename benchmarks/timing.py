@@ -59,17 +59,27 @@ class Timer:
         return statistics.median(b.elapsed_time(e) * 1e3 for b, e in zip(starts, ends))
 
     def host_us(self, fn, calls: int = 1000, rounds: int = 5) -> float:
-        self._reps_for(fn)
+        return statistics.median(self.host_rounds({"fn": fn}, calls, rounds)["fn"])
+
+    def host_rounds(self, fns: dict, calls: int = 1000, rounds: int = 5) -> dict:
+        """{name: per-call µs of each round}: every round times a loop of `calls` calls of each
+        callable, in alternating order, so host drift (clock, other processes) hits all alike and
+        round-by-round differences compare like with like."""
+        for fn in fns.values():
+            self._reps_for(fn)
         calls = calls if self.cuda else max(1, calls // 100)
-        results = []
-        for _ in range(rounds):
-            self.sync()
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            self.sync()
-            results.append((time.perf_counter() - start) * 1e6 / calls)
-        return statistics.median(results)
+        results = {name: [] for name in fns}
+        for round_index in range(rounds):
+            names = list(fns) if round_index % 2 == 0 else list(reversed(fns))
+            for name in names:
+                fn = fns[name]
+                self.sync()
+                start = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                self.sync()
+                results[name].append((time.perf_counter() - start) * 1e6 / calls)
+        return results
 
     def graph_us(self, fn, calls: int = 100, rounds: int = 20) -> float:
         """Median over `rounds` replays of a CUDA graph holding `calls` back-to-back calls of `fn`
