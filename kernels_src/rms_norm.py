@@ -16,6 +16,10 @@ by the tunable `split_columns`; its first top-level loop (a pre-pass) has an emp
   counters (split columns: the last program of each column tile sums it, as matmul's split-K).
   With the tunable `reload_rows` the rows are loaded again (from L1/L2) after the row's mean instead
   of being held in registers across it (H200: 16384 columns 1.03-1.06x; 4096-8192 columns 0.91-0.93x).
+  The forward's tunable `load_weight_first` loads the weight before the row's reduction, so that
+  its latency overlaps it (decode-size calls, one program per row: 1.15x replayed from a CUDA graph
+  on the H200); with a looped reduction the weight row is then held across the loop (0.58-0.76x at
+  8192-16384 columns).
   A program's rows are, by the tunable `interleave_rows`, every programs-th block of `block_r` rows
   (programs stream neighbouring rows together) or one contiguous run (its row loop then has many
   iterations, so Triton can pipeline its loads: `range_num_stages`).
@@ -53,6 +57,7 @@ MAX_PARTIALS_PER_STEP = 64  # partial rows a finishing program sums per step
 def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = x.size()
     split = hl.register_tunable("split_columns", helion.EnumFragment((False, True)))
+    weight_first = hl.register_tunable("load_weight_first", helion.EnumFragment((False, True)))
     block_m = hl.register_block_size(m)
     block_n = hl.register_block_size(n)
     square_rows = m if split else 0
@@ -71,8 +76,12 @@ def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[tor
             inv_rms[tile_m] = rstd
         else:
             x_tile = x[tile_m, :].to(torch.float32)
+            if weight_first:  # its load overlaps the row's reduction instead of following it
+                w_row = weight[None, :].to(torch.float32)
             rstd = torch.rsqrt(torch.mean(x_tile * x_tile, dim=-1) + eps)
-            out[tile_m, :] = (x_tile * rstd[:, None] * weight[None, :].to(torch.float32)).to(out.dtype)
+            if not weight_first:
+                w_row = weight[None, :].to(torch.float32)
+            out[tile_m, :] = (x_tile * rstd[:, None] * w_row).to(out.dtype)
             inv_rms[tile_m] = rstd
     return out, inv_rms
 

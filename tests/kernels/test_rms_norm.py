@@ -24,6 +24,12 @@ SPLIT_FWD = config_with("split columns", {("split_columns", None): True, ("block
                                           ("reduction_loops", None): a_few_chunks})
 SPLIT_BWD = config_with("split columns", {("split_columns", None): True, ("block_sizes", 1): a_few_chunks})
 WHOLE_ROWS = config_with("whole rows", {("split_columns", None): False})
+# The forward's weight loaded before the row's reduction; with a looped reduction the weight row is
+# then held across the loop.
+WEIGHT_FIRST = config_with("weight first", {("split_columns", None): False, ("load_weight_first", None): True})
+WEIGHT_FIRST_LOOPED = config_with("weight first, looped reduction",
+                                  {("split_columns", None): False, ("load_weight_first", None): True,
+                                   ("reduction_loops", None): a_few_chunks})
 # Contiguous row runs, 8 programs: single rows (runs of several rows, the last run cut short by M) and
 # blocks of 4 rows (at M=37, 10 row blocks: runs of 2 blocks, so the last 3 programs have no rows).
 CONTIGUOUS_ROWS = [config_with(f"contiguous {rows}-row blocks", {("split_columns", None): False,
@@ -64,7 +70,7 @@ def test_forward(device, dtype, eps, case):
     x, weight, _ = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=case)
     args = (x, weight, eps)
     check_op(rms_norm.rms_norm_fwd, args, rms_norm.reference_fwd(*args), rms_norm.tolerance(dtype),
-             f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[SPLIT_FWD, WHOLE_ROWS],
+             f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[SPLIT_FWD, WHOLE_ROWS, WEIGHT_FIRST],
              output_dtypes=(dtype, torch.float32))
 
 
@@ -102,7 +108,8 @@ def test_long_rows_forward(device, dtype, case):
     m, n = LONG_ROW_SHAPES[device][case]
     fwd_args = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=400 + case)
     check_op(rms_norm.rms_norm_fwd, fwd_args, rms_norm.reference_fwd(*fwd_args), rms_norm.tolerance(dtype),
-             f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction, SPLIT_FWD], random_seeds=())
+             f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[looped_reduction, SPLIT_FWD, WEIGHT_FIRST_LOOPED],
+             random_seeds=())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
