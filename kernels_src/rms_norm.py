@@ -18,8 +18,8 @@ by the tunable `split_columns`; its first top-level loop (a pre-pass) has an emp
   of being held in registers across it (H200: 16384 columns 1.03-1.06x; 4096-8192 columns 0.91-0.93x).
   The forward's tunable `load_weight_first` loads the weight before the row's reduction, so that
   its latency overlaps it (decode-size calls, one program per row: 1.15x replayed from a CUDA graph
-  on the H200); with a looped reduction the weight row is then held across the loop (0.58-0.76x at
-  8192-16384 columns).
+  on the H200); the weight row is then live beside the row, which spills where a thread holds 16 or
+  more elements of it (16384 columns at 32 warps, fp32 8192-16384 columns at 8 warps: 0.58-0.76x).
   A program's rows are, by the tunable `interleave_rows`, every programs-th block of `block_r` rows
   (programs stream neighbouring rows together) or one contiguous run (its row loop then has many
   iterations, so Triton can pipeline its loads: `range_num_stages`).

@@ -24,8 +24,7 @@ SPLIT_FWD = config_with("split columns", {("split_columns", None): True, ("block
                                           ("reduction_loops", None): a_few_chunks})
 SPLIT_BWD = config_with("split columns", {("split_columns", None): True, ("block_sizes", 1): a_few_chunks})
 WHOLE_ROWS = config_with("whole rows", {("split_columns", None): False})
-# The forward's weight loaded before the row's reduction; with a looped reduction the weight row is
-# then held across the loop.
+# The forward's weight loaded before the row's reduction, with the whole row and with a looped reduction.
 WEIGHT_FIRST = config_with("weight first", {("split_columns", None): False, ("load_weight_first", None): True})
 WEIGHT_FIRST_LOOPED = config_with("weight first, looped reduction",
                                   {("split_columns", None): False, ("load_weight_first", None): True,
