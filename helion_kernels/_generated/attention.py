@@ -2844,7 +2844,7 @@ def attention_bwd__01e25bbe71df(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -2879,7 +2879,7 @@ def attention_bwd__08e77a0ac5ad(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -2914,7 +2914,7 @@ def attention_bwd__08f1f24affa9(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -2950,7 +2950,7 @@ def attention_bwd__0b3098ea6d0d(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -2985,7 +2985,7 @@ def attention_bwd__0e9c9d624f10(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3020,7 +3020,7 @@ def attention_bwd__0eedc87e91b3(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3055,7 +3055,7 @@ def attention_bwd__0fc30be50388(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3090,7 +3090,7 @@ def attention_bwd__15ea03b0ac37(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3125,7 +3125,7 @@ def attention_bwd__2857696615a8(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3160,7 +3160,7 @@ def attention_bwd__2f5c619b1457(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3195,7 +3195,7 @@ def attention_bwd__379a4cd1ed43(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3230,7 +3230,7 @@ def attention_bwd__3b95c3b3b4c1(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3265,7 +3265,7 @@ def attention_bwd__408771d8b889(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3300,7 +3300,7 @@ def attention_bwd__440222e5a507(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3335,7 +3335,7 @@ def attention_bwd__459c0b6ea3e1(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3370,7 +3370,7 @@ def attention_bwd__4c949c7069b1(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3405,7 +3405,7 @@ def attention_bwd__50460c6e2738(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3440,7 +3440,7 @@ def attention_bwd__533ff4b46c7a(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3475,7 +3475,7 @@ def attention_bwd__5cc8f40bb7ba(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3510,7 +3510,7 @@ def attention_bwd__63b5412ff2ab(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3545,7 +3545,7 @@ def attention_bwd__64970859bad3(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3580,7 +3580,7 @@ def attention_bwd__759bab9b683a(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3616,7 +3616,7 @@ def attention_bwd__768895622e32(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3651,7 +3651,7 @@ def attention_bwd__89f61db6785e(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3686,7 +3686,7 @@ def attention_bwd__8a61a857dddc(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3721,7 +3721,7 @@ def attention_bwd__8bce783722ad(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3756,7 +3756,7 @@ def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3791,7 +3791,7 @@ def attention_bwd__ad8018a4a643(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3826,7 +3826,7 @@ def attention_bwd__bd29ef7d6769(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3861,7 +3861,7 @@ def attention_bwd__be461edc7c54(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3897,7 +3897,7 @@ def attention_bwd__c09881b61cf6(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3932,7 +3932,7 @@ def attention_bwd__c132ab45a2f2(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -3967,7 +3967,7 @@ def attention_bwd__c5eae543023b(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -4002,7 +4002,7 @@ def attention_bwd__c6fd9722ff22(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -4037,7 +4037,7 @@ def attention_bwd__cd89e094957b(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -4072,7 +4072,7 @@ def attention_bwd__e30e55bb74de(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -4107,7 +4107,7 @@ def attention_bwd__eef074001bf3(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -4142,7 +4142,7 @@ def attention_bwd__ef7ea17c15c0(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -4177,7 +4177,7 @@ def attention_bwd__f9ea79b50894(grad_out, q, k, v, out, lse, causal, scale):
     kv_len = k.size(2)
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
-    delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
     grad_v = torch.empty_like(v)
@@ -4213,7 +4213,7 @@ def attention_fwd__02298e42676d(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4234,7 +4234,7 @@ def attention_fwd__0bb480f5b433(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4255,7 +4255,7 @@ def attention_fwd__111233cf6dc6(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4277,7 +4277,7 @@ def attention_fwd__179f7d3ed8eb(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4298,7 +4298,7 @@ def attention_fwd__1aa0b80089e1(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4319,7 +4319,7 @@ def attention_fwd__1c1b24618b55(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4340,7 +4340,7 @@ def attention_fwd__23c5f743596d(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4361,7 +4361,7 @@ def attention_fwd__23fcb4d56241(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4382,7 +4382,7 @@ def attention_fwd__242592c37018(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4403,7 +4403,7 @@ def attention_fwd__2ca6b74496d7(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4424,7 +4424,7 @@ def attention_fwd__3d64fa1fa522(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4445,7 +4445,7 @@ def attention_fwd__3ff19e3394fe(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4466,7 +4466,7 @@ def attention_fwd__407406a4600c(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4488,7 +4488,7 @@ def attention_fwd__4c3ce84df25f(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4509,7 +4509,7 @@ def attention_fwd__4e0ef116270e(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4530,7 +4530,7 @@ def attention_fwd__523a0a04ece7(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4551,7 +4551,7 @@ def attention_fwd__6310d3da418a(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4572,7 +4572,7 @@ def attention_fwd__6515c379943d(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4593,7 +4593,7 @@ def attention_fwd__671a99698adb(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4614,7 +4614,7 @@ def attention_fwd__6f91808289c5(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4635,7 +4635,7 @@ def attention_fwd__7eca99980ac8(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4656,7 +4656,7 @@ def attention_fwd__84f2de0a5916(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4677,7 +4677,7 @@ def attention_fwd__86e8a9ef8d3b(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4698,7 +4698,7 @@ def attention_fwd__8af4e3cd2e08(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4719,7 +4719,7 @@ def attention_fwd__930923c5c97b(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4740,7 +4740,7 @@ def attention_fwd__96331eebe251(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4761,7 +4761,7 @@ def attention_fwd__972604e9b12b(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4782,7 +4782,7 @@ def attention_fwd__9770431819e2(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4803,7 +4803,7 @@ def attention_fwd__990a0f1765e8(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4824,7 +4824,7 @@ def attention_fwd__a6953568343d(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4845,7 +4845,7 @@ def attention_fwd__aabc17495866(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4866,7 +4866,7 @@ def attention_fwd__ad450f1e0dd2(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4887,7 +4887,7 @@ def attention_fwd__ccc60b73b113(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4908,7 +4908,7 @@ def attention_fwd__cd75cac4275c(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4929,7 +4929,7 @@ def attention_fwd__d1e950a81d62(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4950,7 +4950,7 @@ def attention_fwd__d2099806f694(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4971,7 +4971,7 @@ def attention_fwd__ebed2bb376a2(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -4992,7 +4992,7 @@ def attention_fwd__ed20db84142b(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -5013,7 +5013,7 @@ def attention_fwd__f532d607b147(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()
@@ -5034,7 +5034,7 @@ def attention_fwd__fecea00fb322(q, k, v, causal, scale):
     group = q_heads // kv_heads
     qk_scale = scale * 1.4426950408889634
     out = torch.empty_like(q)
-    lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
     k_strides = k.stride()
     lse_strides = lse.stride()
     out_strides = out.stride()

@@ -993,7 +993,7 @@ def _matmul_kernel_f685a2308f(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_
 def bmm__0673ef029bb4(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1008,7 +1008,7 @@ def bmm__0673ef029bb4(a, b):
 def bmm__18f6cec059a7(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1023,7 +1023,7 @@ def bmm__18f6cec059a7(a, b):
 def bmm__1f5aebb73e0b(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1038,7 +1038,7 @@ def bmm__1f5aebb73e0b(a, b):
 def bmm__23aa75dbfb7d(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1053,7 +1053,7 @@ def bmm__23aa75dbfb7d(a, b):
 def bmm__94cc23a2ce3b(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1068,7 +1068,7 @@ def bmm__94cc23a2ce3b(a, b):
 def bmm__9e8f6f00b0f9(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1083,7 +1083,7 @@ def bmm__9e8f6f00b0f9(a, b):
 def bmm__b53136fbc2fb(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1098,7 +1098,7 @@ def bmm__b53136fbc2fb(a, b):
 def bmm__b5ed4972e69c(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1113,7 +1113,7 @@ def bmm__b5ed4972e69c(a, b):
 def bmm__c1af8d31289f(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1128,7 +1128,7 @@ def bmm__c1af8d31289f(a, b):
 def bmm__d1a7aa3d0711(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1143,7 +1143,7 @@ def bmm__d1a7aa3d0711(a, b):
 def bmm__e4758a13ecd2(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1158,7 +1158,7 @@ def bmm__e4758a13ecd2(a, b):
 def bmm__ed6218f40299(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1173,7 +1173,7 @@ def bmm__ed6218f40299(a, b):
 def bmm__feb28cb231ee(a, b):
     batch, m, k = a.size()
     n = b.size(2)
-    out = a.new_empty((batch, m, n))
+    out = a.new_empty(batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1188,7 +1188,7 @@ def bmm__feb28cb231ee(a, b):
 def linear__0023f88a7956(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     _device = x.device
     _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
     _ensure_allocator()
@@ -1210,7 +1210,7 @@ def linear__0023f88a7956(x, weight, bias):
 def linear__0e065c79ab9e(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
@@ -1231,7 +1231,7 @@ def linear__0e065c79ab9e(x, weight, bias):
 def linear__13cd4adb5a93(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1246,7 +1246,7 @@ def linear__13cd4adb5a93(x, weight, bias):
 def linear__18aebaeeae9b(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1261,7 +1261,7 @@ def linear__18aebaeeae9b(x, weight, bias):
 def linear__1e79eb8b24a7(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
@@ -1282,7 +1282,7 @@ def linear__1e79eb8b24a7(x, weight, bias):
 def linear__1f6a63afc3f4(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_sizes = x.size()
@@ -1298,7 +1298,7 @@ def linear__1f6a63afc3f4(x, weight, bias):
 def linear__277dcbdf81f0(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1316,7 +1316,7 @@ def linear__277dcbdf81f0(x, weight, bias):
 def linear__27ce87a9024a(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     _device = x.device
     _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
     _ensure_allocator()
@@ -1338,7 +1338,7 @@ def linear__27ce87a9024a(x, weight, bias):
 def linear__398202f005af(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1353,7 +1353,7 @@ def linear__398202f005af(x, weight, bias):
 def linear__3b277ed195b2(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     _device = x.device
     _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
     _ensure_allocator()
@@ -1378,7 +1378,7 @@ def linear__3b277ed195b2(x, weight, bias):
 def linear__3f1a227817d2(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     _device = x.device
     _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
     _ensure_allocator()
@@ -1400,7 +1400,7 @@ def linear__3f1a227817d2(x, weight, bias):
 def linear__6d1c6e0a052d(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1415,7 +1415,7 @@ def linear__6d1c6e0a052d(x, weight, bias):
 def linear__853a9a81ba9b(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1430,7 +1430,7 @@ def linear__853a9a81ba9b(x, weight, bias):
 def linear__aaef54718005(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1445,7 +1445,7 @@ def linear__aaef54718005(x, weight, bias):
 def linear__bd69d3316e1e(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1460,7 +1460,7 @@ def linear__bd69d3316e1e(x, weight, bias):
 def linear__c41b70b98b7f(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
@@ -1481,7 +1481,7 @@ def linear__c41b70b98b7f(x, weight, bias):
 def linear__ca4998102303(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1496,7 +1496,7 @@ def linear__ca4998102303(x, weight, bias):
 def linear__cfa2f59f5671(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
-    out = x.new_empty((m, n))
+    out = x.new_empty(m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
@@ -1511,7 +1511,7 @@ def linear__cfa2f59f5671(x, weight, bias):
 def matmul__0bed6d6e64c1(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1526,7 +1526,7 @@ def matmul__0bed6d6e64c1(a, b):
 def matmul__18e97594f4ae(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     _device = a.device
     _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
     _ensure_allocator()
@@ -1548,7 +1548,7 @@ def matmul__18e97594f4ae(a, b):
 def matmul__22c58c39b44f(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1563,11 +1563,11 @@ def matmul__22c58c39b44f(a, b):
 def matmul__3a30aae24b7a(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     split_m = m
     k_chunk = _cdiv(_cdiv(k, 2), 256) * 256
     tiles_n = _cdiv(n, 64)
-    partial = a.new_empty((2, split_m, n), dtype=torch.float32)
+    partial = a.new_empty(2, split_m, n, dtype=torch.float32)
     arrivals = _counters(_cdiv(split_m, 16) * tiles_n, a.device)
     a_strides = a.stride()
     b_strides = b.stride()
@@ -1588,7 +1588,7 @@ def matmul__3a30aae24b7a(a, b):
 def matmul__3b5b4b80e7be(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1603,11 +1603,11 @@ def matmul__3b5b4b80e7be(a, b):
 def matmul__42b2ddd4a80a(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     split_m = m
     k_chunk = _cdiv(_cdiv(k, 2), 256) * 256
     tiles_n = _cdiv(n, 64)
-    partial = a.new_empty((2, split_m, n), dtype=torch.float32)
+    partial = a.new_empty(2, split_m, n, dtype=torch.float32)
     arrivals = _counters(_cdiv(split_m, 16) * tiles_n, a.device)
     a_strides = a.stride()
     b_strides = b.stride()
@@ -1628,7 +1628,7 @@ def matmul__42b2ddd4a80a(a, b):
 def matmul__462a6712f71b(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
     _ensure_allocator()
     a_sizes = a.size()
@@ -1648,7 +1648,7 @@ def matmul__462a6712f71b(a, b):
 def matmul__4ebaf6956572(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1663,7 +1663,7 @@ def matmul__4ebaf6956572(a, b):
 def matmul__4f37e893ec39(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     _device = a.device
     _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
     _ensure_allocator()
@@ -1684,7 +1684,7 @@ def matmul__4f37e893ec39(a, b):
 def matmul__5d1cb3e3f61f(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1699,7 +1699,7 @@ def matmul__5d1cb3e3f61f(a, b):
 def matmul__6113f596dd0c(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
     _ensure_allocator()
     a_sizes = a.size()
@@ -1719,7 +1719,7 @@ def matmul__6113f596dd0c(a, b):
 def matmul__70caaf8a6f90(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1737,7 +1737,7 @@ def matmul__70caaf8a6f90(a, b):
 def matmul__7d5d9ec97bbf(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     _device = a.device
     _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
     _ensure_allocator()
@@ -1758,7 +1758,7 @@ def matmul__7d5d9ec97bbf(a, b):
 def matmul__927bcd446137(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1776,7 +1776,7 @@ def matmul__927bcd446137(a, b):
 def matmul__9ecd2ee199cc(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     _device = a.device
     _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
     _ensure_allocator()
@@ -1797,7 +1797,7 @@ def matmul__9ecd2ee199cc(a, b):
 def matmul__a46d60a9ee47(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1812,11 +1812,11 @@ def matmul__a46d60a9ee47(a, b):
 def matmul__ba008c11a671(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     split_m = m
     k_chunk = _cdiv(_cdiv(k, 2), 256) * 256
     tiles_n = _cdiv(n, 64)
-    partial = a.new_empty((2, split_m, n), dtype=torch.float32)
+    partial = a.new_empty(2, split_m, n, dtype=torch.float32)
     arrivals = _counters(_cdiv(split_m, 64) * tiles_n, a.device)
     a_strides = a.stride()
     b_strides = b.stride()
@@ -1837,7 +1837,7 @@ def matmul__ba008c11a671(a, b):
 def matmul__c67dff01fee1(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1852,7 +1852,7 @@ def matmul__c67dff01fee1(a, b):
 def matmul__f03b275f351b(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
@@ -1867,7 +1867,7 @@ def matmul__f03b275f351b(a, b):
 def matmul__f1490f7ed0a6(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
     _ensure_allocator()
     a_sizes = a.size()
@@ -1887,7 +1887,7 @@ def matmul__f1490f7ed0a6(a, b):
 def matmul__febb4b06369a(a, b):
     m, k = a.size()
     n = b.size(1)
-    out = a.new_empty((m, n))
+    out = a.new_empty(m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()

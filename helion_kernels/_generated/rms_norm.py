@@ -1629,8 +1629,8 @@ def rms_norm_bwd__05ad9758c4c6(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -1657,7 +1657,7 @@ def rms_norm_bwd__0c8f2da728bf(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1678,7 +1678,7 @@ def rms_norm_bwd__0d174985ae47(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 2
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_weight = torch.empty_like(weight)
     finishers = min(16, programs, _cdiv(n, 512))
     finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
@@ -1705,7 +1705,7 @@ def rms_norm_bwd__1184a1603e6b(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1726,7 +1726,7 @@ def rms_norm_bwd__29399e983b00(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 8
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1747,7 +1747,7 @@ def rms_norm_bwd__370ff0194e77(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1768,7 +1768,7 @@ def rms_norm_bwd__38a191e5a108(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1789,7 +1789,7 @@ def rms_norm_bwd__494cf0390235(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1809,7 +1809,7 @@ def rms_norm_bwd__4b2a2f51947e(grad_out, x, weight, inv_rms):
     steps = _cdiv(row_blocks, programs)
     run = steps
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_weight = torch.empty_like(weight)
     finishers = min(16, programs, _cdiv(n, 512))
     finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
@@ -1836,8 +1836,8 @@ def rms_norm_bwd__54057cd1eaa9(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -1865,8 +1865,8 @@ def rms_norm_bwd__5461710e63b9(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -1892,7 +1892,7 @@ def rms_norm_bwd__5ac02d76be05(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1913,7 +1913,7 @@ def rms_norm_bwd__60e438cb9437(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1936,8 +1936,8 @@ def rms_norm_bwd__65ae3dae9eda(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -1963,7 +1963,7 @@ def rms_norm_bwd__6a7c7efecdf9(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -1984,7 +1984,7 @@ def rms_norm_bwd__6bc5e53c2ef6(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2005,7 +2005,7 @@ def rms_norm_bwd__856e0b11409c(grad_out, x, weight, inv_rms):
     steps = _cdiv(row_blocks, programs)
     run = steps * 2
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2028,7 +2028,7 @@ def rms_norm_bwd__b56e46ec6322(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2051,7 +2051,7 @@ def rms_norm_bwd__c39599a066bc(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2072,7 +2072,7 @@ def rms_norm_bwd__df37cae20aab(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2095,8 +2095,8 @@ def rms_norm_bwd__dfaaa992b26f(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty((dot_rows, _cdiv(n, 4096)), dtype=torch.float32)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -2122,7 +2122,7 @@ def rms_norm_bwd__e70e7daa430f(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2143,7 +2143,7 @@ def rms_norm_bwd__f2dc06fe3dd0(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2164,7 +2164,7 @@ def rms_norm_bwd__ffb90ecf65bd(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty((programs, n), dtype=torch.float32)
+    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2215,7 +2215,7 @@ def rms_norm_fwd__37d4ad382d3c(x, weight, eps):
     main_columns = n
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, 2048)), dtype=torch.float32)
+    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -2321,7 +2321,7 @@ def rms_norm_fwd__794f6c453501(x, weight, eps):
     main_columns = n
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, 2048)), dtype=torch.float32)
+    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -2449,7 +2449,7 @@ def rms_norm_fwd__d2aa7f4614ff(x, weight, eps):
     main_columns = n
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, 2048)), dtype=torch.float32)
+    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -2471,7 +2471,7 @@ def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
     main_columns = n
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, 2048)), dtype=torch.float32)
+    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -2509,7 +2509,7 @@ def rms_norm_fwd__f3b4eb757b2a(x, weight, eps):
     main_columns = n
     out = torch.empty_like(x)
     inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty((square_rows, _cdiv(n, 2048)), dtype=torch.float32)
+    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)

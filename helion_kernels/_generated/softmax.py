@@ -998,11 +998,11 @@ def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_
 # used by: sm_90.json bfloat16 {"M":4096,"N":131072}
 def softmax_bwd__00d37a4f60a6(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1025,7 +1025,7 @@ def softmax_bwd__00d37a4f60a6(grad_out, out, grad_in_dtype):
 #   sm_90.json float32 {"M":16384,"N":8192}
 def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1040,7 +1040,7 @@ def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":2048}
 def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1055,7 +1055,7 @@ def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":16384}
 def softmax_bwd__406f289307da(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1070,7 +1070,7 @@ def softmax_bwd__406f289307da(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":1024}
 def softmax_bwd__55a726b5331b(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1085,7 +1085,7 @@ def softmax_bwd__55a726b5331b(grad_out, out, grad_in_dtype):
 # used by: sm_90.json float32 {"M":16384,"N":1024}
 def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1100,7 +1100,7 @@ def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":4096}
 def softmax_bwd__5b7de230a0c8(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1115,7 +1115,7 @@ def softmax_bwd__5b7de230a0c8(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":16384}
 def softmax_bwd__621e1763645c(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1130,11 +1130,11 @@ def softmax_bwd__621e1763645c(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":131072}
 def softmax_bwd__6a7a295092fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1155,7 +1155,7 @@ def softmax_bwd__6a7a295092fb(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":4096}
 def softmax_bwd__845078939762(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1173,7 +1173,7 @@ def softmax_bwd__845078939762(grad_out, out, grad_in_dtype):
 #   sm_90.json float32 {"M":4096,"N":16384}
 def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1188,7 +1188,7 @@ def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":1024}
 def softmax_bwd__9333ec3edacc(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1204,7 +1204,7 @@ def softmax_bwd__9333ec3edacc(grad_out, out, grad_in_dtype):
 #   sm_90.json bfloat16 {"M":16384,"N":8192}
 def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1220,11 +1220,11 @@ def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
 #   sm_90.json float32 {"M":4096,"N":131072}
 def softmax_bwd__adca8884add1(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1245,7 +1245,7 @@ def softmax_bwd__adca8884add1(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":1024}
 def softmax_bwd__b0ec935f488b(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1260,7 +1260,7 @@ def softmax_bwd__b0ec935f488b(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":16384}
 def softmax_bwd__bae90f8634fc(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1275,7 +1275,7 @@ def softmax_bwd__bae90f8634fc(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":4096}
 def softmax_bwd__bcbfaf362b03(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1290,11 +1290,11 @@ def softmax_bwd__bcbfaf362b03(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":131072}
 def softmax_bwd__c8e486eb7670(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1315,11 +1315,11 @@ def softmax_bwd__c8e486eb7670(grad_out, out, grad_in_dtype):
 # used by: sm_90.json bfloat16 {"M":256,"N":262144}
 def softmax_bwd__dccd881d45de(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1343,7 +1343,7 @@ def softmax_bwd__dccd881d45de(grad_out, out, grad_in_dtype):
 #   sm_90.json bfloat16 {"M":4096,"N":16384}
 def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1358,7 +1358,7 @@ def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":1024}
 def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1373,11 +1373,11 @@ def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":131072}
 def softmax_bwd__fd6077a8756f(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
+    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1400,7 +1400,7 @@ def softmax_bwd__fd6077a8756f(grad_out, out, grad_in_dtype):
 #   sm_90.json float32 {"M":2048,"N":32000}
 def softmax_fwd__218d13c07c84(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1414,7 +1414,7 @@ def softmax_fwd__218d13c07c84(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":16384}
 def softmax_fwd__2db4d47dbcc1(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1428,7 +1428,7 @@ def softmax_fwd__2db4d47dbcc1(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":1024}
 def softmax_fwd__35e618337542(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1442,7 +1442,7 @@ def softmax_fwd__35e618337542(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":131072}
 def softmax_fwd__3c1afa296b9b(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1458,7 +1458,7 @@ def softmax_fwd__3c1afa296b9b(x, out_dtype):
 #   sm_90.json float32 {"M":16384,"N":8192}
 def softmax_fwd__526e2c49bd54(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1472,7 +1472,7 @@ def softmax_fwd__526e2c49bd54(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":131072}
 def softmax_fwd__5a7dec1ff850(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1486,7 +1486,7 @@ def softmax_fwd__5a7dec1ff850(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":1024}
 def softmax_fwd__5cd67ce2a692(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1500,7 +1500,7 @@ def softmax_fwd__5cd67ce2a692(x, out_dtype):
 # used by: sm_90.json float32 {"M":16384,"N":1024}
 def softmax_fwd__68011887f4bd(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1514,7 +1514,7 @@ def softmax_fwd__68011887f4bd(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":131072}
 def softmax_fwd__7c521258ce51(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1528,7 +1528,7 @@ def softmax_fwd__7c521258ce51(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":4096}
 def softmax_fwd__8236d95a98c7(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1544,7 +1544,7 @@ def softmax_fwd__8236d95a98c7(x, out_dtype):
 #   sm_90.json bfloat16 {"M":4096,"N":16384}
 def softmax_fwd__8e9f480a81e1(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1559,7 +1559,7 @@ def softmax_fwd__8e9f480a81e1(x, out_dtype):
 #   sm_90.json bfloat16 {"M":16384,"N":8192}
 def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1573,7 +1573,7 @@ def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":4096}
 def softmax_fwd__932d7626b539(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1587,7 +1587,7 @@ def softmax_fwd__932d7626b539(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":16384}
 def softmax_fwd__935c8aaed23c(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1601,7 +1601,7 @@ def softmax_fwd__935c8aaed23c(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":1024}
 def softmax_fwd__973fadb9b414(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1615,7 +1615,7 @@ def softmax_fwd__973fadb9b414(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":4096}
 def softmax_fwd__980022f01c95(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1629,7 +1629,7 @@ def softmax_fwd__980022f01c95(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":4096}
 def softmax_fwd__9e9840db6e79(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1643,7 +1643,7 @@ def softmax_fwd__9e9840db6e79(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":2048}
 def softmax_fwd__9e9f3393e262(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1657,7 +1657,7 @@ def softmax_fwd__9e9f3393e262(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":4096,"N":131072}
 def softmax_fwd__ab2f64481cbe(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1671,12 +1671,12 @@ def softmax_fwd__ab2f64481cbe(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":256,"N":262144}
 def softmax_fwd__b1f68941227b(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
-    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_max = x.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_sum = x.new_empty(split_m, pieces, dtype=torch.float32)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1696,12 +1696,12 @@ def softmax_fwd__b1f68941227b(x, out_dtype):
 # used by: sm_90.json float32 {"M":256,"N":262144}
 def softmax_fwd__b548b89cb273(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
-    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_max = x.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_sum = x.new_empty(split_m, pieces, dtype=torch.float32)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1721,12 +1721,12 @@ def softmax_fwd__b548b89cb273(x, out_dtype):
 # used by: sm_90.json float32 {"M":4096,"N":131072}
 def softmax_fwd__c300006420a6(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
-    piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
+    piece_max = x.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_sum = x.new_empty(split_m, pieces, dtype=torch.float32)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1746,7 +1746,7 @@ def softmax_fwd__c300006420a6(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":16384}
 def softmax_fwd__df38d8b052b1(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1760,7 +1760,7 @@ def softmax_fwd__df38d8b052b1(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":1024}
 def softmax_fwd__e017dc1f1c82(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1774,7 +1774,7 @@ def softmax_fwd__e017dc1f1c82(x, out_dtype):
 # used by: sm_90.json float32 {"M":4096,"N":16384}
 def softmax_fwd__e1a84425044e(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty((m, n), dtype=out_dtype)
+    out = x.new_empty(m, n, dtype=out_dtype)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()

@@ -1,5 +1,6 @@
 """Generated launchers launch through `_launch` (constexprs in signature order, strides and sizes
-read once per tensor) and call plain cdiv/next_power_of_2; the helpers travel with the module."""
+read once per tensor), call plain cdiv/next_power_of_2 and give allocations their sizes as separate
+ints; the helpers travel with the module."""
 import ast
 
 import pytest
@@ -24,6 +25,18 @@ def test_hoisted_names_do_not_shadow_launcher_variables():
     lines = ["x_strides = y.numel()", "k[(1,)](x, x.stride(0), x.stride(1), x_strides, num_warps=4, num_stages=1)"]
     assert rewrite_launches(lines, {"k": []})[1:] == [
         "_x_strides = x.stride()", "_launch(k, (1,), (x, _x_strides[0], _x_strides[1], x_strides), (), 4, 1)"]
+
+
+def test_allocations_take_their_sizes_as_separate_ints():
+    lines = ["out = x.new_empty((m, n), dtype=torch.float32)", "lse = torch.empty([b, h, s], dtype=d, device=q.device)",
+             "row = x.new_zeros((m,))", "same = torch.empty_like(x)", "scalar = x.new_empty(())",
+             "spread = torch.empty(*shape)", "sized = torch.ones(shape, dtype=d)", "pair = x.new_empty(m, n)",
+             "k[(1,)](out, lse, row, same, scalar, spread, sized, pair, num_warps=4, num_stages=1)"]
+    assert rewrite_launches(lines, {"k": []}) == [
+        "out = x.new_empty(m, n, dtype=torch.float32)", "lse = torch.empty(b, h, s, dtype=d, device=q.device)",
+        "row = x.new_zeros(m)", "same = torch.empty_like(x)", "scalar = x.new_empty(())",
+        "spread = torch.empty(*shape)", "sized = torch.ones(shape, dtype=d)", "pair = x.new_empty(m, n)",
+        "_launch(k, (1,), (out, lse, row, same, scalar, spread, sized, pair), (), 4, 1)"]
 
 
 def test_a_launch_whose_keywords_differ_from_the_constexprs_is_an_internal_error():
