@@ -25,7 +25,11 @@ GROUPS = [
 METHOD = """\
 Method: all implementations run in one process, bf16. Kernel times are the median over up to 100
 runs (at least 5; fewer than 100 when runs are slow, about 0.3 s per implementation) of CUDA events around each call, after 10
-warm-up calls, with L2 flushed before each run by writing a 256 MB buffer. Decode-size tables and the
+warm-up calls, with L2 flushed before each run by writing a 256 MB buffer, then a GPU-side wait
+(`torch.cuda._sleep`) twice as long as the host takes to enqueue the run, so that all of a run's
+launches are queued before its start event and its time is the GPU's, also where the host is
+slower than the kernels (an autograd backward; the lent hosts' speed varied up to 2x within a
+session). Decode-size tables and the
 dispatch overhead use host time instead: the per-call time of a loop of 1000 calls ended by a
 synchronize (median of 5 loops; the dispatch table's loops alternate over 15 rounds), which
 includes Python and launch overhead. The CUDA-graph decode

@@ -8,11 +8,18 @@ import time
 import torch
 
 FLUSH_BYTES = 256 << 20
+# GPU clock assumed when converting host seconds into `torch.cuda._sleep` cycles (H100/H200 boost
+# clocks are ~1.98 GHz; a slower clock only makes the wait longer)
+SLEEP_CYCLES_PER_S = 2.0e9
+MAX_HOLD_S = 0.002
 
 
 class Timer:
     """Times callables on one device. `device_us` is the kernel time (median of CUDA events around
-    each run, a 256 MB write flushing L2 before it); `host_us` is the per-call time of a loop of
+    each run, a 256 MB write flushing L2 before it, then a GPU-side wait at least twice as long as
+    the host takes to enqueue the run, so that every launch of the run is queued before its start
+    event: a host slower than the kernels, such as an autograd backward's, does not leave the GPU
+    idle inside the timed region); `host_us` is the per-call time of a loop of
     back-to-back calls ended by a synchronize (what a CPU-bound caller sees: launch overhead included);
     `graph_us` is the per-call time of back-to-back calls replayed from a CUDA graph (what a caller
     that captures its decode step sees: no host time, inputs left in L2 by the previous call)."""
@@ -48,15 +55,29 @@ class Timer:
                 fn()
                 times.append((time.perf_counter() - start) * 1e6)
             return statistics.median(times)
+        hold = self._hold_cycles(fn)
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for begin, end in zip(starts, ends):
             self.flush.zero_()
+            torch.cuda._sleep(hold)
             begin.record()
             fn()
             end.record()
         self.sync()
         return statistics.median(b.elapsed_time(e) * 1e3 for b, e in zip(starts, ends))
+
+    def _hold_cycles(self, fn) -> int:
+        """GPU cycles to wait before a timed run: twice the longest of three host enqueue times of
+        `fn`, each measured while the GPU is still busy (so no launch waits for it)."""
+        enqueue = []
+        for _ in range(3):
+            torch.cuda._sleep(int(SLEEP_CYCLES_PER_S * MAX_HOLD_S))
+            start = time.perf_counter()
+            fn()
+            enqueue.append(time.perf_counter() - start)
+            self.sync()
+        return int(SLEEP_CYCLES_PER_S * min(2 * max(enqueue), MAX_HOLD_S))
 
     def host_us(self, fn, calls: int = 1000, rounds: int = 5) -> float:
         return statistics.median(self.host_rounds({"fn": fn}, calls, rounds)["fn"])
