@@ -16,8 +16,8 @@ MAX_HOLD_S = 0.002
 
 class Timer:
     """Times callables on one device. `device_us` is the kernel time (median of CUDA events around
-    each run, a 256 MB write flushing L2 before it, then a GPU-side wait at least twice as long as
-    the host takes to enqueue the run, so that every launch of the run is queued before its start
+    each run, a 256 MB write flushing L2 before it, then a GPU-side wait twice as long as the host
+    takes to enqueue the run (at most `MAX_HOLD_S`), so that every launch of the run is queued before its start
     event: a host slower than the kernels, such as an autograd backward's, does not leave the GPU
     idle inside the timed region); `host_us` is the per-call time of a loop of
     back-to-back calls ended by a synchronize (what a CPU-bound caller sees: launch overhead included);
