@@ -103,12 +103,10 @@ def build(tiny: bool = False) -> list:
     p.add("softmax_bwd", {"M": 4096, "N": 131072})
     p.add("softmax_fwd", {"M": 2048, "N": 262144})
     p.add("softmax_bwd", {"M": 2048, "N": 262144})
-    for op in ("rmsnorm_fwd", "softmax_fwd"):
-        for m in DECODE_ROWS:
-            p.add(op, {"M": m, "N": 4096}, mode="host")
-    for op in ("rmsnorm_fwd", "softmax_fwd"):
-        for m in DECODE_ROWS:
-            p.add(op, {"M": m, "N": 4096}, mode="graph")
+    for mode in ("host", "graph"):
+        for op in ("rmsnorm_fwd", "softmax_fwd"):
+            for m in DECODE_ROWS:
+                p.add(op, {"M": m, "N": 4096}, mode=mode)
     matmuls = [(8192, 8192, 8192), (4096, 11008, 4096), (4096, 4096, 11008),
                (16, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096)]
     for m, n, k in matmuls:

@@ -128,5 +128,4 @@ class Timer:
             end.record()
             end.synchronize()
             times.append(begin.elapsed_time(end) * 1e3 / calls)
-        del graph
         return statistics.median(times)
