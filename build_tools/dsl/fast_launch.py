@@ -7,6 +7,7 @@ import inspect
 
 from . import exc, launch_helpers
 from .launcher_prune import prune_launcher
+from .native_launch import SOURCE as NATIVE_LAUNCH_SOURCE
 
 HOST_FUNCTIONS = {("triton", "cdiv"): "_cdiv", ("triton", "next_power_of_2"): "_next_power_of_2"}
 # allocations whose size may be given as separate ints: torch's argument parser takes ints about
@@ -23,7 +24,14 @@ def _code_after_imports(module) -> str:
     return "".join(source.splitlines(keepends=True)[first.lineno - 1:])
 
 
-LAUNCH_HELPERS = _code_after_imports(launch_helpers)
+def _source_literal(name: str, text: str) -> str:
+    """The assignment of `text` to `name` as a raw triple-quoted literal, as a generated module carries it."""
+    if '"""' in text or text.endswith("\\"):
+        raise exc.NotSupported(f"internal: {name} cannot be written as a raw triple-quoted literal")
+    return f'{name} = r"""{text}"""\n\n'
+
+
+LAUNCH_HELPERS = _source_literal("_NATIVE_LAUNCH_SOURCE", NATIVE_LAUNCH_SOURCE) + _code_after_imports(launch_helpers)
 
 
 class _Rewriter(ast.NodeTransformer):

@@ -1,5 +1,6 @@
 """Launch helpers that every generated module carries: `module.LAUNCH_HELPERS` is this file's code
-after its imports, copied verbatim (generated modules import only torch, triton and math).
+after its imports, copied verbatim after the C source of `native_launch` (generated modules import
+only the standard library, torch and triton).
 
 `_launch(kernel, grid, args, constants, num_warps, num_stages)` does what
 `kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)` does, where `args`
@@ -7,16 +8,22 @@ are the kernel's run-time arguments and `constants` its constexpr values, in sig
 Triton's `JITFunction.run` binds and specializes every argument, builds its cache key, looks up
 device and stream, builds launch metadata and calls the launch hooks on every launch. Here the
 first launch of a (kernel, options, current device, argument specialization) goes through Triton
-and the compiled kernel it returns is kept; later launches call that kernel's launcher directly on
-the current stream, passing every argument as Triton does (constexprs included; its launcher skips
-them). Under Triton 3.6's CUDA launcher, for a kernel without scratch buffers, the call goes to the
-launcher's C function itself, skipping its Python wrapper (`_runner`). The key keeps all Triton
-specializes on: each int's value (Triton specializes ints equal to 1, divisible by 16 and wider
-than 32 bits), each tensor's dtype and 16-byte alignment, floats as float, the constexprs, the
-options and Triton's debug and instrumentation settings. Triton's plain path runs under the
-interpreter, without a CUDA build of torch, for kernels with pre-run hooks or used globals, and
-while a launch hook is set. A launch over an empty grid (a dimension of 0 programs: a loop over an
-empty range, or a pass that a config switches off) returns before any of this.
+and the compiled kernel it returns is kept; later launches launch it directly on the current
+stream. The key keeps all Triton specializes on: each int's value (Triton specializes ints equal to
+1, divisible by 16 and wider than 32 bits), each tensor's dtype and 16-byte alignment, floats as
+float, the constexprs, the options and Triton's debug and instrumentation settings. Triton's plain
+path runs under the interpreter, without a CUDA build of torch, for kernels with pre-run hooks or
+used globals, and while a launch hook is set. A launch over an empty grid (a dimension of 0
+programs: a loop over an empty range, or a pass that a config switches off) returns before any of
+this.
+
+`_launch_python` is that logic in Python; the kept launch is the launcher's C function under Triton
+3.6's CUDA launcher without scratch buffers (skipping its Python wrapper, `_runner`), else the
+launcher. On a CUDA host under Triton 3.6 the first kernel that needs neither scratch buffers, PDL,
+a cooperative grid nor clusters compiles `native_launch`'s C source (once per machine, with
+Triton's own C build) and rebinds `_launch` to its `launch`, which builds the same key in C and
+launches such kernels with cuLaunchKernel itself (the kept entry is then a `bytes` descriptor), so
+a repeated launch runs no Python; it hands every other case to `_launch_python`.
 
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
 constexpr functions, costly to call from Python).
@@ -26,10 +33,18 @@ from __future__ import annotations
 import torch
 import triton
 
+from .native_launch import SOURCE as _NATIVE_LAUNCH_SOURCE
+
 _LAUNCHES: dict = {}
 _LAUNCHES_PER_KERNEL = 1024
-# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__
+# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__, and Triton 3.6's
+# kernel parameters (two trailing scratch pointers), which the native launch passes
 _C_LAUNCH_LAYOUT = triton.__version__.split(".")[:2] == ["3", "6"]
+# the native launch's type code of each kernel parameter type it passes (pointers: "p")
+_NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "i16": "2", "u16": "2",
+                 "i32": "4", "u32": "4", "i64": "8", "u64": "8", "fp16": "h", "bf16": "b", "fp32": "f",
+                 "f32": "f", "fp64": "d"}
+_native = None  # the native launch module once built; False when it cannot be built here
 
 
 def _runner(compiled):
@@ -44,7 +59,53 @@ def _runner(compiled):
     return run, (compiled.packed_metadata, None, None, None)
 
 
-def _launch(kernel, grid, args, constants, num_warps, num_stages):
+def _native_descriptor(compiled, count):
+    """The native launch's descriptor of `compiled` (launched with `count` arguments and constants),
+    or None when the native launch cannot run it."""
+    run = compiled.run
+    if not _C_LAUNCH_LAYOUT or run.__class__.__name__ != "CudaLauncher" or run.global_scratch_size \
+            or run.profile_scratch_size or run.launch_pdl or run.launch_cooperative_grid:
+        return None
+    num_warps, num_ctas, shared = compiled.packed_metadata
+    codes = [_NATIVE_CODES.get(ty, "p" if ty.__class__ is str and ty.startswith("*") else None)
+             for ty in compiled.src.signature.values()]
+    if num_ctas != 1 or len(codes) != count or None in codes or _native_module() is None:
+        return None
+    return compiled.function.to_bytes(8, "little") + (32 * num_warps).to_bytes(4, "little") + \
+        shared.to_bytes(4, "little") + count.to_bytes(4, "little") + "".join(codes).encode()
+
+
+def _native_module():
+    """The native launch module, built on first use, with `_launch` rebound to its `launch`; None
+    where it cannot be built (no C compiler), where Triton's launcher keeps launching."""
+    global _native, _launch
+    if _native is None:
+        _native = _build_native() or False
+        if _native:
+            _launch = _native_launch(_native, torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
+    return _native or None
+
+
+def _build_native():
+    """The native launch module compiled by Triton's C build (cached per machine), or None."""
+    import warnings
+    from triton.runtime.build import compile_module_from_src
+    try:
+        return compile_module_from_src(_NATIVE_LAUNCH_SOURCE, "hk_native_launch", libraries=["dl"])
+    except Exception as error:  # noqa: BLE001 - any build failure leaves Triton's launch in place
+        warnings.warn(f"helion_kernels: native launch not built, Triton's launcher is used: {error}")
+        return None
+
+
+def _native_launch(native, get_device, get_stream):
+    """`_launch` through `native.launch`, with this module's launches and fallback."""
+    import functools
+    state = (_LAUNCHES, _launch_python, get_device, get_stream, triton.knobs.runtime, triton.knobs.compilation,
+             triton.knobs.HookChain, torch.Tensor)
+    return functools.partial(native.launch, state)
+
+
+def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
     argument specialization on the same device launches the compiled kernel directly; an empty
     grid launches nothing and returns at once."""
@@ -80,18 +141,24 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
             key.append((kind, arg))
     key = tuple(key)
     launch = launches.get(key)
-    if launch is None:
+    if launch is None or launch.__class__ is bytes:
+        # a native descriptor here is a launch the native path handed back (no current CUDA context,
+        # a tensor off the GPU): Triton's launch sets the context up or reports the error
         compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
-        if compiled is not None and not kernel.used_global_vals:
+        if launch is None and compiled is not None and not kernel.used_global_vals:
             if len(launches) >= _LAUNCHES_PER_KERNEL:
                 launches.clear()
-            launches[key] = (*_runner(compiled), compiled.function)
+            launches[key] = _native_descriptor(compiled, len(args) + len(constants)) or \
+                (*_runner(compiled), compiled.function)
         return
     run, options, function = launch
     if len(grid) < 3:
         grid = (*grid, 1, 1)
     run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, *options,
         *args, *constants)
+
+
+_launch = _launch_python
 
 
 def _cdiv(a, b):

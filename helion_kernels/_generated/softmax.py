@@ -12,10 +12,444 @@ import triton.language as tl
 OP_INFO = {"softmax_bwd": {"exact_keys": [], "key_weights": {"N": 4.0}, "shape_keys": ["M", "N"]}, "softmax_fwd": {"exact_keys": [], "key_weights": {"N": 4.0}, "shape_keys": ["M", "N"]}}
 
 
+_NATIVE_LAUNCH_SOURCE = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x030B0000
+#define PyFloat_Pack2(x, p, le) _PyFloat_Pack2((x), (unsigned char *)(p), (le))
+#endif
+
+#define MAX_ARGS 64
+#define HEADER_BYTES 20
+
+typedef int CUresult;
+typedef void *CUfunction;
+typedef void *CUstream;
+typedef void *CUcontext;
+typedef CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, CUstream, void **, void **);
+typedef CUresult (*CtxGetCurrent)(CUcontext *);
+typedef CUresult (*GetErrorString)(CUresult, const char **);
+
+static LaunchKernel cu_launch_kernel = NULL;
+static CtxGetCurrent cu_ctx_get_current = NULL;
+static GetErrorString cu_get_error_string = NULL;
+
+static PyObject *str_dtype, *str_data_ptr, *str_is_cuda, *str_debug, *str_instrumentation_mode,
+    *str_launch_enter_hook, *str_launch_exit_hook, *str_calls, *str_pre_run_hooks;
+
+enum { ST_LAUNCHES, ST_FALLBACK, ST_GET_DEVICE, ST_GET_STREAM, ST_RUNTIME, ST_COMPILATION,
+       ST_HOOK_CHAIN, ST_TENSOR, ST_SIZE };
+enum { ARG_INT, ARG_FLOAT, ARG_TENSOR, ARG_OTHER };
+
+static int load_driver(void) {
+  if (cu_launch_kernel != NULL)
+    return 0;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (lib == NULL) {
+    PyErr_Format(PyExc_RuntimeError, "cannot open libcuda.so.1: %s", dlerror());
+    return -1;
+  }
+  cu_ctx_get_current = (CtxGetCurrent)dlsym(lib, "cuCtxGetCurrent");
+  cu_get_error_string = (GetErrorString)dlsym(lib, "cuGetErrorString");
+  LaunchKernel launch_kernel = (LaunchKernel)dlsym(lib, "cuLaunchKernel");
+  if (cu_ctx_get_current == NULL || cu_get_error_string == NULL || launch_kernel == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "libcuda.so.1 lacks cuLaunchKernel, cuCtxGetCurrent or cuGetErrorString");
+    return -1;
+  }
+  cu_launch_kernel = launch_kernel;
+  return 0;
+}
+
+/* 1 when a launch hook is set (Triton's HookChain with calls, or any other non-None hook),
+   0 when none, -1 on error. */
+static int hook_set(PyObject *runtime, PyObject *name, PyObject *hook_chain) {
+  PyObject *hook = PyObject_GetAttr(runtime, name);
+  if (hook == NULL)
+    return -1;
+  int set;
+  if ((PyObject *)Py_TYPE(hook) == hook_chain) {
+    PyObject *calls = PyObject_GetAttr(hook, str_calls);
+    set = calls == NULL ? -1 : PyObject_IsTrue(calls);
+    Py_XDECREF(calls);
+  } else {
+    set = hook != Py_None;
+  }
+  Py_DECREF(hook);
+  return set;
+}
+
+/* 1 when a hook or a pre-run hook asks for Triton's path, 0 when not, -1 on error. */
+static int hooked(PyObject **state, PyObject *kernel) {
+  int set = hook_set(state[ST_RUNTIME], str_launch_enter_hook, state[ST_HOOK_CHAIN]);
+  if (set == 0)
+    set = hook_set(state[ST_RUNTIME], str_launch_exit_hook, state[ST_HOOK_CHAIN]);
+  if (set != 0)
+    return set;
+  PyObject *pre_run = PyObject_GetAttr(kernel, str_pre_run_hooks);
+  if (pre_run == NULL)
+    return -1;
+  set = PyObject_IsTrue(pre_run);
+  Py_DECREF(pre_run);
+  return set;
+}
+
+static int store_int(const char code, PyObject *value, uint64_t *slot) {
+  long long v = PyLong_AsLongLong(value);
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    unsigned long long u = PyLong_AsUnsignedLongLong(value);
+    if (u == (unsigned long long)-1 && PyErr_Occurred())
+      return -1;
+    v = (long long)u;
+  }
+  switch (code) {
+  case '1': { int8_t x = (int8_t)v; memcpy(slot, &x, 1); break; }
+  case '2': { int16_t x = (int16_t)v; memcpy(slot, &x, 2); break; }
+  case '4': { int32_t x = (int32_t)v; memcpy(slot, &x, 4); break; }
+  default: memcpy(slot, &v, 8); break;
+  }
+  return 0;
+}
+
+static int store_float(const char code, PyObject *value, uint64_t *slot) {
+  double d = PyFloat_AsDouble(value);
+  if (d == -1.0 && PyErr_Occurred())
+    return -1;
+  if (code == 'd') {
+    memcpy(slot, &d, 8);
+  } else if (code == 'h') {
+    if (PyFloat_Pack2(d, (char *)slot, 1) < 0)
+      return -1;
+  } else {
+    float f = (float)d;
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    if (code == 'b') {
+      uint16_t half = (uint16_t)(bits >> 16); /* truncated, as Triton's launcher packs bf16 */
+      memcpy(slot, &half, 2);
+    } else {
+      memcpy(slot, &bits, 4);
+    }
+  }
+  return 0;
+}
+
+/* 1 when every tensor argument is on a CUDA device, 0 when one is not (Triton's launch reports
+   it), -1 on error. */
+static int on_cuda(PyObject *const *values, const int *kinds, Py_ssize_t n_args) {
+  for (Py_ssize_t i = 0; i < n_args; i++) {
+    if (kinds[i] != ARG_TENSOR)
+      continue;
+    PyObject *is_cuda = PyObject_GetAttr(values[i], str_is_cuda);
+    if (is_cuda == NULL)
+      return -1;
+    Py_DECREF(is_cuda);
+    if (is_cuda != Py_True)
+      return 0;
+  }
+  return 1;
+}
+
+/* Launch `descriptor` (see the module docstring) with `values` (args then constants). */
+static PyObject *launch_descriptor(PyObject *descriptor, PyObject *const *values, Py_ssize_t count,
+                                   const int *kinds, const uint64_t *pointers, const unsigned *grid,
+                                   PyObject *stream_obj) {
+  const char *bytes = PyBytes_AS_STRING(descriptor);
+  uint64_t function;
+  uint32_t block, shared, declared;
+  memcpy(&function, bytes, 8);
+  memcpy(&block, bytes + 8, 4);
+  memcpy(&shared, bytes + 12, 4);
+  memcpy(&declared, bytes + 16, 4);
+  const char *codes = bytes + HEADER_BYTES;
+  if ((Py_ssize_t)declared != count || PyBytes_GET_SIZE(descriptor) != HEADER_BYTES + count) {
+    PyErr_SetString(PyExc_RuntimeError, "native launch: descriptor does not match the arguments");
+    return NULL;
+  }
+  uint64_t stream = PyLong_AsUnsignedLongLong(stream_obj);
+  if (stream == (uint64_t)-1 && PyErr_Occurred())
+    return NULL;
+  uint64_t storage[MAX_ARGS + 2];
+  void *params[MAX_ARGS + 2];
+  int n = 0;
+  for (Py_ssize_t i = 0; i < count; i++) {
+    const char code = codes[i];
+    PyObject *value = values[i];
+    if (code == 'c')
+      continue;
+    storage[n] = 0;
+    if (code == 'p') {
+      if (i < MAX_ARGS && kinds[i] == ARG_TENSOR)
+        storage[n] = pointers[i];
+      else if (value != Py_None && store_int('8', value, &storage[n]) < 0)
+        return NULL;
+    } else if (code == 'h' || code == 'b' || code == 'f' || code == 'd') {
+      if (store_float(code, value, &storage[n]) < 0)
+        return NULL;
+    } else if (store_int(code, value, &storage[n]) < 0) {
+      return NULL;
+    }
+    params[n] = &storage[n];
+    n++;
+  }
+  storage[n] = 0; /* Triton 3.6's global and profile scratch pointers: none */
+  params[n] = &storage[n];
+  storage[n + 1] = 0;
+  params[n + 1] = &storage[n + 1];
+  CUresult status = cu_launch_kernel((CUfunction)(uintptr_t)function, grid[0], grid[1], grid[2], block, 1, 1,
+                                     shared, (CUstream)(uintptr_t)stream, params, NULL);
+  if (status != 0) {
+    const char *message = NULL;
+    cu_get_error_string(status, &message);
+    PyErr_Format(PyExc_RuntimeError, "CUDA error %d launching a generated kernel: %s", status,
+                 message ? message : "unknown");
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
+/* Call a launcher tuple's run(gx, gy, gz, stream, function, *options, *args, *constants). */
+static PyObject *launch_tuple(PyObject *entry, PyObject *const *values, Py_ssize_t count,
+                              PyObject *const *grid_objs, PyObject *stream) {
+  if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3 || !PyTuple_CheckExact(PyTuple_GET_ITEM(entry, 1))) {
+    PyErr_SetString(PyExc_RuntimeError, "native launch: malformed launcher entry");
+    return NULL;
+  }
+  PyObject *options = PyTuple_GET_ITEM(entry, 1);
+  Py_ssize_t n_options = PyTuple_GET_SIZE(options);
+  Py_ssize_t total = 5 + n_options + count;
+  PyObject *small[5 + 8 + MAX_ARGS];
+  if (total > (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {
+    PyErr_SetString(PyExc_RuntimeError, "native launch: too many launcher options");
+    return NULL;
+  }
+  small[0] = grid_objs[0];
+  small[1] = grid_objs[1];
+  small[2] = grid_objs[2];
+  small[3] = stream;
+  small[4] = PyTuple_GET_ITEM(entry, 2);
+  for (Py_ssize_t i = 0; i < n_options; i++)
+    small[5 + i] = PyTuple_GET_ITEM(options, i);
+  for (Py_ssize_t i = 0; i < count; i++)
+    small[5 + n_options + i] = values[i];
+  return PyObject_Vectorcall(PyTuple_GET_ITEM(entry, 0), small, total, NULL);
+}
+
+static PyObject *launch(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc != 7 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != ST_SIZE ||
+      !PyTuple_CheckExact(argv[2]) || !PyTuple_CheckExact(argv[3]) || !PyTuple_CheckExact(argv[4])) {
+    PyErr_SetString(PyExc_TypeError,
+                    "launch(state, kernel, grid: tuple, args: tuple, constants: tuple, num_warps, num_stages)");
+    return NULL;
+  }
+  PyObject **state = &PyTuple_GET_ITEM(argv[0], 0);
+  PyObject *kernel = argv[1], *grid = argv[2], *args = argv[3], *constants = argv[4];
+  PyObject *const *call = argv + 1; /* the fallback's arguments */
+
+  static PyObject *one = NULL;
+  if (one == NULL && (one = PyLong_FromLong(1)) == NULL)
+    return NULL;
+  Py_ssize_t dims = PyTuple_GET_SIZE(grid);
+  if (dims < 1 || dims > 3)
+    return PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+  unsigned grid_size[3] = {1, 1, 1};
+  PyObject *grid_objs[3] = {one, one, one};
+  for (Py_ssize_t i = 0; i < dims; i++) {
+    PyObject *item = PyTuple_GET_ITEM(grid, i);
+    long size = PyLong_AsLong(item);
+    if (size == -1 && PyErr_Occurred())
+      return NULL;
+    if (size == 0)
+      Py_RETURN_NONE;
+    if (size < 0 || size > 0x7fffffffL)
+      return PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+    grid_size[i] = (unsigned)size;
+    grid_objs[i] = item;
+  }
+
+  PyObject *id = PyLong_FromVoidPtr(kernel);
+  if (id == NULL)
+    return NULL;
+  PyObject *kernel_state = PyDict_GetItemWithError(state[ST_LAUNCHES], id); /* borrowed */
+  Py_DECREF(id);
+  if (kernel_state == NULL) {
+    if (PyErr_Occurred())
+      return NULL;
+    return PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+  }
+  PyObject *launches = PyTuple_CheckExact(kernel_state) && PyTuple_GET_SIZE(kernel_state) == 2
+                           ? PyTuple_GET_ITEM(kernel_state, 1) : NULL;
+  if (launches == NULL || !PyDict_CheckExact(launches))
+    return PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+  int hook = hooked(state, kernel);
+  if (hook < 0)
+    return NULL;
+  if (hook)
+    return PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+
+  Py_ssize_t n_args = PyTuple_GET_SIZE(args), n_constants = PyTuple_GET_SIZE(constants);
+  Py_ssize_t count = n_args + n_constants;
+  if (count > MAX_ARGS)
+    return PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+  PyObject *values[MAX_ARGS];
+  int kinds[MAX_ARGS];
+  uint64_t pointers[MAX_ARGS];
+  PyObject *dtypes[MAX_ARGS];
+  Py_ssize_t key_size = 6;
+  PyObject *result = NULL, *key = NULL, *device = NULL;
+  Py_ssize_t classified = 0;
+  for (Py_ssize_t i = 0; i < count; i++)
+    values[i] = i < n_args ? PyTuple_GET_ITEM(args, i) : PyTuple_GET_ITEM(constants, i - n_args);
+  for (; classified < n_args; classified++) {
+    PyObject *arg = values[classified];
+    dtypes[classified] = NULL;
+    if (PyLong_CheckExact(arg)) {
+      kinds[classified] = ARG_INT;
+    } else if (PyFloat_CheckExact(arg)) {
+      kinds[classified] = ARG_FLOAT;
+    } else if (Py_TYPE(arg) == (PyTypeObject *)state[ST_TENSOR] ||
+               PyObject_TypeCheck(arg, (PyTypeObject *)state[ST_TENSOR])) {
+      kinds[classified] = ARG_TENSOR;
+      PyObject *ptr = PyObject_CallMethodNoArgs(arg, str_data_ptr);
+      if (ptr == NULL)
+        goto done;
+      pointers[classified] = PyLong_AsUnsignedLongLong(ptr);
+      Py_DECREF(ptr);
+      if (pointers[classified] == (uint64_t)-1 && PyErr_Occurred())
+        goto done;
+      if ((dtypes[classified] = PyObject_GetAttr(arg, str_dtype)) == NULL)
+        goto done;
+      key_size++;
+    } else {
+      kinds[classified] = ARG_OTHER;
+    }
+    key_size++;
+  }
+  for (Py_ssize_t i = n_args; i < count; i++)
+    kinds[i] = ARG_OTHER;
+
+  if ((device = PyObject_CallNoArgs(state[ST_GET_DEVICE])) == NULL)
+    goto done;
+  if ((key = PyTuple_New(key_size)) == NULL)
+    goto done;
+  PyObject *head[6];
+  head[0] = device;
+  head[1] = argv[5];
+  head[2] = argv[6];
+  head[3] = constants;
+  for (int i = 0; i < 4; i++) {
+    Py_INCREF(head[i]);
+    PyTuple_SET_ITEM(key, i, head[i]);
+  }
+  if ((head[4] = PyObject_GetAttr(state[ST_RUNTIME], str_debug)) == NULL)
+    goto done;
+  PyTuple_SET_ITEM(key, 4, head[4]);
+  if ((head[5] = PyObject_GetAttr(state[ST_COMPILATION], str_instrumentation_mode)) == NULL)
+    goto done;
+  PyTuple_SET_ITEM(key, 5, head[5]);
+  Py_ssize_t slot = 6;
+  for (Py_ssize_t i = 0; i < n_args; i++) {
+    PyObject *arg = values[i];
+    switch (kinds[i]) {
+    case ARG_INT:
+      Py_INCREF(arg);
+      PyTuple_SET_ITEM(key, slot++, arg);
+      break;
+    case ARG_FLOAT:
+      Py_INCREF((PyObject *)&PyFloat_Type);
+      PyTuple_SET_ITEM(key, slot++, (PyObject *)&PyFloat_Type);
+      break;
+    case ARG_TENSOR: {
+      PyTuple_SET_ITEM(key, slot++, dtypes[i]); /* the key takes the reference */
+      dtypes[i] = NULL;
+      PyObject *aligned = pointers[i] % 16 == 0 ? Py_True : Py_False;
+      Py_INCREF(aligned);
+      PyTuple_SET_ITEM(key, slot++, aligned);
+      break;
+    }
+    default: {
+      PyObject *pair = PyTuple_Pack(2, (PyObject *)Py_TYPE(arg), arg);
+      if (pair == NULL)
+        goto done;
+      PyTuple_SET_ITEM(key, slot++, pair);
+    }
+    }
+  }
+
+  PyObject *entry = PyDict_GetItemWithError(launches, key); /* borrowed */
+  if (entry == NULL) {
+    if (!PyErr_Occurred())
+      result = PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+    goto done;
+  }
+  Py_INCREF(entry);
+  PyObject *stream = PyObject_CallOneArg(state[ST_GET_STREAM], device);
+  if (stream != NULL) {
+    if (PyBytes_CheckExact(entry)) {
+      int on_device = on_cuda(values, kinds, n_args);
+      CUcontext context = NULL;
+      if (on_device >= 0 && load_driver() == 0) {
+        if (!on_device || cu_ctx_get_current(&context) != 0 || context == NULL)
+          result = PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+        else
+          result = launch_descriptor(entry, values, count, kinds, pointers, grid_size, stream);
+      }
+    } else {
+      result = launch_tuple(entry, values, count, grid_objs, stream);
+    }
+    Py_DECREF(stream);
+  }
+  Py_DECREF(entry);
+
+done:
+  for (Py_ssize_t i = 0; i < classified; i++)
+    if (kinds[i] == ARG_TENSOR)
+      Py_XDECREF(dtypes[i]);
+  Py_XDECREF(key);
+  Py_XDECREF(device);
+  return result;
+}
+
+static PyMethodDef methods[] = {
+    {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
+     "launch(state, kernel, grid, args, constants, num_warps, num_stages)"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hk_native_launch", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_hk_native_launch(void) {
+  str_dtype = PyUnicode_InternFromString("dtype");
+  str_data_ptr = PyUnicode_InternFromString("data_ptr");
+  str_is_cuda = PyUnicode_InternFromString("is_cuda");
+  str_debug = PyUnicode_InternFromString("debug");
+  str_instrumentation_mode = PyUnicode_InternFromString("instrumentation_mode");
+  str_launch_enter_hook = PyUnicode_InternFromString("launch_enter_hook");
+  str_launch_exit_hook = PyUnicode_InternFromString("launch_exit_hook");
+  str_calls = PyUnicode_InternFromString("calls");
+  str_pre_run_hooks = PyUnicode_InternFromString("pre_run_hooks");
+  if (!str_dtype || !str_data_ptr || !str_is_cuda || !str_debug || !str_instrumentation_mode ||
+      !str_launch_enter_hook || !str_launch_exit_hook || !str_calls || !str_pre_run_hooks)
+    return NULL;
+  return PyModule_Create(&module);
+}
+"""
+
 _LAUNCHES: dict = {}
 _LAUNCHES_PER_KERNEL = 1024
-# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__
+# the argument layout of the C function under Triton 3.6's CudaLauncher.__call__, and Triton 3.6's
+# kernel parameters (two trailing scratch pointers), which the native launch passes
 _C_LAUNCH_LAYOUT = triton.__version__.split(".")[:2] == ["3", "6"]
+# the native launch's type code of each kernel parameter type it passes (pointers: "p")
+_NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "i16": "2", "u16": "2",
+                 "i32": "4", "u32": "4", "i64": "8", "u64": "8", "fp16": "h", "bf16": "b", "fp32": "f",
+                 "f32": "f", "fp64": "d"}
+_native = None  # the native launch module once built; False when it cannot be built here
 
 
 def _runner(compiled):
@@ -30,7 +464,53 @@ def _runner(compiled):
     return run, (compiled.packed_metadata, None, None, None)
 
 
-def _launch(kernel, grid, args, constants, num_warps, num_stages):
+def _native_descriptor(compiled, count):
+    """The native launch's descriptor of `compiled` (launched with `count` arguments and constants),
+    or None when the native launch cannot run it."""
+    run = compiled.run
+    if not _C_LAUNCH_LAYOUT or run.__class__.__name__ != "CudaLauncher" or run.global_scratch_size \
+            or run.profile_scratch_size or run.launch_pdl or run.launch_cooperative_grid:
+        return None
+    num_warps, num_ctas, shared = compiled.packed_metadata
+    codes = [_NATIVE_CODES.get(ty, "p" if ty.__class__ is str and ty.startswith("*") else None)
+             for ty in compiled.src.signature.values()]
+    if num_ctas != 1 or len(codes) != count or None in codes or _native_module() is None:
+        return None
+    return compiled.function.to_bytes(8, "little") + (32 * num_warps).to_bytes(4, "little") + \
+        shared.to_bytes(4, "little") + count.to_bytes(4, "little") + "".join(codes).encode()
+
+
+def _native_module():
+    """The native launch module, built on first use, with `_launch` rebound to its `launch`; None
+    where it cannot be built (no C compiler), where Triton's launcher keeps launching."""
+    global _native, _launch
+    if _native is None:
+        _native = _build_native() or False
+        if _native:
+            _launch = _native_launch(_native, torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
+    return _native or None
+
+
+def _build_native():
+    """The native launch module compiled by Triton's C build (cached per machine), or None."""
+    import warnings
+    from triton.runtime.build import compile_module_from_src
+    try:
+        return compile_module_from_src(_NATIVE_LAUNCH_SOURCE, "hk_native_launch", libraries=["dl"])
+    except Exception as error:  # noqa: BLE001 - any build failure leaves Triton's launch in place
+        warnings.warn(f"helion_kernels: native launch not built, Triton's launcher is used: {error}")
+        return None
+
+
+def _native_launch(native, get_device, get_stream):
+    """`_launch` through `native.launch`, with this module's launches and fallback."""
+    import functools
+    state = (_LAUNCHES, _launch_python, get_device, get_stream, triton.knobs.runtime, triton.knobs.compilation,
+             triton.knobs.HookChain, torch.Tensor)
+    return functools.partial(native.launch, state)
+
+
+def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
     argument specialization on the same device launches the compiled kernel directly; an empty
     grid launches nothing and returns at once."""
@@ -66,18 +546,24 @@ def _launch(kernel, grid, args, constants, num_warps, num_stages):
             key.append((kind, arg))
     key = tuple(key)
     launch = launches.get(key)
-    if launch is None:
+    if launch is None or launch.__class__ is bytes:
+        # a native descriptor here is a launch the native path handed back (no current CUDA context,
+        # a tensor off the GPU): Triton's launch sets the context up or reports the error
         compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
-        if compiled is not None and not kernel.used_global_vals:
+        if launch is None and compiled is not None and not kernel.used_global_vals:
             if len(launches) >= _LAUNCHES_PER_KERNEL:
                 launches.clear()
-            launches[key] = (*_runner(compiled), compiled.function)
+            launches[key] = _native_descriptor(compiled, len(args) + len(constants)) or \
+                (*_runner(compiled), compiled.function)
         return
     run, options, function = launch
     if len(grid) < 3:
         grid = (*grid, 1, 1)
     run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, *options,
         *args, *constants)
+
+
+_launch = _launch_python
 
 
 def _cdiv(a, b):

@@ -48,7 +48,9 @@ def test_helpers_are_self_contained_source():
     tree = ast.parse(LAUNCH_HELPERS)
     assert not [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    assert {"_launch", "_cdiv", "_next_power_of_2"} <= defined
+    assigned = {target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets}
+    assert {"_launch_python", "_cdiv", "_next_power_of_2"} <= defined
+    assert {"_launch", "_NATIVE_LAUNCH_SOURCE"} <= assigned
 
 
 class _Unlaunchable:

@@ -1,9 +1,13 @@
-"""The generated modules' `_launch`: Triton's own launch for a new (kernel, options, device,
+"""The generated modules' launch: Triton's own launch for a new (kernel, options, device,
 argument specialization), the compiled kernel launched directly for a repeated one, and Triton's
 path whenever a hook, a pre-run hook or a used global is involved; under Triton 3.6's CUDA
-launcher without scratch buffers the launcher's C function is called directly. A real JITFunction stands in for
-a generated kernel; its `run` (Triton's launch) and the CUDA device/stream queries are faked, so
-this runs without a GPU (the GPU suites check the real launches)."""
+launcher without scratch buffers the launcher's C function is called directly. Each test runs the
+Python `_launch_python` and the native launch (its C source compiled here, as on a GPU host; it
+builds the same key and calls the same launcher entries). A real JITFunction stands in for a
+generated kernel; its `run` (Triton's launch) and the CUDA device/stream queries are faked, so this
+runs without a GPU (tests/runtime/test_native_launch.py checks the real launches on the GPU)."""
+import functools
+
 import pytest
 import torch
 import triton
@@ -31,7 +35,7 @@ class Compiled:
 
 
 class Fake:
-    def __init__(self, monkeypatch):
+    def __init__(self, monkeypatch, path):
         self.kernel = JITFunction(_body)
         self.compiled = Compiled()
         self.plain = []
@@ -39,21 +43,30 @@ class Fake:
         self.kernel.run = self._triton_run
         monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: self.device, raising=False)
         monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 100 + device, raising=False)
+        self.run_launch = generated._launch_python if path == "python" else generated._native_launch(
+            _native_module(), lambda: self.device, lambda device: 100 + device)
 
     def _triton_run(self, *args, grid, warmup, **kwargs):
         self.plain.append((grid, args, kwargs))
         return self.compiled
 
     def launch(self, grid, args, constants=(16,), num_warps=4, num_stages=2):
-        generated._launch(self.kernel, grid, args, constants, num_warps, num_stages)
+        self.run_launch(self.kernel, grid, args, constants, num_warps, num_stages)
 
     def counts(self):
         return len(self.plain), len(self.compiled.launches)
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    return Fake(monkeypatch)
+@functools.cache
+def _native_module():
+    native = generated._build_native()
+    assert native is not None, "the native launch's C source did not build"
+    return native
+
+
+@pytest.fixture(params=["python", "native"])
+def fake(monkeypatch, request):
+    return Fake(monkeypatch, request.param)
 
 
 def test_repeated_specialization_launches_the_compiled_kernel(fake):
@@ -135,7 +148,8 @@ def test_pre_run_hooks_and_used_globals_take_tritons_path(fake):
     assert fake.counts() == (4, 0)
 
 
-def test_other_kernels_always_take_their_own_launch():
+@pytest.mark.parametrize("path", ["python", "native"])
+def test_other_kernels_always_take_their_own_launch(path):
     calls = []
 
     class Interpreted:
@@ -144,9 +158,11 @@ def test_other_kernels_always_take_their_own_launch():
         def __getitem__(self, grid):
             return lambda *args, **kwargs: calls.append((grid, args, kwargs))
 
+    launch = generated._launch_python if path == "python" else generated._native_launch(
+        _native_module(), lambda: 0, lambda device: 100)
     kernel = Interpreted()
     for _ in range(2):
-        generated._launch(kernel, (2,), (7,), (16,), 4, 2)
+        launch(kernel, (2,), (7,), (16,), 4, 2)
     assert calls == [((2,), (7, 16), {"num_warps": 4, "num_stages": 2})] * 2
 
 
@@ -191,3 +207,29 @@ def test_host_helpers_match_triton():
         assert generated._next_power_of_2(a) == triton.next_power_of_2(a)
         for b in (1, 2, 16, 64):
             assert generated._cdiv(a, b) == triton.cdiv(a, b)
+
+
+class Source:
+    """What a compiled kernel's `src` holds: its parameters' Triton types, in signature order."""
+
+    signature = {"x": "*bf16", "n": "i32", "m": "i64", "eps": "fp32", "flag": "i1", "BLOCK": "constexpr"}
+
+
+@pytest.mark.parametrize("change", [None, "scratch", "pdl", "cluster", "tensordesc", "count"])
+def test_the_native_descriptor_of_a_plain_cuda_kernel(monkeypatch, change):
+    monkeypatch.setattr(generated, "_C_LAUNCH_LAYOUT", True)
+    monkeypatch.setattr(generated, "_native", _native_module())  # built: no rebinding of _launch here
+    compiled = Compiled()
+    compiled.run = CudaLauncher(128 if change == "scratch" else 0)
+    compiled.run.launch_pdl = change == "pdl"
+    compiled.function = 0x7F00_1234_5678
+    compiled.packed_metadata = (4, 2 if change == "cluster" else 1, 1056)
+    compiled.src = Source()
+    if change == "tensordesc":
+        compiled.src.signature = {**Source.signature, "x": "tensordesc<bf16[16, 16]>"}
+    descriptor = generated._native_descriptor(compiled, 7 if change == "count" else 6)
+    if change is not None:
+        assert descriptor is None
+        return
+    assert descriptor == (0x7F00_1234_5678).to_bytes(8, "little") + (128).to_bytes(4, "little") + \
+        (1056).to_bytes(4, "little") + (6).to_bytes(4, "little") + b"p48f1c"
