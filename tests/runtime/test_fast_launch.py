@@ -83,8 +83,8 @@ def test_repeated_specialization_launches_the_compiled_kernel(fake):
     assert second[:3] == (2, 3, 1)
 
 
-@pytest.mark.parametrize("change", ["int", "int_one", "float_for_int", "dtype", "alignment", "constant",
-                                    "num_warps", "device"])
+@pytest.mark.parametrize("change", ["int", "int_one", "float_for_int", "bool_for_int", "none_for_int", "dtype",
+                                    "alignment", "constant", "num_warps", "device"])
 def test_anything_triton_specializes_on_is_a_new_key(fake, change):
     x = torch.ones(8)
     fake.launch((1,), (x, 32))
@@ -97,6 +97,10 @@ def test_anything_triton_specializes_on_is_a_new_key(fake, change):
         args = (x, 1)
     elif change == "float_for_int":
         args = (x, 32.0)
+    elif change == "bool_for_int":
+        args = (x, True)
+    elif change == "none_for_int":
+        args = (x, None)
     elif change == "dtype":
         args = (x.half(), 32)
     elif change == "alignment":
