@@ -7,7 +7,9 @@ A grid is provably empty when a factor of one of its dimensions folds to 0 from 
 literals, names the launcher assigns once, at its top level, from a foldable expression (read
 after that assignment), conditional expressions on a folded test, `and`/`or` (decided by their
 folded operands, as Python short-circuits them), comparisons and integer arithmetic of folded
-values, and `_cdiv`, `_next_power_of_2`, `min` and `max` of folded values. A statement is dropped only when
+values, and `_cdiv`, `_next_power_of_2`, `min` and `max` of folded values; or when it is a sum of
+integer names assigned once with coefficients that cancel (`m - split_m` after `split_m = m`, as a
+split-K pass over every row leaves the unsplit pass none), or `_cdiv` of such a zero. A statement is dropped only when
 every expression in it is pure: no call but the host helpers, tensor allocations and queries and
 non-mutating tensor methods (a reduction of a buffer that only a dropped pass wrote), no
 assignment expression, lambda or comprehension. `_launch` still returns at once on a grid that
@@ -106,6 +108,45 @@ def _fold(node: ast.AST, env: dict):
     return UNKNOWN
 
 
+def _affine(node: ast.AST, env: dict, symbols: dict):
+    """`node` as an integer affine form {name: coefficient, None: constant} over the names in
+    `symbols` (integer names assigned once, each mapped to its own form), or UNKNOWN."""
+    value = _fold(node, env)
+    if value is not UNKNOWN:
+        return {None: int(value)} if isinstance(value, int) else UNKNOWN
+    if isinstance(node, ast.Name):
+        return symbols.get(node.id, UNKNOWN)
+    if isinstance(node, ast.IfExp):
+        test = _fold(node.test, env)
+        return UNKNOWN if test is UNKNOWN else _affine(node.body if test else node.orelse, env, symbols)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        form = _affine(node.operand, env, symbols)
+        return UNKNOWN if form is UNKNOWN else _scaled(form, -1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        left, right = _affine(node.left, env, symbols), _affine(node.right, env, symbols)
+        if UNKNOWN in (left, right):
+            return UNKNOWN
+        if isinstance(node.op, ast.Mult):
+            constant = right if set(right) <= {None} else left if set(left) <= {None} else None
+            if constant is None:
+                return UNKNOWN
+            return _scaled(left if constant is right else right, constant.get(None, 0))
+        total = dict(left)
+        sign = 1 if isinstance(node.op, ast.Add) else -1
+        for name, coefficient in right.items():
+            total[name] = total.get(name, 0) + sign * coefficient
+        return {name: c for name, c in total.items() if c != 0}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_cdiv" \
+            and len(node.args) == 2 and _affine(node.args[0], env, symbols) == {}:
+        divisor = _fold(node.args[1], env)
+        return {} if isinstance(divisor, int) and divisor > 0 else UNKNOWN
+    return UNKNOWN
+
+
+def _scaled(form: dict, factor: int) -> dict:
+    return {name: c * factor for name, c in form.items() if c * factor != 0}
+
+
 def _assigned_name(statement: ast.stmt) -> str | None:
     if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
             and isinstance(statement.targets[0], ast.Name):
@@ -113,14 +154,14 @@ def _assigned_name(statement: ast.stmt) -> str | None:
     return None
 
 
-def _zero(dim: ast.AST, env: dict) -> bool:
+def _zero(dim: ast.AST, env: dict, symbols: dict) -> bool:
     """Whether a grid dimension, a product of factors or a `min` of counts (a persistent loop's
     programs), has a factor or an operand that folds to 0 (counts are never negative)."""
     if isinstance(dim, ast.BinOp) and isinstance(dim.op, ast.Mult):
-        return _zero(dim.left, env) or _zero(dim.right, env)
+        return _zero(dim.left, env, symbols) or _zero(dim.right, env, symbols)
     if isinstance(dim, ast.Call) and isinstance(dim.func, ast.Name) and dim.func.id == "min":
-        return any(_zero(arg, env) for arg in dim.args)
-    return _fold(dim, env) == 0
+        return any(_zero(arg, env, symbols) for arg in dim.args)
+    return _fold(dim, env) == 0 or _affine(dim, env, symbols) == {}
 
 
 def _grid_tuple(node: ast.AST) -> ast.Tuple | None:
@@ -132,7 +173,7 @@ def _grid_tuple(node: ast.AST) -> ast.Tuple | None:
     return node if isinstance(node, ast.Tuple) else None
 
 
-def _empty_launch(statement: ast.stmt, env: dict, grids: dict) -> bool:
+def _empty_launch(statement: ast.stmt, env: dict, symbols: dict, grids: dict) -> bool:
     """Whether `statement` is a launch over a provably empty grid; `grids` maps the names of grids
     assigned before it to their expressions."""
     if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
@@ -140,7 +181,7 @@ def _empty_launch(statement: ast.stmt, env: dict, grids: dict) -> bool:
         return False
     grid = statement.value.args[1]
     grid = _grid_tuple(grids.get(grid.id) if isinstance(grid, ast.Name) else grid)
-    return grid is not None and any(_zero(dim, env) for dim in grid.elts) \
+    return grid is not None and any(_zero(dim, env, symbols) for dim in grid.elts) \
         and all(_pure(arg) for arg in statement.value.args)
 
 
@@ -242,15 +283,21 @@ def prune_launcher(body: list) -> list:
     for statement in body:
         for stored in _stored_names(statement):
             stores[stored] = stores.get(stored, 0) + 1
-    env, grids, launched = {}, {}, []
+    ints = _int_names(body)
+    env, symbols, grids, launched = {}, {}, {}, []
     for statement in body:
-        if _empty_launch(statement, env, grids):
+        if _empty_launch(statement, env, symbols, grids):
             continue
         name = _assigned_name(statement)
         if name is not None and stores[name] == 1:
             value = _fold(statement.value, env)
             if value is not UNKNOWN:
                 env[name] = value
+        # an integer assigned once is a symbol of the affine forms (its own, or its value's form)
+        for stored in _stored_names(statement):
+            if stored in ints and stores[stored] == 1 and stored not in env:
+                form = _affine(statement.value, env, symbols) if stored == name else UNKNOWN
+                symbols[stored] = {stored: 1} if form is UNKNOWN else form
         # a grid name stands for its latest top-level assignment (the launcher's top level is
         # straight-line code); any other store to it forgets it
         for stored in _stored_names(statement):
@@ -258,7 +305,6 @@ def prune_launcher(body: list) -> list:
         if name is not None and _grid_tuple(statement.value) is not None:
             grids[name] = statement.value
         launched.append(statement)
-    ints = _int_names(body)
     launched = [_Substitute(env, ints).visit(statement) for statement in launched]
     live, kept = set(), []
     for statement in reversed(launched):

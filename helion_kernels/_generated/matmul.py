@@ -2058,12 +2058,8 @@ def matmul__3a30aae24b7a(a, b):
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m - split_m, 16) * _cdiv(n, 64),), (m - split_m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 64, 256), 4, 3)
-    _a_strides = a.stride()
-    _b_strides = b.stride()
-    _out_strides = out.stride()
     partial_strides = partial.stride()
-    _launch(_matmul_kernel_f685a2308f, (_cdiv(split_m, 16) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, _a_strides[0], _a_strides[1], b, _b_strides[0], _b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, _out_strides[0], _out_strides[1]), (16, 64, 256), 4, 3)
+    _launch(_matmul_kernel_f685a2308f, (_cdiv(split_m, 16) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, out_strides[0], out_strides[1]), (16, 64, 256), 4, 3)
     return out
 
 
@@ -2098,12 +2094,8 @@ def matmul__42b2ddd4a80a(a, b):
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_matmul_kernel_39ee950c78, (_cdiv(m - split_m, 16) * _cdiv(n, 64),), (m - split_m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 64, 256), 4, 3)
-    _a_strides = a.stride()
-    _b_strides = b.stride()
-    _out_strides = out.stride()
     partial_strides = partial.stride()
-    _launch(_matmul_kernel_491bee1b0c, (_cdiv(split_m, 16) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, _a_strides[0], _a_strides[1], b, _b_strides[0], _b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, _out_strides[0], _out_strides[1]), (16, 64, 256), 4, 3)
+    _launch(_matmul_kernel_491bee1b0c, (_cdiv(split_m, 16) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, out_strides[0], out_strides[1]), (16, 64, 256), 4, 3)
     return out
 
 
@@ -2307,12 +2299,8 @@ def matmul__ba008c11a671(a, b):
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_matmul_kernel_39ee950c78, (_cdiv(m - split_m, 64) * _cdiv(n, 64),), (m - split_m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 256), 4, 3)
-    _a_strides = a.stride()
-    _b_strides = b.stride()
-    _out_strides = out.stride()
     partial_strides = partial.stride()
-    _launch(_matmul_kernel_491bee1b0c, (_cdiv(split_m, 64) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, _a_strides[0], _a_strides[1], b, _b_strides[0], _b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, _out_strides[0], _out_strides[1]), (64, 64, 256), 4, 3)
+    _launch(_matmul_kernel_491bee1b0c, (_cdiv(split_m, 64) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, out_strides[0], out_strides[1]), (64, 64, 256), 4, 3)
     return out
 
 

@@ -151,3 +151,40 @@ def test_a_grid_name_reassigned_inside_a_block_is_not_resolved():
     source = XYZ_AND_PERSISTENT.replace("parts_strides = parts.stride()",
                                         "if n > 4:\n    _grid = (m,)\nparts_strides = parts.stride()")
     assert any(line.startswith("_launch(k1") for line in pruned(source))
+
+
+SPLIT_K = """
+m, k = a.size()
+n = b.size(1)
+split_k = 2
+split_m = m if split_k > 1 else 0
+partial = a.new_empty(split_k, split_m, n, dtype=torch.float32)
+a_strides = a.stride()
+_launch(k1, (_cdiv(m - split_m, 16) * _cdiv(n, 64),), (m - split_m, n, k, a, a_strides[0]), (16,), 4, 3)
+_launch(k2, (_cdiv(split_m, 16) * _cdiv(n, 64) * split_k,), (split_m, n, k, a, partial), (16,), 4, 3)
+return partial
+"""
+
+
+def test_a_pass_over_rows_that_cancel_is_dropped():
+    """split-K over every row leaves the unsplit pass `m - split_m` = 0 rows, whatever m is."""
+    kept = pruned(SPLIT_K)
+    assert not any(line.startswith("_launch(k1") for line in kept)
+    assert any(line.startswith("_launch(k2") for line in kept)
+    cancelling = SPLIT_K.replace("_cdiv(m - split_m, 16)", "_cdiv(2 * split_m - m - (m - 0), 16)")
+    assert not any(line.startswith("_launch(k1") for line in pruned(cancelling))
+
+
+def test_rows_that_do_not_provably_cancel_keep_their_pass():
+    variants = [
+        SPLIT_K.replace("split_k = 2", "split_k = int(flag)"),  # the split is not known
+        SPLIT_K.replace("_cdiv(m - split_m, 16)", "_cdiv(m - split_m + 1, 16)"),
+        SPLIT_K.replace("_cdiv(m - split_m, 16)", "_cdiv(m * n - n * m, 16)"),  # products of names
+        SPLIT_K.replace("_cdiv(m - split_m, 16)", "_cdiv(m - split_m, 0)"),
+        SPLIT_K.replace("a_strides = a.stride()", "a_strides = a.stride()\nsplit_m = split_m - 1"),
+        SPLIT_K.replace("m, k = a.size()", "m, k = a.size()\nm = m + 1"),
+        SPLIT_K.replace("split_m = m if split_k > 1 else 0", "split_m = total.sum()").replace(
+            "m - split_m", "split_m - split_m"),  # not an integer
+    ]
+    for source in variants:
+        assert any(line.startswith("_launch(k1") for line in pruned(source)), source
