@@ -5,7 +5,15 @@ layout taken from the native launch's descriptor (checked). Timed against eager 
 hk.softmax, the generated launcher (native launch) and torch.cuda._sleep(1): medians of 15
 alternating rounds of 1000 calls.
 `python tools/cpp_launch_probe.py` (GPU; needs g++ and the torch wheel's headers; notes/decode_host_time_h200.md)."""
-import os, statistics, subprocess, sys, sysconfig, tempfile, importlib.util
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
 import torch
 import torch.utils.cpp_extension as ext
 
@@ -52,7 +60,6 @@ def build():
 
 
 def main():
-    import time
     t0 = time.time()
     mod = build()
     print(f"built in {time.time() - t0:.1f} s", flush=True)
@@ -66,11 +73,14 @@ def main():
     x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16) * 4
     dec = DISPATCHER.select("softmax_fwd", x.device, x.dtype, ("M", "N"), (1, 4096))
     fn = getattr(gs, f"softmax_fwd__{dec.variant}")
-    fn(x, x.dtype); fn(x, x.dtype)
+    fn(x, x.dtype)
+    fn(x, x.dtype)
     entries = [e for _, launches in gs._LAUNCHES.values() if launches for e in launches.values() if e.__class__ is bytes]
     (desc,) = entries
-    function = int.from_bytes(desc[:8], "little"); block = int.from_bytes(desc[8:12], "little")
-    shared = int.from_bytes(desc[12:16], "little"); codes = desc[20:].decode()
+    function = int.from_bytes(desc[:8], "little")
+    block = int.from_bytes(desc[8:12], "little")
+    shared = int.from_bytes(desc[12:16], "little")
+    codes = desc[20:].decode()
     print("descriptor codes", codes, "block", block, "shared", shared, flush=True)
     assert codes == "cp4c4p4ccc", codes
     stream = lambda: torch._C._cuda_getCurrentRawStream(0)
