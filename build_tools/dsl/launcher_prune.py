@@ -293,14 +293,13 @@ def prune_launcher(body: list) -> list:
             value = _fold(statement.value, env)
             if value is not UNKNOWN:
                 env[name] = value
-        # an integer assigned once is a symbol of the affine forms (its own, or its value's form)
         for stored in _stored_names(statement):
+            # an integer assigned once is a symbol of the affine forms (its own, or its value's form)
             if stored in ints and stores[stored] == 1 and stored not in env:
                 form = _affine(statement.value, env, symbols) if stored == name else UNKNOWN
                 symbols[stored] = {stored: 1} if form is UNKNOWN else form
-        # a grid name stands for its latest top-level assignment (the launcher's top level is
-        # straight-line code); any other store to it forgets it
-        for stored in _stored_names(statement):
+            # a grid name stands for its latest top-level assignment (the launcher's top level is
+            # straight-line code); any other store to it forgets it
             grids.pop(stored, None)
         if name is not None and _grid_tuple(statement.value) is not None:
             grids[name] = statement.value

@@ -324,8 +324,7 @@ static PyObject *launch(PyObject *self, PyObject *const *argv, Py_ssize_t argc) 
       kinds[classified] = ARG_INT;
     } else if (PyFloat_CheckExact(arg)) {
       kinds[classified] = ARG_FLOAT;
-    } else if (Py_TYPE(arg) == (PyTypeObject *)state[ST_TENSOR] ||
-               PyObject_TypeCheck(arg, (PyTypeObject *)state[ST_TENSOR])) {
+    } else if (PyObject_TypeCheck(arg, (PyTypeObject *)state[ST_TENSOR])) {
       kinds[classified] = ARG_TENSOR;
       PyObject *ptr = PyObject_CallMethodNoArgs(arg, str_data_ptr);
       if (ptr == NULL)

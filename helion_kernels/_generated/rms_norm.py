@@ -335,8 +335,7 @@ static PyObject *launch(PyObject *self, PyObject *const *argv, Py_ssize_t argc) 
       kinds[classified] = ARG_INT;
     } else if (PyFloat_CheckExact(arg)) {
       kinds[classified] = ARG_FLOAT;
-    } else if (Py_TYPE(arg) == (PyTypeObject *)state[ST_TENSOR] ||
-               PyObject_TypeCheck(arg, (PyTypeObject *)state[ST_TENSOR])) {
+    } else if (PyObject_TypeCheck(arg, (PyTypeObject *)state[ST_TENSOR])) {
       kinds[classified] = ARG_TENSOR;
       PyObject *ptr = PyObject_CallMethodNoArgs(arg, str_data_ptr);
       if (ptr == NULL)
@@ -474,13 +473,18 @@ _NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "
 _native = None  # the native launch module once built; False when it cannot be built here
 
 
+def _plain_cuda_launcher(run) -> bool:
+    """Whether `run` is Triton 3.6's CUDA launcher with no scratch buffer to allocate."""
+    return _C_LAUNCH_LAYOUT and run.__class__.__name__ == "CudaLauncher" and not run.global_scratch_size \
+        and not run.profile_scratch_size
+
+
 def _runner(compiled):
     """(callable, arguments between the function handle and the kernel's own) that launch
     `compiled` on a grid, a stream and its function handle: its launcher's C function when the
     launcher is Triton 3.6's CUDA one with no scratch buffer to allocate, else the launcher."""
     run = compiled.run
-    if _C_LAUNCH_LAYOUT and run.__class__.__name__ == "CudaLauncher" and not run.global_scratch_size \
-            and not run.profile_scratch_size:
+    if _plain_cuda_launcher(run):
         return run.launch, (run.launch_cooperative_grid, run.launch_pdl, None, None,
                             compiled.packed_metadata, None, None, None)
     return run, (compiled.packed_metadata, None, None, None)
@@ -490,8 +494,7 @@ def _native_descriptor(compiled, count):
     """The native launch's descriptor of `compiled` (launched with `count` arguments and constants),
     or None when the native launch cannot run it."""
     run = compiled.run
-    if not _C_LAUNCH_LAYOUT or run.__class__.__name__ != "CudaLauncher" or run.global_scratch_size \
-            or run.profile_scratch_size or run.launch_pdl or run.launch_cooperative_grid:
+    if not _plain_cuda_launcher(run) or run.launch_pdl or run.launch_cooperative_grid:
         return None
     num_warps, num_ctas, shared = compiled.packed_metadata
     codes = [_NATIVE_CODES.get(ty, "p" if ty.__class__ is str and ty.startswith("*") else None)
