@@ -3,11 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (after choosing the Agg backend)
-
 GROUPS = [
     (("rmsnorm_fwd", "device"), "RMSNorm forward"),
     (("rmsnorm_bwd", "device"), "RMSNorm backward (autograd: dx and dweight)"),
@@ -192,9 +187,19 @@ def _panel(ax, series, title, xlabel, ylabel, ceiling=None, ceiling_label=""):
         ax.legend(fontsize=7)
 
 
+
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend, imported when a plot is drawn (the `bench` extra), so
+    the rest of the report imports without it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
 def _bandwidth_plot(data, path: Path):
     records, ceiling = data["records"], data["ceilings"].get("copy_GBps")
     rows = max((r["shape"]["M"] for r in records if r.get("plot") == "bandwidth"), default=0)
+    plt = _pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
     for ax, op in zip(axes.flat, ("rmsnorm_fwd", "softmax_fwd", "rmsnorm_bwd", "softmax_bwd")):
         series = _series(records, op, "N", lambda s: s.get("M") == rows)
@@ -208,6 +213,7 @@ def _bandwidth_plot(data, path: Path):
 def _attention_plot(data, path: Path):
     records = [r for r in data["records"] if r.get("plot") == "attention"]
     dims = sorted({r["shape"]["D"] for r in records}, reverse=True)[:2]
+    plt = _pyplot()
     fig, axes = plt.subplots(2, 4, figsize=(18, 8))
     panels = [(d, c) for d in dims for c in (False, True)]
     for row, op in enumerate(("attention_fwd", "attention_bwd")):
