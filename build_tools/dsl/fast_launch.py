@@ -38,7 +38,7 @@ class _Rewriter(ast.NodeTransformer):
     """`kernel[grid](args, C=v, num_warps=w, num_stages=s)` -> `_launch(kernel, grid, (args,), (v,), w, s)`
     with the constexprs in signature order; `triton.cdiv`/`triton.next_power_of_2` -> the plain helpers;
     `torch.empty((a, b), ...)` / `x.new_empty([a, b], ...)` (and zeros, ones) -> the sizes as separate
-    arguments."""
+    arguments; `x.new_empty(..., dtype=d)` -> the helpers' `_new_empty`."""
 
     def __init__(self, constexprs: dict):
         self.constexprs = constexprs
@@ -61,7 +61,7 @@ class _Rewriter(ast.NodeTransformer):
             node.func = ast.Name(HOST_FUNCTIONS[(func.value.id, func.attr)], ast.Load())
         elif _sized_allocation(node):
             node.args = list(node.args[0].elts)
-        return node
+        return _allocation(node) or node
 
 
 def _sized_allocation(node: ast.Call) -> bool:
@@ -75,6 +75,23 @@ def _sized_allocation(node: ast.Call) -> bool:
     size = node.args[0]
     return isinstance(size, (ast.Tuple, ast.List)) and bool(size.elts) \
         and not any(isinstance(item, ast.Starred) for item in size.elts)
+
+
+def _allocation(node: ast.Call):
+    """`t.new_empty(*sizes, dtype=d)` -> `_new_empty(t, d, *sizes)` (launch_helpers' allocation; `t.dtype`
+    for d where the call gives none and t is a name); None for any other call or form."""
+    func = node.func
+    if not isinstance(func, ast.Attribute) or func.attr != "new_empty" or not node.args \
+            or any(isinstance(arg, ast.Starred) for arg in node.args):
+        return None
+    keywords = {keyword.arg: keyword.value for keyword in node.keywords}
+    if list(keywords) == ["dtype"]:
+        dtype = keywords["dtype"]
+    elif not keywords and isinstance(func.value, ast.Name):
+        dtype = ast.Attribute(ast.Name(func.value.id, ast.Load()), "dtype", ast.Load())
+    else:
+        return None
+    return ast.Call(ast.Name("_new_empty", ast.Load()), [func.value, dtype, *node.args], [])
 
 
 def _tensor_query(node: ast.AST):
@@ -131,7 +148,8 @@ def rewrite_launches(lines: list, constexprs: dict) -> list:
     """Launcher lines with every launch of a kernel in `constexprs` (kernel name -> its constexpr
     parameter names, in signature order) going through `_launch`, without the launches over
     provably empty grids and what only they used (`launcher_prune`), reading each tensor's strides
-    and sizes once per launch, allocations given their sizes as separate ints."""
+    and sizes once per launch, allocations given their sizes as separate ints, `new_empty` made
+    through the helpers' `_new_empty`."""
     if not lines:
         return lines
     tree = _Rewriter(constexprs).visit(ast.parse("\n".join(lines)))

@@ -25,6 +25,11 @@ Triton's own C build) and rebinds `_launch` to its `launch`, which builds the sa
 launches such kernels with cuLaunchKernel itself (the kept entry is then a `bytes` descriptor), so
 a repeated launch runs no Python; it hands every other case to `_launch_python`.
 
+`_new_empty(t, dtype, *sizes)` is the launchers' `t.new_empty(*sizes, dtype=dtype)` (fast_launch
+rewrites their `new_empty` calls into it). When the native launch is built it is rebound to the
+native allocation through libtorch's C shim, which skips torch's Python argument parsing (see
+native_launch); where the shim's symbols are not found it keeps calling torch.
+
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
 constexpr functions, costly to call from Python).
 """
@@ -87,6 +92,7 @@ def _native_module():
         _native = _build_native() or False
         if _native:
             _launch = _native_launch(_native, torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
+            _bind_native_allocation(_native)
     return _native or None
 
 
@@ -107,6 +113,26 @@ def _native_launch(native, get_device, get_stream):
     state = (_LAUNCHES, _launch_python, get_device, get_stream, triton.knobs.runtime, triton.knobs.compilation,
              triton.knobs.HookChain, torch.Tensor)
     return functools.partial(native.launch, state)
+
+
+def _native_new_empty(native):
+    """`_new_empty` allocating through `native`, or None where libtorch's C shim or THPVariable_Wrap
+    is not found among the libraries torch loaded."""
+    import functools
+    import os
+    library = os.path.join(os.path.dirname(torch.__file__), "lib")
+    dtypes = native.alloc_init(os.path.join(library, "libtorch_cpu.so"), os.path.join(library, "libtorch_python.so"))
+    if dtypes is None:
+        return None
+    codes = {getattr(torch, name): code for name, code in dtypes if isinstance(getattr(torch, name, None), torch.dtype)}
+    # torch's own new_empty, which a replacement (a test's poisoned allocation) does not change: while
+    # Tensor.new_empty is another function, the native allocation calls it
+    return functools.partial(native.new_empty, (torch.Tensor, codes, torch._C.TensorBase.new_empty, _new_empty_torch))
+
+
+def _bind_native_allocation(native):
+    global _new_empty
+    _new_empty = _native_new_empty(native) or _new_empty
 
 
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
@@ -163,6 +189,13 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
 
 
 _launch = _launch_python
+
+
+def _new_empty_torch(t, dtype, *sizes):
+    return t.new_empty(*sizes, dtype=dtype)
+
+
+_new_empty = _new_empty_torch
 
 
 def _cdiv(a, b):

@@ -21,6 +21,22 @@ MAX_ARGS arguments. The tensors of a descriptor's launch must be on a CUDA devic
 
 `state` is a tuple: (launches by kernel id, fallback, get_device(), get_stream(device), Triton's
 runtime knobs, its compilation knobs, triton.knobs.HookChain, torch.Tensor).
+
+The module also allocates the launchers' `new_empty` outputs without torch's Python argument
+parsing: `alloc_init(libtorch_cpu path, libtorch_python path)` resolves, in the libraries torch has
+already loaded, libtorch's AOTI C shim (`aoti_torch_empty_strided`, the C ABI that AOTInductor's
+generated code allocates through) and `THPVariable_Wrap`, and returns the shim's (dtype name, code)
+pairs, or None when a symbol is missing (the caller keeps torch's allocation). Then, with `alloc` the
+tuple (torch.Tensor, {torch dtype: code}, torch's own `TensorBase.new_empty`, fallback new_empty(t,
+dtype, *sizes)):
+
+    new_empty(alloc, t, dtype, *sizes) == t.new_empty(*sizes, dtype=dtype)
+
+A contiguous tensor on the device of a plain CPU or CUDA tensor, of a dtype the shim names, is
+allocated here; anything else goes to the fallback: a tensor subclass, another device, a size that
+is not an int or is negative, no size, more than MAX_DIMS dimensions, a failed allocation (the
+fallback raises torch's own error), and any call made while `Tensor.new_empty` is replaced (a
+test's poisoned allocation, a memory tracer).
 """
 
 SOURCE = r"""
@@ -28,6 +44,7 @@ SOURCE = r"""
 #include <Python.h>
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #if PY_VERSION_HEX < 0x030B0000
@@ -426,9 +443,184 @@ done:
   return result;
 }
 
+/* new_empty through libtorch's AOTI C shim (see the module docstring). */
+#define MAX_DIMS 16
+typedef void *TensorHandle;
+typedef int32_t (*EmptyStrided)(int64_t, const int64_t *, const int64_t *, int32_t, int32_t, int32_t,
+                                TensorHandle *);
+typedef int32_t (*DeleteTensor)(TensorHandle);
+typedef PyObject *(*WrapTensor)(TensorHandle);
+typedef int32_t (*ShimCode)(void);
+
+static EmptyStrided empty_strided = NULL;
+static DeleteTensor delete_tensor = NULL;
+static WrapTensor wrap_tensor = NULL;
+static int32_t device_type_cpu, device_type_cuda;
+static PyObject *str_is_cpu, *str_get_device, *str_new_empty;
+
+enum { AL_TENSOR, AL_DTYPES, AL_NEW_EMPTY, AL_FALLBACK, AL_SIZE };
+
+static const char *const dtype_names[] = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16",
+                                          "bfloat16", "float32", "float64", "complex64", "complex128"};
+
+static PyObject *alloc_init(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc != 2 || !PyUnicode_Check(argv[0]) || !PyUnicode_Check(argv[1])) {
+    PyErr_SetString(PyExc_TypeError, "alloc_init(libtorch_cpu path, libtorch_python path)");
+    return NULL;
+  }
+  const char *cpu_path = PyUnicode_AsUTF8(argv[0]), *python_path = PyUnicode_AsUTF8(argv[1]);
+  if (cpu_path == NULL || python_path == NULL)
+    return NULL;
+  /* only libraries this process has loaded already: nothing is loaded here */
+  void *cpu = dlopen(cpu_path, RTLD_NOW | RTLD_NOLOAD);
+  void *python = dlopen(python_path, RTLD_NOW | RTLD_NOLOAD);
+  if (cpu == NULL || python == NULL)
+    Py_RETURN_NONE;
+  EmptyStrided empty = (EmptyStrided)dlsym(cpu, "aoti_torch_empty_strided");
+  DeleteTensor delete_ = (DeleteTensor)dlsym(cpu, "aoti_torch_delete_tensor_object");
+  ShimCode cpu_type = (ShimCode)dlsym(cpu, "aoti_torch_device_type_cpu");
+  ShimCode cuda_type = (ShimCode)dlsym(cpu, "aoti_torch_device_type_cuda");
+  /* THPVariable_Wrap(const at::TensorBase &): a shim handle points at an at::Tensor */
+  WrapTensor wrap = (WrapTensor)dlsym(python, "_Z16THPVariable_WrapRKN2at10TensorBaseE");
+  if (empty == NULL || delete_ == NULL || cpu_type == NULL || cuda_type == NULL || wrap == NULL)
+    Py_RETURN_NONE;
+  Py_ssize_t n_names = (Py_ssize_t)(sizeof(dtype_names) / sizeof(dtype_names[0]));
+  PyObject *codes = PyList_New(0);
+  if (codes == NULL)
+    return NULL;
+  for (Py_ssize_t i = 0; i < n_names; i++) {
+    char symbol[64];
+    snprintf(symbol, sizeof(symbol), "aoti_torch_dtype_%s", dtype_names[i]);
+    ShimCode code = (ShimCode)dlsym(cpu, symbol);
+    if (code == NULL)
+      continue;
+    PyObject *pair = Py_BuildValue("(si)", dtype_names[i], (int)code());
+    if (pair == NULL || PyList_Append(codes, pair) < 0) {
+      Py_XDECREF(pair);
+      Py_DECREF(codes);
+      return NULL;
+    }
+    Py_DECREF(pair);
+  }
+  device_type_cpu = cpu_type();
+  device_type_cuda = cuda_type();
+  delete_tensor = delete_;
+  wrap_tensor = wrap;
+  empty_strided = empty;
+  return codes;
+}
+
+/* 1 with the shim's dtype code of `dtype`, 0 when it has none, -1 on error. */
+static int dtype_code(PyObject **alloc, PyObject *dtype, int32_t *code) {
+  PyObject *value = PyDict_GetItemWithError(alloc[AL_DTYPES], dtype); /* borrowed */
+  if (value == NULL)
+    return PyErr_Occurred() ? -1 : 0;
+  *code = (int32_t)PyLong_AsLong(value);
+  return PyErr_Occurred() ? -1 : 1;
+}
+
+/* 1 with `t`'s device when it is a CPU or CUDA device, 0 for any other, -1 on error. */
+static int tensor_device(PyObject *t, int32_t *type, int32_t *index) {
+  PyObject *is_cuda = PyObject_GetAttr(t, str_is_cuda);
+  if (is_cuda == NULL)
+    return -1;
+  Py_DECREF(is_cuda);
+  if (is_cuda == Py_True) {
+    PyObject *device = PyObject_CallMethodNoArgs(t, str_get_device);
+    if (device == NULL)
+      return -1;
+    *index = (int32_t)PyLong_AsLong(device);
+    Py_DECREF(device);
+    *type = device_type_cuda;
+    return PyErr_Occurred() ? -1 : 1;
+  }
+  PyObject *is_cpu = PyObject_GetAttr(t, str_is_cpu);
+  if (is_cpu == NULL)
+    return -1;
+  Py_DECREF(is_cpu);
+  *type = device_type_cpu;
+  *index = -1;
+  return is_cpu == Py_True;
+}
+
+/* 1 with the n sizes of `items` in `sizes`, 0 when one is not an int (bool aside) or is negative,
+   -1 on error. */
+static int read_sizes(PyObject *const *items, Py_ssize_t n, int64_t *sizes) {
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (!PyLong_CheckExact(items[i]))
+      return 0;
+    sizes[i] = PyLong_AsLongLong(items[i]);
+    if (sizes[i] == -1 && PyErr_Occurred())
+      return -1;
+    if (sizes[i] < 0)
+      return 0;
+  }
+  return 1;
+}
+
+/* A new contiguous tensor from the shim, or NULL (no error set) when it could not allocate. */
+static PyObject *allocate(const int64_t *sizes, Py_ssize_t n, int32_t dtype, int32_t type, int32_t index) {
+  int64_t strides[MAX_DIMS], stride = 1;
+  for (Py_ssize_t i = n - 1; i >= 0; i--) {
+    strides[i] = stride;
+    stride *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  TensorHandle handle = NULL;
+  if (empty_strided(n, sizes, strides, dtype, type, index, &handle) != 0 || handle == NULL)
+    return NULL;
+  PyObject *tensor = wrap_tensor(handle);
+  delete_tensor(handle);
+  return tensor;
+}
+
+static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc < 3 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != AL_SIZE) {
+    PyErr_SetString(PyExc_TypeError, "new_empty(alloc, tensor, dtype, *sizes)");
+    return NULL;
+  }
+  if (empty_strided == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "native allocation used before alloc_init found libtorch's shim");
+    return NULL;
+  }
+  PyObject **alloc = &PyTuple_GET_ITEM(argv[0], 0);
+  PyObject *t = argv[1];
+  PyObject *const *items = argv + 3;
+  Py_ssize_t n = argc - 3;
+  if (n == 1 && PyTuple_Check(items[0])) { /* the sizes as one tuple (torch.Size included) */
+    n = PyTuple_GET_SIZE(items[0]);
+    items = &PyTuple_GET_ITEM(items[0], 0);
+  }
+  /* a subclass, or a replaced Tensor.new_empty, gets torch's call; torch requires a size */
+  int ok = Py_TYPE(t) == (PyTypeObject *)alloc[AL_TENSOR] && argc > 3 && n <= MAX_DIMS;
+  if (ok) {
+    PyObject *current = PyObject_GetAttr(alloc[AL_TENSOR], str_new_empty);
+    if (current == NULL)
+      return NULL;
+    Py_DECREF(current);
+    ok = current == alloc[AL_NEW_EMPTY];
+  }
+  int32_t dtype = 0, type = 0, index = 0;
+  int64_t sizes[MAX_DIMS];
+  if (ok > 0)
+    ok = dtype_code(alloc, argv[2], &dtype);
+  if (ok > 0)
+    ok = tensor_device(t, &type, &index);
+  if (ok > 0)
+    ok = read_sizes(items, n, sizes);
+  if (ok < 0)
+    return NULL;
+  PyObject *result = ok ? allocate(sizes, n, dtype, type, index) : NULL;
+  return result != NULL ? result : PyObject_Vectorcall(alloc[AL_FALLBACK], argv + 1, argc - 1, NULL);
+}
+
 static PyMethodDef methods[] = {
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
      "launch(state, kernel, grid, args, constants, num_warps, num_stages)"},
+    {"alloc_init", (PyCFunction)(void (*)(void))alloc_init, METH_FASTCALL,
+     "alloc_init(libtorch_cpu path, libtorch_python path) -> [(dtype name, code)] or None"},
+    {"new_empty", (PyCFunction)(void (*)(void))new_empty, METH_FASTCALL, "new_empty(alloc, tensor, dtype, *sizes)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hk_native_launch", NULL, -1, methods};
@@ -443,8 +635,12 @@ PyMODINIT_FUNC PyInit_hk_native_launch(void) {
   str_launch_exit_hook = PyUnicode_InternFromString("launch_exit_hook");
   str_calls = PyUnicode_InternFromString("calls");
   str_pre_run_hooks = PyUnicode_InternFromString("pre_run_hooks");
+  str_is_cpu = PyUnicode_InternFromString("is_cpu");
+  str_get_device = PyUnicode_InternFromString("get_device");
+  str_new_empty = PyUnicode_InternFromString("new_empty");
   if (!str_dtype || !str_data_ptr || !str_is_cuda || !str_debug || !str_instrumentation_mode ||
-      !str_launch_enter_hook || !str_launch_exit_hook || !str_calls || !str_pre_run_hooks)
+      !str_launch_enter_hook || !str_launch_exit_hook || !str_calls || !str_pre_run_hooks || !str_is_cpu ||
+      !str_get_device || !str_new_empty)
     return NULL;
   return PyModule_Create(&module);
 }

@@ -39,6 +39,7 @@ _NATIVE_LAUNCH_SOURCE = r"""
 #include <Python.h>
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #if PY_VERSION_HEX < 0x030B0000
@@ -437,9 +438,184 @@ done:
   return result;
 }
 
+/* new_empty through libtorch's AOTI C shim (see the module docstring). */
+#define MAX_DIMS 16
+typedef void *TensorHandle;
+typedef int32_t (*EmptyStrided)(int64_t, const int64_t *, const int64_t *, int32_t, int32_t, int32_t,
+                                TensorHandle *);
+typedef int32_t (*DeleteTensor)(TensorHandle);
+typedef PyObject *(*WrapTensor)(TensorHandle);
+typedef int32_t (*ShimCode)(void);
+
+static EmptyStrided empty_strided = NULL;
+static DeleteTensor delete_tensor = NULL;
+static WrapTensor wrap_tensor = NULL;
+static int32_t device_type_cpu, device_type_cuda;
+static PyObject *str_is_cpu, *str_get_device, *str_new_empty;
+
+enum { AL_TENSOR, AL_DTYPES, AL_NEW_EMPTY, AL_FALLBACK, AL_SIZE };
+
+static const char *const dtype_names[] = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16",
+                                          "bfloat16", "float32", "float64", "complex64", "complex128"};
+
+static PyObject *alloc_init(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc != 2 || !PyUnicode_Check(argv[0]) || !PyUnicode_Check(argv[1])) {
+    PyErr_SetString(PyExc_TypeError, "alloc_init(libtorch_cpu path, libtorch_python path)");
+    return NULL;
+  }
+  const char *cpu_path = PyUnicode_AsUTF8(argv[0]), *python_path = PyUnicode_AsUTF8(argv[1]);
+  if (cpu_path == NULL || python_path == NULL)
+    return NULL;
+  /* only libraries this process has loaded already: nothing is loaded here */
+  void *cpu = dlopen(cpu_path, RTLD_NOW | RTLD_NOLOAD);
+  void *python = dlopen(python_path, RTLD_NOW | RTLD_NOLOAD);
+  if (cpu == NULL || python == NULL)
+    Py_RETURN_NONE;
+  EmptyStrided empty = (EmptyStrided)dlsym(cpu, "aoti_torch_empty_strided");
+  DeleteTensor delete_ = (DeleteTensor)dlsym(cpu, "aoti_torch_delete_tensor_object");
+  ShimCode cpu_type = (ShimCode)dlsym(cpu, "aoti_torch_device_type_cpu");
+  ShimCode cuda_type = (ShimCode)dlsym(cpu, "aoti_torch_device_type_cuda");
+  /* THPVariable_Wrap(const at::TensorBase &): a shim handle points at an at::Tensor */
+  WrapTensor wrap = (WrapTensor)dlsym(python, "_Z16THPVariable_WrapRKN2at10TensorBaseE");
+  if (empty == NULL || delete_ == NULL || cpu_type == NULL || cuda_type == NULL || wrap == NULL)
+    Py_RETURN_NONE;
+  Py_ssize_t n_names = (Py_ssize_t)(sizeof(dtype_names) / sizeof(dtype_names[0]));
+  PyObject *codes = PyList_New(0);
+  if (codes == NULL)
+    return NULL;
+  for (Py_ssize_t i = 0; i < n_names; i++) {
+    char symbol[64];
+    snprintf(symbol, sizeof(symbol), "aoti_torch_dtype_%s", dtype_names[i]);
+    ShimCode code = (ShimCode)dlsym(cpu, symbol);
+    if (code == NULL)
+      continue;
+    PyObject *pair = Py_BuildValue("(si)", dtype_names[i], (int)code());
+    if (pair == NULL || PyList_Append(codes, pair) < 0) {
+      Py_XDECREF(pair);
+      Py_DECREF(codes);
+      return NULL;
+    }
+    Py_DECREF(pair);
+  }
+  device_type_cpu = cpu_type();
+  device_type_cuda = cuda_type();
+  delete_tensor = delete_;
+  wrap_tensor = wrap;
+  empty_strided = empty;
+  return codes;
+}
+
+/* 1 with the shim's dtype code of `dtype`, 0 when it has none, -1 on error. */
+static int dtype_code(PyObject **alloc, PyObject *dtype, int32_t *code) {
+  PyObject *value = PyDict_GetItemWithError(alloc[AL_DTYPES], dtype); /* borrowed */
+  if (value == NULL)
+    return PyErr_Occurred() ? -1 : 0;
+  *code = (int32_t)PyLong_AsLong(value);
+  return PyErr_Occurred() ? -1 : 1;
+}
+
+/* 1 with `t`'s device when it is a CPU or CUDA device, 0 for any other, -1 on error. */
+static int tensor_device(PyObject *t, int32_t *type, int32_t *index) {
+  PyObject *is_cuda = PyObject_GetAttr(t, str_is_cuda);
+  if (is_cuda == NULL)
+    return -1;
+  Py_DECREF(is_cuda);
+  if (is_cuda == Py_True) {
+    PyObject *device = PyObject_CallMethodNoArgs(t, str_get_device);
+    if (device == NULL)
+      return -1;
+    *index = (int32_t)PyLong_AsLong(device);
+    Py_DECREF(device);
+    *type = device_type_cuda;
+    return PyErr_Occurred() ? -1 : 1;
+  }
+  PyObject *is_cpu = PyObject_GetAttr(t, str_is_cpu);
+  if (is_cpu == NULL)
+    return -1;
+  Py_DECREF(is_cpu);
+  *type = device_type_cpu;
+  *index = -1;
+  return is_cpu == Py_True;
+}
+
+/* 1 with the n sizes of `items` in `sizes`, 0 when one is not an int (bool aside) or is negative,
+   -1 on error. */
+static int read_sizes(PyObject *const *items, Py_ssize_t n, int64_t *sizes) {
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (!PyLong_CheckExact(items[i]))
+      return 0;
+    sizes[i] = PyLong_AsLongLong(items[i]);
+    if (sizes[i] == -1 && PyErr_Occurred())
+      return -1;
+    if (sizes[i] < 0)
+      return 0;
+  }
+  return 1;
+}
+
+/* A new contiguous tensor from the shim, or NULL (no error set) when it could not allocate. */
+static PyObject *allocate(const int64_t *sizes, Py_ssize_t n, int32_t dtype, int32_t type, int32_t index) {
+  int64_t strides[MAX_DIMS], stride = 1;
+  for (Py_ssize_t i = n - 1; i >= 0; i--) {
+    strides[i] = stride;
+    stride *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  TensorHandle handle = NULL;
+  if (empty_strided(n, sizes, strides, dtype, type, index, &handle) != 0 || handle == NULL)
+    return NULL;
+  PyObject *tensor = wrap_tensor(handle);
+  delete_tensor(handle);
+  return tensor;
+}
+
+static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc < 3 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != AL_SIZE) {
+    PyErr_SetString(PyExc_TypeError, "new_empty(alloc, tensor, dtype, *sizes)");
+    return NULL;
+  }
+  if (empty_strided == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "native allocation used before alloc_init found libtorch's shim");
+    return NULL;
+  }
+  PyObject **alloc = &PyTuple_GET_ITEM(argv[0], 0);
+  PyObject *t = argv[1];
+  PyObject *const *items = argv + 3;
+  Py_ssize_t n = argc - 3;
+  if (n == 1 && PyTuple_Check(items[0])) { /* the sizes as one tuple (torch.Size included) */
+    n = PyTuple_GET_SIZE(items[0]);
+    items = &PyTuple_GET_ITEM(items[0], 0);
+  }
+  /* a subclass, or a replaced Tensor.new_empty, gets torch's call; torch requires a size */
+  int ok = Py_TYPE(t) == (PyTypeObject *)alloc[AL_TENSOR] && argc > 3 && n <= MAX_DIMS;
+  if (ok) {
+    PyObject *current = PyObject_GetAttr(alloc[AL_TENSOR], str_new_empty);
+    if (current == NULL)
+      return NULL;
+    Py_DECREF(current);
+    ok = current == alloc[AL_NEW_EMPTY];
+  }
+  int32_t dtype = 0, type = 0, index = 0;
+  int64_t sizes[MAX_DIMS];
+  if (ok > 0)
+    ok = dtype_code(alloc, argv[2], &dtype);
+  if (ok > 0)
+    ok = tensor_device(t, &type, &index);
+  if (ok > 0)
+    ok = read_sizes(items, n, sizes);
+  if (ok < 0)
+    return NULL;
+  PyObject *result = ok ? allocate(sizes, n, dtype, type, index) : NULL;
+  return result != NULL ? result : PyObject_Vectorcall(alloc[AL_FALLBACK], argv + 1, argc - 1, NULL);
+}
+
 static PyMethodDef methods[] = {
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
      "launch(state, kernel, grid, args, constants, num_warps, num_stages)"},
+    {"alloc_init", (PyCFunction)(void (*)(void))alloc_init, METH_FASTCALL,
+     "alloc_init(libtorch_cpu path, libtorch_python path) -> [(dtype name, code)] or None"},
+    {"new_empty", (PyCFunction)(void (*)(void))new_empty, METH_FASTCALL, "new_empty(alloc, tensor, dtype, *sizes)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hk_native_launch", NULL, -1, methods};
@@ -454,8 +630,12 @@ PyMODINIT_FUNC PyInit_hk_native_launch(void) {
   str_launch_exit_hook = PyUnicode_InternFromString("launch_exit_hook");
   str_calls = PyUnicode_InternFromString("calls");
   str_pre_run_hooks = PyUnicode_InternFromString("pre_run_hooks");
+  str_is_cpu = PyUnicode_InternFromString("is_cpu");
+  str_get_device = PyUnicode_InternFromString("get_device");
+  str_new_empty = PyUnicode_InternFromString("new_empty");
   if (!str_dtype || !str_data_ptr || !str_is_cuda || !str_debug || !str_instrumentation_mode ||
-      !str_launch_enter_hook || !str_launch_exit_hook || !str_calls || !str_pre_run_hooks)
+      !str_launch_enter_hook || !str_launch_exit_hook || !str_calls || !str_pre_run_hooks || !str_is_cpu ||
+      !str_get_device || !str_new_empty)
     return NULL;
   return PyModule_Create(&module);
 }
@@ -513,6 +693,7 @@ def _native_module():
         _native = _build_native() or False
         if _native:
             _launch = _native_launch(_native, torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
+            _bind_native_allocation(_native)
     return _native or None
 
 
@@ -533,6 +714,26 @@ def _native_launch(native, get_device, get_stream):
     state = (_LAUNCHES, _launch_python, get_device, get_stream, triton.knobs.runtime, triton.knobs.compilation,
              triton.knobs.HookChain, torch.Tensor)
     return functools.partial(native.launch, state)
+
+
+def _native_new_empty(native):
+    """`_new_empty` allocating through `native`, or None where libtorch's C shim or THPVariable_Wrap
+    is not found among the libraries torch loaded."""
+    import functools
+    import os
+    library = os.path.join(os.path.dirname(torch.__file__), "lib")
+    dtypes = native.alloc_init(os.path.join(library, "libtorch_cpu.so"), os.path.join(library, "libtorch_python.so"))
+    if dtypes is None:
+        return None
+    codes = {getattr(torch, name): code for name, code in dtypes if isinstance(getattr(torch, name, None), torch.dtype)}
+    # torch's own new_empty, which a replacement (a test's poisoned allocation) does not change: while
+    # Tensor.new_empty is another function, the native allocation calls it
+    return functools.partial(native.new_empty, (torch.Tensor, codes, torch._C.TensorBase.new_empty, _new_empty_torch))
+
+
+def _bind_native_allocation(native):
+    global _new_empty
+    _new_empty = _native_new_empty(native) or _new_empty
 
 
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
@@ -589,6 +790,13 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
 
 
 _launch = _launch_python
+
+
+def _new_empty_torch(t, dtype, *sizes):
+    return t.new_empty(*sizes, dtype=dtype)
+
+
+_new_empty = _new_empty_torch
 
 
 def _cdiv(a, b):
@@ -2118,8 +2326,8 @@ def rms_norm_bwd__05ad9758c4c6(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -2146,7 +2354,7 @@ def rms_norm_bwd__0c8f2da728bf(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2167,7 +2375,7 @@ def rms_norm_bwd__0d174985ae47(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 2
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
     finishers = min(16, programs, _cdiv(n, 512))
     finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
@@ -2194,7 +2402,7 @@ def rms_norm_bwd__1184a1603e6b(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2215,7 +2423,7 @@ def rms_norm_bwd__29399e983b00(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 8
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2236,7 +2444,7 @@ def rms_norm_bwd__370ff0194e77(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2257,7 +2465,7 @@ def rms_norm_bwd__38a191e5a108(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2278,7 +2486,7 @@ def rms_norm_bwd__494cf0390235(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2298,7 +2506,7 @@ def rms_norm_bwd__4b2a2f51947e(grad_out, x, weight, inv_rms):
     steps = _cdiv(row_blocks, programs)
     run = steps
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
     finishers = min(16, programs, _cdiv(n, 512))
     finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
@@ -2325,8 +2533,8 @@ def rms_norm_bwd__54057cd1eaa9(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -2354,8 +2562,8 @@ def rms_norm_bwd__5461710e63b9(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -2381,7 +2589,7 @@ def rms_norm_bwd__5ac02d76be05(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2402,7 +2610,7 @@ def rms_norm_bwd__60e438cb9437(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2425,8 +2633,8 @@ def rms_norm_bwd__65ae3dae9eda(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -2452,7 +2660,7 @@ def rms_norm_bwd__6a7c7efecdf9(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2473,7 +2681,7 @@ def rms_norm_bwd__6bc5e53c2ef6(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2494,7 +2702,7 @@ def rms_norm_bwd__856e0b11409c(grad_out, x, weight, inv_rms):
     steps = _cdiv(row_blocks, programs)
     run = steps * 2
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2517,7 +2725,7 @@ def rms_norm_bwd__b56e46ec6322(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2540,7 +2748,7 @@ def rms_norm_bwd__c39599a066bc(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2561,7 +2769,7 @@ def rms_norm_bwd__df37cae20aab(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2584,8 +2792,8 @@ def rms_norm_bwd__dfaaa992b26f(grad_out, x, weight, inv_rms):
     dot_rows = m
     main_columns = n
     grad_x = torch.empty_like(x)
-    row_dot_parts = x.new_empty(dot_rows, _cdiv(n, 4096), dtype=torch.float32)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
@@ -2611,7 +2819,7 @@ def rms_norm_bwd__e70e7daa430f(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2632,7 +2840,7 @@ def rms_norm_bwd__f2dc06fe3dd0(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2653,7 +2861,7 @@ def rms_norm_bwd__ffb90ecf65bd(grad_out, x, weight, inv_rms):
     runs = steps
     stride = programs
     grad_x = torch.empty_like(x)
-    grad_weight_partial = x.new_empty(programs, n, dtype=torch.float32)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
@@ -2670,7 +2878,7 @@ def rms_norm_bwd__ffb90ecf65bd(grad_out, x, weight, inv_rms):
 def rms_norm_fwd__08f816d0797d(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2685,7 +2893,7 @@ def rms_norm_fwd__08f816d0797d(x, weight, eps):
 def rms_norm_fwd__0a2e4e814cb7(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     _grid = _xyz_grid((m, 1))
     out_strides = out.stride()
     x_sizes = x.size()
@@ -2703,8 +2911,8 @@ def rms_norm_fwd__37d4ad382d3c(x, weight, eps):
     square_rows = m
     main_columns = n
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -2724,7 +2932,7 @@ def rms_norm_fwd__37d4ad382d3c(x, weight, eps):
 def rms_norm_fwd__5fb5390076f4(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2741,7 +2949,7 @@ def rms_norm_fwd__5fb5390076f4(x, weight, eps):
 def rms_norm_fwd__6299f1e3e439(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2757,7 +2965,7 @@ def rms_norm_fwd__6299f1e3e439(x, weight, eps):
 def rms_norm_fwd__68b76555a752(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2777,7 +2985,7 @@ def rms_norm_fwd__68b76555a752(x, weight, eps):
 def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2792,7 +3000,7 @@ def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
 def rms_norm_fwd__73635f8de1b1(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     _grid = _xyz_grid((1, m))
     out_strides = out.stride()
     x_strides = x.stride()
@@ -2809,8 +3017,8 @@ def rms_norm_fwd__794f6c453501(x, weight, eps):
     square_rows = m
     main_columns = n
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -2829,7 +3037,7 @@ def rms_norm_fwd__794f6c453501(x, weight, eps):
 def rms_norm_fwd__8e2fcfdd5833(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2844,7 +3052,7 @@ def rms_norm_fwd__8e2fcfdd5833(x, weight, eps):
 def rms_norm_fwd__97bffe96f1f0(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2860,7 +3068,7 @@ def rms_norm_fwd__97bffe96f1f0(x, weight, eps):
 def rms_norm_fwd__aac4732b60c8(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2875,7 +3083,7 @@ def rms_norm_fwd__aac4732b60c8(x, weight, eps):
 def rms_norm_fwd__b57be3ecb5b6(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2890,7 +3098,7 @@ def rms_norm_fwd__b57be3ecb5b6(x, weight, eps):
 def rms_norm_fwd__c35f13a669a6(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2905,7 +3113,7 @@ def rms_norm_fwd__c35f13a669a6(x, weight, eps):
 def rms_norm_fwd__c7e6b0b52049(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2920,7 +3128,7 @@ def rms_norm_fwd__c7e6b0b52049(x, weight, eps):
 def rms_norm_fwd__cc2625b027e1(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2937,8 +3145,8 @@ def rms_norm_fwd__d2aa7f4614ff(x, weight, eps):
     square_rows = m
     main_columns = n
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -2959,8 +3167,8 @@ def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
     square_rows = m
     main_columns = n
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -2980,7 +3188,7 @@ def rms_norm_fwd__e0416c8d6a04(x, weight, eps):
 def rms_norm_fwd__f0f0d1d903f8(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2997,8 +3205,8 @@ def rms_norm_fwd__f3b4eb757b2a(x, weight, eps):
     square_rows = m
     main_columns = n
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
-    square_parts = x.new_empty(square_rows, _cdiv(n, 2048), dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
@@ -3181,7 +3389,7 @@ def rms_norm_noweight_bwd__ec077cade9ff(grad_out, x, inv_rms):
 def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -3196,7 +3404,7 @@ def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
 def rms_norm_noweight_fwd__28f3555a966b(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -3212,7 +3420,7 @@ def rms_norm_noweight_fwd__28f3555a966b(x, eps):
 def rms_norm_noweight_fwd__292200fcbe1e(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_strides = x.stride()
     _launch(_rms_norm_noweight_fwd_kernel_160c437468, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
@@ -3227,7 +3435,7 @@ def rms_norm_noweight_fwd__292200fcbe1e(x, eps):
 def rms_norm_noweight_fwd__5a4659fea431(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_strides = x.stride()
     _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
@@ -3242,7 +3450,7 @@ def rms_norm_noweight_fwd__5a4659fea431(x, eps):
 def rms_norm_noweight_fwd__5f9f2cc07d09(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_strides = x.stride()
     _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
@@ -3256,7 +3464,7 @@ def rms_norm_noweight_fwd__5f9f2cc07d09(x, eps):
 def rms_norm_noweight_fwd__9bf25363cebc(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -3271,7 +3479,7 @@ def rms_norm_noweight_fwd__9bf25363cebc(x, eps):
 def rms_norm_noweight_fwd__9fb1f48e1875(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -3286,7 +3494,7 @@ def rms_norm_noweight_fwd__9fb1f48e1875(x, eps):
 def rms_norm_noweight_fwd__c610ba3502c2(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -3301,7 +3509,7 @@ def rms_norm_noweight_fwd__c610ba3502c2(x, eps):
 def rms_norm_noweight_fwd__cf9a2a965cf3(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -3316,7 +3524,7 @@ def rms_norm_noweight_fwd__cf9a2a965cf3(x, eps):
 def rms_norm_noweight_fwd__e453de21559d(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_strides = x.stride()
     _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
@@ -3330,7 +3538,7 @@ def rms_norm_noweight_fwd__e453de21559d(x, eps):
 def rms_norm_noweight_fwd__f2d8aa7ab433(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
-    inv_rms = x.new_empty(m, dtype=torch.float32)
+    inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()

@@ -17,6 +17,7 @@ _NATIVE_LAUNCH_SOURCE = r"""
 #include <Python.h>
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #if PY_VERSION_HEX < 0x030B0000
@@ -415,9 +416,184 @@ done:
   return result;
 }
 
+/* new_empty through libtorch's AOTI C shim (see the module docstring). */
+#define MAX_DIMS 16
+typedef void *TensorHandle;
+typedef int32_t (*EmptyStrided)(int64_t, const int64_t *, const int64_t *, int32_t, int32_t, int32_t,
+                                TensorHandle *);
+typedef int32_t (*DeleteTensor)(TensorHandle);
+typedef PyObject *(*WrapTensor)(TensorHandle);
+typedef int32_t (*ShimCode)(void);
+
+static EmptyStrided empty_strided = NULL;
+static DeleteTensor delete_tensor = NULL;
+static WrapTensor wrap_tensor = NULL;
+static int32_t device_type_cpu, device_type_cuda;
+static PyObject *str_is_cpu, *str_get_device, *str_new_empty;
+
+enum { AL_TENSOR, AL_DTYPES, AL_NEW_EMPTY, AL_FALLBACK, AL_SIZE };
+
+static const char *const dtype_names[] = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16",
+                                          "bfloat16", "float32", "float64", "complex64", "complex128"};
+
+static PyObject *alloc_init(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc != 2 || !PyUnicode_Check(argv[0]) || !PyUnicode_Check(argv[1])) {
+    PyErr_SetString(PyExc_TypeError, "alloc_init(libtorch_cpu path, libtorch_python path)");
+    return NULL;
+  }
+  const char *cpu_path = PyUnicode_AsUTF8(argv[0]), *python_path = PyUnicode_AsUTF8(argv[1]);
+  if (cpu_path == NULL || python_path == NULL)
+    return NULL;
+  /* only libraries this process has loaded already: nothing is loaded here */
+  void *cpu = dlopen(cpu_path, RTLD_NOW | RTLD_NOLOAD);
+  void *python = dlopen(python_path, RTLD_NOW | RTLD_NOLOAD);
+  if (cpu == NULL || python == NULL)
+    Py_RETURN_NONE;
+  EmptyStrided empty = (EmptyStrided)dlsym(cpu, "aoti_torch_empty_strided");
+  DeleteTensor delete_ = (DeleteTensor)dlsym(cpu, "aoti_torch_delete_tensor_object");
+  ShimCode cpu_type = (ShimCode)dlsym(cpu, "aoti_torch_device_type_cpu");
+  ShimCode cuda_type = (ShimCode)dlsym(cpu, "aoti_torch_device_type_cuda");
+  /* THPVariable_Wrap(const at::TensorBase &): a shim handle points at an at::Tensor */
+  WrapTensor wrap = (WrapTensor)dlsym(python, "_Z16THPVariable_WrapRKN2at10TensorBaseE");
+  if (empty == NULL || delete_ == NULL || cpu_type == NULL || cuda_type == NULL || wrap == NULL)
+    Py_RETURN_NONE;
+  Py_ssize_t n_names = (Py_ssize_t)(sizeof(dtype_names) / sizeof(dtype_names[0]));
+  PyObject *codes = PyList_New(0);
+  if (codes == NULL)
+    return NULL;
+  for (Py_ssize_t i = 0; i < n_names; i++) {
+    char symbol[64];
+    snprintf(symbol, sizeof(symbol), "aoti_torch_dtype_%s", dtype_names[i]);
+    ShimCode code = (ShimCode)dlsym(cpu, symbol);
+    if (code == NULL)
+      continue;
+    PyObject *pair = Py_BuildValue("(si)", dtype_names[i], (int)code());
+    if (pair == NULL || PyList_Append(codes, pair) < 0) {
+      Py_XDECREF(pair);
+      Py_DECREF(codes);
+      return NULL;
+    }
+    Py_DECREF(pair);
+  }
+  device_type_cpu = cpu_type();
+  device_type_cuda = cuda_type();
+  delete_tensor = delete_;
+  wrap_tensor = wrap;
+  empty_strided = empty;
+  return codes;
+}
+
+/* 1 with the shim's dtype code of `dtype`, 0 when it has none, -1 on error. */
+static int dtype_code(PyObject **alloc, PyObject *dtype, int32_t *code) {
+  PyObject *value = PyDict_GetItemWithError(alloc[AL_DTYPES], dtype); /* borrowed */
+  if (value == NULL)
+    return PyErr_Occurred() ? -1 : 0;
+  *code = (int32_t)PyLong_AsLong(value);
+  return PyErr_Occurred() ? -1 : 1;
+}
+
+/* 1 with `t`'s device when it is a CPU or CUDA device, 0 for any other, -1 on error. */
+static int tensor_device(PyObject *t, int32_t *type, int32_t *index) {
+  PyObject *is_cuda = PyObject_GetAttr(t, str_is_cuda);
+  if (is_cuda == NULL)
+    return -1;
+  Py_DECREF(is_cuda);
+  if (is_cuda == Py_True) {
+    PyObject *device = PyObject_CallMethodNoArgs(t, str_get_device);
+    if (device == NULL)
+      return -1;
+    *index = (int32_t)PyLong_AsLong(device);
+    Py_DECREF(device);
+    *type = device_type_cuda;
+    return PyErr_Occurred() ? -1 : 1;
+  }
+  PyObject *is_cpu = PyObject_GetAttr(t, str_is_cpu);
+  if (is_cpu == NULL)
+    return -1;
+  Py_DECREF(is_cpu);
+  *type = device_type_cpu;
+  *index = -1;
+  return is_cpu == Py_True;
+}
+
+/* 1 with the n sizes of `items` in `sizes`, 0 when one is not an int (bool aside) or is negative,
+   -1 on error. */
+static int read_sizes(PyObject *const *items, Py_ssize_t n, int64_t *sizes) {
+  for (Py_ssize_t i = 0; i < n; i++) {
+    if (!PyLong_CheckExact(items[i]))
+      return 0;
+    sizes[i] = PyLong_AsLongLong(items[i]);
+    if (sizes[i] == -1 && PyErr_Occurred())
+      return -1;
+    if (sizes[i] < 0)
+      return 0;
+  }
+  return 1;
+}
+
+/* A new contiguous tensor from the shim, or NULL (no error set) when it could not allocate. */
+static PyObject *allocate(const int64_t *sizes, Py_ssize_t n, int32_t dtype, int32_t type, int32_t index) {
+  int64_t strides[MAX_DIMS], stride = 1;
+  for (Py_ssize_t i = n - 1; i >= 0; i--) {
+    strides[i] = stride;
+    stride *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  TensorHandle handle = NULL;
+  if (empty_strided(n, sizes, strides, dtype, type, index, &handle) != 0 || handle == NULL)
+    return NULL;
+  PyObject *tensor = wrap_tensor(handle);
+  delete_tensor(handle);
+  return tensor;
+}
+
+static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+  (void)self;
+  if (argc < 3 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != AL_SIZE) {
+    PyErr_SetString(PyExc_TypeError, "new_empty(alloc, tensor, dtype, *sizes)");
+    return NULL;
+  }
+  if (empty_strided == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "native allocation used before alloc_init found libtorch's shim");
+    return NULL;
+  }
+  PyObject **alloc = &PyTuple_GET_ITEM(argv[0], 0);
+  PyObject *t = argv[1];
+  PyObject *const *items = argv + 3;
+  Py_ssize_t n = argc - 3;
+  if (n == 1 && PyTuple_Check(items[0])) { /* the sizes as one tuple (torch.Size included) */
+    n = PyTuple_GET_SIZE(items[0]);
+    items = &PyTuple_GET_ITEM(items[0], 0);
+  }
+  /* a subclass, or a replaced Tensor.new_empty, gets torch's call; torch requires a size */
+  int ok = Py_TYPE(t) == (PyTypeObject *)alloc[AL_TENSOR] && argc > 3 && n <= MAX_DIMS;
+  if (ok) {
+    PyObject *current = PyObject_GetAttr(alloc[AL_TENSOR], str_new_empty);
+    if (current == NULL)
+      return NULL;
+    Py_DECREF(current);
+    ok = current == alloc[AL_NEW_EMPTY];
+  }
+  int32_t dtype = 0, type = 0, index = 0;
+  int64_t sizes[MAX_DIMS];
+  if (ok > 0)
+    ok = dtype_code(alloc, argv[2], &dtype);
+  if (ok > 0)
+    ok = tensor_device(t, &type, &index);
+  if (ok > 0)
+    ok = read_sizes(items, n, sizes);
+  if (ok < 0)
+    return NULL;
+  PyObject *result = ok ? allocate(sizes, n, dtype, type, index) : NULL;
+  return result != NULL ? result : PyObject_Vectorcall(alloc[AL_FALLBACK], argv + 1, argc - 1, NULL);
+}
+
 static PyMethodDef methods[] = {
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
      "launch(state, kernel, grid, args, constants, num_warps, num_stages)"},
+    {"alloc_init", (PyCFunction)(void (*)(void))alloc_init, METH_FASTCALL,
+     "alloc_init(libtorch_cpu path, libtorch_python path) -> [(dtype name, code)] or None"},
+    {"new_empty", (PyCFunction)(void (*)(void))new_empty, METH_FASTCALL, "new_empty(alloc, tensor, dtype, *sizes)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hk_native_launch", NULL, -1, methods};
@@ -432,8 +608,12 @@ PyMODINIT_FUNC PyInit_hk_native_launch(void) {
   str_launch_exit_hook = PyUnicode_InternFromString("launch_exit_hook");
   str_calls = PyUnicode_InternFromString("calls");
   str_pre_run_hooks = PyUnicode_InternFromString("pre_run_hooks");
+  str_is_cpu = PyUnicode_InternFromString("is_cpu");
+  str_get_device = PyUnicode_InternFromString("get_device");
+  str_new_empty = PyUnicode_InternFromString("new_empty");
   if (!str_dtype || !str_data_ptr || !str_is_cuda || !str_debug || !str_instrumentation_mode ||
-      !str_launch_enter_hook || !str_launch_exit_hook || !str_calls || !str_pre_run_hooks)
+      !str_launch_enter_hook || !str_launch_exit_hook || !str_calls || !str_pre_run_hooks || !str_is_cpu ||
+      !str_get_device || !str_new_empty)
     return NULL;
   return PyModule_Create(&module);
 }
@@ -491,6 +671,7 @@ def _native_module():
         _native = _build_native() or False
         if _native:
             _launch = _native_launch(_native, torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
+            _bind_native_allocation(_native)
     return _native or None
 
 
@@ -511,6 +692,26 @@ def _native_launch(native, get_device, get_stream):
     state = (_LAUNCHES, _launch_python, get_device, get_stream, triton.knobs.runtime, triton.knobs.compilation,
              triton.knobs.HookChain, torch.Tensor)
     return functools.partial(native.launch, state)
+
+
+def _native_new_empty(native):
+    """`_new_empty` allocating through `native`, or None where libtorch's C shim or THPVariable_Wrap
+    is not found among the libraries torch loaded."""
+    import functools
+    import os
+    library = os.path.join(os.path.dirname(torch.__file__), "lib")
+    dtypes = native.alloc_init(os.path.join(library, "libtorch_cpu.so"), os.path.join(library, "libtorch_python.so"))
+    if dtypes is None:
+        return None
+    codes = {getattr(torch, name): code for name, code in dtypes if isinstance(getattr(torch, name, None), torch.dtype)}
+    # torch's own new_empty, which a replacement (a test's poisoned allocation) does not change: while
+    # Tensor.new_empty is another function, the native allocation calls it
+    return functools.partial(native.new_empty, (torch.Tensor, codes, torch._C.TensorBase.new_empty, _new_empty_torch))
+
+
+def _bind_native_allocation(native):
+    global _new_empty
+    _new_empty = _native_new_empty(native) or _new_empty
 
 
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
@@ -567,6 +768,13 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
 
 
 _launch = _launch_python
+
+
+def _new_empty_torch(t, dtype, *sizes):
+    return t.new_empty(*sizes, dtype=dtype)
+
+
+_new_empty = _new_empty_torch
 
 
 def _cdiv(a, b):
@@ -1487,11 +1695,11 @@ def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_
 # used by: sm_90.json bfloat16 {"M":4096,"N":131072}
 def softmax_bwd__00d37a4f60a6(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1514,7 +1722,7 @@ def softmax_bwd__00d37a4f60a6(grad_out, out, grad_in_dtype):
 #   sm_90.json float32 {"M":16384,"N":8192}
 def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1529,7 +1737,7 @@ def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":2048}
 def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1544,7 +1752,7 @@ def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":16384}
 def softmax_bwd__406f289307da(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1559,7 +1767,7 @@ def softmax_bwd__406f289307da(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":1024}
 def softmax_bwd__55a726b5331b(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1574,7 +1782,7 @@ def softmax_bwd__55a726b5331b(grad_out, out, grad_in_dtype):
 # used by: sm_90.json float32 {"M":16384,"N":1024}
 def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1589,7 +1797,7 @@ def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":4096}
 def softmax_bwd__5b7de230a0c8(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1604,7 +1812,7 @@ def softmax_bwd__5b7de230a0c8(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":16384}
 def softmax_bwd__621e1763645c(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1619,11 +1827,11 @@ def softmax_bwd__621e1763645c(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":131072}
 def softmax_bwd__6a7a295092fb(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1644,7 +1852,7 @@ def softmax_bwd__6a7a295092fb(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":4096}
 def softmax_bwd__845078939762(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1662,7 +1870,7 @@ def softmax_bwd__845078939762(grad_out, out, grad_in_dtype):
 #   sm_90.json float32 {"M":4096,"N":16384}
 def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1677,7 +1885,7 @@ def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":1024}
 def softmax_bwd__9333ec3edacc(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1693,7 +1901,7 @@ def softmax_bwd__9333ec3edacc(grad_out, out, grad_in_dtype):
 #   sm_90.json bfloat16 {"M":16384,"N":8192}
 def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1709,11 +1917,11 @@ def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
 #   sm_90.json float32 {"M":4096,"N":131072}
 def softmax_bwd__adca8884add1(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1734,7 +1942,7 @@ def softmax_bwd__adca8884add1(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":1024}
 def softmax_bwd__b0ec935f488b(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1749,7 +1957,7 @@ def softmax_bwd__b0ec935f488b(grad_out, out, grad_in_dtype):
 # used by: default.json float32 {"M":64,"N":16384}
 def softmax_bwd__bae90f8634fc(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1764,7 +1972,7 @@ def softmax_bwd__bae90f8634fc(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":4096}
 def softmax_bwd__bcbfaf362b03(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1779,11 +1987,11 @@ def softmax_bwd__bcbfaf362b03(grad_out, out, grad_in_dtype):
 # used by: default.json bfloat16 {"M":64,"N":131072}
 def softmax_bwd__c8e486eb7670(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1804,11 +2012,11 @@ def softmax_bwd__c8e486eb7670(grad_out, out, grad_in_dtype):
 # used by: sm_90.json bfloat16 {"M":256,"N":262144}
 def softmax_bwd__dccd881d45de(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1832,7 +2040,7 @@ def softmax_bwd__dccd881d45de(grad_out, out, grad_in_dtype):
 #   sm_90.json bfloat16 {"M":4096,"N":16384}
 def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1847,7 +2055,7 @@ def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":1024}
 def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
@@ -1862,11 +2070,11 @@ def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
 # used by: default.json float16 {"M":64,"N":131072}
 def softmax_bwd__fd6077a8756f(grad_out, out, grad_in_dtype):
     m, n = out.size()
-    grad_in = out.new_empty(m, n, dtype=grad_in_dtype)
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_dot = out.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
@@ -1889,7 +2097,7 @@ def softmax_bwd__fd6077a8756f(grad_out, out, grad_in_dtype):
 #   sm_90.json float32 {"M":2048,"N":32000}
 def softmax_fwd__218d13c07c84(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1903,7 +2111,7 @@ def softmax_fwd__218d13c07c84(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":16384}
 def softmax_fwd__2db4d47dbcc1(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1917,7 +2125,7 @@ def softmax_fwd__2db4d47dbcc1(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":1024}
 def softmax_fwd__35e618337542(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1931,7 +2139,7 @@ def softmax_fwd__35e618337542(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":131072}
 def softmax_fwd__3c1afa296b9b(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1947,7 +2155,7 @@ def softmax_fwd__3c1afa296b9b(x, out_dtype):
 #   sm_90.json float32 {"M":16384,"N":8192}
 def softmax_fwd__526e2c49bd54(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1961,7 +2169,7 @@ def softmax_fwd__526e2c49bd54(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":131072}
 def softmax_fwd__5a7dec1ff850(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
@@ -1975,7 +2183,7 @@ def softmax_fwd__5a7dec1ff850(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":1024}
 def softmax_fwd__5cd67ce2a692(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -1989,7 +2197,7 @@ def softmax_fwd__5cd67ce2a692(x, out_dtype):
 # used by: sm_90.json float32 {"M":16384,"N":1024}
 def softmax_fwd__68011887f4bd(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2003,7 +2211,7 @@ def softmax_fwd__68011887f4bd(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":131072}
 def softmax_fwd__7c521258ce51(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
@@ -2017,7 +2225,7 @@ def softmax_fwd__7c521258ce51(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":4096}
 def softmax_fwd__8236d95a98c7(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2033,7 +2241,7 @@ def softmax_fwd__8236d95a98c7(x, out_dtype):
 #   sm_90.json bfloat16 {"M":4096,"N":16384}
 def softmax_fwd__8e9f480a81e1(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2048,7 +2256,7 @@ def softmax_fwd__8e9f480a81e1(x, out_dtype):
 #   sm_90.json bfloat16 {"M":16384,"N":8192}
 def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2062,7 +2270,7 @@ def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
 # used by: default.json float16 {"M":64,"N":4096}
 def softmax_fwd__932d7626b539(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2076,7 +2284,7 @@ def softmax_fwd__932d7626b539(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":16384}
 def softmax_fwd__935c8aaed23c(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2090,7 +2298,7 @@ def softmax_fwd__935c8aaed23c(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":1024}
 def softmax_fwd__973fadb9b414(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2104,7 +2312,7 @@ def softmax_fwd__973fadb9b414(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":4096}
 def softmax_fwd__980022f01c95(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2118,7 +2326,7 @@ def softmax_fwd__980022f01c95(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":4096}
 def softmax_fwd__9e9840db6e79(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2132,7 +2340,7 @@ def softmax_fwd__9e9840db6e79(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":16384,"N":2048}
 def softmax_fwd__9e9f3393e262(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2146,7 +2354,7 @@ def softmax_fwd__9e9f3393e262(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":4096,"N":131072}
 def softmax_fwd__ab2f64481cbe(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     out_strides = out.stride()
     x_strides = x.stride()
@@ -2160,12 +2368,12 @@ def softmax_fwd__ab2f64481cbe(x, out_dtype):
 # used by: sm_90.json bfloat16 {"M":256,"N":262144}
 def softmax_fwd__b1f68941227b(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_max = x.new_empty(split_m, pieces, dtype=torch.float32)
-    piece_sum = x.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
@@ -2185,12 +2393,12 @@ def softmax_fwd__b1f68941227b(x, out_dtype):
 # used by: sm_90.json float32 {"M":256,"N":262144}
 def softmax_fwd__b548b89cb273(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_max = x.new_empty(split_m, pieces, dtype=torch.float32)
-    piece_sum = x.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
@@ -2210,12 +2418,12 @@ def softmax_fwd__b548b89cb273(x, out_dtype):
 # used by: sm_90.json float32 {"M":4096,"N":131072}
 def softmax_fwd__c300006420a6(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
     split_m = m if True and pieces <= 64 else 0
-    piece_max = x.new_empty(split_m, pieces, dtype=torch.float32)
-    piece_sum = x.new_empty(split_m, pieces, dtype=torch.float32)
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
@@ -2235,7 +2443,7 @@ def softmax_fwd__c300006420a6(x, out_dtype):
 # used by: default.json bfloat16 {"M":64,"N":16384}
 def softmax_fwd__df38d8b052b1(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2249,7 +2457,7 @@ def softmax_fwd__df38d8b052b1(x, out_dtype):
 # used by: default.json float32 {"M":64,"N":1024}
 def softmax_fwd__e017dc1f1c82(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
@@ -2263,7 +2471,7 @@ def softmax_fwd__e017dc1f1c82(x, out_dtype):
 # used by: sm_90.json float32 {"M":4096,"N":16384}
 def softmax_fwd__e1a84425044e(x, out_dtype):
     m, n = x.size()
-    out = x.new_empty(m, n, dtype=out_dtype)
+    out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()

@@ -1,6 +1,6 @@
 """Generated launchers launch through `_launch` (constexprs in signature order, strides and sizes
 read once per tensor), call plain cdiv/next_power_of_2 and give allocations their sizes as separate
-ints; the helpers travel with the module."""
+ints, `new_empty` through the helpers' `_new_empty`; the helpers travel with the module."""
 import ast
 
 import pytest
@@ -27,16 +27,23 @@ def test_hoisted_names_do_not_shadow_launcher_variables():
         "_x_strides = x.stride()", "_launch(k, (1,), (x, _x_strides[0], _x_strides[1], x_strides), (), 4, 1)"]
 
 
-def test_allocations_take_their_sizes_as_separate_ints():
+def test_allocations_take_their_sizes_as_separate_ints_through_the_helpers():
     lines = ["out = x.new_empty((m, n), dtype=torch.float32)", "lse = torch.empty([b, h, s], dtype=d, device=q.device)",
              "row = x.new_zeros((m,))", "same = torch.empty_like(x)", "scalar = x.new_empty(())",
              "spread = torch.empty(*shape)", "sized = torch.ones(shape, dtype=d)", "pair = x.new_empty(m, n)",
              "k[(1,)](out, lse, row, same, scalar, spread, sized, pair, num_warps=4, num_stages=1)"]
     assert rewrite_launches(lines, {"k": []}) == [
-        "out = x.new_empty(m, n, dtype=torch.float32)", "lse = torch.empty(b, h, s, dtype=d, device=q.device)",
-        "row = x.new_zeros(m)", "same = torch.empty_like(x)", "scalar = x.new_empty(())",
-        "spread = torch.empty(*shape)", "sized = torch.ones(shape, dtype=d)", "pair = x.new_empty(m, n)",
+        "out = _new_empty(x, torch.float32, m, n)", "lse = torch.empty(b, h, s, dtype=d, device=q.device)",
+        "row = x.new_zeros(m)", "same = torch.empty_like(x)", "scalar = _new_empty(x, x.dtype, ())",
+        "spread = torch.empty(*shape)", "sized = torch.ones(shape, dtype=d)", "pair = _new_empty(x, x.dtype, m, n)",
         "_launch(k, (1,), (out, lse, row, same, scalar, spread, sized, pair), (), 4, 1)"]
+
+
+def test_other_allocation_forms_stay_torch_calls():
+    lines = ["a = torch.empty_like(x)", "b = f(x).new_empty(m)", "c = x.new_empty(m, device=e)",
+             "d = x.new_empty(*shape, dtype=t)", "e = x.new_empty(dtype=t)", "g = x.new_empty(m, dtype=t, device=e)",
+             "k[(1,)](a, b, c, d, e, g, num_warps=4, num_stages=1)"]
+    assert rewrite_launches(lines, {"k": []})[:-1] == lines[:-1]
 
 
 def test_a_launch_whose_keywords_differ_from_the_constexprs_is_an_internal_error():
@@ -50,7 +57,7 @@ def test_helpers_are_self_contained_source():
     defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assigned = {target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets}
     assert {"_launch_python", "_cdiv", "_next_power_of_2"} <= defined
-    assert {"_launch", "_NATIVE_LAUNCH_SOURCE"} <= assigned
+    assert {"_launch", "_new_empty", "_NATIVE_LAUNCH_SOURCE"} <= assigned
 
 
 class _Unlaunchable:

@@ -104,3 +104,21 @@ def test_a_launch_hook_sees_launches_while_set():
     torch.cuda.synchronize()
     assert len(seen) == count
     assert gen_rms_norm._launch.func is gen_rms_norm._native.launch
+
+
+def test_outputs_are_allocated_natively_once_the_native_launch_is_built(monkeypatch):
+    # the module as imported: no native launch yet (other tests may have built it and replaced the
+    # allocation they found)
+    monkeypatch.setattr(gen_softmax, "_native", None)
+    monkeypatch.setattr(gen_softmax, "_LAUNCHES", {})
+    monkeypatch.setattr(gen_softmax, "_launch", gen_softmax._launch_python)
+    monkeypatch.setattr(gen_softmax, "_new_empty", gen_softmax._new_empty_torch)
+    x = torch.randn(3, 4096, device="cuda", dtype=BF16)  # the first launch (Triton's), then the build
+    hk.softmax(x, dim=-1)
+    new_empty = gen_softmax._new_empty
+    assert isinstance(new_empty, functools.partial) and new_empty.func.__name__ == "new_empty"
+    y = torch.randn(5, 4096, device="cuda", dtype=BF16)
+    _close(hk.softmax(y, dim=-1), _softmax_ref(y))
+    for dtype, sizes in ((torch.float32, (7, 3)), (BF16, (5, 4096)), (torch.int32, (0,))):
+        got, want = new_empty(y, dtype, *sizes), y.new_empty(*sizes, dtype=dtype)
+        assert (got.shape, got.stride(), got.dtype, got.device) == (want.shape, want.stride(), want.dtype, want.device)
