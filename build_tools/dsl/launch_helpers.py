@@ -126,8 +126,9 @@ def _native_new_empty(native):
         return None
     codes = {getattr(torch, name): code for name, code in dtypes if isinstance(getattr(torch, name, None), torch.dtype)}
     # torch's own new_empty, which a replacement (a test's poisoned allocation) does not change: while
-    # Tensor.new_empty is another function, the native allocation calls it
-    return functools.partial(native.new_empty, (torch.Tensor, codes, torch._C.TensorBase.new_empty, _new_empty_torch))
+    # Tensor.new_empty is another function, or a torch function mode is active, torch's call is made
+    return functools.partial(native.new_empty, (torch.Tensor, codes, torch._C.TensorBase.new_empty,
+                                                torch._C._is_torch_function_mode_enabled, _new_empty_torch))
 
 
 def _bind_native_allocation(native):

@@ -27,8 +27,8 @@ parsing: `alloc_init(libtorch_cpu path, libtorch_python path)` resolves, in the 
 already loaded, libtorch's AOTI C shim (`aoti_torch_empty_strided`, the C ABI that AOTInductor's
 generated code allocates through) and `THPVariable_Wrap`, and returns the shim's (dtype name, code)
 pairs, or None when a symbol is missing (the caller keeps torch's allocation). Then, with `alloc` the
-tuple (torch.Tensor, {torch dtype: code}, torch's own `TensorBase.new_empty`, fallback new_empty(t,
-dtype, *sizes)):
+tuple (torch.Tensor, {torch dtype: code}, torch's own `TensorBase.new_empty`,
+`torch._C._is_torch_function_mode_enabled`, fallback new_empty(t, dtype, *sizes)):
 
     new_empty(alloc, t, dtype, *sizes) == t.new_empty(*sizes, dtype=dtype)
 
@@ -36,7 +36,7 @@ A contiguous tensor on the device of a plain CPU or CUDA tensor, of a dtype the 
 allocated here; anything else goes to the fallback: a tensor subclass, another device, a size that
 is not an int or is negative, no size, more than MAX_DIMS dimensions, a failed allocation (the
 fallback raises torch's own error), and any call made while `Tensor.new_empty` is replaced (a
-test's poisoned allocation, a memory tracer).
+test's poisoned allocation, a memory tracer) or a torch function mode is active (it sees the call).
 """
 
 SOURCE = r"""
@@ -458,7 +458,7 @@ static WrapTensor wrap_tensor = NULL;
 static int32_t device_type_cpu, device_type_cuda;
 static PyObject *str_is_cpu, *str_get_device, *str_new_empty;
 
-enum { AL_TENSOR, AL_DTYPES, AL_NEW_EMPTY, AL_FALLBACK, AL_SIZE };
+enum { AL_TENSOR, AL_DTYPES, AL_NEW_EMPTY, AL_FUNCTION_MODE, AL_FALLBACK, AL_SIZE };
 
 static const char *const dtype_names[] = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16",
                                           "bfloat16", "float32", "float64", "complex64", "complex128"};
@@ -592,7 +592,8 @@ static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t arg
     n = PyTuple_GET_SIZE(items[0]);
     items = &PyTuple_GET_ITEM(items[0], 0);
   }
-  /* a subclass, or a replaced Tensor.new_empty, gets torch's call; torch requires a size */
+  /* a subclass, a replaced Tensor.new_empty or a torch function mode gets torch's call; torch
+     requires a size */
   int ok = Py_TYPE(t) == (PyTypeObject *)alloc[AL_TENSOR] && argc > 3 && n <= MAX_DIMS;
   if (ok) {
     PyObject *current = PyObject_GetAttr(alloc[AL_TENSOR], str_new_empty);
@@ -600,6 +601,13 @@ static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t arg
       return NULL;
     Py_DECREF(current);
     ok = current == alloc[AL_NEW_EMPTY];
+  }
+  if (ok) {
+    PyObject *mode = PyObject_CallNoArgs(alloc[AL_FUNCTION_MODE]);
+    if (mode == NULL)
+      return NULL;
+    Py_DECREF(mode);
+    ok = mode == Py_False;
   }
   int32_t dtype = 0, type = 0, index = 0;
   int64_t sizes[MAX_DIMS];

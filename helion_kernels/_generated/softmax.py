@@ -431,7 +431,7 @@ static WrapTensor wrap_tensor = NULL;
 static int32_t device_type_cpu, device_type_cuda;
 static PyObject *str_is_cpu, *str_get_device, *str_new_empty;
 
-enum { AL_TENSOR, AL_DTYPES, AL_NEW_EMPTY, AL_FALLBACK, AL_SIZE };
+enum { AL_TENSOR, AL_DTYPES, AL_NEW_EMPTY, AL_FUNCTION_MODE, AL_FALLBACK, AL_SIZE };
 
 static const char *const dtype_names[] = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16",
                                           "bfloat16", "float32", "float64", "complex64", "complex128"};
@@ -565,7 +565,8 @@ static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t arg
     n = PyTuple_GET_SIZE(items[0]);
     items = &PyTuple_GET_ITEM(items[0], 0);
   }
-  /* a subclass, or a replaced Tensor.new_empty, gets torch's call; torch requires a size */
+  /* a subclass, a replaced Tensor.new_empty or a torch function mode gets torch's call; torch
+     requires a size */
   int ok = Py_TYPE(t) == (PyTypeObject *)alloc[AL_TENSOR] && argc > 3 && n <= MAX_DIMS;
   if (ok) {
     PyObject *current = PyObject_GetAttr(alloc[AL_TENSOR], str_new_empty);
@@ -573,6 +574,13 @@ static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t arg
       return NULL;
     Py_DECREF(current);
     ok = current == alloc[AL_NEW_EMPTY];
+  }
+  if (ok) {
+    PyObject *mode = PyObject_CallNoArgs(alloc[AL_FUNCTION_MODE]);
+    if (mode == NULL)
+      return NULL;
+    Py_DECREF(mode);
+    ok = mode == Py_False;
   }
   int32_t dtype = 0, type = 0, index = 0;
   int64_t sizes[MAX_DIMS];
@@ -705,8 +713,9 @@ def _native_new_empty(native):
         return None
     codes = {getattr(torch, name): code for name, code in dtypes if isinstance(getattr(torch, name, None), torch.dtype)}
     # torch's own new_empty, which a replacement (a test's poisoned allocation) does not change: while
-    # Tensor.new_empty is another function, the native allocation calls it
-    return functools.partial(native.new_empty, (torch.Tensor, codes, torch._C.TensorBase.new_empty, _new_empty_torch))
+    # Tensor.new_empty is another function, or a torch function mode is active, torch's call is made
+    return functools.partial(native.new_empty, (torch.Tensor, codes, torch._C.TensorBase.new_empty,
+                                                torch._C._is_torch_function_mode_enabled, _new_empty_torch))
 
 
 def _bind_native_allocation(native):

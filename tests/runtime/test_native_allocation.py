@@ -90,6 +90,23 @@ def test_a_replaced_new_empty_is_called(monkeypatch):
     assert calls == [(3,)]
 
 
+def test_a_torch_function_mode_sees_the_call():
+    from torch.overrides import TorchFunctionMode
+
+    class Seen(TorchFunctionMode):
+        calls = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.calls.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(3, 4)
+    with Seen():
+        got = _new_empty()(x, torch.float32, 5)
+    _same_tensor_kind(got, x.new_empty(5, dtype=torch.float32))
+    assert Seen.calls == ["new_empty"]
+
+
 def test_bound_into_a_generated_module_its_launchers_allocate_natively(monkeypatch, poison, device):
     calls = []
     monkeypatch.setattr(generated, "_new_empty", lambda *a: calls.append(a[2:]) or _new_empty()(*a))
