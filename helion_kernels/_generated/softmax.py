@@ -719,6 +719,7 @@ def _native_new_empty(native):
 
 
 def _bind_native_allocation(native):
+    """Rebind `_new_empty` to `native`'s allocation, where libtorch's C shim is found."""
     global _new_empty
     _new_empty = _native_new_empty(native) or _new_empty
 
