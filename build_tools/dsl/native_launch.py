@@ -34,8 +34,9 @@ tuple (torch.Tensor, {torch dtype: code}, torch's own `TensorBase.new_empty`,
 
 A contiguous tensor on the device of a plain CPU or CUDA tensor, of a dtype the shim names, is
 allocated here; anything else goes to the fallback: a tensor subclass, another device, a size that
-is not an int or is negative, no size, more than MAX_DIMS dimensions, a failed allocation (the
-fallback raises torch's own error), and any call made while `Tensor.new_empty` is replaced (a
+is not an int or is negative, no size, more than MAX_DIMS dimensions, sizes whose product
+overflows, a failed allocation (the fallback raises torch's own error; the shim also logs the
+failure to stderr), and any call made while `Tensor.new_empty` is replaced (a
 test's poisoned allocation, a memory tracer) or a torch function mode is active (it sees the call).
 """
 
@@ -559,12 +560,15 @@ static int read_sizes(PyObject *const *items, Py_ssize_t n, int64_t *sizes) {
   return 1;
 }
 
-/* A new contiguous tensor from the shim, or NULL (no error set) when it could not allocate. */
+/* A new contiguous tensor from the shim; NULL with no error set when the shim cannot allocate it
+   (sizes whose product overflows, a failure the shim reports), NULL with an error set when the
+   tensor cannot be wrapped. */
 static PyObject *allocate(const int64_t *sizes, Py_ssize_t n, int32_t dtype, int32_t type, int32_t index) {
   int64_t strides[MAX_DIMS], stride = 1;
   for (Py_ssize_t i = n - 1; i >= 0; i--) {
     strides[i] = stride;
-    stride *= sizes[i] > 1 ? sizes[i] : 1;
+    if (__builtin_mul_overflow(stride, sizes[i] > 1 ? sizes[i] : 1, &stride))
+      return NULL;
   }
   TensorHandle handle = NULL;
   if (empty_strided(n, sizes, strides, dtype, type, index, &handle) != 0 || handle == NULL)
@@ -620,7 +624,9 @@ static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t arg
   if (ok < 0)
     return NULL;
   PyObject *result = ok ? allocate(sizes, n, dtype, type, index) : NULL;
-  return result != NULL ? result : PyObject_Vectorcall(alloc[AL_FALLBACK], argv + 1, argc - 1, NULL);
+  if (result != NULL || PyErr_Occurred())
+    return result;
+  return PyObject_Vectorcall(alloc[AL_FALLBACK], argv + 1, argc - 1, NULL);
 }
 
 static PyMethodDef methods[] = {

@@ -47,7 +47,8 @@ def test_the_tensor_gives_only_the_device(like):
     _same_tensor_kind(_new_empty()(t, torch.float32, 3, 2), t.new_empty(3, 2, dtype=torch.float32))
 
 
-@pytest.mark.parametrize("sizes", [(-1,), (3, -2), (2.0,), (True,), ([2, 3],), (), ((1,) * 17,), ((2, "a"),)])
+@pytest.mark.parametrize("sizes", [(-1,), (3, -2), (2.0,), (True,), ([2, 3],), (), ((1,) * 17,), ((2, "a"),),
+                                   (2 ** 40, 2 ** 40), (2 ** 62, 4)])
 def test_other_sizes_raise_or_allocate_as_torch_does(sizes):
     x = torch.randn(2, 3)
     try:
@@ -57,6 +58,11 @@ def test_other_sizes_raise_or_allocate_as_torch_does(sizes):
             _new_empty()(x, torch.float32, *sizes)
     else:
         _same_tensor_kind(_new_empty()(x, torch.float32, *sizes), want)
+
+
+def test_without_the_libraries_loaded_there_is_no_native_allocation():
+    native = generated._build_native()
+    assert native.alloc_init("/nonexistent/libtorch_cpu.so", "/nonexistent/libtorch_python.so") is None
 
 
 def test_a_dtype_the_shim_does_not_name_goes_to_torch():
