@@ -677,14 +677,15 @@ def _native_descriptor(compiled, count):
 
 
 def _native_module():
-    """The native launch module, built on first use, with `_launch` rebound to its `launch`; None
+    """The native launch module, built on first use, with `_launch` rebound to its `launch` (and
+    `_new_empty` to its allocation where libtorch's C shim is found); None
     where it cannot be built (no C compiler), where Triton's launcher keeps launching."""
-    global _native, _launch
+    global _native, _launch, _new_empty
     if _native is None:
         _native = _build_native() or False
         if _native:
             _launch = _native_launch(_native, torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
-            _bind_native_allocation(_native)
+            _new_empty = _native_new_empty(_native) or _new_empty
     return _native or None
 
 
@@ -721,12 +722,6 @@ def _native_new_empty(native):
     # Tensor.new_empty is another function, or a torch function mode is active, torch's call is made
     return functools.partial(native.new_empty, (torch.Tensor, codes, torch._C.TensorBase.new_empty,
                                                 torch._C._is_torch_function_mode_enabled, _new_empty_torch))
-
-
-def _bind_native_allocation(native):
-    """Rebind `_new_empty` to `native`'s allocation, where libtorch's C shim is found."""
-    global _new_empty
-    _new_empty = _native_new_empty(native) or _new_empty
 
 
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
