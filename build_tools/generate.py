@@ -5,7 +5,7 @@ inputs of the entry's dtype and the smallest capped version of its shape that ke
 specialization and accepts the config unchanged (the DSL derives its config space from the bound
 sizes), and compiled for the entry's config. Each kernels_src module (a "family") becomes one standalone module holding the
 deduplicated Triton kernels, one launcher per variant and the `VARIANTS`/`OP_INFO` indexes the
-runtime reads. Output is deterministic; `--check` compares it with the files on disk instead.
+runtime reads, and `REPLAYABLE`, the launchers a direct call may record and replay natively. Output is deterministic; `--check` compares it with the files on disk instead.
 """
 from __future__ import annotations
 
@@ -168,8 +168,9 @@ def _comment(text: str) -> str:
 def render_family(family: str, specs: list, variants: dict) -> str:
     """Source text of `_generated/<family>.py`."""
     from build_tools.dsl import Config
+    from build_tools.dsl.replayable import replayable as launcher_replayable
 
-    kernels, helpers, launchers = {}, {}, []
+    kernels, helpers, launchers, replayable = {}, {}, [], []
     for (op, vid), variant in sorted(variants.items()):
         code = variant.bound.generate(Config.from_json(json.dumps(variant.config)), f"{op}__{vid}")
         helpers.update(code.helpers)
@@ -178,6 +179,8 @@ def render_family(family: str, specs: list, variants: dict) -> str:
             if kernels.setdefault(name, body) != body:
                 raise GenerationError(f"{family}: two different kernels are both named {name}")
         _, launcher = _split_imports(code.launcher)
+        if launcher_replayable(launcher):
+            replayable.append(f"{op}__{vid}")
         header = (f"{op} variant {vid}\nconfig: {canonical_json(variant.config)}\n"
                   f"specialization: {canonical_json(variant.specialization)}\nused by: "
                   + "\n  ".join(sorted(variant.used_by)))
@@ -201,6 +204,8 @@ def render_family(family: str, specs: list, variants: dict) -> str:
         table.append("    },")
     table.append("}")
     lines.append("\n".join(table))
+    # the launchers a direct call may record and replay natively (build_tools/dsl/replayable.py)
+    lines.append("\n".join(["REPLAYABLE = frozenset({", *(f"    {name!r}," for name in sorted(replayable)), "})"]))
     return _tidy("\n\n\n".join(lines))
 
 

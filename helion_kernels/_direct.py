@@ -7,8 +7,18 @@ the other arguments) finds a plan in one dict lookup: a small function that call
 launcher the dispatcher chose for that key. A key's first call takes the full path, which stores
 the plan when a kernel ran (PyTorch fallbacks keep the full path). Any other call goes through
 the custom op (autograd, tracing, fake tensors, opcheck).
+
+Native replay: a plan stored with its launcher, when the generated module lists that launcher in
+`REPLAYABLE`, records its next calls (up to RECORDINGS_PER_KEY, launch_helpers' `_record`); from
+then on `replay(tag, *args)`, called first by the public functions (outside torch.compile's
+tracing), runs the whole call in C for arguments with a recorded call's properties: the same checks as `key` plus the tensors' strides
+and alignment and the other arguments' values, then the allocations and the launches (see
+build_tools/dsl/native_replay.py). It returns MISSING for anything else, and the call goes on as
+above.
 """
 from __future__ import annotations
+
+import sys
 
 import torch
 from triton.runtime.errors import OutOfResources
@@ -20,8 +30,12 @@ PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})
 _is_compiling = torch.compiler.is_compiling
 _functorch_transforms_active = torch._C._are_functorch_transforms_active
 _grad_enabled = torch._C.is_grad_enabled
+is_compiling = torch.compiler.is_compiling
 MISSING = object()
 PLANS = DISPATCHER.plans
+REPLAYS = DISPATCHER.replays  # tag -> native replay plans of its recorded calls, oldest first
+REPLAYS_PER_TAG = 64
+RECORDINGS_PER_KEY = 4  # calls a key's plan records (replay misses: other strides, alignment, eps...)
 
 
 def direct(*tensors) -> bool:
@@ -69,9 +83,49 @@ def run(key, *args):
         return MISSING
 
 
-def store(key, plan) -> None:
-    """Remember `plan` for `key` (unhashable keys are not stored)."""
+def store(key, plan, launcher=None) -> None:
+    """Remember `plan` for `key` (unhashable keys are not stored). `launcher` is the generated
+    launcher the plan calls, given only when the plan passes its own arguments to it unchanged and
+    returns its result or an element of it: then, if the launcher is replayable, the key's next
+    calls are recorded for native replay."""
+    module = None if launcher is None else sys.modules.get(launcher.__module__)
+    if module is not None and launcher.__name__ in getattr(module, "REPLAYABLE", ()):
+        plan = _recording(key, plan, module)
     try:
         PLANS[key] = plan
     except TypeError:
         pass
+
+
+def _no_replay(tag, *args):
+    return MISSING
+
+
+replay = _no_replay
+
+
+def _recording(key, plan, module):
+    """`plan` that records its calls (the first RECORDINGS_PER_KEY: calls that `replay` did not
+    run) and keeps what it recorded for `replay`."""
+    left = RECORDINGS_PER_KEY
+
+    def record(*args):
+        nonlocal left
+        left -= 1
+        if left <= 0:
+            PLANS[key] = plan
+        out, recorded = module._record(plan, args, MISSING)
+        if recorded is not None:
+            _keep(key[0], recorded, module._replayer(MISSING, REPLAYS))
+        return out
+    return record
+
+
+def _keep(tag, recorded, replayer) -> None:
+    global replay
+    plans = REPLAYS.setdefault(tag, [])
+    if len(plans) >= REPLAYS_PER_TAG:
+        del plans[0]
+    plans.append(recorded)
+    if replay is _no_replay:
+        replay = replayer

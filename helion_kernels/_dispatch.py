@@ -66,6 +66,7 @@ class Dispatcher:
         self._cache = {}
         self._device_arch = {}
         self.plans = {}  # the public functions' direct-call plans (see _direct), built on decisions
+        self.replays = {}  # their recorded native replays (see _direct)
 
     @property
     def tables(self) -> list:
@@ -79,6 +80,7 @@ class Dispatcher:
         self._cache.clear()
         self._device_arch.clear()
         self.plans.clear()
+        self.replays.clear()
 
     def select(self, op: str, device: torch.device, dtype: torch.dtype, names: tuple,
                values: tuple) -> Decision:

@@ -50,6 +50,8 @@ _NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "
                  "i32": "4", "u32": "4", "i64": "8", "u64": "8", "fp16": "h", "bf16": "b", "fp32": "f",
                  "f32": "f", "fp64": "d"}
 _native = None  # the native launch module once built; False when it cannot be built here
+_replay = False  # whether the native module replays recorded calls here (native_replay)
+_RECORDING = {}  # "thread": the thread recording a call (one at a time)
 
 
 def _plain_cuda_launcher(run) -> bool:
@@ -88,12 +90,13 @@ def _native_module():
     """The native launch module, built on first use, with `_launch` rebound to its `launch` (and
     `_new_empty` to its allocation where libtorch's C shim is found); None
     where it cannot be built (no C compiler), where Triton's launcher keeps launching."""
-    global _native, _launch, _new_empty
+    global _native, _launch, _new_empty, _replay
     if _native is None:
         _native = _build_native() or False
         if _native:
             _launch = _native_launch(_native, torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream)
             _new_empty = _native_new_empty(_native) or _new_empty
+            _replay = _native_replay_init(_native)
     return _native or None
 
 
@@ -132,6 +135,105 @@ def _native_new_empty(native):
                                                 torch._C._is_torch_function_mode_enabled, _new_empty_torch))
 
 
+def _native_replay_init(native) -> bool:
+    """Whether `native` found what replaying recorded calls needs (see native_replay)."""
+    import os
+    library = os.path.join(os.path.dirname(torch.__file__), "lib")
+    probe = torch.ones(1)
+    return bool(native.replay_init(probe, probe._cdata, os.path.join(library, "libtorch_cpu.so"),
+                                   os.path.join(library, "libtorch_cuda.so")))
+
+
+def _replay_state(missing):
+    """The native replay's state tuple (see native_replay), with `missing` as its MISSING."""
+    functions = torch._C._VariableFunctions  # torch.empty_like and torch.empty, never replaced
+    return (missing, torch.Tensor, torch.nn.Parameter, torch._C._are_functorch_transforms_active,
+            torch._C._is_torch_function_mode_enabled, torch, torch._C.TensorBase.new_empty, functions.empty_like,
+            functions.empty, triton.knobs.runtime, triton.knobs.compilation, triton.knobs.HookChain,
+            getattr(torch._C, "_cuda_getCurrentRawStream", None))  # None in CPU-only torch builds
+
+
+def _replayer(missing, table):
+    """The native `replay` bound to its state and to `table` (the dict of recorded plans)."""
+    import functools
+    return functools.partial(_native.replay, _replay_state(missing), table)
+
+
+def _record(plan, args, missing):
+    """(plan(*args), the native replay plan of that call or None), `missing` being the replay's
+    MISSING. While the call runs, this
+    module's `_launch`, `_new_empty` and `torch` are recording wrappers that note, on this thread
+    only, each launch and each allocation (`_new_empty`, `torch.empty`, `torch.empty_like`); one
+    call is recorded at a time (a second thread's call just runs)."""
+    global _launch, _new_empty, torch
+    import threading
+    me = threading.get_ident()
+    if not _replay or _RECORDING.setdefault("thread", me) != me:
+        return plan(*args), None
+    launches, allocations = [], []
+    launch, new_empty, real_torch = _launch, _new_empty, torch
+
+    def recorded(tensor):
+        if threading.get_ident() == me:
+            allocations.append(tensor)
+        return tensor
+
+    def recording_launch(kernel, grid, args, constants, num_warps, num_stages):
+        launch(kernel, grid, args, constants, num_warps, num_stages)
+        if threading.get_ident() == me:
+            launches.append((kernel, grid, args, constants, num_warps, num_stages))
+
+    class RecordingTorch:
+        def __getattr__(self, name):
+            return getattr(real_torch, name)
+
+        @staticmethod
+        def empty(*sizes, **options):
+            return recorded(real_torch.empty(*sizes, **options))
+
+        @staticmethod
+        def empty_like(*tensor, **options):
+            return recorded(real_torch.empty_like(*tensor, **options))
+
+    _launch = recording_launch
+    _new_empty = lambda t, dtype, *sizes: recorded(new_empty(t, dtype, *sizes))  # noqa: E731
+    torch = RecordingTorch()
+    try:
+        out = plan(*args)
+    finally:
+        _launch, _new_empty, torch = launch, new_empty, real_torch
+        del _RECORDING["thread"]
+    return out, _replay_plan(_replay_state(missing), args, allocations, launches, out)
+
+
+def _replay_plan(state, args, allocations, launches, out):
+    """The native plan replaying a recorded call, or None when the call cannot be replayed: a
+    launch without a native descriptor, an output that is not an allocation (or a tuple of them),
+    a launched tensor that is neither an argument nor an allocation (native_replay checks)."""
+    device = torch._C._cuda_getDevice()
+    descriptors, kernels = [], []
+    for kernel, grid, launch_args, constants, num_warps, num_stages in launches:
+        if 0 in grid:
+            continue
+        kernel_state = _LAUNCHES.get(id(kernel))
+        kept = None if kernel_state is None or kernel_state[1] is None else \
+            kernel_state[1].get(_launch_key(device, launch_args, constants, num_warps, num_stages))
+        if kept.__class__ is not bytes:
+            return None
+        descriptors.append((kept, (*grid, 1, 1)[:3], (*launch_args, *constants)))
+        kernels.append(kernel)
+    index = {id(t): j for j, t in enumerate(allocations)}
+    if isinstance(out, torch.Tensor):
+        outputs = index.get(id(out))
+    else:
+        outputs = tuple(index.get(id(t)) for t in out) if out.__class__ is tuple else None
+    if outputs is None or (outputs.__class__ is tuple and None in outputs):
+        return None
+    return _native.replay_plan(state, tuple(args), tuple(allocations), tuple(descriptors), outputs, device,
+                               triton.knobs.runtime.debug, triton.knobs.compilation.instrumentation_mode,
+                               tuple(kernels))
+
+
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
     argument specialization on the same device launches the compiled kernel directly; an empty
@@ -153,20 +255,7 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
         kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
         return
     device = torch._C._cuda_getDevice()  # torch.cuda.current_device() without its lazy-init check
-    key = [device, num_warps, num_stages, constants, runtime.debug, triton.knobs.compilation.instrumentation_mode]
-    for arg in args:
-        kind = arg.__class__
-        if kind is int:
-            key.append(arg)
-        elif kind is float:
-            key.append(float)
-        elif isinstance(arg, torch.Tensor):
-            # a dtype always precedes the flag, so the flat key cannot confuse it with an int
-            key.append(arg.dtype)
-            key.append(arg.data_ptr() % 16 == 0)
-        else:
-            key.append((kind, arg))
-    key = tuple(key)
+    key = _launch_key(device, args, constants, num_warps, num_stages)
     launch = launches.get(key)
     if launch is None or launch.__class__ is bytes:
         # a native descriptor here is a launch the native path handed back (no current CUDA context,
@@ -183,6 +272,25 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
         grid = (*grid, 1, 1)
     run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), function, *options,
         *args, *constants)
+
+
+def _launch_key(device, args, constants, num_warps, num_stages):
+    """The key of a launch's kept entry (the native launch builds the same one)."""
+    key = [device, num_warps, num_stages, constants, triton.knobs.runtime.debug,
+           triton.knobs.compilation.instrumentation_mode]
+    for arg in args:
+        kind = arg.__class__
+        if kind is int:
+            key.append(arg)
+        elif kind is float:
+            key.append(float)
+        elif isinstance(arg, torch.Tensor):
+            # a dtype always precedes the flag, so the flat key cannot confuse it with an int
+            key.append(arg.dtype)
+            key.append(arg.data_ptr() % 16 == 0)
+        else:
+            key.append((kind, arg))
+    return tuple(key)
 
 
 _launch = _launch_python

@@ -38,9 +38,12 @@ is not an int or is negative, no size, more than MAX_DIMS dimensions, sizes whos
 overflows, a failed allocation (the fallback raises torch's own error; the shim also logs the
 failure to stderr), and any call made while `Tensor.new_empty` is replaced (a
 test's poisoned allocation, a memory tracer) or a torch function mode is active (it sees the call).
-"""
 
-SOURCE = r"""
+The same module replays recorded direct calls: native_replay's C source is compiled into it.
+"""
+from . import native_replay
+
+_LAUNCH_AND_ALLOCATION = r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
@@ -629,12 +632,16 @@ static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t arg
   return PyObject_Vectorcall(alloc[AL_FALLBACK], argv + 1, argc - 1, NULL);
 }
 
+"""
+
+_MODULE = r"""
 static PyMethodDef methods[] = {
     {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL,
      "launch(state, kernel, grid, args, constants, num_warps, num_stages)"},
     {"alloc_init", (PyCFunction)(void (*)(void))alloc_init, METH_FASTCALL,
      "alloc_init(libtorch_cpu path, libtorch_python path) -> [(dtype name, code)] or None"},
     {"new_empty", (PyCFunction)(void (*)(void))new_empty, METH_FASTCALL, "new_empty(alloc, tensor, dtype, *sizes)"},
+    REPLAY_METHODS
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "hk_native_launch", NULL, -1, methods};
@@ -652,10 +659,15 @@ PyMODINIT_FUNC PyInit_hk_native_launch(void) {
   str_is_cpu = PyUnicode_InternFromString("is_cpu");
   str_get_device = PyUnicode_InternFromString("get_device");
   str_new_empty = PyUnicode_InternFromString("new_empty");
+  str_requires_grad = PyUnicode_InternFromString("requires_grad");
+  str_empty_like = PyUnicode_InternFromString("empty_like");
+  str_empty = PyUnicode_InternFromString("empty");
   if (!str_dtype || !str_data_ptr || !str_is_cuda || !str_debug || !str_instrumentation_mode ||
       !str_launch_enter_hook || !str_launch_exit_hook || !str_calls || !str_pre_run_hooks || !str_is_cpu ||
-      !str_get_device || !str_new_empty)
+      !str_get_device || !str_new_empty || !str_requires_grad || !str_empty_like || !str_empty)
     return NULL;
   return PyModule_Create(&module);
 }
 """
+
+SOURCE = _LAUNCH_AND_ALLOCATION + native_replay.SOURCE + _MODULE.replace("    REPLAY_METHODS\n", native_replay.METHODS.lstrip("\n"))

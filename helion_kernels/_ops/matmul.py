@@ -162,6 +162,10 @@ def _matmul_plan(launcher, rows: int | None):
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Same as torch.matmul."""
+    if not _direct.is_compiling():
+        out = _direct.replay(matmul, input, other)
+        if out is not _direct.MISSING:
+            return out
     key = _direct.key(matmul, input, other)
     if key is not None:
         out = _direct.run(key, input, other)
@@ -176,18 +180,19 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         out = _eager.apply(matmul_op, _MatmulFunction, a, other)
     else:
         out = _mm(a, other)
-        _store_mm_plan(key, a, other, _matmul_plan, None if a is input else a.shape[1])
+        _store_mm_plan(key, a, other, a is input, _matmul_plan, None if a is input else a.shape[1])
     return out if a is input else out.view(*input.shape[:-1], other.shape[-1])
 
 
-def _store_mm_plan(key, a: Tensor, b: Tensor, make, *details) -> None:
-    """Store the direct plan of a product that ran the `matmul` kernel; float32 products keep the
-    full path (whether they may use TF32 is PyTorch's global setting, checked on every call)."""
+def _store_mm_plan(key, a: Tensor, b: Tensor, unchanged: bool, make, *details) -> None:
+    """Store the direct plan of a product that ran the `matmul` kernel (`unchanged`: the plan
+    passes its arguments to the launcher as they are); float32 products keep the full path
+    (whether they may use TF32 is PyTorch's global setting, checked on every call)."""
     if a.dtype is torch.float32:
         return
     launcher = chosen_launcher("matmul", (a.shape[0], b.shape[1], a.shape[1]), a)
     if launcher is not None:
-        _direct.store(key, make(launcher, *details))
+        _direct.store(key, make(launcher, *details), launcher if unchanged else None)
 
 
 def linear_reason(input, weight, bias) -> str | None:
@@ -213,6 +218,10 @@ def _linear_plan(launcher, rows: int | None, biased: bool):
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """Same as torch.nn.functional.linear."""
+    if not _direct.is_compiling():
+        out = _direct.replay(linear, input, weight, bias)
+        if out is not _direct.MISSING:
+            return out
     key = _direct.key(linear, input, weight, bias)
     if key is not None:
         out = _direct.run(key, input, weight, bias)
@@ -227,11 +236,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         out = _linear(x, weight, bias)
         rows = None if x is input else x.shape[1]
         if bias is None:
-            _store_mm_plan(key, x, weight.t(), _linear_plan, rows, False)
+            _store_mm_plan(key, x, weight.t(), False, _linear_plan, rows, False)
         elif x.dtype is not torch.float32:
             launcher = chosen_launcher("linear", (x.shape[0], weight.shape[0], x.shape[1]), x)
             if launcher is not None:
-                _direct.store(key, _linear_plan(launcher, rows, True))
+                _direct.store(key, _linear_plan(launcher, rows, True), launcher if rows is None else None)
     return out if x is input else out.view(*input.shape[:-1], weight.shape[0])
 
 

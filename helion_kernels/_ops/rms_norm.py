@@ -175,7 +175,8 @@ def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float
         op = "rms_norm_fwd" if w is not None else "rms_norm_noweight_fwd"
         launcher = chosen_launcher(op, x.shape, x)
         if launcher is not None:
-            _direct.store(key, _plan(launcher, w is not None, None if x is input else x.shape[1], default_eps))
+            rows = None if x is input else x.shape[1]
+            _direct.store(key, _plan(launcher, w is not None, rows, default_eps), launcher if rows is None else None)
     return out if x is input else out.view(input.shape)
 
 
@@ -183,7 +184,12 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """Same as torch.nn.functional.rms_norm."""
     dims = tuple(normalized_shape) if normalized_shape.__class__ is list else normalized_shape
-    key = _direct.key((rms_norm, dims), input, weight)
+    tag = (rms_norm, dims)
+    if not _direct.is_compiling():
+        out = _direct.replay(tag, input, weight, eps)
+        if out is not _direct.MISSING:
+            return out
+    key = _direct.key(tag, input, weight)
     if key is not None:
         out = _direct.run(key, input, weight, eps)
         if out is not _direct.MISSING:
@@ -193,6 +199,10 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 def rmsnorm(x: Tensor, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """RMSNorm over the last dimension of `x` (rms_norm with normalized_shape = x.shape[-1:])."""
+    if not _direct.is_compiling():
+        out = _direct.replay(rmsnorm, x, weight, eps)
+        if out is not _direct.MISSING:
+            return out
     key = _direct.key(rmsnorm, x, weight)
     if key is not None:
         out = _direct.run(key, x, weight, eps)

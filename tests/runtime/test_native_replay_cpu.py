@@ -1,0 +1,62 @@
+"""The native replay's parts that run without a GPU (build_tools/dsl/native_replay.py, compiled
+here as on a GPU host): it finds the tensor handle inside torch.Tensor objects of this torch
+build, answers MISSING for tags it has no plan of, and makes no plan where no CUDA driver is
+loaded; a module that cannot replay runs a recorded call's plan as it is. tests/runtime/
+test_native_replay.py replays calls on the GPU."""
+import functools
+import os
+
+import pytest
+import torch
+
+from helion_kernels import _direct
+from helion_kernels._generated import softmax as generated
+
+LIBRARY = os.path.join(os.path.dirname(torch.__file__), "lib")
+
+
+@functools.cache
+def _native():
+    native = generated._build_native()
+    assert native is not None, "the native launch's C source did not build"
+    assert generated._native_new_empty(native) is not None
+    return native
+
+
+def _state():
+    return generated._replay_state(_direct.MISSING)
+
+
+@pytest.mark.parametrize("probe", [torch.ones(1), torch.nn.Parameter(torch.randn(3, 4)), torch.empty(0)])
+def test_the_tensor_handle_is_found_in_this_torch_build(probe):
+    assert generated._native_replay_init(_native())
+    assert _native().replay_init(probe, probe._cdata, os.path.join(LIBRARY, "libtorch_cpu.so"),
+                                 os.path.join(LIBRARY, "libtorch_cuda.so"))
+
+
+def test_tags_without_plans_are_missing():
+    native, state = _native(), _state()
+    generated._native_replay_init(native)
+    x = torch.randn(3, 5)
+    assert native.replay(state, {}, ("tag", -1), x) is _direct.MISSING
+    assert native.replay(state, {}, ("unhashable", [1]), x) is _direct.MISSING
+    assert native.replay(state, {("tag", -1): []}, ("tag", -1), x, None, 1e-6) is _direct.MISSING
+    with pytest.raises(TypeError):
+        native.replay(state, [], ("tag",), x)
+
+
+def test_no_plan_is_made_without_a_cuda_driver():
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA driver is loaded here")
+    native = _native()
+    x = torch.randn(3, 5)
+    out = torch.empty_like(x)
+    launch = (b"\0" * 20 + b"pp", (1, 1, 1), (x, out))
+    assert native.replay_plan(_state(), (x,), (out,), (launch,), 0, 0, False, None, ()) is None
+
+
+def test_a_module_that_cannot_replay_just_runs_the_plan(monkeypatch):
+    monkeypatch.setattr(generated, "_replay", False)
+    calls = []
+    out, recorded = generated._record(lambda *args: calls.append(args) or "out", (1, 2), _direct.MISSING)
+    assert (out, recorded, calls) == ("out", None, [(1, 2)])
