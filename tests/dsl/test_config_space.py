@@ -67,8 +67,10 @@ def _matmul_args(device, m=37, k=50, n=29):
     return randn(m, k, device=device), randn(k, n, device=device)
 
 
-def _tolerance(device):
-    return {} if device == "cpu" else {"rtol": 2e-2, "atol": 2e-2}
+def _tolerance(device, k=50):
+    """Float32 products on the GPU use TF32: the error of a result grows as sqrt(k) (k: the
+    reduction length; 2e-2 holds some 5 standard deviations at k=50)."""
+    return {} if device == "cpu" else {"rtol": 2e-2, "atol": 2e-2 * max(1.0, (k / 50) ** 0.5)}
 
 
 # --- config structure -------------------------------------------------------------------------
@@ -259,7 +261,7 @@ def test_dot_loops_are_not_unrolled_at_16_warps_or_more(num_warps, unroll, devic
                                           "range_unroll_factors": [2]})
     assert config["num_warps"] == num_warps and list(config["range_unroll_factors"]) == [unroll]
     assert ("loop_unroll_factor=2" in bound.to_triton_code(config)) == (unroll == 2)
-    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[dict(config)], **_tolerance(device))
+    check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[dict(config)], **_tolerance(device, 300))
 
 
 @pytest.mark.parametrize("blocks, warps", [([16, 16, 16], 4), ([64, 16, 16], 8), ([64, 64, 16], 32)])
