@@ -249,7 +249,7 @@ def test_range_fields(device):
          "range_warp_specializes": [False] * loops, "block_sizes": [16, 16, 16]},
         {"range_unroll_factors": [4] * loops, "range_num_stages": [0] * loops,
          "range_warp_specializes": [None] * loops, "block_sizes": [16, 16, 32]},
-    ], **_tolerance(device))
+    ], **_tolerance(device, 100))
 
 
 @pytest.mark.parametrize("num_warps, unroll", [(8, 2), (16, 0), (32, 0)])
