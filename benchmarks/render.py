@@ -26,8 +26,8 @@ launches are queued before its start event and its time is the GPU's, also where
 slower than the kernels (an autograd backward; the lent hosts' speed varied up to 2x within a
 session). Decode-size tables and the
 dispatch overhead use host time instead: the per-call time of a loop of 1000 calls ended by a
-synchronize (median of 5 loops; the dispatch table's loops alternate over 15 rounds), which
-includes Python and launch overhead. The CUDA-graph decode
+synchronize, which includes Python and launch overhead; a row's implementations alternate loop by
+loop over 11 rounds (15 in the dispatch table) and each time is the median of its rounds. The CUDA-graph decode
 tables time 100 back-to-back calls captured in one graph (after warm-up calls on a side stream):
 the median of 20 replays (CUDA events) divided by 100, the GPU time per call as a caller that
 captures its decode step sees it (no host time; the inputs stay in L2 between calls). GB/s and TFLOP/s use

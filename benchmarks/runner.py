@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import time
 import warnings
@@ -26,6 +27,7 @@ from .timing import Timer
 DTYPE = torch.bfloat16
 IMPL_CAP_S = 60.0          # one implementation on one case (torch.compile included)
 MAX_AUTOTUNE_CAP_S = 150.0
+HOST_ROUNDS = 11  # alternating rounds of a host-mode row's loops (one loop per implementation each)
 GRACE_S = 20.0             # an implementation started before the budget ends may run this far past it
 
 
@@ -127,6 +129,8 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
     if row.mode == "device" and row.family in measure.MEMORY_BOUND:
         moved = measure.cost(row.op, row.shape, DTYPE)[1]
         same_copy_us, _ = guarded(budget, lambda: probes.copy_us(timer, int(moved) // 2))
+    if row.mode == "host":
+        return _host_records(row, budget, timer, ceilings, args, base)
     records, ours_out = [], None
     for impl in row.impls:
         record = {**base, "impl": impl}
@@ -139,6 +143,30 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
         if result is not None:
             try:
                 ours_out = _complete(record, row, result, ceilings, args, ours_out, same_copy_us)
+            except Exception as error:  # noqa: BLE001 - a bookkeeping bug must not end the run
+                record["status"] = f"failed: after timing: {type(error).__name__}: {error}"[:200]
+        records.append(record)
+    return records
+
+
+def _host_records(row, budget: Budget, timer: Timer, ceilings: dict, args: tuple, base: dict) -> list:
+    """A host-mode row: every implementation's call loop runs in the same alternating rounds
+    (Timer.host_rounds), so that host drift between implementations (clock, other processes),
+    which a per-call time of a few µs shows, hits them alike; each time is its rounds' median."""
+    built, statuses = {}, {}
+    for impl in row.impls:
+        cap = MAX_AUTOTUNE_CAP_S if impl == "compile-max-autotune" else IMPL_CAP_S
+        built[impl], statuses[impl] = guarded(budget, lambda: measure.timed_call(row, impl, args), cap=cap)
+    callables = {impl: made[0] for impl, made in built.items() if made is not None}
+    rounds, status = guarded(budget, lambda: timer.host_rounds(callables, rounds=HOST_ROUNDS)) if callables \
+        else (None, "not run")
+    records, ours_out = [], None
+    for impl in row.impls:
+        record = {**base, "impl": impl, "status": statuses[impl] if built[impl] is None else status}
+        if built[impl] is not None and rounds is not None:
+            result = (statistics.median(rounds[impl]), built[impl][1])
+            try:
+                ours_out = _complete(record, row, result, ceilings, args, ours_out)
             except Exception as error:  # noqa: BLE001 - a bookkeeping bug must not end the run
                 record["status"] = f"failed: after timing: {type(error).__name__}: {error}"[:200]
         records.append(record)
