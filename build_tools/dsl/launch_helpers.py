@@ -30,6 +30,11 @@ rewrites their `new_empty` calls into it). When the native launch is built it is
 native allocation through libtorch's C shim, which skips torch's Python argument parsing (see
 native_launch); where the shim's symbols are not found it keeps calling torch.
 
+`_record(plan, args, missing)` runs a direct call's plan (helion_kernels/_direct) once with this
+module's `_launch`, `_new_empty` and `torch` swapped for wrappers that note its launches and
+allocations, and turns them into a native plan (native_replay's `replay_plan`); `_replayer`
+binds native_replay's `replay`, which runs such plans from C.
+
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
 constexpr functions, costly to call from Python).
 """
