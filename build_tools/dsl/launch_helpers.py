@@ -31,8 +31,8 @@ native allocation through libtorch's C shim, which skips torch's Python argument
 native_launch); where the shim's symbols are not found it keeps calling torch.
 
 `_record(plan, args, missing)` runs a direct call's plan (helion_kernels/_direct) once with this
-module's `_launch`, `_new_empty` and `torch` swapped for wrappers that note its launches and
-allocations, and turns them into a native plan (native_replay's `replay_plan`); `_replayer`
+module's `_launch`, `_new_empty`, `torch` and `_counters` swapped for wrappers that note its
+launches, allocations and counter buffers, and turns them into a native plan (native_replay's `replay_plan`); `_replayer`
 binds native_replay's `replay`, which runs such plans from C.
 
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
@@ -166,17 +166,19 @@ def _replayer(missing, table):
 
 def _record(plan, args, missing):
     """(plan(*args), the native replay plan of that call or None), `missing` being the replay's
-    MISSING. While the call runs, this
-    module's `_launch`, `_new_empty` and `torch` are recording wrappers that note, on this thread
-    only, each launch and each allocation (`_new_empty`, `torch.empty`, `torch.empty_like`); one
-    call is recorded at a time (a second thread's call just runs)."""
-    global _launch, _new_empty, torch
+    MISSING. While the call runs, this module's `_launch`, `_new_empty`, `torch` and `_counters`
+    are recording wrappers that note, on this thread only, each launch, each allocation
+    (`_new_empty`, `torch.empty`, `torch.empty_like`) and each counter buffer; one call is recorded
+    at a time (a second thread's call just runs), and none while the stream is captured."""
+    global _launch, _new_empty, torch, _counters
     import threading
     me = threading.get_ident()
-    if not _replay or _RECORDING.setdefault("thread", me) != me:
+    # a call captured into a CUDA graph is not recorded: its counters belong to the graph
+    if not _replay or torch.cuda.is_current_stream_capturing() or _RECORDING.setdefault("thread", me) != me:
         return plan(*args), None
-    launches, allocations = [], []
+    launches, allocations, buffers = [], [], []
     launch, new_empty, real_torch = _launch, _new_empty, torch
+    counters = globals().get("_counters")
 
     def recorded(tensor):
         if threading.get_ident() == me:
@@ -200,21 +202,32 @@ def _record(plan, args, missing):
         def empty_like(*tensor, **options):
             return recorded(real_torch.empty_like(*tensor, **options))
 
+    def recording_counters(count, device):
+        buffer = counters(count, device)
+        if threading.get_ident() == me:
+            buffers.append(buffer)
+        return buffer
+
     _launch = recording_launch
     _new_empty = lambda t, dtype, *sizes: recorded(new_empty(t, dtype, *sizes))  # noqa: E731
     torch = RecordingTorch()
+    if counters is not None:
+        _counters = recording_counters
     try:
         out = plan(*args)
     finally:
         _launch, _new_empty, torch = launch, new_empty, real_torch
+        if counters is not None:
+            _counters = counters
         del _RECORDING["thread"]
-    return out, _replay_plan(_replay_state(missing), args, allocations, launches, out)
+    return out, _replay_plan(_replay_state(missing), args, allocations, buffers, launches, out)
 
 
-def _replay_plan(state, args, allocations, launches, out):
+def _replay_plan(state, args, allocations, buffers, launches, out):
     """The native plan replaying a recorded call, or None when the call cannot be replayed: a
     launch without a native descriptor, an output that is not an allocation (or a tuple of them),
-    a launched tensor that is neither an argument nor an allocation (native_replay checks)."""
+    a launched tensor that is neither an argument, an allocation nor one of the stream's
+    `buffers` (native_replay checks)."""
     device = torch._C._cuda_getDevice()
     descriptors, kernels = [], []
     for kernel, grid, launch_args, constants, num_warps, num_stages in launches:
@@ -236,7 +249,7 @@ def _replay_plan(state, args, allocations, launches, out):
         return None
     return _native.replay_plan(state, tuple(args), tuple(allocations), tuple(descriptors), outputs, device,
                                triton.knobs.runtime.debug, triton.knobs.compilation.instrumentation_mode,
-                               tuple(kernels))
+                               tuple(kernels), tuple(buffers), torch._C._cuda_getCurrentRawStream(device))
 
 
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):

@@ -70,6 +70,8 @@ typedef CUresult (*GetErrorString)(CUresult, const char **);
 static LaunchKernel cu_launch_kernel = NULL;
 static CtxGetCurrent cu_ctx_get_current = NULL;
 static GetErrorString cu_get_error_string = NULL;
+typedef CUresult (*StreamIsCapturing)(CUstream, int *);
+static StreamIsCapturing cu_stream_is_capturing = NULL; /* optional: native_replay's buffers need it */
 
 static PyObject *str_dtype, *str_data_ptr, *str_is_cuda, *str_debug, *str_instrumentation_mode,
     *str_launch_enter_hook, *str_launch_exit_hook, *str_calls, *str_pre_run_hooks;
@@ -88,6 +90,7 @@ static int load_driver(void) {
   }
   cu_ctx_get_current = (CtxGetCurrent)dlsym(lib, "cuCtxGetCurrent");
   cu_get_error_string = (GetErrorString)dlsym(lib, "cuGetErrorString");
+  cu_stream_is_capturing = (StreamIsCapturing)dlsym(lib, "cuStreamIsCapturing");
   LaunchKernel launch_kernel = (LaunchKernel)dlsym(lib, "cuLaunchKernel");
   if (cu_ctx_get_current == NULL || cu_get_error_string == NULL || launch_kernel == NULL) {
     PyErr_SetString(PyExc_RuntimeError, "libcuda.so.1 lacks cuLaunchKernel, cuCtxGetCurrent or cuGetErrorString");

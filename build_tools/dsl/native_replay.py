@@ -14,14 +14,17 @@ only the pointers differ. launch_helpers' `_record` runs such a call once with r
         object holds its at::Tensor (the shim's tensor handle) by matching the probe's `_cdata`
         (its TensorImpl address) and checking the getters against the probe. False where a
         symbol is missing or the layout is not found (no plan is then made).
-    replay_plan(state, args, allocations, launches, outputs, device, debug, instrumentation, kernels)
+    replay_plan(state, args, allocations, launches, outputs, device, debug, instrumentation, kernels,
+                buffers, stream)
         -> a plan (a capsule), or None when the call cannot be replayed: `args` are the call's
         arguments (tensors, None, other values), `allocations` the tensors it allocated in order,
         `launches` (descriptor, grid, values) per launch (`values` the launch's args then
         constants, `descriptor` native_launch's), `outputs` the index of the allocation the call
         returned or a tuple of such, `device` the current CUDA device, `debug` and
         `instrumentation` Triton's settings the launches were keyed with, `kernels` the launched
-        kernels. Every tensor a launch passes must be an argument or an allocation (by identity).
+        kernels, `buffers` the persistent buffers of the current `stream` it used (the counters of
+        split-K launches, which every launch leaves zeroed; the plan holds them). Every tensor a
+        launch passes must be an argument, an allocation or a buffer (by identity).
     replay(state, table, tag, *args) -> the outputs, or state's MISSING
         finds the plans of `tag` in `table` (a dict of lists of plans) and the first whose
         arguments match: the same number; None where None was; a value of the same type equal to
@@ -33,7 +36,9 @@ only the pointers differ. launch_helpers' `_record` runs such a call once with r
         transform or torch function mode, a replaced `Tensor.new_empty`, `torch.empty_like` or
         `torch.empty` (a test's poisoned allocation, a memory tracer), a Triton launch hook or a
         kernel's pre-run hook, other Triton debug or instrumentation settings, another current
-        CUDA context than the recorded one, and a failed allocation (the caller's path then
+        CUDA context than the recorded one, a plan with buffers on another stream or while the
+        stream is captured into a CUDA graph (the graph needs buffers it owns), and a failed
+        allocation (the caller's path then
         allocates and reports torch's error). A CUDA error from a launch raises RuntimeError.
 
 `state` is a tuple: (MISSING, torch.Tensor, torch.nn.Parameter,
@@ -48,7 +53,10 @@ SOURCE = r"""
 #define MAX_PLAN_ALLOCS 16
 #define MAX_PLAN_LAUNCHES 16
 #define MAX_PLAN_OUTPUTS 8
-#define ALLOC_SOURCE 1000 /* a launch slot's source: argument i is i, allocation j is ALLOC_SOURCE + j */
+#define MAX_PLAN_BUFFERS 4
+/* a launch slot's source: argument i is i, allocation j is ALLOC_SOURCE + j, buffer b BUFFER_SOURCE + b */
+#define ALLOC_SOURCE 1000
+#define BUFFER_SOURCE 2000
 
 typedef int32_t (*GetPointer)(TensorHandle, void **);
 typedef int32_t (*GetInt64)(TensorHandle, int64_t *);
@@ -96,8 +104,10 @@ typedef struct {
 typedef struct {
   CUcontext context;
   int32_t device;
-  PyObject *debug, *instrumentation, *kernels; /* owned */
-  int n_args, n_allocs, n_launches, n_outputs, tuple_output;
+  PyObject *debug, *instrumentation, *kernels, *buffers; /* owned */
+  void *stream; /* the stream the buffers belong to */
+  uint64_t buffer_pointers[MAX_PLAN_BUFFERS];
+  int n_args, n_allocs, n_launches, n_outputs, tuple_output, n_buffers;
   PlanArg args[MAX_PLAN_ARGS];
   TensorMeta allocs[MAX_PLAN_ALLOCS];
   PlanLaunch launches[MAX_PLAN_LAUNCHES];
@@ -203,24 +213,29 @@ static void plan_free(PyObject *capsule) {
   Py_XDECREF(plan->debug);
   Py_XDECREF(plan->instrumentation);
   Py_XDECREF(plan->kernels);
+  Py_XDECREF(plan->buffers);
   PyMem_Free(plan);
 }
 
-/* The slot source of a launch's tensor `value`: an argument or an allocation of the plan, -1 when
-   it is neither. */
-static int tensor_source(PyObject *value, PyObject *args, PyObject *allocations) {
+/* The slot source of a launch's tensor `value`: an argument, an allocation or a buffer of the
+   plan, -1 when it is none of them. */
+static int tensor_source(PyObject *value, PyObject *args, PyObject *allocations, PyObject *buffers) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
     if (PyTuple_GET_ITEM(args, i) == value)
       return (int)i;
   for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(allocations); j++)
     if (PyTuple_GET_ITEM(allocations, j) == value)
       return ALLOC_SOURCE + (int)j;
+  for (Py_ssize_t b = 0; b < PyTuple_GET_SIZE(buffers); b++)
+    if (PyTuple_GET_ITEM(buffers, b) == value)
+      return BUFFER_SOURCE + (int)b;
   return -1;
 }
 
 /* 1 when `launch` (descriptor, grid, values) is recorded into `out`, 0 when it cannot be replayed,
    -1 on error. */
-static int plan_launch(PyObject **rs, PyObject *launch, PyObject *args, PyObject *allocations, PlanLaunch *out) {
+static int plan_launch(PyObject **rs, PyObject *launch, PyObject *args, PyObject *allocations, PyObject *buffers,
+                       PlanLaunch *out) {
   if (!PyTuple_CheckExact(launch) || PyTuple_GET_SIZE(launch) != 3)
     return 0;
   PyObject *descriptor = PyTuple_GET_ITEM(launch, 0), *grid = PyTuple_GET_ITEM(launch, 1),
@@ -255,7 +270,7 @@ static int plan_launch(PyObject **rs, PyObject *launch, PyObject *args, PyObject
     out->storage[n] = 0;
     out->source[n] = -1;
     if (code == 'p' && PyObject_TypeCheck(value, (PyTypeObject *)rs[RS_TENSOR])) {
-      if ((out->source[n] = tensor_source(value, args, allocations)) < 0)
+      if ((out->source[n] = tensor_source(value, args, allocations, buffers)) < 0)
         return 0;
     } else if (code == 'p') {
       if (value != Py_None && store_int('8', value, &out->storage[n]) < 0)
@@ -291,11 +306,11 @@ static int plan_tensor(PyObject **rs, PyObject *t, TensorMeta *meta) {
 
 static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   (void)self;
-  if (argc != 9 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != RS_SIZE ||
+  if (argc != 11 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != RS_SIZE ||
       !PyTuple_CheckExact(argv[1]) || !PyTuple_CheckExact(argv[2]) || !PyTuple_CheckExact(argv[3]) ||
-      !PyTuple_CheckExact(argv[8])) {
+      !PyTuple_CheckExact(argv[8]) || !PyTuple_CheckExact(argv[9])) {
     PyErr_SetString(PyExc_TypeError, "replay_plan(state, args: tuple, allocations: tuple, launches: tuple, outputs, "
-                                     "device, debug, instrumentation, kernels: tuple)");
+                                     "device, debug, instrumentation, kernels: tuple, buffers: tuple, stream)");
     return NULL;
   }
   if (handle_offset < 0 || load_driver() < 0) {
@@ -303,9 +318,10 @@ static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t a
     Py_RETURN_NONE;
   }
   PyObject **rs = &PyTuple_GET_ITEM(argv[0], 0);
-  PyObject *args = argv[1], *allocations = argv[2], *launches = argv[3], *outputs = argv[4];
+  PyObject *args = argv[1], *allocations = argv[2], *launches = argv[3], *outputs = argv[4], *buffers = argv[9];
   if (PyTuple_GET_SIZE(args) > MAX_PLAN_ARGS || PyTuple_GET_SIZE(allocations) > MAX_PLAN_ALLOCS ||
-      PyTuple_GET_SIZE(launches) > MAX_PLAN_LAUNCHES || PyTuple_GET_SIZE(launches) == 0)
+      PyTuple_GET_SIZE(launches) > MAX_PLAN_LAUNCHES || PyTuple_GET_SIZE(launches) == 0 ||
+      PyTuple_GET_SIZE(buffers) > MAX_PLAN_BUFFERS || (PyTuple_GET_SIZE(buffers) && cu_stream_is_capturing == NULL))
     Py_RETURN_NONE;
   Plan *plan = (Plan *)PyMem_Calloc(1, sizeof(Plan));
   if (plan == NULL)
@@ -322,6 +338,18 @@ static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t a
   plan->debug = Py_NewRef(argv[6]);
   plan->instrumentation = Py_NewRef(argv[7]);
   plan->kernels = Py_NewRef(argv[8]);
+  plan->buffers = Py_NewRef(buffers);
+  plan->stream = PyLong_AsVoidPtr(argv[10]);
+  if (PyErr_Occurred())
+    goto fail;
+  for (Py_ssize_t b = 0; ok && b < PyTuple_GET_SIZE(buffers); b++) {
+    TensorMeta meta;
+    ok = plan_tensor(rs, PyTuple_GET_ITEM(buffers, b), &meta) && meta.device_type == device_type_cuda;
+    void *pointer = NULL;
+    if (ok)
+      get_data_ptr(tensor_handle(PyTuple_GET_ITEM(buffers, b)), &pointer);
+    plan->buffer_pointers[plan->n_buffers++] = (uint64_t)(uintptr_t)pointer;
+  }
   for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(args); i++) {
     PyObject *arg = PyTuple_GET_ITEM(args, i);
     PlanArg *spec = &plan->args[plan->n_args++];
@@ -341,7 +369,7 @@ static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t a
     plan->n_allocs++;
   }
   for (Py_ssize_t k = 0; ok && k < PyTuple_GET_SIZE(launches); k++) {
-    ok = plan_launch(rs, PyTuple_GET_ITEM(launches, k), args, allocations, &plan->launches[k]);
+    ok = plan_launch(rs, PyTuple_GET_ITEM(launches, k), args, allocations, buffers, &plan->launches[k]);
     if (ok < 0)
       goto fail;
     plan->n_launches++;
@@ -472,6 +500,11 @@ static PyObject *run_plan(PyObject **rs, const Plan *plan, PyObject *const *args
     if (stream == NULL && PyErr_Occurred())
       return NULL;
   }
+  if (plan->n_buffers > 0) { /* the buffers serve their own stream, outside graph capture */
+    int capturing = 1;
+    if (stream != plan->stream || cu_stream_is_capturing((CUstream)stream, &capturing) != 0 || capturing != 0)
+      return Py_NewRef(rs[RS_MISSING]);
+  }
   PyObject *allocated[MAX_PLAN_ALLOCS] = {NULL};
   PyObject *result = NULL;
   int j = 0;
@@ -501,8 +534,10 @@ static PyObject *run_plan(PyObject **rs, const Plan *plan, PyObject *const *args
     void *params[MAX_ARGS + 2];
     for (int s = 0; s < launch->n_params; s++) {
       int source = launch->source[s];
-      storage[s] = source < 0 ? launch->storage[s]
-                   : source >= ALLOC_SOURCE ? alloc_pointers[source - ALLOC_SOURCE] : pointers[source];
+      storage[s] = source < 0                ? launch->storage[s]
+                   : source >= BUFFER_SOURCE ? plan->buffer_pointers[source - BUFFER_SOURCE]
+                   : source >= ALLOC_SOURCE  ? alloc_pointers[source - ALLOC_SOURCE]
+                                             : pointers[source];
       params[s] = &storage[s];
     }
     CUresult status = cu_launch_kernel((CUfunction)(uintptr_t)launch->function, launch->grid[0], launch->grid[1],

@@ -5,8 +5,8 @@ A launcher is replayable when, for fixed argument properties (the tensors' dtype
 strides and 16-byte alignment, and the other arguments' values), every call allocates the same
 tensors and launches the same kernels with the same grids and scalar arguments, so that only the
 pointers change. That holds when its host code only reads sizes, strides and alignments, does
-integer arithmetic, allocates (`_new_empty`, `torch.empty`, `torch.empty_like`) and launches
-(`_launch`): no other call (no host reduction, cast or copy, no counter buffer, no device
+integer arithmetic, allocates (`_new_empty`, `torch.empty`, `torch.empty_like`), takes the
+stream's counter buffer (`_counters`) and launches (`_launch`): no other call (no host reduction, cast or copy, no counter buffer, no device
 descriptor), a data pointer only as its remainder modulo 16, and no loop, `with`, `try`, `global`
 or import. Views and tensors from elsewhere are caught when the call is recorded (every launched
 tensor must be an argument or an allocation).
@@ -16,7 +16,10 @@ from __future__ import annotations
 import ast
 
 PURE_FUNCTIONS = frozenset({"_launch", "_new_empty", "_cdiv", "_next_power_of_2", "_num_sms", "_xyz_grid",
-                            "max", "min", "len"})
+                            "max", "min", "len",
+                            # the stream's zeroed counters: the recording holds the buffer and the
+                            # replay checks the stream (native_replay)
+                            "_counters"})
 TORCH_ALLOCATIONS = frozenset({"empty", "empty_like"})
 TENSOR_QUERIES = frozenset({"size", "stride"})
 STATEMENTS = (ast.Assign, ast.Return, ast.Expr, ast.If, ast.Pass)

@@ -39,6 +39,8 @@ typedef CUresult (*GetErrorString)(CUresult, const char **);
 static LaunchKernel cu_launch_kernel = NULL;
 static CtxGetCurrent cu_ctx_get_current = NULL;
 static GetErrorString cu_get_error_string = NULL;
+typedef CUresult (*StreamIsCapturing)(CUstream, int *);
+static StreamIsCapturing cu_stream_is_capturing = NULL; /* optional: native_replay's buffers need it */
 
 static PyObject *str_dtype, *str_data_ptr, *str_is_cuda, *str_debug, *str_instrumentation_mode,
     *str_launch_enter_hook, *str_launch_exit_hook, *str_calls, *str_pre_run_hooks;
@@ -57,6 +59,7 @@ static int load_driver(void) {
   }
   cu_ctx_get_current = (CtxGetCurrent)dlsym(lib, "cuCtxGetCurrent");
   cu_get_error_string = (GetErrorString)dlsym(lib, "cuGetErrorString");
+  cu_stream_is_capturing = (StreamIsCapturing)dlsym(lib, "cuStreamIsCapturing");
   LaunchKernel launch_kernel = (LaunchKernel)dlsym(lib, "cuLaunchKernel");
   if (cu_ctx_get_current == NULL || cu_get_error_string == NULL || launch_kernel == NULL) {
     PyErr_SetString(PyExc_RuntimeError, "libcuda.so.1 lacks cuLaunchKernel, cuCtxGetCurrent or cuGetErrorString");
@@ -607,7 +610,10 @@ static PyObject *new_empty(PyObject *self, PyObject *const *argv, Py_ssize_t arg
 #define MAX_PLAN_ALLOCS 16
 #define MAX_PLAN_LAUNCHES 16
 #define MAX_PLAN_OUTPUTS 8
-#define ALLOC_SOURCE 1000 /* a launch slot's source: argument i is i, allocation j is ALLOC_SOURCE + j */
+#define MAX_PLAN_BUFFERS 4
+/* a launch slot's source: argument i is i, allocation j is ALLOC_SOURCE + j, buffer b BUFFER_SOURCE + b */
+#define ALLOC_SOURCE 1000
+#define BUFFER_SOURCE 2000
 
 typedef int32_t (*GetPointer)(TensorHandle, void **);
 typedef int32_t (*GetInt64)(TensorHandle, int64_t *);
@@ -655,8 +661,10 @@ typedef struct {
 typedef struct {
   CUcontext context;
   int32_t device;
-  PyObject *debug, *instrumentation, *kernels; /* owned */
-  int n_args, n_allocs, n_launches, n_outputs, tuple_output;
+  PyObject *debug, *instrumentation, *kernels, *buffers; /* owned */
+  void *stream; /* the stream the buffers belong to */
+  uint64_t buffer_pointers[MAX_PLAN_BUFFERS];
+  int n_args, n_allocs, n_launches, n_outputs, tuple_output, n_buffers;
   PlanArg args[MAX_PLAN_ARGS];
   TensorMeta allocs[MAX_PLAN_ALLOCS];
   PlanLaunch launches[MAX_PLAN_LAUNCHES];
@@ -762,24 +770,29 @@ static void plan_free(PyObject *capsule) {
   Py_XDECREF(plan->debug);
   Py_XDECREF(plan->instrumentation);
   Py_XDECREF(plan->kernels);
+  Py_XDECREF(plan->buffers);
   PyMem_Free(plan);
 }
 
-/* The slot source of a launch's tensor `value`: an argument or an allocation of the plan, -1 when
-   it is neither. */
-static int tensor_source(PyObject *value, PyObject *args, PyObject *allocations) {
+/* The slot source of a launch's tensor `value`: an argument, an allocation or a buffer of the
+   plan, -1 when it is none of them. */
+static int tensor_source(PyObject *value, PyObject *args, PyObject *allocations, PyObject *buffers) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++)
     if (PyTuple_GET_ITEM(args, i) == value)
       return (int)i;
   for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(allocations); j++)
     if (PyTuple_GET_ITEM(allocations, j) == value)
       return ALLOC_SOURCE + (int)j;
+  for (Py_ssize_t b = 0; b < PyTuple_GET_SIZE(buffers); b++)
+    if (PyTuple_GET_ITEM(buffers, b) == value)
+      return BUFFER_SOURCE + (int)b;
   return -1;
 }
 
 /* 1 when `launch` (descriptor, grid, values) is recorded into `out`, 0 when it cannot be replayed,
    -1 on error. */
-static int plan_launch(PyObject **rs, PyObject *launch, PyObject *args, PyObject *allocations, PlanLaunch *out) {
+static int plan_launch(PyObject **rs, PyObject *launch, PyObject *args, PyObject *allocations, PyObject *buffers,
+                       PlanLaunch *out) {
   if (!PyTuple_CheckExact(launch) || PyTuple_GET_SIZE(launch) != 3)
     return 0;
   PyObject *descriptor = PyTuple_GET_ITEM(launch, 0), *grid = PyTuple_GET_ITEM(launch, 1),
@@ -814,7 +827,7 @@ static int plan_launch(PyObject **rs, PyObject *launch, PyObject *args, PyObject
     out->storage[n] = 0;
     out->source[n] = -1;
     if (code == 'p' && PyObject_TypeCheck(value, (PyTypeObject *)rs[RS_TENSOR])) {
-      if ((out->source[n] = tensor_source(value, args, allocations)) < 0)
+      if ((out->source[n] = tensor_source(value, args, allocations, buffers)) < 0)
         return 0;
     } else if (code == 'p') {
       if (value != Py_None && store_int('8', value, &out->storage[n]) < 0)
@@ -850,11 +863,11 @@ static int plan_tensor(PyObject **rs, PyObject *t, TensorMeta *meta) {
 
 static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
   (void)self;
-  if (argc != 9 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != RS_SIZE ||
+  if (argc != 11 || !PyTuple_CheckExact(argv[0]) || PyTuple_GET_SIZE(argv[0]) != RS_SIZE ||
       !PyTuple_CheckExact(argv[1]) || !PyTuple_CheckExact(argv[2]) || !PyTuple_CheckExact(argv[3]) ||
-      !PyTuple_CheckExact(argv[8])) {
+      !PyTuple_CheckExact(argv[8]) || !PyTuple_CheckExact(argv[9])) {
     PyErr_SetString(PyExc_TypeError, "replay_plan(state, args: tuple, allocations: tuple, launches: tuple, outputs, "
-                                     "device, debug, instrumentation, kernels: tuple)");
+                                     "device, debug, instrumentation, kernels: tuple, buffers: tuple, stream)");
     return NULL;
   }
   if (handle_offset < 0 || load_driver() < 0) {
@@ -862,9 +875,10 @@ static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t a
     Py_RETURN_NONE;
   }
   PyObject **rs = &PyTuple_GET_ITEM(argv[0], 0);
-  PyObject *args = argv[1], *allocations = argv[2], *launches = argv[3], *outputs = argv[4];
+  PyObject *args = argv[1], *allocations = argv[2], *launches = argv[3], *outputs = argv[4], *buffers = argv[9];
   if (PyTuple_GET_SIZE(args) > MAX_PLAN_ARGS || PyTuple_GET_SIZE(allocations) > MAX_PLAN_ALLOCS ||
-      PyTuple_GET_SIZE(launches) > MAX_PLAN_LAUNCHES || PyTuple_GET_SIZE(launches) == 0)
+      PyTuple_GET_SIZE(launches) > MAX_PLAN_LAUNCHES || PyTuple_GET_SIZE(launches) == 0 ||
+      PyTuple_GET_SIZE(buffers) > MAX_PLAN_BUFFERS || (PyTuple_GET_SIZE(buffers) && cu_stream_is_capturing == NULL))
     Py_RETURN_NONE;
   Plan *plan = (Plan *)PyMem_Calloc(1, sizeof(Plan));
   if (plan == NULL)
@@ -881,6 +895,18 @@ static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t a
   plan->debug = Py_NewRef(argv[6]);
   plan->instrumentation = Py_NewRef(argv[7]);
   plan->kernels = Py_NewRef(argv[8]);
+  plan->buffers = Py_NewRef(buffers);
+  plan->stream = PyLong_AsVoidPtr(argv[10]);
+  if (PyErr_Occurred())
+    goto fail;
+  for (Py_ssize_t b = 0; ok && b < PyTuple_GET_SIZE(buffers); b++) {
+    TensorMeta meta;
+    ok = plan_tensor(rs, PyTuple_GET_ITEM(buffers, b), &meta) && meta.device_type == device_type_cuda;
+    void *pointer = NULL;
+    if (ok)
+      get_data_ptr(tensor_handle(PyTuple_GET_ITEM(buffers, b)), &pointer);
+    plan->buffer_pointers[plan->n_buffers++] = (uint64_t)(uintptr_t)pointer;
+  }
   for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(args); i++) {
     PyObject *arg = PyTuple_GET_ITEM(args, i);
     PlanArg *spec = &plan->args[plan->n_args++];
@@ -900,7 +926,7 @@ static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t a
     plan->n_allocs++;
   }
   for (Py_ssize_t k = 0; ok && k < PyTuple_GET_SIZE(launches); k++) {
-    ok = plan_launch(rs, PyTuple_GET_ITEM(launches, k), args, allocations, &plan->launches[k]);
+    ok = plan_launch(rs, PyTuple_GET_ITEM(launches, k), args, allocations, buffers, &plan->launches[k]);
     if (ok < 0)
       goto fail;
     plan->n_launches++;
@@ -1031,6 +1057,11 @@ static PyObject *run_plan(PyObject **rs, const Plan *plan, PyObject *const *args
     if (stream == NULL && PyErr_Occurred())
       return NULL;
   }
+  if (plan->n_buffers > 0) { /* the buffers serve their own stream, outside graph capture */
+    int capturing = 1;
+    if (stream != plan->stream || cu_stream_is_capturing((CUstream)stream, &capturing) != 0 || capturing != 0)
+      return Py_NewRef(rs[RS_MISSING]);
+  }
   PyObject *allocated[MAX_PLAN_ALLOCS] = {NULL};
   PyObject *result = NULL;
   int j = 0;
@@ -1060,8 +1091,10 @@ static PyObject *run_plan(PyObject **rs, const Plan *plan, PyObject *const *args
     void *params[MAX_ARGS + 2];
     for (int s = 0; s < launch->n_params; s++) {
       int source = launch->source[s];
-      storage[s] = source < 0 ? launch->storage[s]
-                   : source >= ALLOC_SOURCE ? alloc_pointers[source - ALLOC_SOURCE] : pointers[source];
+      storage[s] = source < 0                ? launch->storage[s]
+                   : source >= BUFFER_SOURCE ? plan->buffer_pointers[source - BUFFER_SOURCE]
+                   : source >= ALLOC_SOURCE  ? alloc_pointers[source - ALLOC_SOURCE]
+                                             : pointers[source];
       params[s] = &storage[s];
     }
     CUresult status = cu_launch_kernel((CUfunction)(uintptr_t)launch->function, launch->grid[0], launch->grid[1],
@@ -1319,17 +1352,19 @@ def _replayer(missing, table):
 
 def _record(plan, args, missing):
     """(plan(*args), the native replay plan of that call or None), `missing` being the replay's
-    MISSING. While the call runs, this
-    module's `_launch`, `_new_empty` and `torch` are recording wrappers that note, on this thread
-    only, each launch and each allocation (`_new_empty`, `torch.empty`, `torch.empty_like`); one
-    call is recorded at a time (a second thread's call just runs)."""
-    global _launch, _new_empty, torch
+    MISSING. While the call runs, this module's `_launch`, `_new_empty`, `torch` and `_counters`
+    are recording wrappers that note, on this thread only, each launch, each allocation
+    (`_new_empty`, `torch.empty`, `torch.empty_like`) and each counter buffer; one call is recorded
+    at a time (a second thread's call just runs), and none while the stream is captured."""
+    global _launch, _new_empty, torch, _counters
     import threading
     me = threading.get_ident()
-    if not _replay or _RECORDING.setdefault("thread", me) != me:
+    # a call captured into a CUDA graph is not recorded: its counters belong to the graph
+    if not _replay or torch.cuda.is_current_stream_capturing() or _RECORDING.setdefault("thread", me) != me:
         return plan(*args), None
-    launches, allocations = [], []
+    launches, allocations, buffers = [], [], []
     launch, new_empty, real_torch = _launch, _new_empty, torch
+    counters = globals().get("_counters")
 
     def recorded(tensor):
         if threading.get_ident() == me:
@@ -1353,21 +1388,32 @@ def _record(plan, args, missing):
         def empty_like(*tensor, **options):
             return recorded(real_torch.empty_like(*tensor, **options))
 
+    def recording_counters(count, device):
+        buffer = counters(count, device)
+        if threading.get_ident() == me:
+            buffers.append(buffer)
+        return buffer
+
     _launch = recording_launch
     _new_empty = lambda t, dtype, *sizes: recorded(new_empty(t, dtype, *sizes))  # noqa: E731
     torch = RecordingTorch()
+    if counters is not None:
+        _counters = recording_counters
     try:
         out = plan(*args)
     finally:
         _launch, _new_empty, torch = launch, new_empty, real_torch
+        if counters is not None:
+            _counters = counters
         del _RECORDING["thread"]
-    return out, _replay_plan(_replay_state(missing), args, allocations, launches, out)
+    return out, _replay_plan(_replay_state(missing), args, allocations, buffers, launches, out)
 
 
-def _replay_plan(state, args, allocations, launches, out):
+def _replay_plan(state, args, allocations, buffers, launches, out):
     """The native plan replaying a recorded call, or None when the call cannot be replayed: a
     launch without a native descriptor, an output that is not an allocation (or a tuple of them),
-    a launched tensor that is neither an argument nor an allocation (native_replay checks)."""
+    a launched tensor that is neither an argument, an allocation nor one of the stream's
+    `buffers` (native_replay checks)."""
     device = torch._C._cuda_getDevice()
     descriptors, kernels = [], []
     for kernel, grid, launch_args, constants, num_warps, num_stages in launches:
@@ -1389,7 +1435,7 @@ def _replay_plan(state, args, allocations, launches, out):
         return None
     return _native.replay_plan(state, tuple(args), tuple(allocations), tuple(descriptors), outputs, device,
                                triton.knobs.runtime.debug, triton.knobs.compilation.instrumentation_mode,
-                               tuple(kernels))
+                               tuple(kernels), tuple(buffers), torch._C._cuda_getCurrentRawStream(device))
 
 
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):

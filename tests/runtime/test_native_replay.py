@@ -160,11 +160,40 @@ def test_linear_with_bias_is_replayed(monkeypatch):
         torch.testing.assert_close(hk.linear(a, w, bias).double(), want, atol=0.5, rtol=2e-2)
 
 
-def test_split_k_matmul_is_not_recorded():
-    a, b = torch.randn(16, 4096, device="cuda", dtype=BF16), torch.randn(4096, 4096, device="cuda", dtype=BF16)
-    for _ in range(3):
-        torch.testing.assert_close(hk.matmul(a, b).double(), a.double() @ b.double(), atol=1.0, rtol=2e-2)
-    assert _recorded(hk.matmul) == 0  # its launcher takes a counter buffer (`_counters`): not REPLAYABLE
+def _matmul_close(got, a, b):
+    torch.testing.assert_close(got.double(), a.double() @ b.double(), atol=1.0, rtol=2e-2)
+
+
+@pytest.mark.parametrize("m", [1, 16])
+def test_split_k_matmul_replays_with_its_streams_counters(monkeypatch, m):
+    b = torch.randn(4096, 4096, device="cuda", dtype=BF16)
+    for _ in range(2):
+        a = torch.randn(m, 4096, device="cuda", dtype=BF16)
+        _matmul_close(hk.matmul(a, b), a, b)
+    assert _recorded(hk.matmul) == 1
+    for _ in range(3):  # each call leaves the counters zeroed for the next
+        a = torch.randn(m, 4096, device="cuda", dtype=BF16)
+        assert _direct.replay(hk.matmul, a, b) is not _direct.MISSING
+        _matmul_close(hk.matmul(a, b), a, b)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # another stream has other counters: the Python path
+        assert _direct.replay(hk.matmul, a, b) is _direct.MISSING
+        side = hk.matmul(a, b)
+    stream.synchronize()
+    _matmul_close(side, a, b)
+    static = torch.randn(m, 4096, device="cuda", dtype=BF16)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):  # captured: the graph's own counters, not the replayed plan's
+        captured = hk.matmul(static, b)
+    for _ in range(2):
+        static.copy_(torch.randn(m, 4096, device="cuda", dtype=BF16))
+        graph.replay()
+        torch.cuda.synchronize()
+        _matmul_close(captured, static, b)
+    _no_python_plans(monkeypatch)
+    a = torch.randn(m, 4096, device="cuda", dtype=BF16)
+    _matmul_close(hk.matmul(a, b), a, b)
 
 
 def test_reload_forgets_recorded_plans():

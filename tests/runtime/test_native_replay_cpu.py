@@ -52,7 +52,7 @@ def test_no_plan_is_made_without_a_cuda_driver():
     x = torch.randn(3, 5)
     out = torch.empty_like(x)
     launch = (b"\0" * 20 + b"pp", (1, 1, 1), (x, out))
-    assert native.replay_plan(_state(), (x,), (out,), (launch,), 0, 0, False, None, ()) is None
+    assert native.replay_plan(_state(), (x,), (out,), (launch,), 0, 0, False, None, (), (), 0) is None
 
 
 def test_a_module_that_cannot_replay_just_runs_the_plan(monkeypatch):
