@@ -85,9 +85,10 @@ def run(key, *args):
 
 def store(key, plan, launcher=None) -> None:
     """Remember `plan` for `key` (unhashable keys are not stored). `launcher` is the generated
-    launcher the plan calls, given only when the plan passes its own arguments to it unchanged and
-    returns its result or an element of it: then, if the launcher is replayable, the key's next
-    calls are recorded for native replay."""
+    launcher the plan calls, given only when the plan passes its own arguments to it, as they are
+    or as views starting at their first element (`weight.t()`), and returns its result or an
+    element of it: then, if the launcher is replayable, the key's next calls are recorded for
+    native replay."""
     module = None if launcher is None else sys.modules.get(launcher.__module__)
     if module is not None and launcher.__name__ in getattr(module, "REPLAYABLE", ()):
         plan = _recording(key, plan, module)

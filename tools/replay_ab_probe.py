@@ -1,7 +1,7 @@
 """`python tools/replay_ab_probe.py [inference|nograd]` on a GPU host (OUT=DIR to keep the JSON):
 per-call host time of the public API with the native replay of direct calls against the same API
 with the replay unbound (the Python direct path), and eager PyTorch, at decode sizes (RMSNorm and
-softmax 1/16/64x4096, matmul 1/16x4096x4096, linear with bias 16x4096x4096). Paired: 25 rounds
+softmax 1/16/64x4096, matmul 1/16x4096x4096, linear with and without bias 16x4096x4096). Paired: 25 rounds
 of 500-call loops, each ended by a synchronize, the two paths in alternating order; medians and
 the median of the rounds' differences. Both paths' outputs are checked equal first."""
 import json
@@ -28,6 +28,7 @@ a = torch.randn(16, 4096, device=dev, dtype=bf); b = torch.randn(4096, 4096, dev
 cases["matmul 16x4096x4096"] = (lambda: hk.matmul(a, b), lambda: torch.matmul(a, b))
 wl = torch.randn(4096, 4096, device=dev, dtype=bf); bias = torch.randn(4096, device=dev, dtype=bf)
 cases["linear+bias 16x4096x4096"] = (lambda: hk.linear(a, wl, bias), lambda: torch.nn.functional.linear(a, wl, bias))
+cases["linear 16x4096x4096"] = (lambda: hk.linear(a, wl), lambda: torch.nn.functional.linear(a, wl))
 a1 = torch.randn(1, 4096, device=dev, dtype=bf)
 cases["matmul 1x4096x4096"] = (lambda: hk.matmul(a1, b), lambda: torch.matmul(a1, b))
 

@@ -1415,10 +1415,13 @@ def _replay_plan(state, args, allocations, buffers, launches, out):
     a launched tensor that is neither an argument, an allocation nor one of the stream's
     `buffers` (native_replay checks)."""
     device = torch._C._cuda_getDevice()
+    known = {id(t) for t in (*args, *allocations, *buffers)}
     descriptors, kernels = [], []
     for kernel, grid, launch_args, constants, num_warps, num_stages in launches:
         if 0 in grid:
             continue
+        launch_args = tuple(_argument_of_view(t, args) if isinstance(t, torch.Tensor) and id(t) not in known else t
+                            for t in launch_args)
         kernel_state = _LAUNCHES.get(id(kernel))
         kept = None if kernel_state is None or kernel_state[1] is None else \
             kernel_state[1].get(_launch_key(device, launch_args, constants, num_warps, num_stages))
@@ -1436,6 +1439,16 @@ def _replay_plan(state, args, allocations, buffers, launches, out):
     return _native.replay_plan(state, tuple(args), tuple(allocations), tuple(descriptors), outputs, device,
                                triton.knobs.runtime.debug, triton.knobs.compilation.instrumentation_mode,
                                tuple(kernels), tuple(buffers), torch._C._cuda_getCurrentRawStream(device))
+
+
+def _argument_of_view(view, args):
+    """The one argument whose storage and first element `view` shares (a plan's `weight.t()`: the
+    kernel reads the argument's pointer with the view's strides, which the recorded argument
+    strides fix), else `view` itself (the plan is then not made)."""
+    storage = view.untyped_storage().data_ptr()
+    sources = [a for a in args if isinstance(a, torch.Tensor) and a.data_ptr() == view.data_ptr()
+               and a.untyped_storage().data_ptr() == storage]
+    return sources[0] if len(sources) == 1 else view
 
 
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):

@@ -186,7 +186,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
 
 def _store_mm_plan(key, a: Tensor, b: Tensor, unchanged: bool, make, *details) -> None:
     """Store the direct plan of a product that ran the `matmul` kernel (`unchanged`: the plan
-    passes its arguments to the launcher as they are); float32 products keep the full path
+    passes its arguments, or their transposes, to the launcher); float32 products keep the full path
     (whether they may use TF32 is PyTorch's global setting, checked on every call)."""
     if a.dtype is torch.float32:
         return
@@ -236,7 +236,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         out = _linear(x, weight, bias)
         rows = None if x is input else x.shape[1]
         if bias is None:
-            _store_mm_plan(key, x, weight.t(), False, _linear_plan, rows, False)
+            _store_mm_plan(key, x, weight.t(), rows is None, _linear_plan, rows, False)
         elif x.dtype is not torch.float32:
             launcher = chosen_launcher("linear", (x.shape[0], weight.shape[0], x.shape[1]), x)
             if launcher is not None:

@@ -60,3 +60,14 @@ def test_a_module_that_cannot_replay_just_runs_the_plan(monkeypatch):
     calls = []
     out, recorded = generated._record(lambda *args: calls.append(args) or "out", (1, 2), _direct.MISSING)
     assert (out, recorded, calls) == ("out", None, [(1, 2)])
+
+
+def test_a_launched_view_stands_for_the_one_argument_it_starts_at():
+    x, w = torch.randn(4, 6), torch.randn(5, 6)
+    assert generated._argument_of_view(w.t(), (x, w, None, 1e-6)) is w
+    shifted = w[1:]
+    assert generated._argument_of_view(shifted, (x, w)) is shifted  # another first element
+    alias = w.view(30)
+    assert generated._argument_of_view(w.t(), (w, alias)) is not w  # two candidates: none chosen
+    other = torch.randn(6, 5)
+    assert generated._argument_of_view(other, (x, w)) is other
