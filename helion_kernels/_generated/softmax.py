@@ -1412,8 +1412,8 @@ def _record(plan, args, missing):
 def _replay_plan(state, args, allocations, buffers, launches, out):
     """The native plan replaying a recorded call, or None when the call cannot be replayed: a
     launch without a native descriptor, an output that is not an allocation (or a tuple of them),
-    a launched tensor that is neither an argument, an allocation nor one of the stream's
-    `buffers` (native_replay checks)."""
+    a launched tensor that is neither an argument (or a view of one, see `_argument_of_view`), an
+    allocation nor one of the stream's `buffers` (native_replay checks)."""
     device = torch._C._cuda_getDevice()
     known = {id(t) for t in (*args, *allocations, *buffers)}
     descriptors, kernels = [], []
