@@ -11,10 +11,10 @@ the custom op (autograd, tracing, fake tensors, opcheck).
 Native replay: a plan stored with its launcher, when the generated module lists that launcher in
 `REPLAYABLE`, records its next calls (up to RECORDINGS_PER_KEY, launch_helpers' `_record`); from
 then on `replay(tag, *args)`, called first by the public functions (outside torch.compile's
-tracing), runs the whole call in C for arguments with a recorded call's properties: the same checks as `key` plus the tensors' strides
-and alignment and the other arguments' values, then the allocations and the launches (see
-build_tools/dsl/native_replay.py). It returns MISSING for anything else, and the call goes on as
-above.
+tracing), runs the whole call in C for arguments with a recorded call's properties: the same
+checks as `key` plus the tensors' strides and alignment and the other arguments' values, then the
+allocations and the launches (see build_tools/dsl/native_replay.py). It returns MISSING for
+anything else, and the call goes on as above.
 """
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})
 _is_compiling = torch.compiler.is_compiling
 _functorch_transforms_active = torch._C._are_functorch_transforms_active
 _grad_enabled = torch._C.is_grad_enabled
-is_compiling = torch.compiler.is_compiling
 MISSING = object()
 PLANS = DISPATCHER.plans
 REPLAYS = DISPATCHER.replays  # tag -> native replay plans of its recorded calls, oldest first
@@ -117,16 +116,18 @@ def _recording(key, plan, module):
             PLANS[key] = plan
         out, recorded = module._record(plan, args, MISSING)
         if recorded is not None:
-            _keep(key[0], recorded, module._replayer(MISSING, REPLAYS))
+            _keep(key[0], recorded, module)
         return out
     return record
 
 
-def _keep(tag, recorded, replayer) -> None:
+def _keep(tag, recorded, module) -> None:
+    """Add `recorded` to `tag`'s plans (the oldest dropped beyond REPLAYS_PER_TAG); the first
+    plan kept binds `replay` to the native replay of `module`'s C module."""
     global replay
     plans = REPLAYS.setdefault(tag, [])
     if len(plans) >= REPLAYS_PER_TAG:
         del plans[0]
     plans.append(recorded)
     if replay is _no_replay:
-        replay = replayer
+        replay = module._replayer(MISSING, REPLAYS)

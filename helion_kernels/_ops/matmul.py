@@ -162,7 +162,7 @@ def _matmul_plan(launcher, rows: int | None):
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Same as torch.matmul."""
-    if not _direct.is_compiling():
+    if not _direct._is_compiling():
         out = _direct.replay(matmul, input, other)
         if out is not _direct.MISSING:
             return out
@@ -218,7 +218,7 @@ def _linear_plan(launcher, rows: int | None, biased: bool):
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """Same as torch.nn.functional.linear."""
-    if not _direct.is_compiling():
+    if not _direct._is_compiling():
         out = _direct.replay(linear, input, weight, bias)
         if out is not _direct.MISSING:
             return out

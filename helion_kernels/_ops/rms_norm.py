@@ -185,7 +185,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
     """Same as torch.nn.functional.rms_norm."""
     dims = tuple(normalized_shape) if normalized_shape.__class__ is list else normalized_shape
     tag = (rms_norm, dims)
-    if not _direct.is_compiling():
+    if not _direct._is_compiling():
         out = _direct.replay(tag, input, weight, eps)
         if out is not _direct.MISSING:
             return out
@@ -199,7 +199,7 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 def rmsnorm(x: Tensor, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """RMSNorm over the last dimension of `x` (rms_norm with normalized_shape = x.shape[-1:])."""
-    if not _direct.is_compiling():
+    if not _direct._is_compiling():
         out = _direct.replay(rmsnorm, x, weight, eps)
         if out is not _direct.MISSING:
             return out

@@ -107,7 +107,7 @@ def _plan(launcher, rows: int | None, dtype: torch.dtype):
 def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> Tensor:
     """Same as torch.nn.functional.softmax (dim defaults to the last dimension)."""
     tag = (softmax, dim, dtype)
-    if not _direct.is_compiling():
+    if not _direct._is_compiling():
         out = _direct.replay(tag, input)
         if out is not _direct.MISSING:
             return out
