@@ -1,10 +1,12 @@
 """The dispatcher: (op, device, dtype, shape) -> generated variant + config, cached per exact key.
 
-Resolution order for a device: its architecture's table whose device name matches, the other
-tables of that architecture, then the default table. Inside a table the entry with the same dtype,
-equal `exact_keys` and the nearest shape (squared distance of log sizes, each key's term times the
-op's `key_weights` entry: a reduced dimension decides a config's structure more than the rows) wins. Decisions are cached
-per exact key, so a repeated call costs one dict lookup.
+The entries of a device's architecture tables form one set: a table whose device name matches the
+device refines the others entry by entry (its entry of a shape hides theirs), so a table holding a
+few retuned shapes changes only the calls nearest those. Among the entries with the same dtype and
+equal `exact_keys` the nearest shape wins (squared distance of log sizes, each key's term times the
+op's `key_weights` entry: a reduced dimension decides a config's structure more than the rows).
+Only without such an entry does the default table answer. Decisions are cached per exact key, so a
+repeated call costs one dict lookup.
 """
 from __future__ import annotations
 
@@ -98,10 +100,30 @@ class Dispatcher:
         return found
 
     def tables_for(self, arch: str, device_name: str | None) -> list:
-        """Tables to consult for an architecture, best first; the default table(s) last."""
+        """Groups of tables to consult for an architecture, best first: its own tables (those of
+        the device first), then the default table(s)."""
         own = [t for t in self.tables if t.arch == arch]
         own.sort(key=lambda t: t.device_name != device_name)
-        return own + [t for t in self.tables if t.arch == DEFAULT_ARCH and arch != DEFAULT_ARCH]
+        return [own, [t for t in self.tables if t.arch == DEFAULT_ARCH and arch != DEFAULT_ARCH]]
+
+    def usable_entries(self, tables: list, op: str, dtype: str, shape: dict, launchers: dict,
+                       exact_keys: tuple, notes: list) -> list:
+        """(table, entry) of each tuned shape of `tables` that can run `shape`: a generated variant
+        and equal exact keys; the first table's entry of a shape that several hold."""
+        found = {}
+        for table in tables:
+            entries = table.candidates(op, dtype)
+            usable = [e for e in entries if e.variant in launchers]
+            if len(usable) < len(entries):
+                notes.append(f"{table.name}: {len(entries) - len(usable)} entries for {op}/{dtype} "
+                             "have no generated variant (run `python -m build_tools generate`)")
+            usable = [e for e in usable if all(e.shape.get(k) == shape.get(k) for k in exact_keys)]
+            if not usable and table.arch != DEFAULT_ARCH and entries:
+                notes.append(f"{table.name}: no entry for {op}/{dtype} with "
+                             + ", ".join(f"{k}={shape.get(k)}" for k in exact_keys))
+            for e in usable:
+                found.setdefault(frozenset(e.shape.items()), (table, e))
+        return list(found.values())
 
     def resolve(self, op: str, device: torch.device, dtype: torch.dtype, shape: dict) -> Decision:
         arch, name = self.device_arch(device)
@@ -114,19 +136,11 @@ class Dispatcher:
         has_own = any(t.arch == arch for t in self.tables)
         if not has_own:
             notes.append(f"no tuned table for architecture {arch}; using the default table")
-        for table in self.tables_for(arch, name):
-            entries = table.candidates(op, dtype_str)
-            usable = [e for e in entries if e.variant in launchers]
-            if len(usable) < len(entries):
-                notes.append(f"{table.name}: {len(entries) - len(usable)} entries for {op}/{dtype_str} "
-                             "have no generated variant (run `python -m build_tools generate`)")
-            usable = [e for e in usable if all(e.shape.get(k) == shape.get(k) for k in exact_keys)]
+        for tables in self.tables_for(arch, name):
+            usable = self.usable_entries(tables, op, dtype_str, shape, launchers, exact_keys, notes)
             if not usable:
-                if table.arch != DEFAULT_ARCH and entries:
-                    notes.append(f"{table.name}: no entry for {op}/{dtype_str} with "
-                                 + ", ".join(f"{k}={shape.get(k)}" for k in exact_keys))
                 continue
-            best = min(usable, key=lambda e: log_distance(e.shape, shape, exact_keys, weights))
+            table, best = min(usable, key=lambda pair: log_distance(pair[1].shape, shape, exact_keys, weights))
             exact = all(best.shape.get(k) == v for k, v in shape.items())
             how = "exact tuned shape" if exact else f"nearest tuned shape {best.shape}"
             return Decision(op, arch, dtype_str, shape, launchers[best.variant], best.variant,

@@ -163,7 +163,7 @@ def _run(args) -> int:
     from build_tools.autotune.arch import detect_arch, device_name
     from build_tools.autotune.backend import InProcessBackend, ProcessBackend
     from build_tools.autotune.run import RunOptions, Tuner
-    from build_tools.autotune.table import environment_header, load_table, table_path_for
+    from build_tools.autotune.table import environment_header, sibling_entries, table_path_for
     from build_tools.autotune.workers import resolve
 
     arch = detect_arch(args.device) if args.arch == "auto" else args.arch
@@ -180,15 +180,18 @@ def _run(args) -> int:
     workers = args.workers if args.workers is not None else default_workers(os.cpu_count())
 
     incumbents = {}
-    if args.command == "retune":
-        from build_tools.autotune.retune import incumbents_of
+    if args.command == "retune":  # re-measured against what runs on this device today
+        from build_tools.autotune.retune import shipped_entries
 
-        incumbents = incumbents_of(load_table(shipped_path))
+        shipped = shipped_entries(shipped_path, arch, name)
+        incumbents = {key: e["config"] for key, e in shipped.items()}
+    else:  # what would run on this device without the table being tuned
+        shipped = sibling_entries(shipped_path, arch, name)
     options = RunOptions(
         arch=arch, out_path=out_path, work_dir=work_dir, device=args.device, device_name=name,
         budget_s=args.budget_s, resume=args.resume, settings=_settings(args, workers), limits=_limits(args),
         with_baselines=not (args.no_baselines or args.smoke), target_total_s=_target_total(args),
-        incumbents=incumbents, seed_entries=_seed_entries(),
+        incumbents=incumbents, arch_entries=list(shipped.values()), seed_entries=_seed_entries(),
         show_bar=args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty()),
     )
     entries = _entries(args, resolve(args.op_source), shipped_path)

@@ -1,10 +1,12 @@
 """Nightly retune: tune again with the shipped configs as incumbents and accept only real wins.
 
-Each entry's new winner and the shipped config are re-benchmarked side by side (interleaved, in
-one benchmark process). A change is accepted when the new config is faster by more than the
-measured noise (and at least `min_gain`), or when the shipped config no longer passes; the new
-config always passed the accuracy gate. Accepted changes go into the shipped table, the
-generated code is regenerated, and a markdown report lists every decision.
+The shipped config of an entry is what runs on this device today: the entry of the device's table,
+else that of another table of its architecture (`shipped_entries`). Each entry's new winner and
+the shipped config are re-benchmarked side by side (interleaved, in one benchmark process). A
+change is accepted when the new config is faster by more than the measured noise (and at least
+`min_gain`), or when the shipped config no longer passes; the new config always passed the
+accuracy gate. Accepted changes go into the device's table only, the generated code is
+regenerated, and a markdown report lists every decision.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from build_tools.autotune.plan import Entry
 from build_tools.autotune.run import RunSummary, table_entry
-from build_tools.autotune.table import key_of, load_table, merged_table, write_table
+from build_tools.autotune.table import key_of, load_table, merged_table, sibling_entries, write_table
 from helion_kernels._variant import canonical_json
 
 EXIT_UNCHANGED = 0
@@ -117,8 +119,11 @@ def report_markdown(arch: str, device_name: str, decisions: dict, summary: RunSu
     return "\n".join(lines) + "\n"
 
 
-def incumbents_of(shipped: dict | None) -> dict:
-    return {key_of(e): e["config"] for e in (shipped or {}).get("entries", [])}
+def shipped_entries(path: Path, arch: str, device_name: str) -> dict:
+    """key -> entry that ships on this device: the table at `path` (the device's) layered over the
+    other tables of `arch` beside it."""
+    own = load_table(path) or {}
+    return {**sibling_entries(path, arch, device_name), **{key_of(e): e for e in own.get("entries", [])}}
 
 
 def regenerate() -> bool:
@@ -137,12 +142,12 @@ def finish_retune(
     min_gain: float,
     regenerate_fn=regenerate,
 ) -> int:
-    """Decide, write the table and report, regenerate; returns the process exit status."""
-    shipped = load_table(shipped_path)
-    shipped_by_key = {key_of(e): e for e in (shipped or {}).get("entries", [])}
+    """Decide against what ships on this device, write the device's table (only) and the report,
+    regenerate; returns the process exit status."""
+    shipped = shipped_entries(shipped_path, arch, device_name)
     planned = {e.key for e in entries}
     decisions = {
-        key: decide(record, shipped_by_key.get(key), min_gain)
+        key: decide(record, shipped.get(key), min_gain)
         for key, record in summary.records.items()
         if key in planned
     }
@@ -150,7 +155,7 @@ def finish_retune(
     report_path.write_text(report_markdown(arch, device_name, decisions, summary))
     if not any(d.accepted for d in decisions.values()):
         return EXIT_UNCHANGED
-    write_table(shipped_path, apply_decisions(header, shipped, summary.records, decisions))
+    write_table(shipped_path, apply_decisions(header, load_table(shipped_path), summary.records, decisions))
     if not regenerate_fn():
         return EXIT_FAILED
     return EXIT_CHANGED

@@ -49,7 +49,10 @@ class RunOptions:
     with_baselines: bool = True
     target_total_s: float | None = None   # spread this much time over all planned entries
     incumbents: dict = field(default_factory=dict)   # entry key -> shipped config (retune)
-    seed_entries: list = field(default_factory=list)  # table entries (e.g. the default table) seeding searches
+    # table entries seeding searches: the architecture's that run on this device (tune: those of its
+    # other tables), and the default table's, which give an entry's incumbent only where those have none
+    arch_entries: list = field(default_factory=list)
+    seed_entries: list = field(default_factory=list)
     show_bar: bool = False
     input_seed: int = 0
 
@@ -99,6 +102,11 @@ def _round(us):
     return None if us is None or not math.isfinite(us) else round(us, 3)
 
 
+def _records(entries) -> list:
+    """The table entries that name a config of a shape."""
+    return [e for e in entries if {"op", "dtype", "shape", "config"} <= e.keys()]
+
+
 class Tuner:
     """Runs the planned entries through one backend; see the module docstring."""
 
@@ -118,9 +126,10 @@ class Tuner:
             self.existing = None
         # Configs of the table being replaced and of the seed tables start the searches of the
         # nearest shapes too, so a tuned entry starts from at least what would ship without it.
-        seed_entries = (self.existing or {}).get("entries", []) + list(options.seed_entries)
-        self.seed_records = {i: e for i, e in enumerate(seed_entries) if {"op", "dtype", "shape", "config"} <= e.keys()}
-        self.default_records = [e for e in options.seed_entries if {"op", "dtype", "shape", "config"} <= e.keys()]
+        self.arch_records = _records(options.arch_entries)
+        self.default_records = _records(options.seed_entries)
+        existing = _records((self.existing or {}).get("entries", []))
+        self.seed_records = dict(enumerate(existing + self.arch_records + self.default_records))
 
     def _overhead(self) -> float:
         """Median wall seconds an entry spends outside its search (setup, re-benchmark, peers),
@@ -187,7 +196,8 @@ class Tuner:
         args = entry.op.make_inputs(entry.shape, entry.dtype, options.device, options.input_seed)
         bound = bind_fresh(entry.op.kernel, args)
         del args
-        incumbent = options.incumbents.get(entry.key) or untuned_config(entry, self.default_records)
+        incumbent = (options.incumbents.get(entry.key) or untuned_config(entry, self.arch_records)
+                     or untuned_config(entry, self.default_records))
         if incumbent is not None:
             incumbent = bound.config_spec.normalize(type(bound.config_spec.default_config())(incumbent))
         settings = replace(options.settings, time_limit_s=time_limit_s)

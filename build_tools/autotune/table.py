@@ -86,26 +86,44 @@ def _slug(text: str) -> str:
     return "-".join("".join(c if c.isalnum() else " " for c in text.lower()).split())
 
 
-def table_path_for(folder: Path, arch: str, device_name: str) -> Path:
-    """The table file of this architecture and device in `folder`.
-
-    The runtime loads every table and prefers, within an architecture, the one whose
-    `device_name` matches the device (H100 and H200 are both sm_90), so: the existing table of
-    this arch and device; else `<arch>.json` unless it belongs to another device; else a
-    device-specific `<arch>-<device>.json`.
-    """
-    folder = Path(folder)
-    plain = folder / f"{arch}.json"
-    others_exist = False
-    for path in sorted(folder.glob("*.json")):
+def arch_tables(folder: Path, arch: str, device_name: str) -> list:
+    """(path, table) of the readable tables of `arch` in `folder`, as the runtime prefers them on
+    `device_name`: the device's own first, then by file name."""
+    found = []
+    for path in sorted(Path(folder).glob("*.json")):
         try:
             table = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         if table.get("arch") == arch:
-            if table.get("device_name") == device_name:
-                return path
-            others_exist = True
-    if not plain.exists() and not others_exist:
+            found.append((path, table))
+    return sorted(found, key=lambda pair: pair[1].get("device_name") != device_name)
+
+
+def sibling_entries(path: Path, arch: str, device_name: str) -> dict:
+    """key -> entry that the other tables of `arch` beside `path` ship on `device_name` (the
+    runtime takes a shape that several tables hold from the table it prefers)."""
+    found = {}
+    for other, table in arch_tables(Path(path).parent, arch, device_name):
+        if other.name != Path(path).name:
+            for entry in table.get("entries", []):
+                found.setdefault(key_of(entry), entry)
+    return found
+
+
+def table_path_for(folder: Path, arch: str, device_name: str) -> Path:
+    """The table file of this architecture and device in `folder`.
+
+    The runtime loads every table and prefers, within an architecture, the entries of the one
+    whose `device_name` matches the device (H100 and H200 are both sm_90), so: the existing table
+    of this arch and device; else `<arch>.json` unless it belongs to another device; else a
+    device-specific `<arch>-<device>.json`.
+    """
+    folder = Path(folder)
+    plain = folder / f"{arch}.json"
+    tables = arch_tables(folder, arch, device_name)
+    if tables and tables[0][1].get("device_name") == device_name:
+        return tables[0][0]
+    if not plain.exists() and not tables:
         return plain
     return folder / f"{arch}-{_slug(device_name)}.json"

@@ -4,7 +4,7 @@ import json
 from autotune_fakes import FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigSpec, bowl_cost
 
 from build_tools.autotune import cli
-from build_tools.autotune.retune import EXIT_CHANGED, EXIT_UNCHANGED, apply_decisions, decide
+from build_tools.autotune.retune import EXIT_CHANGED, EXIT_UNCHANGED, apply_decisions, decide, shipped_entries
 from build_tools.autotune.run import RunSummary
 from build_tools.autotune.table import key_of
 
@@ -99,6 +99,45 @@ def test_tune_then_retune_through_the_command_line(tmp_path):
     assert retuned["entries"][1:] == tuned["entries"][1:]
     report = (tmp_path / "retune" / "retune-report.md").read_text()
     assert report.count("**accepted**") == 1 and report.count("kept: same config") == 2
+
+
+def test_what_ships_on_a_device_is_its_table_layered_over_the_other_tables_of_its_arch(tmp_path):
+    def table(name, arch, device, configs):
+        (tmp_path / name).write_text(json.dumps({"schema": 1, "arch": arch, "device_name": device, "entries": [
+            {"op": "a", "dtype": "bfloat16", "shape": {"N": n}, "config": {"v": v}} for n, v in configs.items()]}))
+
+    table("sm_90.json", "sm_90", "NVIDIA H200", {1: "h200", 2: "h200", 3: "h200"})
+    table("sm_90-b.json", "sm_90", "B", {2: "b", 3: "b"})
+    table("sm_90-h100.json", "sm_90", "NVIDIA H100", {3: "h100"})
+    table("sm_80.json", "sm_80", "NVIDIA H100", {4: "a100"})
+    shipped = shipped_entries(tmp_path / "sm_90-h100.json", "sm_90", "NVIDIA H100")
+    assert {e["shape"]["N"]: e["config"]["v"] for e in shipped.values()} == {1: "h200", 2: "b", 3: "h100"}
+    shipped = shipped_entries(tmp_path / "sm_90-new.json", "sm_90", "B")
+    assert {e["shape"]["N"]: e["config"]["v"] for e in shipped.values()} == {1: "h200", 2: "b", 3: "b"}
+
+
+def test_a_device_retune_decides_against_what_ships_there_and_writes_only_its_table(tmp_path):
+    """The arch table belongs to another GPU; this device's table holds one entry (slow). Only the
+    entries slower than what this device runs today change, and only in this device's table."""
+    arch_table = tmp_path / "tuned" / "test_arch.json"
+    assert tune_cli(tmp_path, "tune", arch_table) == 0
+    tuned = json.loads(arch_table.read_text())
+    slow = {"block_sizes": [16, 16], "num_warps": 1, "num_stages": 1, "indexing": "pointer"}
+    tuned["device_name"] = "Other GPU"
+    tuned["entries"][0]["config"] = slow
+    arch_table.write_text(json.dumps(tuned))
+    device_table = tmp_path / "tuned" / "test_arch-cpu.json"
+    device_table.write_text(json.dumps({**tuned, "device_name": "cpu (Triton interpreter)",
+                                        "entries": [{**tuned["entries"][1], "config": slow}]}))
+
+    assert tune_cli(tmp_path, "retune", device_table, "--no-generate") == EXIT_CHANGED
+    assert json.loads(arch_table.read_text()) == tuned
+    retuned = json.loads(device_table.read_text())
+    assert retuned["arch"] == "test_arch" and retuned["device_name"] == "cpu (Triton interpreter)"
+    assert [key_of(e) for e in retuned["entries"]] == [key_of(e) for e in tuned["entries"][:2]]
+    assert all(e["config"] != slow for e in retuned["entries"])
+    report = (tmp_path / "retune" / "retune-report.md").read_text()
+    assert report.count("**accepted**") == 2 and report.count("kept: same config") == 1
 
 
 def test_incomplete_tune_exits_nonzero(tmp_path):

@@ -241,3 +241,15 @@ def test_the_default_tables_nearest_entry_is_the_incumbent_of_a_tune(tmp_path):
     assert by_n[64]["config"] == by_n[256]["config"] == spec.normalize(untuned)
     assert by_n[1024]["config"] == spec.normalize(other)
     assert all(i["us"] == bowl_cost(spec, i["config"]) for i in by_n.values())
+
+
+def test_the_arch_tables_nearest_entry_comes_before_the_default_tables(tmp_path):
+    """On a device whose arch table belongs to another device, that table ships before the default."""
+    spec = FakeConfigSpec()
+    default = {"block_sizes": [16, 16], "num_warps": 1, "num_stages": 1, "indexing": "pointer"}
+    arch = {"block_sizes": [32, 16], "num_warps": 2, "num_stages": 1, "indexing": "pointer"}
+    seeds = [{"op": "fake_scale", "dtype": "float32", "shape": {"N": 64}, "config": default}]
+    arch_entries = [{"op": "fake_scale", "dtype": "float32", "shape": {"N": 4096}, "config": arch}]
+    summary, _ = run(options(tmp_path, seed_entries=seeds, arch_entries=arch_entries), {"fake_scale"})
+    incumbents = [r["tuning"]["incumbent"]["config"] for r in summary.records.values()]
+    assert len(incumbents) == 3 and all(config == spec.normalize(arch) for config in incumbents)

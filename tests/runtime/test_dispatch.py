@@ -111,6 +111,39 @@ def test_device_name_refines_the_table(tmp_path, monkeypatch):
         assert select(d, shape, "op").variant == expected
 
 
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+
+
+def test_a_device_table_refines_the_arch_table_entry_by_entry(tmp_path, monkeypatch):
+    """A device table holding one far shape (131072 columns, retuned on an H100) answers only the
+    calls nearest it; an equal shape in it hides the arch table's entry on that device only."""
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("softmax_fwd", {"M": 16384, "N": 4096}, "arch4k"),
+                                                  entry("softmax_fwd", {"M": 64, "N": 131072}, "arch128k")], H200)
+    write_table(tmp_path, "sm_90-nvidia-h100-80gb-hbm3.json", "sm_90",
+                [entry("softmax_fwd", {"M": 64, "N": 131072}, "h100_128k")], H100)
+    known = ["arch4k", "arch128k", "h100_128k"]
+    d = dispatcher(tmp_path, known, device_name=H100, monkeypatch=monkeypatch)
+    near_4k = select(d, {"M": 16384, "N": 4096}, "softmax_fwd")
+    assert near_4k.variant == "arch4k" and near_4k.table == "sm_90.json"
+    assert near_4k.reason == f"sm_90.json (sm_90, {H200}): exact tuned shape"
+    for n in (131072, 262144):
+        far = select(d, {"M": 64, "N": n}, "softmax_fwd")
+        assert far.variant == "h100_128k" and far.table == "sm_90-nvidia-h100-80gb-hbm3.json"
+        assert far.reason.startswith(f"sm_90-nvidia-h100-80gb-hbm3.json (sm_90, {H100}): ")
+    d = dispatcher(tmp_path, known, device_name=H200, monkeypatch=monkeypatch)
+    far = select(d, {"M": 64, "N": 131072}, "softmax_fwd")
+    assert far.variant == "arch128k" and far.table == "sm_90.json"
+
+
+def test_a_device_entry_without_generated_variant_leaves_the_arch_tables_entry(tmp_path, monkeypatch):
+    shape = {"M": 8, "N": 8}
+    write_table(tmp_path, "sm_90.json", "sm_90", [entry("op", shape, "arch")], H200)
+    write_table(tmp_path, "sm_90-h100.json", "sm_90", [entry("op", shape, "gone")], H100)
+    decision = select(dispatcher(tmp_path, ["arch"], device_name=H100, monkeypatch=monkeypatch), shape, "op")
+    assert decision.variant == "arch" and decision.table == "sm_90.json"
+    assert any(note.startswith("sm_90-h100.json: 1 entries") for note in decision.notes)
+
+
 def test_default_table_for_unknown_arch_and_missing_ops(tmp_path, monkeypatch):
     write_table(tmp_path, "default.json", "default", [entry("op", {"M": 8, "N": 8}, "dflt"),
                                                       entry("other", {"M": 8, "N": 8}, "dflt2")])
