@@ -9,10 +9,13 @@ entries of tuned_configs/<arch>.json (or, with --other-dtype, one job per entry 
 other dtype, bf16 <-> fp16, has a different config at the same shape). Each variant is the entry's
 config with the overrides, normalized by the kernel's ConfigSpec; its outputs must match the
 tuned config's within the op's tolerance. All variants of an entry are timed in alternating
-rounds (triton.testing.do_bench medians, L2 flushed); DIR/config_probe.json keeps every time and
-normalized config. `apply` (no GPU needed) writes each entry's fastest matching variant into the
-table when it beat the tuned config by more than --min-gain (variant id recomputed, the probe's
-time); `python -m build_tools generate` then regenerates the modules. The searches of the tuner
+rounds (triton.testing.do_bench medians, L2 flushed); DIR/config_probe.json keeps every time,
+normalized config and the device measured on. `apply` (no GPU needed) writes each entry's fastest
+matching variant when it beat the tuned config by more than --min-gain (variant id recomputed, the
+probe's time) into the table of the device the probe ran on: --table itself when it belongs to that
+device, else that device's own table beside it (`<arch>-<device>.json`, made if absent), which the
+runtime prefers on that device entry by entry; `python -m build_tools generate` then regenerates
+the modules. The searches of the tuner
 miss single steps at times (32 warps, split_k = 2: docs/STATUS.md, 2026-11-24); this measures
 such steps directly.
 """
@@ -28,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from build_tools.autotune.table import write_table  # noqa: E402
+from build_tools.autotune.table import load_table, merged_table, table_path_for, write_table  # noqa: E402
 from helion_kernels._variant import to_plain, variant_id  # noqa: E402
 
 OTHER_DTYPE = {"bfloat16": "float16", "float16": "bfloat16"}
@@ -98,7 +101,20 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
         for label, fn in runs.items():
             times[label].append(triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=150, return_mode="median") * 1e3)
     return {**{k: job[k] for k in ("op", "dtype", "shape")}, "times": times, "notes": notes,
-            "configs": {label: to_plain(dict(configs[label])) for label in runs}}
+            "configs": {label: to_plain(dict(configs[label])) for label in runs}, "device": _device_header()}
+
+
+def _device_header() -> dict:
+    """The header of a table tuned on the current GPU (environment_header's fields)."""
+    import datetime
+
+    import triton
+    from helion_kernels import _arch
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    return {"schema": 1, "arch": _arch.arch_key(device), "device_name": torch.cuda.get_device_name(device),
+            "triton": triton.__version__, "torch": torch.__version__,
+            "tuned_at": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
 
 
 def print_row(row: dict) -> None:
@@ -111,9 +127,10 @@ def print_row(row: dict) -> None:
 
 
 def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
-    """Write the winning variants of a probe result into the table; returns what changed."""
+    """Write the winning variants of a probe result into the table of the device it ran on (see the
+    module docstring); returns what changed."""
     table = json.loads(table_path.read_text())
-    changed = []
+    winners = {}
     for row in json.loads(result_path.read_text()):
         best = {label: min(t) for label, t in row["times"].items()}
         if "tuned" not in best:
@@ -121,14 +138,23 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         label = min(best, key=best.get)
         if label == "tuned" or best["tuned"] / best[label] <= 1.0 + min_gain:
             continue
-        entry = _entry(table, row["op"], row["dtype"], row["shape"])
+        entry = dict(_entry(table, row["op"], row["dtype"], row["shape"]))
         entry["config"] = row["configs"][label]
         entry["variant"] = variant_id(row["op"], entry["config"], entry["specialization"])
         entry["us"] = round(best[label], 3)
-        changed.append(f"{row['op']} {row['dtype']} {json.dumps(row['shape'])}: {label} "
-                       f"{best['tuned']:.2f} -> {best[label]:.2f} us")
-    if changed:
-        write_table(table_path, table)
+        header = row["device"]
+        destination = table_path_for(table_path.parent, header["arch"], header["device_name"])
+        if destination != table_path:
+            entry.pop("baseline_us", None)  # the peers were timed on the other device
+        winners.setdefault((destination, json.dumps(header, sort_keys=True)), []).append(
+            (entry, f"{row['op']} {row['dtype']} {json.dumps(row['shape'])}: {label} "
+                    f"{best['tuned']:.2f} -> {best[label]:.2f} us ({destination.name})"))
+    changed = []
+    for (destination, header), found in winners.items():
+        existing = table if destination == table_path else load_table(destination)
+        head = {k: v for k, v in existing.items() if k != "entries"} if destination == table_path else json.loads(header)
+        write_table(destination, merged_table(head, existing, [entry for entry, _ in found]))
+        changed += [line for _, line in found]
     return changed
 
 

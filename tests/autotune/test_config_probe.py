@@ -28,15 +28,22 @@ def test_other_dtype_jobs_pair_entries_whose_configs_differ():
     assert probe.other_dtype_jobs(table, ["softmax_fwd"]) == []
 
 
-def _result(tuned_us, variant_us, label="w8"):
+H200 = {"schema": 1, "arch": "sm_90", "device_name": "NVIDIA H200", "triton": "3.6.0", "torch": "2.11.0",
+        "tuned_at": "2026-11-24"}
+H100 = {**H200, "device_name": "NVIDIA H100 80GB HBM3", "tuned_at": "2026-11-26"}
+
+
+def _result(tuned_us, variant_us, label="w8", device=H200):
     config = {"block_sizes": [16, 64, 256], "num_warps": 8}
     return [{"op": "matmul", "dtype": "bfloat16", "shape": SHAPE, "times": {"tuned": [tuned_us, tuned_us + 1],
-             label: [variant_us + 2, variant_us]}, "notes": {}, "configs": {"tuned": {}, label: config}}]
+             label: [variant_us + 2, variant_us]}, "notes": {}, "configs": {"tuned": {}, label: config},
+             "device": device}]
 
 
 def test_apply_writes_winners_beyond_the_gain_only(tmp_path):
-    table_path, result_path = tmp_path / "table.json", tmp_path / "result.json"
-    table = {"schema": 1, "entries": [_entry("bfloat16", 4)]}
+    table_path, result_path = tmp_path / "sm_90.json", tmp_path / "probe" / "result.json"
+    result_path.parent.mkdir()
+    table = {**H200, "entries": [_entry("bfloat16", 4)]}
     table_path.write_text(json.dumps(table))
     result_path.write_text(json.dumps(_result(tuned_us=20.0, variant_us=19.8)))
     assert probe.apply(result_path, table_path, min_gain=0.03) == []
@@ -44,6 +51,25 @@ def test_apply_writes_winners_beyond_the_gain_only(tmp_path):
     result_path.write_text(json.dumps(_result(tuned_us=20.0, variant_us=15.0)))
     changed = probe.apply(result_path, table_path, min_gain=0.03)
     assert len(changed) == 1 and "20.00 -> 15.00" in changed[0]
-    entry = json.loads(table_path.read_text())["entries"][0]
+    written = json.loads(table_path.read_text())
+    entry = written["entries"][0]
     assert entry["config"]["num_warps"] == 8 and entry["us"] == 15.0
     assert entry["variant"] == variant_id("matmul", entry["config"], entry["specialization"]) != table["entries"][0]["variant"]
+    assert {k: v for k, v in written.items() if k != "entries"} == H200
+    assert [p.name for p in tmp_path.glob("*.json")] == ["sm_90.json"]
+
+
+def test_apply_writes_another_devices_winners_into_that_devices_table(tmp_path):
+    table_path, result_path = tmp_path / "sm_90.json", tmp_path / "probe" / "result.json"
+    result_path.parent.mkdir()
+    table = {**H200, "entries": [{**_entry("bfloat16", 4), "baseline_us": {"eager": 30.0}}]}
+    table_path.write_text(json.dumps(table))
+    result_path.write_text(json.dumps(_result(tuned_us=20.0, variant_us=15.0, device=H100)))
+    changed = probe.apply(result_path, table_path, min_gain=0.03)
+    assert len(changed) == 1 and "sm_90-nvidia-h100-80gb-hbm3.json" in changed[0]
+    assert json.loads(table_path.read_text()) == table
+    device_table = json.loads((tmp_path / "sm_90-nvidia-h100-80gb-hbm3.json").read_text())
+    assert {k: v for k, v in device_table.items() if k != "entries"} == H100
+    [entry] = device_table["entries"]
+    assert entry["config"]["num_warps"] == 8 and entry["us"] == 15.0 and "baseline_us" not in entry
+    assert entry["variant"] == variant_id("matmul", entry["config"], entry["specialization"])
