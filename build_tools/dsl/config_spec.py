@@ -19,6 +19,10 @@ INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
 # re-reads the same data, which then comes from L2) and evict_first where any other code reads it
 EVICTION = ["", "first", "last", "reread"]
 MAX_VOLUME = 1 << 16
+# Largest block of a dimension: 256 where the block feeds a matrix product; 16384 elsewhere (a split
+# softmax row's 8192-column tiles measured 1.03-1.05x of 4096-column tiles on an H100, 2026-11-26).
+MAX_DOT_BLOCK = 256
+MAX_BLOCK = 16384
 MAX_DOT_VOLUME = 1 << 21
 # Triton 3.6 on sm_90 miscompiles a device loop with a dot and loop_unroll_factor >= 2 at 16 or 32
 # warps (wrong values, NaN or an illegal address; notes/dsl_gaps_kernels.md gap 16), so such loops
@@ -79,7 +83,7 @@ class ConfigSpec:
         info = self.found.blocks[i]
         low = max(16 if info.in_dot else 1, triton.next_power_of_2(info.low))
         top = max(low, triton.next_power_of_2(max(info.size, 1)))
-        high = min(top, 256 if info.in_dot else 4096)
+        high = min(top, MAX_DOT_BLOCK if info.in_dot else MAX_BLOCK)
         if info.high is not None:
             high = max(low, min(high, info.high))
         return pow2_range(low, max(low, high))
