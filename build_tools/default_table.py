@@ -18,10 +18,11 @@ op's tuning suite:
   into 2048-column tiles (a partial sum-of-squares pass, then the normalizing pass); rms_norm_bwd
   takes whole rows up to N = 16384 (16 warps; 132 or 264 dW partial rows, rows interleaved across
   programs, 4 rows per step up to N = 4096) and split columns beyond; softmax_fwd/bwd take whole
-  rows up to N = 16384 (16 warps, 32 for the N = 16384 backward); beyond, the forward takes column
-  tiles of 4096 (online softmax, the first pass's loads marked evict_last; 786 us at 4096x131072
-  against 822 us for split rows) and the backward rows split into 4096-column pieces held by
-  4-warp programs (split_rows; 975 us against 1213 us for two passes over column tiles). A whole-row config of
+  rows up to N = 16384 (16 warps, 32 for the N = 16384 backward); beyond, rows split into pieces
+  re-read from L2 (split_rows, 1-stage loops; scratch/split_reread_probe.py on an H100, bf16
+  4096x131072): the forward in pieces of two 8192-column tiles at 8 warps (85.8% of copy against
+  67.2% for online softmax over column tiles), the backward in pieces of two 4096-column tiles at 16
+  warps (92.1% against 91.5% for 4096-column pieces held in registers). A whole-row config of
   rms_norm_bwd or softmax sets its unused column tile to 4096: the DSL caps num_warps by the block
   volume of the structure its discovery saw (split columns / column tiles), where that tile counts.
 - matrices {M, N, K}, measured on an H200 (tools/matmul_sweep.py; 16/64/128-row and 4096-8192
@@ -89,9 +90,8 @@ def _softmax_rule(tunable: str, backward: bool):
         if n <= 16384:
             warps = 4 if n <= 1024 else 32 if backward and n > 4096 else 16
             return {tunable: False, "block_sizes": [4096, 2 if n == 4096 and not backward else 1], "num_warps": warps}
-        if backward:
-            return {"split_rows": True, "block_sizes": [4096, 1], "num_warps": 4}
-        return {tunable: True, "block_sizes": [4096, 1], "num_warps": 8, "load_eviction_policies": ["last", ""]}
+        block, warps = (4096, 16) if backward else (8192, 8)
+        return {"split_rows": True, "piece_tiles": 2, "block_sizes": [block, 1], "num_warps": warps, "num_stages": 1}
     return rule
 
 

@@ -3,14 +3,16 @@
 forward:  y = exp(x - max(x)) / sum(exp(x - max(x)))     (fp32 math, y allocated in `out_dtype`)
 backward: dx = y * (dy - sum(dy * y))                     (fp32 math, dx allocated in `grad_in_dtype`)
 Each kernel has three structures, picked by two tunables:
-- `split_rows` (default False): rows cut into pieces of `block_n` columns, one program a piece, for
-  long rows (131072, 262144, ...) that no program can hold. A program keeps its piece in registers,
-  publishes the piece's (max, sum of exp) forward or dot(dy, y) backward, waits for the row's other
-  pieces (hl.signal / hl.wait on a per-row counter) and writes its piece from registers: every
-  element is read once and written once. Programs take their (row, piece) from an atomic ticket, so
-  the pieces of a row are started together whatever order the GPU starts programs in; a row may have
-  at most MAX_ROW_PIECES pieces (all resident at once on any GPU with 32+ SMs), longer rows (for the
-  given block) run the structure below.
+- `split_rows` (default False): rows cut into pieces of `piece_tiles` column tiles of `block_n`
+  columns, one program a piece, for long rows (131072, 262144, ...) that no program can hold. A
+  program walks its piece once for the piece's (max, sum of exp) forward or dot(dy, y) backward,
+  publishes it, waits for the row's other pieces (hl.signal / hl.wait on a per-row counter), then
+  walks its piece again to write it: that second read comes from L2 (the piece was read
+  microseconds before), so HBM sees every element read once and written once, and no piece is held
+  in registers across the wait (more programs stay resident to keep loads in flight). Programs take
+  their (row, piece) from an atomic ticket, so the pieces of a row are started together whatever
+  order the GPU starts programs in; a row may have at most MAX_ROW_PIECES pieces (all resident at
+  once on any GPU with 32+ SMs), longer rows (for the given piece) run the structure below.
 - otherwise `online_softmax` forward / `two_pass_rows` backward, each program owning a tile of rows:
   - True (the default): column tiles. A first device loop carries the row's running max and
     rescaled sum (forward) or dot(dy, y) (backward); a second loop writes the output; the row is
@@ -32,6 +34,7 @@ from ._inputs import as_float64, element_size, randn, seeded_generator
 
 MIN_COLUMN_TILE = 256  # narrower column tiles only add loop iterations
 MAX_ROW_PIECES = 64  # programs that wait for each other: 64 are resident at once on any 32-SM GPU
+PIECE_TILES = (1, 2, 4)  # column tiles per piece of a split row
 
 
 @helion.kernel(static_shapes=False)
@@ -40,9 +43,11 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     out = x.new_empty((m, n), dtype=out_dtype)
     online = hl.register_tunable("online_softmax", helion.EnumFragment((True, False)))
     split_rows = hl.register_tunable("split_rows", helion.EnumFragment((False, True)))
+    piece_tiles = hl.register_tunable("piece_tiles", helion.EnumFragment(PIECE_TILES))
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
     padded = helion.cdiv(n, block_n) * block_n
-    pieces = helion.cdiv(n, block_n)
+    piece_len = block_n * piece_tiles
+    pieces = helion.cdiv(n, piece_len)
     split_m = m if split_rows and pieces <= MAX_ROW_PIECES else 0
     piece_max = x.new_empty((split_m, pieces), dtype=torch.float32)
     piece_sum = x.new_empty((split_m, pieces), dtype=torch.float32)
@@ -74,18 +79,25 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
         ticket = hl.atomic_add(sync, [split_m], 1)
         row = ticket // pieces
         piece = ticket % pieces
-        begin = piece * block_n
-        for tile_n in hl.tile(begin, min(n, begin + block_n), block_size=block_n):
+        begin = piece * piece_len
+        end = min(n, begin + piece_len)
+        local_max = hl.full([], float("-inf"), dtype=torch.float32)
+        local_sum = hl.zeros([], dtype=torch.float32)
+        for tile_n in hl.tile(begin, end, block_size=block_n):
             values = x[row, tile_n].to(torch.float32)
-            local_max = torch.amax(values, dim=0)
-            piece_max[row, piece] = local_max
-            piece_sum[row, piece] = torch.sum(torch.exp(values - local_max), dim=0)
-            hl.signal(sync, [row], op="atomic_add")
-            hl.wait(sync, [row], signal=pieces)
-            maxes = piece_max[row, :]
-            row_max = torch.amax(maxes, dim=0)
-            row_sum = torch.sum(piece_sum[row, :] * torch.exp(maxes - row_max), dim=0)
-            out[row, tile_n] = (torch.exp(values - row_max) * (1.0 / row_sum)).to(out.dtype)
+            new_max = torch.maximum(local_max, torch.amax(values, dim=0))
+            local_sum = local_sum * torch.exp(local_max - new_max) + torch.sum(torch.exp(values - new_max), dim=0)
+            local_max = new_max
+        piece_max[row, piece] = local_max
+        piece_sum[row, piece] = local_sum
+        hl.signal(sync, [row], op="atomic_add")
+        hl.wait(sync, [row], signal=pieces)
+        maxes = piece_max[row, :]
+        row_max = torch.amax(maxes, dim=0)
+        inv_sum = 1.0 / torch.sum(piece_sum[row, :] * torch.exp(maxes - row_max), dim=0)
+        for tile_n in hl.tile(begin, end, block_size=block_n):
+            values = hl.load(x, [row, tile_n], eviction_policy="evict_first").to(torch.float32)
+            out[row, tile_n] = (torch.exp(values - row_max) * inv_sum).to(out.dtype)
     return out
 
 
@@ -95,9 +107,11 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     two_pass = hl.register_tunable("two_pass_rows", helion.EnumFragment((True, False)))
     split_rows = hl.register_tunable("split_rows", helion.EnumFragment((False, True)))
+    piece_tiles = hl.register_tunable("piece_tiles", helion.EnumFragment(PIECE_TILES))
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
     padded = helion.cdiv(n, block_n) * block_n
-    pieces = helion.cdiv(n, block_n)
+    piece_len = block_n * piece_tiles
+    pieces = helion.cdiv(n, piece_len)
     split_m = m if split_rows and pieces <= MAX_ROW_PIECES else 0
     piece_dot = out.new_empty((split_m, pieces), dtype=torch.float32)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)  # arrivals per row, then the ticket counter
@@ -123,14 +137,20 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
         ticket = hl.atomic_add(sync, [split_m], 1)
         row = ticket // pieces
         piece = ticket % pieces
-        begin = piece * block_n
-        for tile_n in hl.tile(begin, min(n, begin + block_n), block_size=block_n):
+        begin = piece * piece_len
+        end = min(n, begin + piece_len)
+        local_dot = hl.zeros([], dtype=torch.float32)
+        for tile_n in hl.tile(begin, end, block_size=block_n):
             y = out[row, tile_n].to(torch.float32)
             dy = grad_out[row, tile_n].to(torch.float32)
-            piece_dot[row, piece] = torch.sum(dy * y, dim=0)
-            hl.signal(sync, [row], op="atomic_add")
-            hl.wait(sync, [row], signal=pieces)
-            row_dot = torch.sum(piece_dot[row, :], dim=0)
+            local_dot = local_dot + torch.sum(dy * y, dim=0)
+        piece_dot[row, piece] = local_dot
+        hl.signal(sync, [row], op="atomic_add")
+        hl.wait(sync, [row], signal=pieces)
+        row_dot = torch.sum(piece_dot[row, :], dim=0)
+        for tile_n in hl.tile(begin, end, block_size=block_n):
+            y = hl.load(out, [row, tile_n], eviction_policy="evict_first").to(torch.float32)
+            dy = hl.load(grad_out, [row, tile_n], eviction_policy="evict_first").to(torch.float32)
             grad_in[row, tile_n] = (y * (dy - row_dot)).to(grad_in.dtype)
     return grad_in
 

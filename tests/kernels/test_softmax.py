@@ -4,7 +4,8 @@ Tolerances are the op's own for the output dtype (kernels_src.softmax.tolerance)
 bf16 (1e-2, 1e-8), fp16 (2e-3, 1e-7) as (rtol, atol) (backward: kernels_src.softmax.tolerance_bwd) -- effectively relative, since outputs are
 as small as 1/N. Each case runs under the default and random configs and under the three structures of
 each kernel (whole rows; column tiles a few chunks wide; rows split across programs that exchange
-partial results), long rows under the column-tile and split-row structures.
+partial results), long rows under the column-tile and split-row structures (pieces of one and of two
+column tiles).
 """
 import pytest
 import torch
@@ -22,10 +23,14 @@ ONLINE = config_with("online softmax", {("online_softmax", None): True, ("block_
 TWO_PASS = config_with("two passes", {("two_pass_rows", None): True, ("block_sizes", 0): a_few_chunks})
 WHOLE_ROWS_FWD = config_with("whole rows", {("online_softmax", None): False})
 WHOLE_ROWS_BWD = config_with("whole rows", {("two_pass_rows", None): False})
-# Rows split across programs that wait for each other, pieces a few chunks wide, or as wide as
-# offered (long GPU rows: 32 and 64 pieces; 300001 columns need 74 and fall back to column tiles).
-SPLIT_ROWS = config_with("split rows", {("split_rows", None): True, ("block_sizes", 0): a_few_chunks})
-SPLIT_ROWS_WIDE = config_with("split rows, widest pieces", {("split_rows", None): True, ("block_sizes", 0): lambda knob: max(knob.choices)})
+# Rows split across programs that wait for each other: pieces of one tile a few chunks wide, pieces of
+# two such tiles, and pieces of one tile as wide as offered (long GPU rows: 8 and 16 pieces; at 300001
+# columns the few-chunk pieces number 74 and fall back to column tiles).
+SPLIT_ROWS = config_with("split rows", {("split_rows", None): True, ("piece_tiles", None): 1, ("block_sizes", 0): a_few_chunks})
+SPLIT_ROWS_TWO_TILES = config_with("split rows, two-tile pieces",
+                                   {("split_rows", None): True, ("piece_tiles", None): 2, ("block_sizes", 0): a_few_chunks})
+SPLIT_ROWS_WIDE = config_with("split rows, widest pieces",
+                              {("split_rows", None): True, ("piece_tiles", None): 1, ("block_sizes", 0): lambda knob: max(knob.choices)})
 DTYPE_PAIRS = [  # (input dtype, output dtype)
     (torch.float32, torch.float32),
     (torch.bfloat16, torch.bfloat16),
@@ -73,7 +78,7 @@ def test_long_rows_forward(device, dtype, case):
     m, n = LONG_ROW_SHAPES[device][case]
     fwd_args = softmax.make_fwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
     check_op(softmax.softmax_fwd, fwd_args, softmax.reference_fwd(*fwd_args), softmax.tolerance(dtype),
-             f"softmax_fwd {m}x{n} {dtype}", extra_configs=[ONLINE, SPLIT_ROWS, SPLIT_ROWS_WIDE], random_seeds=())
+             f"softmax_fwd {m}x{n} {dtype}", extra_configs=[ONLINE, SPLIT_ROWS, SPLIT_ROWS_TWO_TILES, SPLIT_ROWS_WIDE], random_seeds=())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -82,7 +87,7 @@ def test_long_rows_backward(device, dtype, case):
     m, n = LONG_ROW_SHAPES[device][case]
     bwd_args = softmax.make_bwd_inputs(_shape(m, n), dtype, device, seed=300 + case)
     check_op(softmax.softmax_bwd, bwd_args, softmax.reference_bwd(*bwd_args), softmax.tolerance_bwd(dtype),
-             f"softmax_bwd {m}x{n} {dtype}", extra_configs=[TWO_PASS, SPLIT_ROWS, SPLIT_ROWS_WIDE], random_seeds=())
+             f"softmax_bwd {m}x{n} {dtype}", extra_configs=[TWO_PASS, SPLIT_ROWS, SPLIT_ROWS_TWO_TILES, SPLIT_ROWS_WIDE], random_seeds=())
 
 
 def test_large_logits_do_not_overflow(device):
