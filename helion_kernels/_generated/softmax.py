@@ -1529,6 +1529,56 @@ def _next_power_of_2(n):
 
 
 @triton.jit
+def _softmax_bwd_kernel_054eea40fc(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], 0, tl.float32)
+    local_dot_11 = v_10
+    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_14 = indices_13 < v_9
+        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0)
+        v_16 = load_15.to(tl.float32)
+        load_17 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0)
+        v_18 = load_17.to(tl.float32)
+        v_19 = (v_18 * v_16)
+        red_20 = (tl.sum(tl.where(mask_14, v_19, 0), 0))
+        v_21 = (local_dot_11 + red_20)
+        local_dot_11 = v_21
+    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
+    tl.debug_barrier()
+    old_22 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_23 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_23 != pieces:
+        seen_23 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_24 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+    red_25 = (tl.sum(tl.where(rmask_0, load_24, 0), 0))
+    for offset_26 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_28 = indices_27 < v_9
+        load_29 = tl.load(out + (v_5 * out_stride_0 + indices_27 * out_stride_1), mask=(mask_28), other=0, eviction_policy='evict_first')
+        v_30 = load_29.to(tl.float32)
+        load_31 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_27 * grad_out_stride_1), mask=(mask_28), other=0, eviction_policy='evict_first')
+        v_32 = load_31.to(tl.float32)
+        v_33 = (v_32 - red_25)
+        v_34 = (v_30 * v_33)
+        v_35 = v_34.to(tl.bfloat16)
+        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_27 * grad_in_stride_1), v_35, mask=(mask_28))
+
+
+_softmax_bwd_kernel_054eea40fc.fn.hk_concurrent_programs = True
+
+@triton.jit
 def _softmax_bwd_kernel_0f0d99bb98(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1598,84 +1648,6 @@ def _softmax_bwd_kernel_19899ffa8f(m_split_m, padded, padded_block_n, n, out, ou
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
 @triton.jit
-def _softmax_bwd_kernel_1e89056298(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
-    v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=2):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0, eviction_policy='evict_last')
-        v_14 = load_13.to(tl.float32)
-        load_15 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0, eviction_policy='evict_last')
-        v_16 = load_15.to(tl.float32)
-        v_17 = (v_16 * v_14)
-        red_18 = (tl.sum(tl.where(mask_12, v_17, 0), 0))
-        tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_18)
-        tl.debug_barrier()
-        old_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-        seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_20 != pieces:
-            seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        load_21 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_first')
-        red_22 = (tl.sum(tl.where(rmask_0, load_21, 0), 0))
-        v_23 = (v_16 - red_22)
-        v_24 = (v_14 * v_23)
-        v_25 = v_24.to(tl.bfloat16)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_25, mask=(mask_12))
-
-
-_softmax_bwd_kernel_1e89056298.fn.hk_concurrent_programs = True
-
-@triton.jit
-def _softmax_bwd_kernel_45f2d94041(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
-    v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0)
-        v_14 = load_13.to(tl.float32)
-        load_15 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
-        v_16 = load_15.to(tl.float32)
-        v_17 = (v_16 * v_14)
-        red_18 = (tl.sum(tl.where(mask_12, v_17, 0), 0))
-        tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_18)
-        tl.debug_barrier()
-        old_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-        seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_20 != pieces:
-            seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        load_21 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-        red_22 = (tl.sum(tl.where(rmask_0, load_21, 0), 0))
-        v_23 = (v_16 - red_22)
-        v_24 = (v_14 * v_23)
-        v_25 = v_24.to(tl.float16)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_25, mask=(mask_12))
-
-
-_softmax_bwd_kernel_45f2d94041.fn.hk_concurrent_programs = True
-
-@triton.jit
 def _softmax_bwd_kernel_598a855a83(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < out_size_1
@@ -1692,7 +1664,7 @@ def _softmax_bwd_kernel_598a855a83(m_split_m, out, out_stride_0, out_stride_1, o
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_10, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_bwd_kernel_9dfd5d0cd7(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_bwd_kernel_799c84ec84(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
     pid_1 = tl.program_id(0)
@@ -1701,34 +1673,177 @@ def _softmax_bwd_kernel_9dfd5d0cd7(split_m_pieces, sync, split_m, sync_stride_0,
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
     v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
     v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0)
-        v_14 = load_13.to(tl.float32)
-        load_15 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
+    v_10 = tl.full([], 0, tl.float32)
+    local_dot_11 = v_10
+    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_14 = indices_13 < v_9
+        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0, eviction_policy='evict_last')
         v_16 = load_15.to(tl.float32)
-        v_17 = (v_16 * v_14)
-        red_18 = (tl.sum(tl.where(mask_12, v_17, 0), 0))
-        tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_18)
-        tl.debug_barrier()
-        old_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-        seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_20 != pieces:
-            seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        load_21 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-        red_22 = (tl.sum(tl.where(rmask_0, load_21, 0), 0))
-        v_23 = (v_16 - red_22)
-        v_24 = (v_14 * v_23)
-        v_25 = v_24.to(tl.bfloat16)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_25, mask=(mask_12))
+        load_17 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0, eviction_policy='evict_last')
+        v_18 = load_17.to(tl.float32)
+        v_19 = (v_18 * v_16)
+        red_20 = (tl.sum(tl.where(mask_14, v_19, 0), 0))
+        v_21 = (local_dot_11 + red_20)
+        local_dot_11 = v_21
+    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
+    tl.debug_barrier()
+    old_22 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_23 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_23 != pieces:
+        seen_23 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_24 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_first')
+    red_25 = (tl.sum(tl.where(rmask_0, load_24, 0), 0))
+    for offset_26 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_28 = indices_27 < v_9
+        load_29 = tl.load(out + (v_5 * out_stride_0 + indices_27 * out_stride_1), mask=(mask_28), other=0, eviction_policy='evict_first')
+        v_30 = load_29.to(tl.float32)
+        load_31 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_27 * grad_out_stride_1), mask=(mask_28), other=0, eviction_policy='evict_first')
+        v_32 = load_31.to(tl.float32)
+        v_33 = (v_32 - red_25)
+        v_34 = (v_30 * v_33)
+        v_35 = v_34.to(tl.bfloat16)
+        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_27 * grad_in_stride_1), v_35, mask=(mask_28))
 
 
-_softmax_bwd_kernel_9dfd5d0cd7.fn.hk_concurrent_programs = True
+_softmax_bwd_kernel_799c84ec84.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _softmax_bwd_kernel_a324e57133(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], 0, tl.float32)
+    local_dot_11 = v_10
+    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_14 = indices_13 < v_9
+        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0)
+        v_16 = load_15.to(tl.float32)
+        load_17 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0)
+        v_18 = load_17.to(tl.float32)
+        v_19 = (v_18 * v_16)
+        red_20 = (tl.sum(tl.where(mask_14, v_19, 0), 0))
+        v_21 = (local_dot_11 + red_20)
+        local_dot_11 = v_21
+    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
+    tl.debug_barrier()
+    old_22 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_23 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_23 != pieces:
+        seen_23 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_24 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+    red_25 = (tl.sum(tl.where(rmask_0, load_24, 0), 0))
+    for offset_26 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_28 = indices_27 < v_9
+        load_29 = tl.load(out + (v_5 * out_stride_0 + indices_27 * out_stride_1), mask=(mask_28), other=0, eviction_policy='evict_first')
+        v_30 = load_29.to(tl.float32)
+        load_31 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_27 * grad_out_stride_1), mask=(mask_28), other=0, eviction_policy='evict_first')
+        v_32 = load_31.to(tl.float32)
+        v_33 = (v_32 - red_25)
+        v_34 = (v_30 * v_33)
+        v_35 = v_34.to(tl.float16)
+        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_27 * grad_in_stride_1), v_35, mask=(mask_28))
+
+
+_softmax_bwd_kernel_a324e57133.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _softmax_bwd_kernel_afcad2d40a(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_dot_6 = v_5
+    for offset_7 in tl.range(0, tl.maximum(padded, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_9 = indices_8 < padded
+        v_10 = (2 * offset_7)
+        v_11 = (padded_block_n - v_10)
+        v_12 = (indices_8 + v_11)
+        v_13 = v_12[None, :]
+        v_14 = (v_13 < n)
+        load_15 = tl.load(out + (indices_3[:, None] * out_stride_0 + v_12[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0)
+        v_16 = load_15.to(tl.float32)
+        load_17 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + v_12[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0)
+        v_18 = load_17.to(tl.float32)
+        v_19 = (v_18 * v_16)
+        red_20 = (tl.sum(tl.where(mask_9[None, :], v_19, 0), 1))
+        v_21 = (row_dot_6 + red_20)
+        row_dot_6 = v_21
+    for offset_22 in tl.range(0, n, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < n
+        load_25 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_23[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
+        v_26 = load_25.to(tl.float32)
+        load_27 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + indices_23[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
+        v_28 = load_27.to(tl.float32)
+        v_29 = row_dot_6[:, None]
+        v_30 = (v_28 - v_29)
+        v_31 = (v_26 * v_30)
+        v_32 = v_31.to(tl.bfloat16)
+        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
+
+@triton.jit
+def _softmax_bwd_kernel_becead006f(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], 0, tl.float32)
+    local_dot_11 = v_10
+    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_14 = indices_13 < v_9
+        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0)
+        load_16 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0)
+        v_17 = (load_16 * load_15)
+        red_18 = (tl.sum(tl.where(mask_14, v_17, 0), 0))
+        v_19 = (local_dot_11 + red_18)
+        local_dot_11 = v_19
+    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
+    tl.debug_barrier()
+    old_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_21 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_21 != pieces:
+        seen_21 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_22 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+    red_23 = (tl.sum(tl.where(rmask_0, load_22, 0), 0))
+    for offset_24 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_25 = offset_24 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_26 = indices_25 < v_9
+        load_27 = tl.load(out + (v_5 * out_stride_0 + indices_25 * out_stride_1), mask=(mask_26), other=0, eviction_policy='evict_first')
+        load_28 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_25 * grad_out_stride_1), mask=(mask_26), other=0, eviction_policy='evict_first')
+        v_29 = (load_28 - red_23)
+        v_30 = (load_27 * v_29)
+        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_25 * grad_in_stride_1), v_30, mask=(mask_26))
+
+
+_softmax_bwd_kernel_becead006f.fn.hk_concurrent_programs = True
 
 @triton.jit
 def _softmax_bwd_kernel_ceca08de7d(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -1755,79 +1870,6 @@ def _softmax_bwd_kernel_ceca08de7d(m_split_m, padded, padded_block_n, n, out, ou
         v_21 = (row_dot_6 + red_20)
         row_dot_6 = v_21
     for offset_22 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_24 = indices_23 < n
-        load_25 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_23[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
-        v_26 = load_25.to(tl.float32)
-        load_27 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + indices_23[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
-        v_28 = load_27.to(tl.float32)
-        v_29 = row_dot_6[:, None]
-        v_30 = (v_28 - v_29)
-        v_31 = (v_26 * v_30)
-        v_32 = v_31.to(tl.bfloat16)
-        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
-
-@triton.jit
-def _softmax_bwd_kernel_cf4aa72da5(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
-    v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), mask=(mask_12), other=0)
-        load_14 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_11 * grad_out_stride_1), mask=(mask_12), other=0)
-        v_15 = (load_14 * load_13)
-        red_16 = (tl.sum(tl.where(mask_12, v_15, 0), 0))
-        tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), red_16)
-        tl.debug_barrier()
-        old_17 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-        seen_18 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_18 != pieces:
-            seen_18 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        load_19 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-        red_20 = (tl.sum(tl.where(rmask_0, load_19, 0), 0))
-        v_21 = (load_14 - red_20)
-        v_22 = (load_13 * v_21)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_11 * grad_in_stride_1), v_22, mask=(mask_12))
-
-
-_softmax_bwd_kernel_cf4aa72da5.fn.hk_concurrent_programs = True
-
-@triton.jit
-def _softmax_bwd_kernel_d2defc352f(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    v_5 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_dot_6 = v_5
-    for offset_7 in tl.range(0, tl.maximum(padded, 0), _BLOCK_SIZE_0, loop_unroll_factor=2, num_stages=4):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_9 = indices_8 < padded
-        v_10 = (2 * offset_7)
-        v_11 = (padded_block_n - v_10)
-        v_12 = (indices_8 + v_11)
-        v_13 = v_12[None, :]
-        v_14 = (v_13 < n)
-        load_15 = tl.load(out + (indices_3[:, None] * out_stride_0 + v_12[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0)
-        v_16 = load_15.to(tl.float32)
-        load_17 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + v_12[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (mask_9[None, :]) & (v_14), other=0)
-        v_18 = load_17.to(tl.float32)
-        v_19 = (v_18 * v_16)
-        red_20 = (tl.sum(tl.where(mask_9[None, :], v_19, 0), 1))
-        v_21 = (row_dot_6 + red_20)
-        row_dot_6 = v_21
-    for offset_22 in tl.range(0, n, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=3):
         indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
         mask_24 = indices_23 < n
         load_25 = tl.load(out + (indices_3[:, None] * out_stride_0 + indices_23[None, :] * out_stride_1), mask=(mask_4[:, None]) & (mask_24[None, :]), other=0, eviction_policy='evict_first')
@@ -1879,99 +1921,6 @@ def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, o
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_0a713486dd(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_sum_7 = v_6
-    row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
-        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_11 = indices_10 < padded
-        v_12 = (2 * offset_9)
-        v_13 = (padded_block_n - v_12)
-        v_14 = (indices_10 + v_13)
-        v_15 = (v_14 < n)
-        v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
-        v_18 = v_15[None, :]
-        v_19 = tl.where(v_18, load_17, float("-inf"))
-        red_20 = (tl.max(tl.where(mask_11[None, :], v_19, float("-inf")), 1))
-        v_21 = tl.maximum(row_max_8, red_20)
-        v_22 = v_21[:, None]
-        v_23 = (v_19 - v_22)
-        v_24 = tl.exp(v_23)
-        red_25 = (tl.sum(tl.where(mask_11[None, :], v_24, 0), 1))
-        v_26 = (row_max_8 - v_21)
-        v_27 = tl.exp(v_26)
-        v_28 = (row_sum_7 * v_27)
-        v_29 = (v_28 + red_25)
-        row_sum_7 = v_29
-        row_max_8 = v_21
-    v_30 = (1.0 / row_sum_7)
-    for offset_31 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_33 = indices_32 < n
-        load_34 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_32[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_33[None, :]), other=0, eviction_policy='evict_first')
-        v_35 = row_max_8[:, None]
-        v_36 = (load_34 - v_35)
-        v_37 = tl.exp(v_36)
-        v_38 = v_30[:, None]
-        v_39 = (v_37 * v_38)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
-
-@triton.jit
-def _softmax_fwd_kernel_145bffced8(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
-    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    row_sum_7 = v_6
-    row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
-        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_11 = indices_10 < padded
-        v_12 = (2 * offset_9)
-        v_13 = (padded_block_n - v_12)
-        v_14 = (indices_10 + v_13)
-        v_15 = (v_14 < n)
-        v_16 = v_15[None, :]
-        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0, eviction_policy='evict_last')
-        v_18 = load_17.to(tl.float32)
-        v_19 = v_15[None, :]
-        v_20 = tl.where(v_19, v_18, float("-inf"))
-        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
-        v_22 = tl.maximum(row_max_8, red_21)
-        v_23 = v_22[:, None]
-        v_24 = (v_20 - v_23)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
-        v_27 = (row_max_8 - v_22)
-        v_28 = tl.exp(v_27)
-        v_29 = (row_sum_7 * v_28)
-        v_30 = (v_29 + red_26)
-        row_sum_7 = v_30
-        row_max_8 = v_22
-    v_31 = (1.0 / row_sum_7)
-    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
-        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_34 = indices_33 < n
-        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
-        v_36 = load_35.to(tl.float32)
-        v_37 = row_max_8[:, None]
-        v_38 = (v_36 - v_37)
-        v_39 = tl.exp(v_38)
-        v_40 = v_31[:, None]
-        v_41 = (v_39 * v_40)
-        v_42 = v_41.to(tl.float16)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
-
-@triton.jit
 def _softmax_fwd_kernel_1484bc333a(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2020,6 +1969,154 @@ def _softmax_fwd_kernel_1484bc333a(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
 @triton.jit
+def _softmax_fwd_kernel_182e2f0bc7(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], float("-inf"), tl.float32)
+    v_11 = tl.full([], 0, tl.float32)
+    local_sum_12 = v_11
+    local_max_13 = v_10
+    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_16 = indices_15 < v_9
+        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
+        v_18 = load_17.to(tl.float32)
+        red_19 = (tl.max(tl.where(mask_16, v_18, float("-inf")), 0))
+        v_20 = tl.maximum(local_max_13, red_19)
+        v_21 = (local_max_13 - v_20)
+        v_22 = tl.exp(v_21)
+        v_23 = (local_sum_12 * v_22)
+        v_24 = (v_18 - v_20)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(tl.where(mask_16, v_25, 0), 0))
+        v_27 = (v_23 + red_26)
+        local_sum_12 = v_27
+        local_max_13 = v_20
+    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
+    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    tl.debug_barrier()
+    old_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_29 != pieces:
+        seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_30 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+    red_31 = (tl.max(tl.where(rmask_0, load_30, float("-inf")), 0))
+    load_32 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+    v_33 = (load_30 - red_31)
+    v_34 = tl.exp(v_33)
+    v_35 = (load_32 * v_34)
+    red_36 = (tl.sum(tl.where(rmask_0, v_35, 0), 0))
+    v_37 = (1.0 / red_36)
+    for offset_38 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_39 = offset_38 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_40 = indices_39 < v_9
+        load_41 = tl.load(x + (v_5 * x_stride_0 + indices_39 * x_stride_1), mask=(mask_40), other=0, eviction_policy='evict_first')
+        v_42 = load_41.to(tl.float32)
+        v_43 = (v_42 - red_31)
+        v_44 = tl.exp(v_43)
+        v_45 = (v_44 * v_37)
+        v_46 = v_45.to(tl.bfloat16)
+        tl.store(out + (v_5 * out_stride_0 + indices_39 * out_stride_1), v_46, mask=(mask_40))
+
+
+_softmax_fwd_kernel_182e2f0bc7.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _softmax_fwd_kernel_20420623cc(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], float("-inf"), tl.float32)
+    v_11 = tl.full([], 0, tl.float32)
+    local_sum_12 = v_11
+    local_max_13 = v_10
+    whole_end_14 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_15 in tl.range(v_7, whole_end_14, _BLOCK_SIZE_0, loop_unroll_factor=2):
+        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_0)
+        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_16 * x_stride_1))
+        red_18 = (tl.max(tl.fma(load_17, 1.0, -0.0), 0))
+        v_19 = tl.maximum(local_max_13, red_18)
+        v_20 = (local_max_13 - v_19)
+        v_21 = tl.exp(v_20)
+        v_22 = (local_sum_12 * v_21)
+        v_23 = (load_17 - v_19)
+        v_24 = tl.exp(v_23)
+        red_25 = (tl.sum(v_24, 0))
+        v_26 = (v_22 + red_25)
+        local_sum_12 = v_26
+        local_max_13 = v_19
+    local_sum_27 = local_sum_12
+    local_max_28 = local_max_13
+    for offset_29 in tl.range(whole_end_14, v_9, _BLOCK_SIZE_0):
+        indices_30 = offset_29 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_31 = indices_30 < v_9
+        load_32 = tl.load(x + (v_5 * x_stride_0 + indices_30 * x_stride_1), mask=(mask_31), other=0)
+        red_33 = (tl.max(tl.where(mask_31, load_32, float("-inf")), 0))
+        v_34 = tl.maximum(local_max_28, red_33)
+        v_35 = (local_max_28 - v_34)
+        v_36 = tl.exp(v_35)
+        v_37 = (local_sum_27 * v_36)
+        v_38 = (load_32 - v_34)
+        v_39 = tl.exp(v_38)
+        red_40 = (tl.sum(tl.where(mask_31, v_39, 0), 0))
+        v_41 = (v_37 + red_40)
+        local_sum_27 = v_41
+        local_max_28 = v_34
+    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_28)
+    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_27)
+    tl.debug_barrier()
+    old_42 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_43 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_43 != pieces:
+        seen_43 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_44 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+    red_45 = (tl.max(tl.where(rmask_0, load_44, float("-inf")), 0))
+    load_46 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+    v_47 = (load_44 - red_45)
+    v_48 = tl.exp(v_47)
+    v_49 = (load_46 * v_48)
+    red_50 = (tl.sum(tl.where(rmask_0, v_49, 0), 0))
+    v_51 = (1.0 / red_50)
+    whole_end_52 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_53 in tl.range(v_7, whole_end_52, _BLOCK_SIZE_0, loop_unroll_factor=2):
+        indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_0)
+        load_55 = tl.load(x + (v_5 * x_stride_0 + indices_54 * x_stride_1), eviction_policy='evict_first')
+        v_56 = (load_55 - red_45)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * v_51)
+        tl.store(out + (v_5 * out_stride_0 + indices_54 * out_stride_1), v_58)
+    for offset_59 in tl.range(whole_end_52, v_9, _BLOCK_SIZE_0):
+        indices_60 = offset_59 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_61 = indices_60 < v_9
+        load_62 = tl.load(x + (v_5 * x_stride_0 + indices_60 * x_stride_1), mask=(mask_61), other=0, eviction_policy='evict_first')
+        v_63 = (load_62 - red_45)
+        v_64 = tl.exp(v_63)
+        v_65 = (v_64 * v_51)
+        tl.store(out + (v_5 * out_stride_0 + indices_60 * out_stride_1), v_65, mask=(mask_61))
+
+
+_softmax_fwd_kernel_20420623cc.fn.hk_concurrent_programs = True
+
+@triton.jit
 def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -2037,7 +2134,67 @@ def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_4a47e15108(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_5a1e178713(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], float("-inf"), tl.float32)
+    v_11 = tl.full([], 0, tl.float32)
+    local_sum_12 = v_11
+    local_max_13 = v_10
+    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_16 = indices_15 < v_9
+        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0, eviction_policy='evict_last')
+        red_18 = (tl.max(tl.where(mask_16, load_17, float("-inf")), 0))
+        v_19 = tl.maximum(local_max_13, red_18)
+        v_20 = (local_max_13 - v_19)
+        v_21 = tl.exp(v_20)
+        v_22 = (local_sum_12 * v_21)
+        v_23 = (load_17 - v_19)
+        v_24 = tl.exp(v_23)
+        red_25 = (tl.sum(tl.where(mask_16, v_24, 0), 0))
+        v_26 = (v_22 + red_25)
+        local_sum_12 = v_26
+        local_max_13 = v_19
+    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
+    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    tl.debug_barrier()
+    old_27 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_28 != pieces:
+        seen_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_29 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+    red_30 = (tl.max(tl.where(rmask_0, load_29, float("-inf")), 0))
+    load_31 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+    v_32 = (load_29 - red_30)
+    v_33 = tl.exp(v_32)
+    v_34 = (load_31 * v_33)
+    red_35 = (tl.sum(tl.where(rmask_0, v_34, 0), 0))
+    v_36 = (1.0 / red_35)
+    for offset_37 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_38 = offset_37 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_39 = indices_38 < v_9
+        load_40 = tl.load(x + (v_5 * x_stride_0 + indices_38 * x_stride_1), mask=(mask_39), other=0, eviction_policy='evict_first')
+        v_41 = (load_40 - red_30)
+        v_42 = tl.exp(v_41)
+        v_43 = (v_42 * v_36)
+        tl.store(out + (v_5 * out_stride_0 + indices_38 * out_stride_1), v_43, mask=(mask_39))
+
+
+_softmax_fwd_kernel_5a1e178713.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _softmax_fwd_kernel_6166db7550(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -2046,7 +2203,213 @@ def _softmax_fwd_kernel_4a47e15108(m_split_m, padded, padded_block_n, n, x, x_st
     v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
     row_sum_7 = v_6
     row_max_8 = v_5
-    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=2):
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
+        v_18 = v_15[None, :]
+        v_19 = tl.where(v_18, load_17, float("-inf"))
+        red_20 = (tl.max(tl.where(mask_11[None, :], v_19, float("-inf")), 1))
+        v_21 = tl.maximum(row_max_8, red_20)
+        v_22 = v_21[:, None]
+        v_23 = (v_19 - v_22)
+        v_24 = tl.exp(v_23)
+        red_25 = (tl.sum(tl.where(mask_11[None, :], v_24, 0), 1))
+        v_26 = (row_max_8 - v_21)
+        v_27 = tl.exp(v_26)
+        v_28 = (row_sum_7 * v_27)
+        v_29 = (v_28 + red_25)
+        row_sum_7 = v_29
+        row_max_8 = v_21
+    v_30 = (1.0 / row_sum_7)
+    for offset_31 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_33 = indices_32 < n
+        load_34 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_32[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_33[None, :]), other=0, eviction_policy='evict_first')
+        v_35 = row_max_8[:, None]
+        v_36 = (load_34 - v_35)
+        v_37 = tl.exp(v_36)
+        v_38 = v_30[:, None]
+        v_39 = (v_37 * v_38)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_81eab25078(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], float("-inf"), tl.float32)
+    v_11 = tl.full([], 0, tl.float32)
+    local_sum_12 = v_11
+    local_max_13 = v_10
+    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_16 = indices_15 < v_9
+        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
+        red_18 = (tl.max(tl.where(mask_16, load_17, float("-inf")), 0))
+        v_19 = tl.maximum(local_max_13, red_18)
+        v_20 = (local_max_13 - v_19)
+        v_21 = tl.exp(v_20)
+        v_22 = (local_sum_12 * v_21)
+        v_23 = (load_17 - v_19)
+        v_24 = tl.exp(v_23)
+        red_25 = (tl.sum(tl.where(mask_16, v_24, 0), 0))
+        v_26 = (v_22 + red_25)
+        local_sum_12 = v_26
+        local_max_13 = v_19
+    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
+    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    tl.debug_barrier()
+    old_27 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_28 != pieces:
+        seen_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_29 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+    red_30 = (tl.max(tl.where(rmask_0, load_29, float("-inf")), 0))
+    load_31 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+    v_32 = (load_29 - red_30)
+    v_33 = tl.exp(v_32)
+    v_34 = (load_31 * v_33)
+    red_35 = (tl.sum(tl.where(rmask_0, v_34, 0), 0))
+    v_36 = (1.0 / red_35)
+    for offset_37 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_38 = offset_37 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_39 = indices_38 < v_9
+        load_40 = tl.load(x + (v_5 * x_stride_0 + indices_38 * x_stride_1), mask=(mask_39), other=0, eviction_policy='evict_first')
+        v_41 = (load_40 - red_30)
+        v_42 = tl.exp(v_41)
+        v_43 = (v_42 * v_36)
+        tl.store(out + (v_5 * out_stride_0 + indices_38 * out_stride_1), v_43, mask=(mask_39))
+
+
+_softmax_fwd_kernel_81eab25078.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _softmax_fwd_kernel_89b1235286(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
+    v_8 = (v_6 - red_7)
+    v_9 = tl.exp(v_8)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    v_13 = v_12.to(tl.bfloat16)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_9edff6ec3b(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], float("-inf"), tl.float32)
+    v_11 = tl.full([], 0, tl.float32)
+    local_sum_12 = v_11
+    local_max_13 = v_10
+    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_16 = indices_15 < v_9
+        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
+        v_18 = load_17.to(tl.float32)
+        red_19 = (tl.max(tl.where(mask_16, v_18, float("-inf")), 0))
+        v_20 = tl.maximum(local_max_13, red_19)
+        v_21 = (local_max_13 - v_20)
+        v_22 = tl.exp(v_21)
+        v_23 = (local_sum_12 * v_22)
+        v_24 = (v_18 - v_20)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(tl.where(mask_16, v_25, 0), 0))
+        v_27 = (v_23 + red_26)
+        local_sum_12 = v_27
+        local_max_13 = v_20
+    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
+    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    tl.debug_barrier()
+    old_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_29 != pieces:
+        seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_30 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+    red_31 = (tl.max(tl.where(rmask_0, load_30, float("-inf")), 0))
+    load_32 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+    v_33 = (load_30 - red_31)
+    v_34 = tl.exp(v_33)
+    v_35 = (load_32 * v_34)
+    red_36 = (tl.sum(tl.where(rmask_0, v_35, 0), 0))
+    v_37 = (1.0 / red_36)
+    for offset_38 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_39 = offset_38 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_40 = indices_39 < v_9
+        load_41 = tl.load(x + (v_5 * x_stride_0 + indices_39 * x_stride_1), mask=(mask_40), other=0, eviction_policy='evict_first')
+        v_42 = load_41.to(tl.float32)
+        v_43 = (v_42 - red_31)
+        v_44 = tl.exp(v_43)
+        v_45 = (v_44 * v_37)
+        v_46 = v_45.to(tl.bfloat16)
+        tl.store(out + (v_5 * out_stride_0 + indices_39 * out_stride_1), v_46, mask=(mask_40))
+
+
+_softmax_fwd_kernel_9edff6ec3b.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
+    v_8 = (v_6 - red_7)
+    v_9 = tl.exp(v_8)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    v_11 = (1.0 / red_10)
+    v_12 = (v_9 * v_11)
+    v_13 = v_12.to(tl.float16)
+    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_fwd_kernel_b56fca2c0c(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0, loop_unroll_factor=1):
         indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
         mask_11 = indices_10 < padded
         v_12 = (2 * offset_9)
@@ -2071,7 +2434,7 @@ def _softmax_fwd_kernel_4a47e15108(m_split_m, padded, padded_block_n, n, x, x_st
         row_sum_7 = v_30
         row_max_8 = v_22
     v_31 = (1.0 / row_sum_7)
-    for offset_32 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2, num_stages=1):
+    for offset_32 in tl.range(0, tl.maximum(n, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
         indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
         mask_34 = indices_33 < n
         load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
@@ -2085,7 +2448,7 @@ def _softmax_fwd_kernel_4a47e15108(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_6c8890cedd(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_b6fc84b4b3(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
     indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
@@ -2094,7 +2457,7 @@ def _softmax_fwd_kernel_6c8890cedd(m_split_m, padded, padded_block_n, n, x, x_st
     v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
     row_sum_7 = v_6
     row_max_8 = v_5
-    for offset_9 in tl.range(0, tl.maximum(padded, 0), _BLOCK_SIZE_0, loop_unroll_factor=2, num_stages=2):
+    for offset_9 in tl.range(0, tl.maximum(padded, 0), _BLOCK_SIZE_0, loop_unroll_factor=2):
         indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
         mask_11 = indices_10 < padded
         v_12 = (2 * offset_9)
@@ -2130,26 +2493,7 @@ def _softmax_fwd_kernel_6c8890cedd(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_89b1235286(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
-    v_8 = (v_6 - red_7)
-    v_9 = tl.exp(v_8)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (1.0 / red_10)
-    v_12 = (v_9 * v_11)
-    v_13 = v_12.to(tl.bfloat16)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_fwd_kernel_91c9003fa9(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_c1dc96fe3a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2158,106 +2502,106 @@ def _softmax_fwd_kernel_91c9003fa9(split_m_pieces, sync, split_m, sync_stride_0,
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
     v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
     v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(x + (v_5 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12), other=0, eviction_policy='evict_last')
-        red_14 = (tl.max(tl.where(mask_12, load_13, float("-inf")), 0))
-        tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_14)
-        v_15 = (load_13 - red_14)
-        v_16 = tl.exp(v_15)
-        red_17 = (tl.sum(tl.where(mask_12, v_16, 0), 0))
-        tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_17)
-        tl.debug_barrier()
-        old_18 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-        seen_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_19 != pieces:
-            seen_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        load_20 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-        red_21 = (tl.max(tl.where(rmask_0, load_20, float("-inf")), 0))
-        load_22 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
-        v_23 = (load_20 - red_21)
-        v_24 = tl.exp(v_23)
-        v_25 = (load_22 * v_24)
-        red_26 = (tl.sum(tl.where(rmask_0, v_25, 0), 0))
-        v_27 = (load_13 - red_21)
-        v_28 = tl.exp(v_27)
-        v_29 = (1.0 / red_26)
-        v_30 = (v_28 * v_29)
-        tl.store(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), v_30, mask=(mask_12))
-
-
-_softmax_fwd_kernel_91c9003fa9.fn.hk_concurrent_programs = True
-
-@triton.jit
-def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    load_5 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-    v_6 = load_5.to(tl.float32)
-    red_7 = (tl.max(tl.where(rmask_0[None, :], v_6, float("-inf")), 1, keep_dims=True))
-    v_8 = (v_6 - red_7)
-    v_9 = tl.exp(v_8)
-    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
-    v_11 = (1.0 / red_10)
-    v_12 = (v_9 * v_11)
-    v_13 = v_12.to(tl.float16)
-    tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_fwd_kernel_c2afec49f8(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
-    v_9 = tl.minimum(n, v_8)
-    for offset_10 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=2):
-        indices_11 = offset_10 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_12 = indices_11 < v_9
-        load_13 = tl.load(x + (v_5 * x_stride_0 + indices_11 * x_stride_1), mask=(mask_12), other=0)
-        v_14 = load_13.to(tl.float32)
-        red_15 = (tl.max(tl.where(mask_12, v_14, float("-inf")), 0))
-        tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_15)
-        v_16 = (v_14 - red_15)
-        v_17 = tl.exp(v_16)
-        red_18 = (tl.sum(tl.where(mask_12, v_17, 0), 0))
-        tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_18)
-        tl.debug_barrier()
-        old_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-        seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_20 != pieces:
-            seen_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        load_21 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-        red_22 = (tl.max(tl.where(rmask_0, load_21, float("-inf")), 0))
-        load_23 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
-        v_24 = (load_21 - red_22)
+    v_10 = tl.full([], float("-inf"), tl.float32)
+    v_11 = tl.full([], 0, tl.float32)
+    local_sum_12 = v_11
+    local_max_13 = v_10
+    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_16 = indices_15 < v_9
+        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
+        v_18 = load_17.to(tl.float32)
+        red_19 = (tl.max(tl.where(mask_16, v_18, float("-inf")), 0))
+        v_20 = tl.maximum(local_max_13, red_19)
+        v_21 = (local_max_13 - v_20)
+        v_22 = tl.exp(v_21)
+        v_23 = (local_sum_12 * v_22)
+        v_24 = (v_18 - v_20)
         v_25 = tl.exp(v_24)
-        v_26 = (load_23 * v_25)
-        red_27 = (tl.sum(tl.where(rmask_0, v_26, 0), 0))
-        v_28 = (v_14 - red_22)
-        v_29 = tl.exp(v_28)
-        v_30 = (1.0 / red_27)
-        v_31 = (v_29 * v_30)
-        v_32 = v_31.to(tl.bfloat16)
-        tl.store(out + (v_5 * out_stride_0 + indices_11 * out_stride_1), v_32, mask=(mask_12))
+        red_26 = (tl.sum(tl.where(mask_16, v_25, 0), 0))
+        v_27 = (v_23 + red_26)
+        local_sum_12 = v_27
+        local_max_13 = v_20
+    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
+    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    tl.debug_barrier()
+    old_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    while seen_29 != pieces:
+        seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    tl.debug_barrier()
+    load_30 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+    red_31 = (tl.max(tl.where(rmask_0, load_30, float("-inf")), 0))
+    load_32 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+    v_33 = (load_30 - red_31)
+    v_34 = tl.exp(v_33)
+    v_35 = (load_32 * v_34)
+    red_36 = (tl.sum(tl.where(rmask_0, v_35, 0), 0))
+    v_37 = (1.0 / red_36)
+    for offset_38 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_39 = offset_38 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_40 = indices_39 < v_9
+        load_41 = tl.load(x + (v_5 * x_stride_0 + indices_39 * x_stride_1), mask=(mask_40), other=0, eviction_policy='evict_first')
+        v_42 = load_41.to(tl.float32)
+        v_43 = (v_42 - red_31)
+        v_44 = tl.exp(v_43)
+        v_45 = (v_44 * v_37)
+        v_46 = v_45.to(tl.float16)
+        tl.store(out + (v_5 * out_stride_0 + indices_39 * out_stride_1), v_46, mask=(mask_40))
 
 
-_softmax_fwd_kernel_c2afec49f8.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_c1dc96fe3a.fn.hk_concurrent_programs = True
+
+@triton.jit
+def _softmax_fwd_kernel_cf3e1a91a2(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
+        v_18 = load_17.to(tl.float32)
+        v_19 = v_15[None, :]
+        v_20 = tl.where(v_19, v_18, float("-inf"))
+        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        v_22 = tl.maximum(row_max_8, red_21)
+        v_23 = v_22[:, None]
+        v_24 = (v_20 - v_23)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
+        v_27 = (row_max_8 - v_22)
+        v_28 = tl.exp(v_27)
+        v_29 = (row_sum_7 * v_28)
+        v_30 = (v_29 + red_26)
+        row_sum_7 = v_30
+        row_max_8 = v_22
+    v_31 = (1.0 / row_sum_7)
+    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_34 = indices_33 < n
+        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
+        v_36 = load_35.to(tl.float32)
+        v_37 = row_max_8[:, None]
+        v_38 = (v_36 - v_37)
+        v_39 = tl.exp(v_38)
+        v_40 = v_31[:, None]
+        v_41 = (v_39 * v_40)
+        v_42 = v_41.to(tl.bfloat16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
 @triton.jit
 def _softmax_fwd_kernel_d3a63eeff8(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -2340,77 +2684,52 @@ def _softmax_fwd_kernel_d3a63eeff8(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_64[None, :] * out_stride_1), v_71, mask=(mask_4[:, None]) & (mask_65[None, :]))
 
 @triton.jit
-def _softmax_fwd_kernel_de4e46541d(split_m_pieces, sync, split_m, sync_stride_0, pieces, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
+def _softmax_fwd_kernel_e322d845dc(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * 4096)
-    v_8 = (v_7 + 4096)
-    v_9 = tl.minimum(n, v_8)
-    whole_end_10 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
-    for offset_11 in tl.range(v_7, whole_end_10, _BLOCK_SIZE_0, loop_unroll_factor=2):
-        indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_0)
-        load_13 = tl.load(x + (v_5 * x_stride_0 + indices_12 * x_stride_1))
-        red_14 = (tl.max(tl.fma(load_13, 1.0, -0.0), 0))
-        tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_14)
-        v_15 = (load_13 - red_14)
-        v_16 = tl.exp(v_15)
-        red_17 = (tl.sum(v_16, 0))
-        tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_17)
-        tl.debug_barrier()
-        old_18 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-        seen_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_19 != pieces:
-            seen_19 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        load_20 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-        red_21 = (tl.max(tl.where(rmask_0, load_20, float("-inf")), 0))
-        load_22 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-        v_23 = (load_20 - red_21)
-        v_24 = tl.exp(v_23)
-        v_25 = (load_22 * v_24)
-        red_26 = (tl.sum(tl.where(rmask_0, v_25, 0), 0))
-        v_27 = (load_13 - red_21)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    v_5 = tl.full([_BLOCK_SIZE_1], float("-inf"), tl.float32)
+    v_6 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    row_sum_7 = v_6
+    row_max_8 = v_5
+    for offset_9 in tl.range(0, padded, _BLOCK_SIZE_0):
+        indices_10 = offset_9 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_11 = indices_10 < padded
+        v_12 = (2 * offset_9)
+        v_13 = (padded_block_n - v_12)
+        v_14 = (indices_10 + v_13)
+        v_15 = (v_14 < n)
+        v_16 = v_15[None, :]
+        load_17 = tl.load(x + (indices_3[:, None] * x_stride_0 + v_14[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_11[None, :]) & (v_16), other=0)
+        v_18 = load_17.to(tl.float32)
+        v_19 = v_15[None, :]
+        v_20 = tl.where(v_19, v_18, float("-inf"))
+        red_21 = (tl.max(tl.where(mask_11[None, :], v_20, float("-inf")), 1))
+        v_22 = tl.maximum(row_max_8, red_21)
+        v_23 = v_22[:, None]
+        v_24 = (v_20 - v_23)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(tl.where(mask_11[None, :], v_25, 0), 1))
+        v_27 = (row_max_8 - v_22)
         v_28 = tl.exp(v_27)
-        v_29 = (1.0 / red_26)
-        v_30 = (v_28 * v_29)
-        tl.store(out + (v_5 * out_stride_0 + indices_12 * out_stride_1), v_30)
-    for offset_31 in tl.range(whole_end_10, v_9, _BLOCK_SIZE_0):
-        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_33 = indices_32 < v_9
-        load_34 = tl.load(x + (v_5 * x_stride_0 + indices_32 * x_stride_1), mask=(mask_33), other=0)
-        red_35 = (tl.max(tl.where(mask_33, load_34, float("-inf")), 0))
-        tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), red_35)
-        v_36 = (load_34 - red_35)
-        v_37 = tl.exp(v_36)
-        red_38 = (tl.sum(tl.where(mask_33, v_37, 0), 0))
-        tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), red_38)
-        tl.debug_barrier()
-        old_39 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-        seen_40 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        while seen_40 != pieces:
-            seen_40 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-        tl.debug_barrier()
-        load_41 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-        red_42 = (tl.max(tl.where(rmask_0, load_41, float("-inf")), 0))
-        load_43 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-        v_44 = (load_41 - red_42)
-        v_45 = tl.exp(v_44)
-        v_46 = (load_43 * v_45)
-        red_47 = (tl.sum(tl.where(rmask_0, v_46, 0), 0))
-        v_48 = (load_34 - red_42)
-        v_49 = tl.exp(v_48)
-        v_50 = (1.0 / red_47)
-        v_51 = (v_49 * v_50)
-        tl.store(out + (v_5 * out_stride_0 + indices_32 * out_stride_1), v_51, mask=(mask_33))
-
-
-_softmax_fwd_kernel_de4e46541d.fn.hk_concurrent_programs = True
+        v_29 = (row_sum_7 * v_28)
+        v_30 = (v_29 + red_26)
+        row_sum_7 = v_30
+        row_max_8 = v_22
+    v_31 = (1.0 / row_sum_7)
+    for offset_32 in tl.range(0, n, _BLOCK_SIZE_0):
+        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_34 = indices_33 < n
+        load_35 = tl.load(x + (indices_3[:, None] * x_stride_0 + indices_33[None, :] * x_stride_1), mask=(mask_4[:, None]) & (mask_34[None, :]), other=0, eviction_policy='evict_first')
+        v_36 = load_35.to(tl.float32)
+        v_37 = row_max_8[:, None]
+        v_38 = (v_36 - v_37)
+        v_39 = tl.exp(v_38)
+        v_40 = v_31[:, None]
+        v_41 = (v_39 * v_40)
+        v_42 = v_41.to(tl.float16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
 @triton.jit
 def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -2432,38 +2751,46 @@ def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 
-# softmax_bwd variant 00d37a4f60a6
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":4096,"N":131072}
-def softmax_bwd__00d37a4f60a6(grad_out, out, grad_in_dtype):
+# softmax_bwd variant 0e1741815e3c
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: sm_90.json float32 {"M":1,"N":32000}
+#   sm_90.json float32 {"M":16384,"N":16384}
+#   sm_90.json float32 {"M":2048,"N":32000}
+#   sm_90.json float32 {"M":4096,"N":16384}
+def softmax_bwd__0e1741815e3c(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 4096)
-    split_m = m if True and pieces <= 64 else 0
-    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_ceca08de7d, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_9dfd5d0cd7, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
-# softmax_bwd variant 1299a74d81fb
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 1ae83cb1e8e7
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":1024}
+def softmax_bwd__1ae83cb1e8e7(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_bwd variant 2059a16c2954
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: sm_90.json float32 {"M":16384,"N":2048}
 #   sm_90.json float32 {"M":16384,"N":4096}
 #   sm_90.json float32 {"M":16384,"N":8192}
-def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
+def softmax_bwd__2059a16c2954(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
@@ -2474,56 +2801,11 @@ def softmax_bwd__1299a74d81fb(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 2d1a04feec9d
-# config: {"block_sizes":[2048,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"pid_type":"flat","range_num_stages":[0,3,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":2048}
-def softmax_bwd__2d1a04feec9d(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 1)
-    return grad_in
-
-
-# softmax_bwd variant 406f289307da
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-def softmax_bwd__406f289307da(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
-    return grad_in
-
-
-# softmax_bwd variant 55a726b5331b
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def softmax_bwd__55a726b5331b(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant 5822c3ac84b6
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 36eb42ade2a7
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":16384,"N":1024}
-def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
+# used by: default.json float32 {"M":64,"N":1024}
+def softmax_bwd__36eb42ade2a7(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
@@ -2534,26 +2816,44 @@ def softmax_bwd__5822c3ac84b6(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 5b7de230a0c8
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 460a47ae3543
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def softmax_bwd__5b7de230a0c8(grad_out, out, grad_in_dtype):
+# used by: sm_90.json bfloat16 {"M":1,"N":32000}
+#   sm_90.json bfloat16 {"M":16384,"N":16384}
+#   sm_90.json bfloat16 {"M":2048,"N":32000}
+#   sm_90.json bfloat16 {"M":4096,"N":16384}
+def softmax_bwd__460a47ae3543(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
-# softmax_bwd variant 621e1763645c
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 4b828ccb648a
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def softmax_bwd__4b828ccb648a(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_bwd variant 5075cf338bf4
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":16384}
-def softmax_bwd__621e1763645c(grad_out, out, grad_in_dtype):
+def softmax_bwd__5075cf338bf4(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
@@ -2564,85 +2864,36 @@ def softmax_bwd__621e1763645c(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 6a7a295092fb
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# softmax_bwd variant 567c468b9cab
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":131072}
-def softmax_bwd__6a7a295092fb(grad_out, out, grad_in_dtype):
+def softmax_bwd__567c468b9cab(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 4096)
+    pieces = _cdiv(n, 8192)
     split_m = m if True and pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_0f0d99bb98, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
+    _launch(_softmax_bwd_kernel_0f0d99bb98, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
     _grad_in_strides = grad_in.stride()
     _grad_out_strides = grad_out.stride()
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_cf4aa72da5, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_becead006f, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
-# softmax_bwd variant 845078939762
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def softmax_bwd__845078939762(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant 90396573d772
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":1,"N":32000}
-#   sm_90.json float32 {"M":16384,"N":16384}
-#   sm_90.json float32 {"M":2048,"N":32000}
-#   sm_90.json float32 {"M":4096,"N":16384}
-def softmax_bwd__90396573d772(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
-    return grad_in
-
-
-# softmax_bwd variant 9333ec3edacc
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 746ad9d32b27
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def softmax_bwd__9333ec3edacc(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant 952d792eb148
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":4096}
-#   sm_90.json bfloat16 {"M":16384,"N":8192}
-def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def softmax_bwd__746ad9d32b27(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
@@ -2653,37 +2904,11 @@ def softmax_bwd__952d792eb148(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant adca8884add1
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# softmax_bwd variant 7c65b5e6aa44
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":256,"N":262144}
-#   sm_90.json float32 {"M":4096,"N":131072}
-def softmax_bwd__adca8884add1(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 4096)
-    split_m = m if True and pieces <= 64 else 0
-    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_0f0d99bb98, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_cf4aa72da5, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant b0ec935f488b
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def softmax_bwd__b0ec935f488b(grad_out, out, grad_in_dtype):
+# used by: sm_90.json float32 {"M":16384,"N":1024}
+def softmax_bwd__7c65b5e6aa44(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
@@ -2694,11 +2919,82 @@ def softmax_bwd__b0ec935f488b(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant bae90f8634fc
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant 89163c706a8c
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def softmax_bwd__89163c706a8c(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 8192)
+    split_m = m if True and pieces <= 64 else 0
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_19899ffa8f, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_a324e57133, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    return grad_in
+
+
+# softmax_bwd variant 8e9689ad8827
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def softmax_bwd__8e9689ad8827(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    return grad_in
+
+
+# softmax_bwd variant b011c62e6f3e
+# config: {"block_sizes":[2048,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"pid_type":"flat","range_num_stages":[0,3,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":2048}
+def softmax_bwd__b011c62e6f3e(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 1)
+    return grad_in
+
+
+# softmax_bwd variant c5b83d84cafb
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":4096}
+#   sm_90.json bfloat16 {"M":16384,"N":8192}
+def softmax_bwd__c5b83d84cafb(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    return grad_in
+
+
+# softmax_bwd variant cb3584a71b25
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":16384}
-def softmax_bwd__bae90f8634fc(grad_out, out, grad_in_dtype):
+def softmax_bwd__cb3584a71b25(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
@@ -2709,79 +3005,26 @@ def softmax_bwd__bae90f8634fc(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant bcbfaf362b03
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# softmax_bwd variant d07669147479
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def softmax_bwd__bcbfaf362b03(grad_out, out, grad_in_dtype):
+# used by: default.json float16 {"M":64,"N":1024}
+def softmax_bwd__d07669147479(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
     return grad_in
 
 
-# softmax_bwd variant c8e486eb7670
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# softmax_bwd variant d5d5ee524ac4
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def softmax_bwd__c8e486eb7670(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 4096)
-    split_m = m if True and pieces <= 64 else 0
-    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_ceca08de7d, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_9dfd5d0cd7, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant dccd881d45de
-# config: {"block_sizes":[4096,16],"flatten_loops":[],"indexing":["pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","block_ptr","pointer","pointer","tensor_descriptor","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","last","last","last","first"],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"xyz","range_num_stages":[4,3,2],"range_unroll_factors":[2,1,1],"range_warp_specializes":[null,null,null],"reduction_loops":[16],"split_rows":true,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":256,"N":262144}
-def softmax_bwd__dccd881d45de(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 4096)
-    split_m = m if True and pieces <= 64 else 0
-    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_d2defc352f, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (16, 4096), 4, 2)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_1e89056298, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant f167ce30e941
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":1,"N":32000}
-#   sm_90.json bfloat16 {"M":16384,"N":16384}
-#   sm_90.json bfloat16 {"M":2048,"N":32000}
-#   sm_90.json bfloat16 {"M":4096,"N":16384}
-def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
+# used by: default.json bfloat16 {"M":64,"N":16384}
+def softmax_bwd__d5d5ee524ac4(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
@@ -2792,26 +3035,12 @@ def softmax_bwd__f167ce30e941(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant f357b6cbe6cb
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":1024}
-def softmax_bwd__f357b6cbe6cb(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant fd6077a8756f
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def softmax_bwd__fd6077a8756f(grad_out, out, grad_in_dtype):
+# softmax_bwd variant e12c3b7f95ef
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":256,"N":262144}
+#   sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":4096,"N":131072}
+def softmax_bwd__e12c3b7f95ef(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
@@ -2822,23 +3051,128 @@ def softmax_bwd__fd6077a8756f(grad_out, out, grad_in_dtype):
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_19899ffa8f, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 4, 2)
+    _launch(_softmax_bwd_kernel_0f0d99bb98, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
     _grad_in_strides = grad_in.stride()
     _grad_out_strides = grad_out.stride()
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_45f2d94041, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_becead006f, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 4096, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
-# softmax_fwd variant 218d13c07c84
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# softmax_bwd variant eb71e1bb1eb3
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def softmax_bwd__eb71e1bb1eb3(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    return grad_in
+
+
+# softmax_bwd variant f508609482cf
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","block_ptr","pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","last","last","last","first","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"pid_type":"xyz","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[2,1,1,1],"range_warp_specializes":[null,null,null,null],"reduction_loops":[16],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":256,"N":262144}
+def softmax_bwd__f508609482cf(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 8192)
+    split_m = m if True and pieces <= 64 else 0
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_afcad2d40a, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_799c84ec84, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    return grad_in
+
+
+# softmax_bwd variant fc6667f9f6d5
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":4096,"N":131072}
+def softmax_bwd__fc6667f9f6d5(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 8192)
+    split_m = m if True and pieces <= 64 else 0
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_ceca08de7d, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_054eea40fc, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    return grad_in
+
+
+# softmax_fwd variant 0f2c4cc7e5a8
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def softmax_fwd__0f2c4cc7e5a8(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 16384)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_e322d845dc, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_c1dc96fe3a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
+# softmax_fwd variant 1d3e1cd5abd7
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":1,"N":32000}
-#   sm_90.json float32 {"M":16384,"N":16384}
-#   sm_90.json float32 {"M":2048,"N":32000}
-def softmax_fwd__218d13c07c84(x, out_dtype):
+# used by: sm_90.json float32 {"M":16384,"N":2048}
+#   sm_90.json float32 {"M":16384,"N":4096}
+#   sm_90.json float32 {"M":16384,"N":8192}
+def softmax_fwd__1d3e1cd5abd7(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 1fbdb50c0fc1
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+def softmax_fwd__1fbdb50c0fc1(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
@@ -2848,11 +3182,196 @@ def softmax_fwd__218d13c07c84(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 2db4d47dbcc1
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# softmax_fwd variant 24b60d83ee64
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":4096}
+def softmax_fwd__24b60d83ee64(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 373481cd28e0
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":4096,"N":131072}
+def softmax_fwd__373481cd28e0(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_1484bc333a, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    return out
+
+
+# softmax_fwd variant 395b730082ae
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def softmax_fwd__395b730082ae(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
+# softmax_fwd variant 480387677867
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","first","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[true,true,true,true],"range_unroll_factors":[0,1,2,2],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":4096,"N":131072}
+def softmax_fwd__480387677867(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 8192)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_d3a63eeff8, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_20420623cc, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
+# softmax_fwd variant 4f1df1acef25
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":4096,"N":131072}
+def softmax_fwd__4f1df1acef25(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 16384)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_1484bc333a, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_9edff6ec3b, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
+# softmax_fwd variant 52062df537ce
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def softmax_fwd__52062df537ce(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
+# softmax_fwd variant 52a704ff4758
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":1,"N":32000}
+#   sm_90.json bfloat16 {"M":16384,"N":8192}
+def softmax_fwd__52a704ff4758(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 5a12680a964b
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def softmax_fwd__5a12680a964b(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 16384)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_6166db7550, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_81eab25078, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
+# softmax_fwd variant 5ba708ea76da
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":1024}
+def softmax_fwd__5ba708ea76da(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
+# softmax_fwd variant 64ed59835797
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def softmax_fwd__64ed59835797(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 16384)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_cf3e1a91a2, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_9edff6ec3b, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
+# softmax_fwd variant 6961ad4b4e05
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":16384}
-def softmax_fwd__2db4d47dbcc1(x, out_dtype):
+def softmax_fwd__6961ad4b4e05(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
@@ -2862,11 +3381,11 @@ def softmax_fwd__2db4d47dbcc1(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 35e618337542
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# softmax_fwd variant a46d1066ebb5
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":1024}
-def softmax_fwd__35e618337542(x, out_dtype):
+def softmax_fwd__a46d1066ebb5(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
@@ -2876,212 +3395,36 @@ def softmax_fwd__35e618337542(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 3c1afa296b9b
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def softmax_fwd__3c1afa296b9b(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_0a713486dd, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
-
-
-# softmax_fwd variant 526e2c49bd54
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":16384,"N":2048}
-#   sm_90.json float32 {"M":16384,"N":4096}
-#   sm_90.json float32 {"M":16384,"N":8192}
-def softmax_fwd__526e2c49bd54(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 5a7dec1ff850
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def softmax_fwd__5a7dec1ff850(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_145bffced8, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
-
-
-# softmax_fwd variant 5cd67ce2a692
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# softmax_fwd variant af83e15ffb44
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","block_ptr","pointer","block_ptr","tensor_descriptor","block_ptr","block_ptr","tensor_descriptor","block_ptr","block_ptr"],"l2_groupings":[],"load_eviction_policies":["first","last","","","last",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[1,2,1,1],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":1024}
-def softmax_fwd__5cd67ce2a692(x, out_dtype):
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":256,"N":262144}
+def softmax_fwd__af83e15ffb44(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 16384)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
-    x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_b56fca2c0c, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_182e2f0bc7, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
-# softmax_fwd variant 68011887f4bd
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":16384,"N":1024}
-def softmax_fwd__68011887f4bd(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant 7c521258ce51
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def softmax_fwd__7c521258ce51(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1484bc333a, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
-
-
-# softmax_fwd variant 8236d95a98c7
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":4096}
-def softmax_fwd__8236d95a98c7(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 8e9f480a81e1
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":16384}
-#   sm_90.json bfloat16 {"M":2048,"N":32000}
-#   sm_90.json bfloat16 {"M":4096,"N":16384}
-def softmax_fwd__8e9f480a81e1(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
-    return out
-
-
-# softmax_fwd variant 8eda9ff0d1a8
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":1,"N":32000}
-#   sm_90.json bfloat16 {"M":16384,"N":8192}
-def softmax_fwd__8eda9ff0d1a8(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 932d7626b539
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def softmax_fwd__932d7626b539(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 935c8aaed23c
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-def softmax_fwd__935c8aaed23c(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 973fadb9b414
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def softmax_fwd__973fadb9b414(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant 980022f01c95
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def softmax_fwd__980022f01c95(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 9e9840db6e79
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def softmax_fwd__9e9840db6e79(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 9e9f3393e262
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":false,"pid_type":"xyz","range_num_stages":[0,2,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# softmax_fwd variant b22f62a092d3
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":false,"pid_type":"xyz","range_num_stages":[0,2,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"M":16384,"N":2048}
-def softmax_fwd__9e9f3393e262(x, out_dtype):
+def softmax_fwd__b22f62a092d3(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
@@ -3091,128 +3434,27 @@ def softmax_fwd__9e9f3393e262(x, out_dtype):
     return out
 
 
-# softmax_fwd variant ab2f64481cbe
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# softmax_fwd variant bb70c67b9e31
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":4096,"N":131072}
-def softmax_fwd__ab2f64481cbe(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1484bc333a, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
-    return out
-
-
-# softmax_fwd variant b1f68941227b
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","block_ptr","pointer","block_ptr","tensor_descriptor","block_ptr","block_ptr","tensor_descriptor","block_ptr"],"l2_groupings":[],"load_eviction_policies":["first","last","","","last"],"loop_orders":[],"num_stages":4,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[2,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,2,1],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":256,"N":262144}
-def softmax_fwd__b1f68941227b(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 4096)
-    split_m = m if True and pieces <= 64 else 0
-    piece_max = _new_empty(x, torch.float32, split_m, pieces)
-    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_4a47e15108, (_cdiv(m - split_m, 2),), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (2, 4096), 4, 4)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_c2afec49f8, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 4, 4)
-    return out
-
-
-# softmax_fwd variant b548b89cb273
-# config: {"block_sizes":[4096,16],"flatten_loops":[],"indexing":["tensor_descriptor","tensor_descriptor","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","block_ptr"],"l2_groupings":[],"load_eviction_policies":["last","last","last","","last"],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[2,0,0],"range_unroll_factors":[2,2,1],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":256,"N":262144}
-def softmax_fwd__b548b89cb273(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 4096)
-    split_m = m if True and pieces <= 64 else 0
-    piece_max = _new_empty(x, torch.float32, split_m, pieces)
-    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_6c8890cedd, (_cdiv(m - split_m, 16),), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (16, 4096), 4, 1)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_91c9003fa9, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 4, 1)
-    return out
-
-
-# softmax_fwd variant c300006420a6
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","first","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,true,true],"range_unroll_factors":[0,1,2],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":true}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90.json float32 {"M":4096,"N":131072}
-def softmax_fwd__c300006420a6(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 4096)
-    split_m = m if True and pieces <= 64 else 0
-    piece_max = _new_empty(x, torch.float32, split_m, pieces)
-    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_d3a63eeff8, (_cdiv(m - split_m, 2),), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (2, 4096), 4, 2)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_de4e46541d, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant df38d8b052b1
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-def softmax_fwd__df38d8b052b1(x, out_dtype):
+# used by: sm_90.json bfloat16 {"M":16384,"N":16384}
+#   sm_90.json bfloat16 {"M":2048,"N":32000}
+#   sm_90.json bfloat16 {"M":4096,"N":16384}
+def softmax_fwd__bb70c67b9e31(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
     return out
 
 
-# softmax_fwd variant e017dc1f1c82
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def softmax_fwd__e017dc1f1c82(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
-
-
-# softmax_fwd variant e1a84425044e
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"split_rows":false}
+# softmax_fwd variant bf4ce3566d1a
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
 # used by: sm_90.json float32 {"M":4096,"N":16384}
-def softmax_fwd__e1a84425044e(x, out_dtype):
+def softmax_fwd__bf4ce3566d1a(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
@@ -3222,98 +3464,206 @@ def softmax_fwd__e1a84425044e(x, out_dtype):
     return out
 
 
+# softmax_fwd variant d1a9fa2e0d74
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: sm_90.json float32 {"M":1,"N":32000}
+#   sm_90.json float32 {"M":16384,"N":16384}
+#   sm_90.json float32 {"M":2048,"N":32000}
+def softmax_fwd__d1a9fa2e0d74(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant d292776996ed
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def softmax_fwd__d292776996ed(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant de9bf71ed48e
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["tensor_descriptor","tensor_descriptor","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","tensor_descriptor","block_ptr"],"l2_groupings":[],"load_eviction_policies":["last","last","last","","last",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[2,2,1,1],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":256,"N":262144}
+def softmax_fwd__de9bf71ed48e(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 8192)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b6fc84b4b3, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_5a1e178713, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
+# softmax_fwd variant e1520c0c785e
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":16384}
+def softmax_fwd__e1520c0c785e(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant f1d46eb618eb
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: sm_90.json float32 {"M":16384,"N":1024}
+def softmax_fwd__f1d46eb618eb(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
+# softmax_fwd variant f272d6da95ce
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def softmax_fwd__f272d6da95ce(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant ffbd1c9a82d6
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def softmax_fwd__ffbd1c9a82d6(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
 VARIANTS = {
     'softmax_fwd': {
-        '218d13c07c84': softmax_fwd__218d13c07c84,
-        '2db4d47dbcc1': softmax_fwd__2db4d47dbcc1,
-        '35e618337542': softmax_fwd__35e618337542,
-        '3c1afa296b9b': softmax_fwd__3c1afa296b9b,
-        '526e2c49bd54': softmax_fwd__526e2c49bd54,
-        '5a7dec1ff850': softmax_fwd__5a7dec1ff850,
-        '5cd67ce2a692': softmax_fwd__5cd67ce2a692,
-        '68011887f4bd': softmax_fwd__68011887f4bd,
-        '7c521258ce51': softmax_fwd__7c521258ce51,
-        '8236d95a98c7': softmax_fwd__8236d95a98c7,
-        '8e9f480a81e1': softmax_fwd__8e9f480a81e1,
-        '8eda9ff0d1a8': softmax_fwd__8eda9ff0d1a8,
-        '932d7626b539': softmax_fwd__932d7626b539,
-        '935c8aaed23c': softmax_fwd__935c8aaed23c,
-        '973fadb9b414': softmax_fwd__973fadb9b414,
-        '980022f01c95': softmax_fwd__980022f01c95,
-        '9e9840db6e79': softmax_fwd__9e9840db6e79,
-        '9e9f3393e262': softmax_fwd__9e9f3393e262,
-        'ab2f64481cbe': softmax_fwd__ab2f64481cbe,
-        'b1f68941227b': softmax_fwd__b1f68941227b,
-        'b548b89cb273': softmax_fwd__b548b89cb273,
-        'c300006420a6': softmax_fwd__c300006420a6,
-        'df38d8b052b1': softmax_fwd__df38d8b052b1,
-        'e017dc1f1c82': softmax_fwd__e017dc1f1c82,
-        'e1a84425044e': softmax_fwd__e1a84425044e,
+        '0f2c4cc7e5a8': softmax_fwd__0f2c4cc7e5a8,
+        '1d3e1cd5abd7': softmax_fwd__1d3e1cd5abd7,
+        '1fbdb50c0fc1': softmax_fwd__1fbdb50c0fc1,
+        '24b60d83ee64': softmax_fwd__24b60d83ee64,
+        '373481cd28e0': softmax_fwd__373481cd28e0,
+        '395b730082ae': softmax_fwd__395b730082ae,
+        '480387677867': softmax_fwd__480387677867,
+        '4f1df1acef25': softmax_fwd__4f1df1acef25,
+        '52062df537ce': softmax_fwd__52062df537ce,
+        '52a704ff4758': softmax_fwd__52a704ff4758,
+        '5a12680a964b': softmax_fwd__5a12680a964b,
+        '5ba708ea76da': softmax_fwd__5ba708ea76da,
+        '64ed59835797': softmax_fwd__64ed59835797,
+        '6961ad4b4e05': softmax_fwd__6961ad4b4e05,
+        'a46d1066ebb5': softmax_fwd__a46d1066ebb5,
+        'af83e15ffb44': softmax_fwd__af83e15ffb44,
+        'b22f62a092d3': softmax_fwd__b22f62a092d3,
+        'bb70c67b9e31': softmax_fwd__bb70c67b9e31,
+        'bf4ce3566d1a': softmax_fwd__bf4ce3566d1a,
+        'd1a9fa2e0d74': softmax_fwd__d1a9fa2e0d74,
+        'd292776996ed': softmax_fwd__d292776996ed,
+        'de9bf71ed48e': softmax_fwd__de9bf71ed48e,
+        'e1520c0c785e': softmax_fwd__e1520c0c785e,
+        'f1d46eb618eb': softmax_fwd__f1d46eb618eb,
+        'f272d6da95ce': softmax_fwd__f272d6da95ce,
+        'ffbd1c9a82d6': softmax_fwd__ffbd1c9a82d6,
     },
     'softmax_bwd': {
-        '00d37a4f60a6': softmax_bwd__00d37a4f60a6,
-        '1299a74d81fb': softmax_bwd__1299a74d81fb,
-        '2d1a04feec9d': softmax_bwd__2d1a04feec9d,
-        '406f289307da': softmax_bwd__406f289307da,
-        '55a726b5331b': softmax_bwd__55a726b5331b,
-        '5822c3ac84b6': softmax_bwd__5822c3ac84b6,
-        '5b7de230a0c8': softmax_bwd__5b7de230a0c8,
-        '621e1763645c': softmax_bwd__621e1763645c,
-        '6a7a295092fb': softmax_bwd__6a7a295092fb,
-        '845078939762': softmax_bwd__845078939762,
-        '90396573d772': softmax_bwd__90396573d772,
-        '9333ec3edacc': softmax_bwd__9333ec3edacc,
-        '952d792eb148': softmax_bwd__952d792eb148,
-        'adca8884add1': softmax_bwd__adca8884add1,
-        'b0ec935f488b': softmax_bwd__b0ec935f488b,
-        'bae90f8634fc': softmax_bwd__bae90f8634fc,
-        'bcbfaf362b03': softmax_bwd__bcbfaf362b03,
-        'c8e486eb7670': softmax_bwd__c8e486eb7670,
-        'dccd881d45de': softmax_bwd__dccd881d45de,
-        'f167ce30e941': softmax_bwd__f167ce30e941,
-        'f357b6cbe6cb': softmax_bwd__f357b6cbe6cb,
-        'fd6077a8756f': softmax_bwd__fd6077a8756f,
+        '0e1741815e3c': softmax_bwd__0e1741815e3c,
+        '1ae83cb1e8e7': softmax_bwd__1ae83cb1e8e7,
+        '2059a16c2954': softmax_bwd__2059a16c2954,
+        '36eb42ade2a7': softmax_bwd__36eb42ade2a7,
+        '460a47ae3543': softmax_bwd__460a47ae3543,
+        '4b828ccb648a': softmax_bwd__4b828ccb648a,
+        '5075cf338bf4': softmax_bwd__5075cf338bf4,
+        '567c468b9cab': softmax_bwd__567c468b9cab,
+        '746ad9d32b27': softmax_bwd__746ad9d32b27,
+        '7c65b5e6aa44': softmax_bwd__7c65b5e6aa44,
+        '89163c706a8c': softmax_bwd__89163c706a8c,
+        '8e9689ad8827': softmax_bwd__8e9689ad8827,
+        'b011c62e6f3e': softmax_bwd__b011c62e6f3e,
+        'c5b83d84cafb': softmax_bwd__c5b83d84cafb,
+        'cb3584a71b25': softmax_bwd__cb3584a71b25,
+        'd07669147479': softmax_bwd__d07669147479,
+        'd5d5ee524ac4': softmax_bwd__d5d5ee524ac4,
+        'e12c3b7f95ef': softmax_bwd__e12c3b7f95ef,
+        'eb71e1bb1eb3': softmax_bwd__eb71e1bb1eb3,
+        'f508609482cf': softmax_bwd__f508609482cf,
+        'fc6667f9f6d5': softmax_bwd__fc6667f9f6d5,
     },
 }
 
 
 REPLAYABLE = frozenset({
-    'softmax_bwd__1299a74d81fb',
-    'softmax_bwd__2d1a04feec9d',
-    'softmax_bwd__406f289307da',
-    'softmax_bwd__55a726b5331b',
-    'softmax_bwd__5822c3ac84b6',
-    'softmax_bwd__5b7de230a0c8',
-    'softmax_bwd__621e1763645c',
-    'softmax_bwd__845078939762',
-    'softmax_bwd__90396573d772',
-    'softmax_bwd__9333ec3edacc',
-    'softmax_bwd__952d792eb148',
-    'softmax_bwd__b0ec935f488b',
-    'softmax_bwd__bae90f8634fc',
-    'softmax_bwd__bcbfaf362b03',
-    'softmax_bwd__f167ce30e941',
-    'softmax_bwd__f357b6cbe6cb',
-    'softmax_fwd__218d13c07c84',
-    'softmax_fwd__2db4d47dbcc1',
-    'softmax_fwd__35e618337542',
-    'softmax_fwd__3c1afa296b9b',
-    'softmax_fwd__526e2c49bd54',
-    'softmax_fwd__5a7dec1ff850',
-    'softmax_fwd__5cd67ce2a692',
-    'softmax_fwd__68011887f4bd',
-    'softmax_fwd__7c521258ce51',
-    'softmax_fwd__8236d95a98c7',
-    'softmax_fwd__8e9f480a81e1',
-    'softmax_fwd__8eda9ff0d1a8',
-    'softmax_fwd__932d7626b539',
-    'softmax_fwd__935c8aaed23c',
-    'softmax_fwd__973fadb9b414',
-    'softmax_fwd__980022f01c95',
-    'softmax_fwd__9e9840db6e79',
-    'softmax_fwd__9e9f3393e262',
-    'softmax_fwd__ab2f64481cbe',
-    'softmax_fwd__df38d8b052b1',
-    'softmax_fwd__e017dc1f1c82',
-    'softmax_fwd__e1a84425044e',
+    'softmax_bwd__0e1741815e3c',
+    'softmax_bwd__1ae83cb1e8e7',
+    'softmax_bwd__2059a16c2954',
+    'softmax_bwd__36eb42ade2a7',
+    'softmax_bwd__460a47ae3543',
+    'softmax_bwd__4b828ccb648a',
+    'softmax_bwd__5075cf338bf4',
+    'softmax_bwd__746ad9d32b27',
+    'softmax_bwd__7c65b5e6aa44',
+    'softmax_bwd__8e9689ad8827',
+    'softmax_bwd__b011c62e6f3e',
+    'softmax_bwd__c5b83d84cafb',
+    'softmax_bwd__cb3584a71b25',
+    'softmax_bwd__d07669147479',
+    'softmax_bwd__d5d5ee524ac4',
+    'softmax_bwd__eb71e1bb1eb3',
+    'softmax_fwd__1d3e1cd5abd7',
+    'softmax_fwd__1fbdb50c0fc1',
+    'softmax_fwd__24b60d83ee64',
+    'softmax_fwd__373481cd28e0',
+    'softmax_fwd__395b730082ae',
+    'softmax_fwd__52062df537ce',
+    'softmax_fwd__52a704ff4758',
+    'softmax_fwd__5ba708ea76da',
+    'softmax_fwd__6961ad4b4e05',
+    'softmax_fwd__a46d1066ebb5',
+    'softmax_fwd__b22f62a092d3',
+    'softmax_fwd__bb70c67b9e31',
+    'softmax_fwd__bf4ce3566d1a',
+    'softmax_fwd__d1a9fa2e0d74',
+    'softmax_fwd__d292776996ed',
+    'softmax_fwd__e1520c0c785e',
+    'softmax_fwd__f1d46eb618eb',
+    'softmax_fwd__f272d6da95ce',
+    'softmax_fwd__ffbd1c9a82d6',
 })
