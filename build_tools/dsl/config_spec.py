@@ -30,10 +30,11 @@ MAX_DOT_VOLUME = 1 << 21
 NO_DOT_UNROLL_FROM_WARPS = 16
 DOT_ELEMENTS_PER_WARP = 128
 # A program's largest tensor spread over its threads: more elements per thread than registers hold
-# spill, and ptxas took over 5 minutes on one such config (a 512x128 fp32 tile in 1 warp, 2048
-# elements per thread, H200 run of 2026-11-23); num_warps rises until each thread holds at most this
-# (512: the tuned tables hold configs at 512, e.g. a 16x4096 column tile beside 4-warp split rows).
-MAX_ELEMENTS_PER_THREAD = 512
+# spill, and the compile time grows with them: ptxas took over 5 minutes on a 512x128 fp32 tile in 1
+# warp (2048 elements per thread, H200 run of 2026-11-23), and LLVM's O3 pass over 150 s on a softmax
+# backward's 16384-column tile in 1 warp (512 per thread, H100 GPU tests of 2026-11-26). num_warps
+# rises until each thread holds at most this (128: the most any tuned table's config holds).
+MAX_ELEMENTS_PER_THREAD = 128
 # A matrix product's result (an fp32 accumulator) holds registers for the whole loop, beside its
 # operands: an attention backward random config with a 128x256 product (2026-11-24) outlasted the GPU
 # tests' 550 s timeout in ptxas at 2 warps (512 elements per thread) and a 7-minute cross-compile at
