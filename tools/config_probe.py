@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from build_tools.autotune.table import load_table, merged_table, table_path_for, write_table  # noqa: E402
+from build_tools.autotune.table import environment_header, load_table, merged_table, table_path_for, write_table  # noqa: E402
 from helion_kernels._variant import to_plain, variant_id  # noqa: E402
 
 OTHER_DTYPE = {"bfloat16": "float16", "float16": "bfloat16"}
@@ -105,16 +105,11 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
 
 
 def _device_header() -> dict:
-    """The header of a table tuned on the current GPU (environment_header's fields)."""
-    import datetime
-
-    import triton
+    """The header of a table tuned on the current GPU."""
     from helion_kernels import _arch
 
     device = torch.device("cuda", torch.cuda.current_device())
-    return {"schema": 1, "arch": _arch.arch_key(device), "device_name": torch.cuda.get_device_name(device),
-            "triton": triton.__version__, "torch": torch.__version__,
-            "tuned_at": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
+    return environment_header(_arch.arch_key(device), torch.cuda.get_device_name(device))
 
 
 def print_row(row: dict) -> None:
@@ -142,18 +137,19 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         entry["config"] = row["configs"][label]
         entry["variant"] = variant_id(row["op"], entry["config"], entry["specialization"])
         entry["us"] = round(best[label], 3)
-        header = row["device"]
-        destination = table_path_for(table_path.parent, header["arch"], header["device_name"])
+        destination = table_path_for(table_path.parent, row["device"]["arch"], row["device"]["device_name"])
         if destination != table_path:
             entry.pop("baseline_us", None)  # the peers were timed on the other device
-        winners.setdefault((destination, json.dumps(header, sort_keys=True)), []).append(
+        winners.setdefault(destination, (row["device"], []))[1].append(
             (entry, f"{row['op']} {row['dtype']} {json.dumps(row['shape'])}: {label} "
                     f"{best['tuned']:.2f} -> {best[label]:.2f} us ({destination.name})"))
     changed = []
-    for (destination, header), found in winners.items():
-        existing = table if destination == table_path else load_table(destination)
-        head = {k: v for k, v in existing.items() if k != "entries"} if destination == table_path else json.loads(header)
-        write_table(destination, merged_table(head, existing, [entry for entry, _ in found]))
+    for destination, (header, found) in winners.items():
+        if destination == table_path:
+            existing, header = table, {k: v for k, v in table.items() if k != "entries"}
+        else:
+            existing = load_table(destination)
+        write_table(destination, merged_table(header, existing, [entry for entry, _ in found]))
         changed += [line for _, line in found]
     return changed
 
