@@ -4,7 +4,7 @@ results nothing reads any more (the buffers, sizes and strides only those launch
 config's constants), so a call neither allocates nor queries nor computes for them.
 
 A grid is provably empty when a factor of one of its dimensions folds to 0 from constants:
-literals, names the launcher assigns once, at its top level, from a foldable expression (read
+literals (integers, booleans, and strings such as a config's enum choice, which only compare), names the launcher assigns once, at its top level, from a foldable expression (read
 after that assignment), conditional expressions on a folded test, `and`/`or` (decided by their
 folded operands, as Python short-circuits them), comparisons and integer arithmetic of folded
 values, and `_cdiv`, `_next_power_of_2`, `min` and `max` of folded values; or when it is a sum of
@@ -60,8 +60,8 @@ def _fold_call(name: str, values: list):
 
 def _fold(node: ast.AST, env: dict):
     """The constant value of `node` given the constant names in `env`, or UNKNOWN."""
-    if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, (bool, int)) else UNKNOWN
+    if isinstance(node, ast.Constant):  # strings too: a config's enum choices compare by value
+        return node.value if isinstance(node.value, (bool, int, str)) else UNKNOWN
     if isinstance(node, ast.Name):
         return env.get(node.id, UNKNOWN)
     if isinstance(node, ast.IfExp):
@@ -81,7 +81,8 @@ def _fold(node: ast.AST, env: dict):
         left = _fold(node.left, env)
         for op, right_node in zip(node.ops, node.comparators):
             right = _fold(right_node, env)
-            if UNKNOWN in (left, right) or type(op) not in COMPARISONS:
+            if UNKNOWN in (left, right) or type(op) not in COMPARISONS \
+                    or isinstance(left, str) != isinstance(right, str):  # a string compares with strings only
                 return UNKNOWN
             if not COMPARISONS[type(op)](left, right):
                 return False
@@ -89,10 +90,12 @@ def _fold(node: ast.AST, env: dict):
         return True
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
         value = _fold(node.operand, env)
-        return UNKNOWN if value is UNKNOWN else (not value if isinstance(node.op, ast.Not) else -value)
+        if isinstance(node.op, ast.Not):
+            return UNKNOWN if value is UNKNOWN else not value
+        return -value if isinstance(value, int) else UNKNOWN
     if isinstance(node, ast.BinOp):
         left, right = _fold(node.left, env), _fold(node.right, env)
-        if UNKNOWN in (left, right):
+        if not (isinstance(left, int) and isinstance(right, int)):
             return UNKNOWN
         if isinstance(node.op, ast.Add):
             return left + right
@@ -105,7 +108,7 @@ def _fold(node: ast.AST, env: dict):
         return UNKNOWN
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         values = [_fold(arg, env) for arg in node.args]
-        return UNKNOWN if UNKNOWN in values else _fold_call(node.func.id, values)
+        return _fold_call(node.func.id, values) if all(isinstance(v, int) for v in values) else UNKNOWN
     return UNKNOWN
 
 

@@ -112,6 +112,42 @@ def test_and_or_and_comparisons_fold_when_their_deciding_operands_do():
     assert any(line.startswith("_launch(k1") for line in pruned(unknown_first))
 
 
+
+ENUM_CHOICE = """
+m, n = x.size()
+finish = 'pass'
+parts = x.new_empty((m, n), dtype=torch.float32)
+out = torch.empty_like(w)
+columns = n if finish == 'pass' else 0
+_launch(k1, (m,), (m, n, x, parts), (1,), 4, 2)
+_launch(k2, (_cdiv(columns, 32),), (columns, m, parts, out), (1,), 4, 2)
+return (x, parts.sum(0).to(w.dtype) if finish == 'host' else out)
+"""
+
+
+def test_a_string_choice_folds_its_comparisons_and_branches():
+    assert pruned(ENUM_CHOICE) == [
+        "m, n = x.size()",
+        "parts = x.new_empty((m, n), dtype=torch.float32)",
+        "out = torch.empty_like(w)",
+        "columns = n",
+        "_launch(k1, (m,), (m, n, x, parts), (1,), 4, 2)",
+        "_launch(k2, (_cdiv(columns, 32),), (columns, m, parts, out), (1,), 4, 2)",
+        "return (x, out)",
+    ]
+    host = pruned(ENUM_CHOICE.replace("finish = 'pass'", "finish = 'host'"))
+    assert host[-1] == "return (x, parts.sum(0).to(w.dtype))"
+    assert not [line for line in host if line.startswith("_launch(k2") or line.startswith("out =")]
+
+
+def test_strings_fold_only_in_comparisons_with_strings():
+    """A string ordered against an integer or added to one is left alone (Python would raise)."""
+    for test in ("finish < 3", "finish + 1 == 2"):
+        lines = pruned(ENUM_CHOICE.replace("finish == 'pass'", test))
+        assert any(line.startswith("columns = n if") for line in lines)
+        assert any(line.startswith("_launch(k2") for line in lines)
+
+
 XYZ_AND_PERSISTENT = """
 m, n = x.size()
 rows = 0
