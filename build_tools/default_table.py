@@ -17,7 +17,10 @@ op's tuning suite:
   rms_norm_fwd keeps whole rows in registers up to N = 16384 (8 warps) and splits longer rows
   into 2048-column tiles (a partial sum-of-squares pass, then the normalizing pass); rms_norm_bwd
   takes whole rows up to N = 16384 (16 warps; 132 or 264 dW partial rows, rows interleaved across
-  programs, 4 rows per step up to N = 4096) and split columns beyond; softmax_fwd/bwd take whole
+  programs, 4 rows per step up to N = 4096) and split columns beyond; the dW partial rows are summed
+  by the sum pass (32-column programs, 64 partial rows per step) beyond N = 1024 and by the host up
+  to it (H100: the sum pass at 64-column tiles took 0.81x of the host's time at 16384x1024 with 512
+  partial rows, 1.01-1.19x with 132); softmax_fwd/bwd take whole
   rows up to N = 16384 (16 warps, 32 for the N = 16384 backward); beyond, rows split into pieces
   re-read from L2 (split_rows, 1-stage loops; scratch/split_reread_probe.py on an H100, bf16
   4096x131072): the forward in pieces of two 8192-column tiles at 8 warps (85.8% of copy against
@@ -77,12 +80,16 @@ def _rms_norm_fwd_rule(n: int) -> dict:
 
 
 def _rms_norm_bwd_rule(n: int) -> dict:
+    sum_pass = [64, 32]  # 64 partial rows per step of 32-column programs
     if n <= 1024:
-        return {"split_columns": False, "dweight_partials": 512, "block_sizes": [4, 4096], "num_warps": 8}
+        return {"split_columns": False, "dweight_partials": 512, "block_sizes": [4, 4096, *sum_pass], "num_warps": 8,
+                "finish_dweight": "host"}
     if n <= 16384:
         rows, partials = (4, 132) if n <= 4096 else (1, 264)
-        return {"split_columns": False, "dweight_partials": partials, "block_sizes": [rows, 4096], "num_warps": 16}
-    return {"split_columns": True, "dweight_partials": 8, "block_sizes": [1, 4096], "num_warps": 8}
+        return {"split_columns": False, "dweight_partials": partials, "block_sizes": [rows, 4096, *sum_pass],
+                "num_warps": 16, "finish_dweight": "sum_pass"}
+    return {"split_columns": True, "dweight_partials": 8, "block_sizes": [1, 4096, *sum_pass], "num_warps": 8,
+            "finish_dweight": "sum_pass"}
 
 
 def _softmax_rule(tunable: str, backward: bool):

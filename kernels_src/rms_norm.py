@@ -9,8 +9,11 @@ by the tunable `split_columns`; its first top-level loop (a pre-pass) has an emp
 - whole rows: a program holds a row (or a tile of rows) in registers. The forward may loop the
   row reduction over chunks (`reduction_loops`, the row re-read from L2). The backward is one
   pass: each of `dweight_partials` programs writes dx for its rows and accumulates dweight in fp32
-  registers, then stores one fp32 partial row. The partial rows are summed by the host (one small
-  reduction and a cast), or, with the tunable `finish_dweight`, in the kernel: the last
+  registers, then stores one fp32 partial row. The tunable `finish_dweight` says who sums the
+  partial rows and casts the sum to the weight's dtype: "sum_pass", a third top-level loop (one
+  program per `block_s` columns, `block_q` partial rows per step: one launch; its grid is empty
+  otherwise); "host", torch's reduction and cast (two launches; ahead where many partial rows meet
+  few columns); or "last_programs", the main kernel itself: the last
   `finishers` programs to arrive (their tickets from `hl.signal(op="atomic_add")`) wait for the
   others, sum a range of column tiles each in a fixed order, and the last to leave resets the
   counters (split columns: the last program of each column tile sums it, as matmul's split-K).
@@ -51,6 +54,11 @@ MIN_COLUMN_TILE = 256  # narrower column tiles only add programs
 # the sm_90 table turns finish_dweight on; a smaller MIG slice would need a cap from the SM count.
 MAX_FINISHERS = 16
 MAX_PARTIALS_PER_STEP = 64  # partial rows a finishing program sums per step
+# Who sums the backward's fp32 dweight partial rows and casts the sum (`finish_dweight`).
+DWEIGHT_FINISH = ("sum_pass", "host", "last_programs")
+# Columns of a program of the dweight sum pass: at least 16 (n / 16 programs at most), at most 256,
+# so that its [block_q, block_s] fp32 tile never needs more warps than the main pass chose.
+MIN_SUM_TILE, MAX_SUM_TILE = 16, 256
 
 
 @helion.kernel(static_shapes=False)
@@ -107,11 +115,13 @@ def rms_norm_bwd(
     split = hl.register_tunable("split_columns", helion.EnumFragment((True, False)))
     partials = hl.register_tunable("dweight_partials", helion.EnumFragment(DWEIGHT_PARTIALS))
     interleave = hl.register_tunable("interleave_rows", helion.EnumFragment((True, False)))
-    finish = hl.register_tunable("finish_dweight", helion.EnumFragment((False, True)))
+    finish_by = hl.register_tunable("finish_dweight", helion.EnumFragment(DWEIGHT_FINISH))
+    finish = finish_by == "last_programs"
     reload = hl.register_tunable("reload_rows", helion.EnumFragment((False, True)))
     block_r = hl.register_block_size(1, MAX_ROWS_PER_STEP)
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
     block_q = hl.register_block_size(1, MAX_PARTIALS_PER_STEP)
+    block_s = hl.register_block_size(MIN_SUM_TILE, min(n, MAX_SUM_TILE))
     row_blocks = helion.cdiv(m, block_r)
     programs = min(partials, row_blocks)
     steps = helion.cdiv(row_blocks, programs)
@@ -130,6 +140,7 @@ def rms_norm_bwd(
     finishers = min(MAX_FINISHERS, programs, helion.cdiv(n, block_n))
     finish_columns = helion.cdiv(helion.cdiv(n, finishers), block_n) * block_n
     arrivals = helion.counters(helion.cdiv(n, block_n) + 1 if finish else 0, x.device)
+    sum_columns = n if finish_by == "sum_pass" else 0  # the sum pass's grid, empty unless it finishes dweight
     for tile_m, tile_k in hl.tile([dot_rows, n], block_size=[block_r, block_n]):
         dy_w = grad_out[tile_m, tile_k].to(torch.float32) * weight[None, tile_k].to(torch.float32)
         row_dot_parts[tile_m, tile_k.id] = torch.sum(dy_w * x[tile_m, tile_k].to(torch.float32), dim=1)
@@ -188,7 +199,12 @@ def rms_norm_bwd(
                     if left == finishers - 1:
                         hl.signal(arrivals, [0], signal=0, skip_sync=True)
                         hl.signal(arrivals, [1], signal=0, skip_sync=True)
-    return grad_x, grad_weight if finish else grad_weight_partial.sum(0).to(weight.dtype)
+    for tile_s in hl.tile(sum_columns, block_size=block_s):
+        total = hl.zeros([tile_s], dtype=torch.float32)
+        for tile_q in hl.tile(programs, block_size=block_q):
+            total = total + torch.sum(grad_weight_partial[tile_q, tile_s], dim=0)
+        grad_weight[tile_s] = total.to(grad_weight.dtype)
+    return grad_x, grad_weight_partial.sum(0).to(weight.dtype) if finish_by == "host" else grad_weight
 
 
 @helion.kernel(static_shapes=False)

@@ -39,15 +39,23 @@ CONTIGUOUS_ROWS = [config_with(f"contiguous {rows}-row blocks", {("split_columns
 # dweight summed in the kernel by the last programs to arrive (8 programs; whole rows: 256-column
 # finisher tiles, so 2 finishers at N=300; split columns: one finisher per column tile).
 FINISHED = [config_with(f"dweight finished in the kernel, {label}",
-                        {("split_columns", None): split, ("finish_dweight", None): True,
+                        {("split_columns", None): split, ("finish_dweight", None): "last_programs",
                          ("dweight_partials", None): 8, ("block_sizes", 0): 1, ("block_sizes", 1): 256,
                          ("block_sizes", 2): 4})
             for label, split in (("whole rows", False), ("split columns", True))]
+# dweight summed by the host's reduction and cast, and by the sum pass in several 2-row steps of
+# 16-column programs (the default config's sum pass takes all partial rows of a short input at once).
+SUMMED = [config_with("dweight summed by the host", {("finish_dweight", None): "host"}),
+          *(config_with(f"dweight sum pass in 2-row steps, {label}",
+                        {("split_columns", None): split, ("finish_dweight", None): "sum_pass",
+                         ("dweight_partials", None): 8, ("block_sizes", 0): 1, ("block_sizes", 2): 2,
+                         ("block_sizes", 3): 16})
+            for label, split in (("whole rows", False), ("split columns", True)))]
 
 # Whole rows loaded again after the row's mean (reload_rows), alone and with the in-kernel finish.
 RELOADED = [config_with("rows reloaded", {("split_columns", None): False, ("reload_rows", None): True}),
             config_with("rows reloaded, dweight finished in the kernel",
-                        {("split_columns", None): False, ("reload_rows", None): True, ("finish_dweight", None): True,
+                        {("split_columns", None): False, ("reload_rows", None): True, ("finish_dweight", None): "last_programs",
                          ("dweight_partials", None): 8, ("block_sizes", 0): 1, ("block_sizes", 1): 256})]
 
 
@@ -88,7 +96,7 @@ def test_backward(device, dtype, case):
     m, n = SHAPES[device][case]
     args = rms_norm.make_bwd_inputs(_shape(m, n), dtype, device, seed=200 + case)
     check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(dtype),
-             f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS, *CONTIGUOUS_ROWS, *FINISHED, *RELOADED],
+             f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS, *CONTIGUOUS_ROWS, *FINISHED, *SUMMED, *RELOADED],
              output_dtypes=(dtype, dtype))
 
 
@@ -129,7 +137,7 @@ def test_backward_leaves_its_counters_zeroed(device, split):
     for seed in (600, 601):
         args = rms_norm.make_bwd_inputs(_shape(70, 700), torch.float32, device, seed=seed)
         bound = rms_norm.rms_norm_bwd.bind(args)
-        _, config = config_with("32 programs", {("split_columns", None): split, ("finish_dweight", None): True,
+        _, config = config_with("32 programs", {("split_columns", None): split, ("finish_dweight", None): "last_programs",
                                                 ("block_sizes", 0): 1, ("block_sizes", 1): 256,
                                                 ("dweight_partials", None): 32})(bound)
         compiled = bound.compile_config(config)
