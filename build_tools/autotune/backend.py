@@ -13,6 +13,31 @@ from dataclasses import replace
 from build_tools.autotune.workers import EntrySetup, Worker, WorkerFailure, WorkerPool, build_bench
 
 
+# Device memory of a compile worker per byte its entry moves (inputs and outputs, fp32 temporaries
+# while the inputs are built: 5.6 GB per worker at softmax_bwd 16384x16384 bf16, which moves 1.5 GB,
+# on an H100), plus its CUDA context and compiler; the benchmark and peer processes hold about as much
+# again, and a fifth of the device stays free.
+WORKER_BYTES_PER_ENTRY_BYTE = 4
+WORKER_FIXED_BYTES = 1 << 30
+FREE_FRACTION = 0.2
+
+
+def compile_workers_for(entry_bytes: float, device_bytes: int, workers: int) -> int:
+    """How many of `workers` compile workers may hold an entry that moves `entry_bytes` on a device
+    of `device_bytes` (at least one)."""
+    per_worker = WORKER_BYTES_PER_ENTRY_BYTE * entry_bytes + WORKER_FIXED_BYTES
+    budget = (1 - FREE_FRACTION) * device_bytes - 2 * per_worker  # the benchmark and peer processes
+    return max(1, min(workers, int(budget // per_worker)))
+
+
+def _device_bytes(device: str) -> int | None:
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    return torch.cuda.get_device_properties(torch.device(device)).total_memory
+
+
 def _setup(backend, entry, seed: int, role: str = "bench") -> EntrySetup:
     return EntrySetup(
         backend.op_source, entry.op_name, entry.dtype_name, entry.shape, backend.device, backend.timer, seed, role
@@ -72,7 +97,9 @@ class PeerPrefetch:
 
 class ProcessBackend:
     """A compile pool of `workers` processes, one benchmark process that is killed on a hang, and
-    a peer process that compiles the coming entries' torch.compile peers in the background."""
+    a peer process that compiles the coming entries' torch.compile peers in the background. An
+    entry too large for every compile worker to hold its inputs on the device gets fewer of them
+    (`compile_workers_for`)."""
 
     def __init__(self, workers: int, op_source: str, device: str, timer: str, prefetch_peers: bool = True):
         self.op_source, self.device, self.timer = op_source, device, timer
@@ -95,7 +122,10 @@ class ProcessBackend:
     def start_entry(self, entry, seed: int = 0) -> None:
         setup = _setup(self, entry, seed)
         if self.pool is not None:
-            self.pool.set_entry(replace(setup, role="compile"))
+            device_bytes = _device_bytes(self.device)
+            active = None if device_bytes is None else compile_workers_for(
+                entry.op.cost(entry.shape, entry.dtype)[1], device_bytes, len(self.pool.workers))
+            self.pool.set_entry(replace(setup, role="compile"), active)
         self.bench.set_entry(setup)
         if self.peers is not None:
             self.peers.refresh()

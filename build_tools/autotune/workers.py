@@ -297,16 +297,25 @@ class WorkerPool:
     def __init__(self, size: int, name: str = "compile"):
         context = multiprocessing.get_context("spawn")
         self.workers = [Worker(context, f"{name}-{i}") for i in range(size)]
+        self.active = list(self.workers)
 
-    def set_entry(self, setup: EntrySetup) -> None:
-        for worker in self.workers:
+    def set_entry(self, setup: EntrySetup, active: int | None = None) -> None:
+        """Set up the entry on the first `active` workers (all by default, at least one); the others
+        are stopped, which frees their memory (an entry's inputs on the GPU), and get no work until
+        an entry lets them in again."""
+        count = len(self.workers) if active is None else max(1, min(active, len(self.workers)))
+        self.active = self.workers[:count]
+        for worker in self.workers[count:]:
+            worker.kill()
+            worker.setup = None
+        for worker in self.active:
             worker.set_entry(setup)
 
     def wait_ready(self, timeout: float) -> None:
-        """Wait (at most `timeout`) until every live worker has finished its setup."""
+        """Wait (at most `timeout`) until every live active worker has finished its setup."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            waiting = [w for w in self.workers if w.alive() and not w.ready]
+            waiting = [w for w in self.active if w.alive() and not w.ready]
             if not waiting:
                 return
             for worker in waiting:
@@ -317,11 +326,11 @@ class WorkerPool:
         """Idle workers to hand work to: ready ones without an abandoned request; any such idle
         one while none is ready (so a restarting worker never holds up a batch the others can
         compile)."""
-        idle = [w for w in self.workers if w not in busy]
+        idle = [w for w in self.active if w not in busy]
         for worker in idle:
             worker.settle(timeout)
         available = [w for w in idle if w.abandoned is None]
-        if any(w.ready and w.abandoned is None for w in self.workers):
+        if any(w.ready and w.abandoned is None for w in self.active):
             return [w for w in available if w.ready]
         return available
 

@@ -6,7 +6,7 @@ import time
 import pytest
 from autotune_fakes import FAKE_OPS, FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigSpec, bowl_cost
 
-from build_tools.autotune.backend import ProcessBackend
+from build_tools.autotune.backend import WORKER_BYTES_PER_ENTRY_BYTE, ProcessBackend, compile_workers_for
 from build_tools.autotune.entry import Limits
 from build_tools.autotune.plan import plan_entries
 from build_tools.autotune.run import RunOptions, Tuner
@@ -136,3 +136,31 @@ def test_a_straggler_is_cut_once_the_rest_of_the_batch_is_done():
         assert time.monotonic() - started < 10
     finally:
         pool.stop()
+
+
+def test_an_entry_too_large_for_every_worker_runs_on_fewer_and_the_rest_are_stopped():
+    pool = WorkerPool(3)
+    try:
+        pool.set_entry(SETUP, active=1)
+        pool.wait_ready(120)
+        first, *parked = pool.workers
+        assert first.alive() and not any(w.alive() for w in parked)
+        results = list(pool.run("warm", [(GOOD,), (GOOD,), (GOOD,)], timeout=60))
+        assert sorted(results) == [(0, True, None), (1, True, None), (2, True, None)]
+        assert not any(w.alive() for w in parked)  # no work went to a stopped worker
+        pool.set_entry(SETUP)  # an entry that fits brings them back
+        pool.wait_ready(120)
+        assert all(w.alive() and w.ready for w in pool.workers)
+        assert list(pool.run("warm", [(GOOD,)], timeout=60)) == [(0, True, None)]
+    finally:
+        pool.stop()
+
+
+def test_compile_workers_shrink_with_the_entry_size_and_keep_one():
+    gib = 1 << 30
+    assert compile_workers_for(256e6, 80 * gib, 13) == 13
+    # softmax_bwd 16384x16384 bf16 moves 1.5 GiB: its 13 workers ran an 80 GiB H100 out of memory
+    fewer = compile_workers_for(1.5 * gib, 80 * gib, 13)
+    assert 1 < fewer < 13
+    assert fewer * (WORKER_BYTES_PER_ENTRY_BYTE * 1.5 + 1) <= 0.8 * 80
+    assert compile_workers_for(100 * gib, 80 * gib, 13) == 1
