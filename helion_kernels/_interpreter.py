@@ -7,12 +7,15 @@
   program of its launch (`hl.wait` in the DSL) would wait forever. Kernels flagged so
   (CONCURRENT_PROGRAMS_FLAG on their Python function, set by the generated code) run every program
   in a thread of its own, with the program id kept per thread; the launch returns once all ended.
+  A waiting program spins on atomics while holding the GIL, so a program thread yields it after
+  each atomic; otherwise hundreds of spinning threads starve the one being waited for.
 """
 from __future__ import annotations
 
 import inspect
 import os
 import threading
+import time
 
 CONCURRENT_PROGRAMS_FLAG = "hk_concurrent_programs"  # the DSL's sync.CONCURRENT_PROGRAMS_FLAG
 
@@ -81,6 +84,16 @@ class _ProgramThreads:
             self.errors.append(error)
 
 
+def _yielding_in_program_threads(atomic, program_ids):
+    def call(builder, *args, **kwargs):
+        result = atomic(builder, *args, **kwargs)
+        if hasattr(program_ids, "grid_idx"):  # a program thread of a concurrent launch
+            time.sleep(0)
+        return result
+
+    return call
+
+
 def _run_waiting_programs_concurrently(interpreter) -> None:
     program_ids = threading.local()
     builder_class = interpreter.InterpreterBuilder
@@ -93,6 +106,8 @@ def _run_waiting_programs_concurrently(interpreter) -> None:
         program_ids.grid_idx = value
 
     builder_class.grid_idx = property(get_grid_idx, set_grid_idx)
+    for name in ("create_atomic_rmw", "create_atomic_cas"):
+        setattr(builder_class, name, _yielding_in_program_threads(getattr(builder_class, name), program_ids))
     original_run = interpreter.InterpretedFunction.run
 
     def run(self, *args, grid, warmup, **kwargs):
