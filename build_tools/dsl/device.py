@@ -62,6 +62,7 @@ class DeviceCompiler(PointwiseMixin):
         self.current_node: ast.AST | None = None
         self.in_dot_loop = False
         self.open_device_loops: list[int] = []  # indices of the device loops being compiled
+        self.following: list[list[ast.stmt]] = []  # per open block, the statements after the current one
 
     # ------------------------------------------------------------------ errors
     def error(self, cls: type, message: str, node: ast.AST | None = None) -> exc.CompileError:
@@ -234,12 +235,15 @@ class DeviceCompiler(PointwiseMixin):
 
     # ------------------------------------------------------------------ statements
     def statements(self, body: list[ast.stmt]) -> None:
-        for stmt in body:
+        for i, stmt in enumerate(body):
             self.current_node = stmt
+            self.following.append(body[i + 1:])
             try:
                 self.statement(stmt)
             except exc.CompileError as err:
                 raise err.with_location(self.session.location(stmt))
+            finally:
+                self.following.pop()
 
     def statement(self, node: ast.stmt) -> None:
         for cls, what in UNSUPPORTED_STATEMENTS.items():
@@ -335,6 +339,30 @@ class DeviceCompiler(PointwiseMixin):
             return is_load
         return False
 
+    def live_after(self, name: str) -> bool:
+        """Whether the statements after the current one, in its block and then in the enclosing
+        blocks, read `name` before assigning it (so the value a loop or branch leaves in it is
+        used). An enclosing loop's next iteration is not followed: a name that iteration reads
+        first is live into that loop, which carries it."""
+        for block in reversed(self.following):
+            for is_load in self.name_events(name, block):
+                return is_load
+        return False
+
+    def drop_inner_values(self, names: list[str], before: dict, carried: dict) -> None:
+        """After a loop or branch: the names it assigned without carrying them hold values defined
+        inside it, which Triton does not keep past its end. Nothing after it reads them first
+        (`live_after`), so each gets back its value from before (or is unbound), and no later
+        branch or loop carries the inner value out of its block."""
+        for name in names:
+            value = self.scope.get(name)
+            if name in carried or not isinstance(value, TVal) or value.extra == "carried" or self.live_after(name):
+                continue
+            if name in before:
+                self.scope[name] = before[name]
+            else:
+                del self.scope[name]
+
     def name_events(self, name: str, nodes: list) -> Iterator[bool]:
         """Reads (True) and writes (False) of `name` in evaluation order."""
         for node in nodes:
@@ -400,7 +428,9 @@ class DeviceCompiler(PointwiseMixin):
         if callee is range:
             raise self.error(exc.NotSupported, "range() loop in device code; use hl.tile or hl.grid", node)
         spec = self.loop_spec(node.iter, top_level=False)
-        carried_names = [n for n in self.assigned_names(node.body) if self.live_in(n, node.body)]
+        assigned = self.assigned_names(node.body)
+        carried_names = [n for n in assigned if self.live_in(n, node.body) or self.live_after(n)]
+        before = dict(self.scope)
         carried = self.carry(carried_names)
         loop_index = self.session.next_device_loop(self.contains_dot(node.body))
         b = self.builder
@@ -419,6 +449,7 @@ class DeviceCompiler(PointwiseMixin):
             self.session.mark_peelable(loop_index)
             if self.session.peel_tail(loop_index):
                 self.peeled_loop(node, spec, block_infos[0], opts, loop_index, carried_names, carried)
+                self.drop_inner_values(assigned, before, carried)
                 return
         if flatten:
             counts = []
@@ -450,6 +481,7 @@ class DeviceCompiler(PointwiseMixin):
             self.loop_body(loop_index, node.body)
             b.depth -= len(order)
         self.uncarry(carried)
+        self.drop_inner_values(assigned, before, carried)
 
     def tail_masked(self, spec: LoopSpec, block_infos: list) -> bool:
         """Whether a loop over one tile dimension may end in a partial tile: its end is not provably
@@ -541,7 +573,9 @@ class DeviceCompiler(PointwiseMixin):
         self.require_eager(cond, "an if condition")
         if cond.shape not in ((), (ONE,)):
             raise self.error(exc.ShapeMismatch, f"if condition must be a scalar, got shape {list(cond.shape)}", node.test)
-        carried = self.carry(self.assigned_names(node.body + node.orelse))
+        assigned = self.assigned_names(node.body + node.orelse)
+        before = dict(self.scope)
+        carried = self.carry(assigned)
         self.session.note_branch(self.open_device_loops)
         b = self.builder
         b.emit(f"if {cond.name}:")
@@ -552,6 +586,7 @@ class DeviceCompiler(PointwiseMixin):
             with b.block():
                 self.statements(node.orelse)
         self.uncarry(carried)
+        self.drop_inner_values(assigned, before, carried)
 
     def condition(self, node: ast.AST) -> Any:
         if self.session.is_static_condition(node, self.scope):

@@ -115,6 +115,58 @@ def test_if_on_grid_index_with_carried_value(shape, first, device):
 
 
 @helion.kernel()
+def row_sums_and_shifted_rows(x: torch.Tensor, first_shifted: int):
+    """`values` names a value of the first column loop, then, in a branch, the values of a second
+    one: the branch must not carry the first loop's value, which Triton drops at that loop's end."""
+    m, n = x.size()
+    sums = torch.empty([m], dtype=torch.float32, device=x.device)
+    out = torch.empty_like(x)
+    for row in hl.grid(m):
+        total = hl.zeros([], dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            values = x[row, tile_n].to(torch.float32)
+            total = total + torch.sum(values, dim=0)
+        sums[row] = total
+        if row >= first_shifted:
+            for tile_n in hl.tile(n):
+                values = x[row, tile_n] + 1.0
+                out[row, tile_n] = values
+        else:
+            for tile_n in hl.tile(n):
+                out[row, tile_n] = x[row, tile_n]
+    return sums, out
+
+
+@pytest.mark.parametrize("shape,first", [((1, 1), 0), ((5, 300), 2)])
+def test_a_name_reused_after_a_loop_is_not_carried_out_of_it(shape, first, device):
+    def reference(x, first):
+        shifted = x.clone()
+        shifted[first:] += 1.0
+        return x.sum(1), shifted
+
+    check_kernel(row_sums_and_shifted_rows, (randn(*shape, device=device), first), reference, atol=1e-4)
+
+
+@helion.kernel()
+def last_row(x: torch.Tensor) -> torch.Tensor:
+    """`last` is assigned before it is read in the row loop (so not live into it) and read after
+    the loop: the loop carries it out, and the result is the last row."""
+    m, n = x.size()
+    out = torch.empty([n], dtype=torch.float32, device=x.device)
+    for tile_n in hl.tile(n):
+        last = hl.zeros([tile_n], dtype=torch.float32)
+        for row in hl.grid(m):
+            last = x[row, tile_n].to(torch.float32) * 2.0
+        out[tile_n] = last
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 70)])
+def test_a_value_assigned_in_a_loop_and_read_after_it_is_carried(shape, device):
+    check_kernel(last_row, (randn(*shape, device=device),), lambda x: x[-1] * 2.0)
+
+
+@helion.kernel()
 def row_mean_and_variance(x: torch.Tensor):
     m, n = x.size()
     means = torch.empty([m], dtype=torch.float32, device=x.device)

@@ -1,5 +1,7 @@
 """Cross-compiles corpus kernels for sm_90 (Triton's NVIDIA backend and ptxas, no GPU needed), under
-configs that once tripped Triton 3.6 compiler assertions, and checks the code shapes that avoid them."""
+configs that once tripped Triton 3.6 compiler assertions, and checks the code shapes that avoid them.
+Also kernels whose generated code only real Triton rejects: a value defined inside a loop or branch
+is gone after it in Triton (the interpreter runs the code as Python, where it is not)."""
 import json
 
 import pytest
@@ -11,7 +13,7 @@ import build_tools.dsl.language as hl
 
 from ._harness import check_kernel, randn, results_without_interpreter
 from .test_compat import softmax_two_pass
-from .test_control_flow import matmul_bias_on_first_k
+from .test_control_flow import last_row, matmul_bias_on_first_k, row_sums_and_shifted_rows
 from .test_reductions import online_softmax
 
 
@@ -52,6 +54,8 @@ CASES = {
     "if_in_unrolled_k_loop": (matmul_bias_on_first_k,
                               lambda: (torch.randn(20, 70), torch.randn(70, 18), torch.randn(18)), MATMUL_UNROLLED),
     "negated_row_sums": (negated_row_sums, lambda: (torch.randn(64, 512),), NEGATED_SUMS),
+    "name_reused_after_a_loop": (row_sums_and_shifted_rows, lambda: (torch.randn(5, 300), 2), None),
+    "value_read_after_its_loop": (last_row, lambda: (torch.randn(6, 70),), None),
 }
 
 
