@@ -334,19 +334,18 @@ class DeviceCompiler(PointwiseMixin):
         return names
 
     def live_in(self, name: str, body: list[ast.stmt]) -> bool:
-        """Whether a loop body reads `name` before assigning it (so its value crosses iterations)."""
-        for is_load in self.name_events(name, body):
-            return is_load
-        return False
+        """Whether a loop body may read `name` before assigning it (so its value crosses iterations)."""
+        return self.first_use(name, body) is True
 
     def live_after(self, name: str) -> bool:
         """Whether the statements after the current one, in its block and then in the enclosing
-        blocks, read `name` before assigning it (so the value a loop or branch leaves in it is
+        blocks, may read `name` before assigning it (so the value a loop or branch leaves in it is
         used). An enclosing loop's next iteration is not followed: a name that iteration reads
         first is live into that loop, which carries it."""
         for block in reversed(self.following):
-            for is_load in self.name_events(name, block):
-                return is_load
+            use = self.first_use(name, block)
+            if use is not None:
+                return use
         return False
 
     def drop_inner_values(self, names: list[str], before: dict, carried: dict) -> None:
@@ -363,23 +362,41 @@ class DeviceCompiler(PointwiseMixin):
             else:
                 del self.scope[name]
 
-    def name_events(self, name: str, nodes: list) -> Iterator[bool]:
-        """Reads (True) and writes (False) of `name` in evaluation order."""
+    def first_use(self, name: str, nodes: list) -> bool | None:
+        """How `nodes`, run in order, first use `name`: True when some path may read it before
+        assigning it, False when every path assigns it first, None when they do neither. An
+        assignment inside one branch of an `if`, or inside a loop (which may run no iteration), is
+        not an assignment on every path."""
         for node in nodes:
-            if isinstance(node, ast.Assign):
-                yield from self.name_events(name, [node.value])
-                yield from self.name_events(name, node.targets)
+            if isinstance(node, ast.If):
+                use = self.first_use(name, [node.test])
+                if use is None:
+                    branches = (self.first_use(name, node.body), self.first_use(name, node.orelse))
+                    use = True if True in branches else (False if branches == (False, False) else None)
+            elif isinstance(node, (ast.For, ast.While)):
+                use = self.first_use(name, [node.iter if isinstance(node, ast.For) else node.test])
+                rebound = isinstance(node, ast.For) and any(
+                    isinstance(sub, ast.Name) and sub.id == name for sub in ast.walk(node.target))
+                if use is None and not rebound:
+                    use = True if self.first_use(name, node.body + node.orelse) is True else None
+            elif isinstance(node, ast.Assign):
+                use = self.first_use(name, [node.value])
+                if use is None:
+                    use = self.first_use(name, node.targets)
             elif isinstance(node, ast.AugAssign):
-                yield from self.name_events(name, [node.value])
-                if isinstance(node.target, ast.Name) and node.target.id == name:
-                    yield True
-                else:
-                    yield from self.name_events(name, [node.target])
+                use = self.first_use(name, [node.value])
+                if use is None:
+                    target = node.target
+                    use = True if isinstance(target, ast.Name) and target.id == name else self.first_use(name, [target])
             elif isinstance(node, ast.Name):
-                if node.id == name:
-                    yield isinstance(node.ctx, ast.Load)
+                use = isinstance(node.ctx, ast.Load) if node.id == name else None
             elif isinstance(node, ast.AST):
-                yield from self.name_events(name, list(ast.iter_child_nodes(node)))
+                use = self.first_use(name, list(ast.iter_child_nodes(node)))
+            else:
+                use = None
+            if use is not None:
+                return use
+        return None
 
     def carry(self, names: list[str]) -> dict[str, TVal]:
         """Materializes the device values that a loop or branch may reassign into stable variables."""

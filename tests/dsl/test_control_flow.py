@@ -148,6 +148,34 @@ def test_a_name_reused_after_a_loop_is_not_carried_out_of_it(shape, first, devic
 
 
 @helion.kernel()
+def recent_even_tile_sums(x: torch.Tensor) -> torch.Tensor:
+    """Each column tile gets the row sums of the latest even-numbered column tile: `recent` is
+    assigned only in a branch, so an odd tile reads the value the previous iteration left (the
+    column loop must carry it although its body assigns it before reading it)."""
+    m, n = x.size()
+    out = torch.empty([m, n], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        recent = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            if tile_n.id % 2 == 0:
+                recent = torch.sum(x[tile_m, tile_n], dim=1)
+            out[tile_m, tile_n] = recent[:, None] + hl.zeros([tile_m, tile_n], dtype=torch.float32)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 100)])
+def test_a_value_assigned_in_a_branch_crosses_loop_iterations(shape, device):
+    def reference(x, config):
+        block = config["block_sizes"][1]
+        even_tile_start = torch.arange(x.size(1)) // (2 * block) * (2 * block)
+        sums = torch.stack([x[:, start:start + block].sum(1) for start in range(0, x.size(1), block)], dim=1)
+        return sums[:, even_tile_start // block]
+
+    check_kernel(recent_even_tile_sums, (randn(*shape, device=device),), reference, reference_takes_config=True,
+                 extra_configs=[helion.Config(block_sizes=[4, 16])], atol=1e-4)
+
+
+@helion.kernel()
 def last_row(x: torch.Tensor) -> torch.Tensor:
     """`last` is assigned before it is read in the row loop (so not live into it) and read after
     the loop: the loop carries it out, and the result is the last row."""
