@@ -9,7 +9,9 @@ Each kernel has three structures, picked by two tunables:
   publishes it, waits for the row's other pieces (hl.signal / hl.wait on a per-row counter), then
   walks its piece again to write it: that second read comes from L2 (the piece was read
   microseconds before), so HBM sees every element read once and written once, and no piece is held
-  in registers across the wait (more programs stay resident to keep loads in flight). Programs take
+  in registers across the wait (more programs stay resident to keep loads in flight). The second
+  walk loads its first tile before it waits, so that load's latency overlaps the wait (only that
+  tile, in the input dtype, is live across it: 1.02-1.04x on an H100). Programs take
   their (row, piece) from an atomic ticket, so the pieces of a row are started together whatever
   order the GPU starts programs in; a row may have at most MAX_ROW_PIECES pieces (all resident at
   once on any GPU with 32+ SMs), longer rows (for the given piece) run the structure below.
@@ -91,13 +93,16 @@ def softmax_fwd(x: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
         piece_max[row, piece] = local_max
         piece_sum[row, piece] = local_sum
         hl.signal(sync, [row], op="atomic_add")
-        hl.wait(sync, [row], signal=pieces)
-        maxes = piece_max[row, :]
-        row_max = torch.amax(maxes, dim=0)
-        inv_sum = 1.0 / torch.sum(piece_sum[row, :] * torch.exp(maxes - row_max), dim=0)
+        row_max = hl.zeros([], dtype=torch.float32)
+        inv_sum = hl.zeros([], dtype=torch.float32)
         for tile_n in hl.tile(begin, end, block_size=block_n):
-            values = hl.load(x, [row, tile_n], eviction_policy="evict_first").to(torch.float32)
-            out[row, tile_n] = (torch.exp(values - row_max) * inv_sum).to(out.dtype)
+            loaded = hl.load(x, [row, tile_n], eviction_policy="evict_first")
+            if tile_n.begin == begin:  # the first tile's load is in flight during the wait
+                hl.wait(sync, [row], signal=pieces)
+                maxes = piece_max[row, :]
+                row_max = torch.amax(maxes, dim=0)
+                inv_sum = 1.0 / torch.sum(piece_sum[row, :] * torch.exp(maxes - row_max), dim=0)
+            out[row, tile_n] = (torch.exp(loaded.to(torch.float32) - row_max) * inv_sum).to(out.dtype)
     return out
 
 
@@ -146,12 +151,14 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
             local_dot = local_dot + torch.sum(dy * y, dim=0)
         piece_dot[row, piece] = local_dot
         hl.signal(sync, [row], op="atomic_add")
-        hl.wait(sync, [row], signal=pieces)
-        row_dot = torch.sum(piece_dot[row, :], dim=0)
+        row_dot = hl.zeros([], dtype=torch.float32)
         for tile_n in hl.tile(begin, end, block_size=block_n):
-            y = hl.load(out, [row, tile_n], eviction_policy="evict_first").to(torch.float32)
-            dy = hl.load(grad_out, [row, tile_n], eviction_policy="evict_first").to(torch.float32)
-            grad_in[row, tile_n] = (y * (dy - row_dot)).to(grad_in.dtype)
+            y = hl.load(out, [row, tile_n], eviction_policy="evict_first")
+            dy = hl.load(grad_out, [row, tile_n], eviction_policy="evict_first")
+            if tile_n.begin == begin:  # the first tile's loads are in flight during the wait
+                hl.wait(sync, [row], signal=pieces)
+                row_dot = torch.sum(piece_dot[row, :], dim=0)
+            grad_in[row, tile_n] = (y.to(torch.float32) * (dy.to(torch.float32) - row_dot)).to(grad_in.dtype)
     return grad_in
 
 
