@@ -69,10 +69,13 @@ def split_softmax_variants(x: torch.Tensor) -> torch.Tensor:
     its own max and sum, a wrong result that shows the exchange's cost), "no_reread" (the second pass
     writes without reading x, a wrong result that shows the re-read's cost), "prefetch" (the second
     pass loads its first tile before it waits for the row's other pieces, so that load's latency
-    overlaps the wait)."""
+    overlaps the wait; the library's structure since a4f5e33), and three that remove parts of the
+    exchange from "prefetch" (wrong or racy results, they show each part's cost): "relaxed" (the
+    arrival without release fence), "no_partials" (the wait kept, the pieces' partials not loaded:
+    each piece normalized by its own), "relaxed_no_partials" (both)."""
     m, n = x.size()
     out = torch.empty_like(x)
-    variant = hl.register_tunable("variant", helion.EnumFragment(("full", "bf16_max", "no_wait", "no_reread", "prefetch")))
+    variant = hl.register_tunable("variant", helion.EnumFragment(("full", "bf16_max", "no_wait", "no_reread", "prefetch", "relaxed", "no_partials", "relaxed_no_partials")))
     piece_tiles = hl.register_tunable("piece_tiles", helion.EnumFragment((1, 2, 4)))
     block_n = hl.register_block_size(256, n)
     piece_len = block_n * piece_tiles
@@ -102,10 +105,16 @@ def split_softmax_variants(x: torch.Tensor) -> torch.Tensor:
         if variant == "no_wait":
             row_max = local_max
             inv_sum = 1.0 / local_sum
-        elif variant == "prefetch":
+        elif variant in ("prefetch", "no_partials"):
             piece_max[row, piece] = local_max
             piece_sum[row, piece] = local_sum
             hl.signal(sync, [row], op="atomic_add")
+            row_max = hl.zeros([], dtype=torch.float32)
+            inv_sum = hl.zeros([], dtype=torch.float32)
+        elif variant in ("relaxed", "relaxed_no_partials"):
+            piece_max[row, piece] = local_max
+            piece_sum[row, piece] = local_sum
+            hl.signal(sync, [row], op="atomic_add", sem="relaxed")
             row_max = hl.zeros([], dtype=torch.float32)
             inv_sum = hl.zeros([], dtype=torch.float32)
         else:
@@ -119,13 +128,20 @@ def split_softmax_variants(x: torch.Tensor) -> torch.Tensor:
         for tile_n in hl.tile(begin, end, block_size=block_n):
             if variant == "no_reread":
                 out[row, tile_n] = (hl.zeros([tile_n], dtype=torch.float32) + inv_sum * torch.exp(-row_max)).to(out.dtype)
-            elif variant == "prefetch":
+            elif variant in ("prefetch", "relaxed"):
                 loaded = hl.load(x, [row, tile_n], eviction_policy="evict_first")
                 if tile_n.begin == begin:
                     hl.wait(sync, [row], signal=pieces)
                     maxes = piece_max[row, :]
                     row_max = torch.amax(maxes, dim=0)
                     inv_sum = 1.0 / torch.sum(piece_sum[row, :] * torch.exp(maxes - row_max), dim=0)
+                out[row, tile_n] = (torch.exp(loaded.to(torch.float32) - row_max) * inv_sum).to(out.dtype)
+            elif variant in ("no_partials", "relaxed_no_partials"):
+                loaded = hl.load(x, [row, tile_n], eviction_policy="evict_first")
+                if tile_n.begin == begin:
+                    hl.wait(sync, [row], signal=pieces)
+                    row_max = local_max
+                    inv_sum = 1.0 / local_sum
                 out[row, tile_n] = (torch.exp(loaded.to(torch.float32) - row_max) * inv_sum).to(out.dtype)
             else:
                 values = hl.load(x, [row, tile_n], eviction_policy="evict_first").to(torch.float32)
