@@ -380,7 +380,18 @@ class ConfigSpec:
             i = max(sorted(over), key=lambda j: blocks[j])
             blocks[i] //= 2
 
-    def random_config(self, seed: int | random.Random | None = None) -> Config:
+    def random_config(self, seed: int | random.Random | None = None, max_tiles: int | None = None) -> Config:
+        """Every knob drawn from its choices (deterministic per seed). With `max_tiles`, block sizes
+        and reduction chunks are drawn only among the choices of at least 1/max_tiles of the knob's
+        largest (the dimension rounded up to a power of two, or the block's bound), so each
+        dimension is cut into at most about that many tiles; a whole-dimension reduction (None)
+        stays a choice. For runs where every program costs, such as Triton's CPU interpreter."""
         rng = seed if isinstance(seed, random.Random) else random.Random(seed)
-        values = [rng.choice(k.choices) for k in self._knobs]
+        values = []
+        for knob in self._knobs:
+            choices = knob.choices
+            if max_tiles is not None and knob.name in ("block_sizes", "reduction_loops") and any(choices):
+                largest = max(c for c in choices if c)
+                choices = [c for c in choices if not c or c * max_tiles >= largest]
+            values.append(rng.choice(choices))
         return self.unflatten(values)

@@ -102,6 +102,20 @@ def test_random_config_is_deterministic_per_seed(device):
     assert len({repr(sorted(dict(spec.random_config(seed)).items())) for seed in range(8)}) > 1
 
 
+def test_random_config_max_tiles_keeps_blocks_and_chunks_to_a_few_tiles(device):
+    """max_tiles draws block sizes and reduction chunks that cut their dimension into at most that
+    many tiles (a whole-row reduction stays a choice), each config legal and deterministic per seed."""
+    spec = center_rows.bind((randn(300, 1000, device=device),)).config_spec
+    configs = [spec.random_config(seed, max_tiles=8) for seed in range(16)]
+    assert [dict(c) for c in configs] == [dict(spec.random_config(seed, max_tiles=8)) for seed in range(16)]
+    for config in configs:
+        assert dict(spec.normalize(config)) == dict(config)
+        (block,), (chunk,) = config["block_sizes"], config["reduction_loops"]
+        assert -(-300 // block) <= 8 and (chunk is None or -(-1000 // chunk) <= 8)
+    assert len({(c["block_sizes"][0], c["reduction_loops"][0]) for c in configs}) > 2
+    assert any(min(spec.random_config(seed)["block_sizes"]) < 32 for seed in range(16))
+
+
 def test_knobs_flatten_unflatten_round_trip(device):
     spec = matmul.bind(_matmul_args(device)).config_spec
     knobs = spec.knobs()
@@ -182,11 +196,15 @@ def test_random_config_sweep(case, device):
     spec = bound.config_spec
     extremes = [spec.normalize(spec.unflatten([knob.choices[pick] for knob in spec.knobs()]))
                 for pick in (0, -1)]
-    configs = check_kernel(kernel, args, reference, n_random=SWEEP_SEEDS, seed_offset=100,
-                           extra_configs=extremes, **_tolerance(device))
-    for config in configs:
-        torch.testing.assert_close(bound.compile_config(config)(*args), default_result,
-                                   **({"rtol": 1e-4, "atol": 1e-4} if device == "cpu" else _tolerance(device)))
+    agreement = {"rtol": 1e-4, "atol": 1e-4} if device == "cpu" else _tolerance(device)
+
+    def agrees_with_default(result, run_args):
+        """Each config's own run (beside the reference) also agrees with the default config's."""
+        torch.testing.assert_close(result, default_result, **agreement)
+        return result
+
+    check_kernel(kernel, args, reference, n_random=SWEEP_SEEDS, seed_offset=100, extra_configs=extremes,
+                 outputs=agrees_with_default, **_tolerance(device))
 
 
 # --- explicit configs: each field -----------------------------------------------------------

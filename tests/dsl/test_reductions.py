@@ -2,6 +2,7 @@
 softmax/log_softmax on full rows, norms, and persistent vs looped reductions on very long rows."""
 import pytest
 import torch
+import triton
 
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
@@ -13,13 +14,14 @@ PERSISTENT_AND_LOOPED = [{"reduction_loops": [None]}, {"reduction_loops": [4096]
 
 
 def looped(n: int) -> list[dict]:
-    """Explicit reduction overrides for a row of n elements: a looped chunk smaller than the row,
-    and for long rows the persistent form too."""
+    """Explicit reduction overrides for a row of n elements: a looped chunk smaller than the row (an
+    eighth of it rounded up to a power of two, at least 16: at most 8 chunks, which Triton's
+    interpreter runs one by one), and for long rows the persistent form too."""
     if n < 32:
         return []
     if n >= 4096:
         return PERSISTENT_AND_LOOPED
-    return [{"reduction_loops": [16]}]
+    return [{"reduction_loops": [max(16, triton.next_power_of_2(-(-n // 8)))]}]
 
 
 @helion.kernel()

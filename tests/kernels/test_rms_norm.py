@@ -18,14 +18,22 @@ SHAPES = {
 }
 LONG_ROW_SHAPES = {"cpu": [(3, 5000), (1, 4099)], "cuda": [(64, 262144), (5, 300001)]}
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+# Rows of a forward program (the first registered block size) in the structure configs: 16 does not
+# divide the CPU shapes' M (37, 70), so the last row tile is masked, and Triton's interpreter runs
+# 16x fewer programs than with the default config's single rows.
+ROW_TILE = 16
 # Split columns with the column tile (the second registered block size) a few chunks wide; the forward
 # also sets reduction_loops, since the DSL caps the block volume counting the untaken branch's row.
-SPLIT_FWD = config_with("split columns", {("split_columns", None): True, ("block_sizes", 1): a_few_chunks,
-                                          ("reduction_loops", None): a_few_chunks})
+SPLIT_FWD = config_with("split columns", {("split_columns", None): True, ("block_sizes", 0): ROW_TILE,
+                                          ("block_sizes", 1): a_few_chunks, ("reduction_loops", None): a_few_chunks})
 SPLIT_BWD = config_with("split columns", {("split_columns", None): True, ("block_sizes", 1): a_few_chunks})
-WHOLE_ROWS = config_with("whole rows", {("split_columns", None): False})
-# The forward's weight loaded before the row's reduction, with the whole row and with a looped reduction.
-WEIGHT_FIRST = config_with("weight first", {("split_columns", None): False, ("load_weight_first", None): True})
+# Whole rows in ROW_TILE-row tiles; the forward's default config runs them in single rows (in the
+# backward the first block size is the rows per step).
+WHOLE_ROWS = config_with("whole rows", {("split_columns", None): False, ("block_sizes", 0): ROW_TILE})
+# The forward's weight loaded before the row's reduction, with the whole row (ROW_TILE rows; at M=1
+# single-row programs, as the tables' decode entries) and with a looped reduction.
+WEIGHT_FIRST = config_with("weight first", {("split_columns", None): False, ("load_weight_first", None): True,
+                                            ("block_sizes", 0): ROW_TILE})
 WEIGHT_FIRST_LOOPED = config_with("weight first, looped reduction",
                                   {("split_columns", None): False, ("load_weight_first", None): True,
                                    ("reduction_loops", None): a_few_chunks})
@@ -36,19 +44,21 @@ CONTIGUOUS_ROWS = [config_with(f"contiguous {rows}-row blocks", {("split_columns
                                                                  ("dweight_partials", None): 8,
                                                                  ("block_sizes", 0): rows})
                    for rows in (1, 4)]
-# dweight summed in the kernel by the last programs to arrive (8 programs; whole rows: 256-column
-# finisher tiles, so 2 finishers at N=300; split columns: one finisher per column tile).
+# dweight summed in the kernel by the last programs to arrive (8 programs of 4-row steps: at M=37 and
+# 70, 10 and 18 row blocks, the last one cut short by M; whole rows: 256-column finisher tiles, so 2
+# finishers at N=300; split columns: one finisher per column tile).
 FINISHED = [config_with(f"dweight finished in the kernel, {label}",
                         {("split_columns", None): split, ("finish_dweight", None): "last_programs",
-                         ("dweight_partials", None): 8, ("block_sizes", 0): 1, ("block_sizes", 1): 256,
+                         ("dweight_partials", None): 8, ("block_sizes", 0): 4, ("block_sizes", 1): 256,
                          ("block_sizes", 2): 4})
             for label, split in (("whole rows", False), ("split columns", True))]
 # dweight summed by the host's reduction and cast, and by the sum pass in several 2-row steps of
-# 16-column programs (the default config's sum pass takes all partial rows of a short input at once).
+# 16-column programs (the default config's sum pass takes all partial rows of a short input at once;
+# 8 programs of 4-row steps, as FINISHED).
 SUMMED = [config_with("dweight summed by the host", {("finish_dweight", None): "host"}),
           *(config_with(f"dweight sum pass in 2-row steps, {label}",
                         {("split_columns", None): split, ("finish_dweight", None): "sum_pass",
-                         ("dweight_partials", None): 8, ("block_sizes", 0): 1, ("block_sizes", 2): 2,
+                         ("dweight_partials", None): 8, ("block_sizes", 0): 4, ("block_sizes", 2): 2,
                          ("block_sizes", 3): 16})
             for label, split in (("whole rows", False), ("split columns", True)))]
 
@@ -56,7 +66,7 @@ SUMMED = [config_with("dweight summed by the host", {("finish_dweight", None): "
 RELOADED = [config_with("rows reloaded", {("split_columns", None): False, ("reload_rows", None): True}),
             config_with("rows reloaded, dweight finished in the kernel",
                         {("split_columns", None): False, ("reload_rows", None): True, ("finish_dweight", None): "last_programs",
-                         ("dweight_partials", None): 8, ("block_sizes", 0): 1, ("block_sizes", 1): 256})]
+                         ("dweight_partials", None): 8, ("block_sizes", 0): 4, ("block_sizes", 1): 256})]
 
 
 def _shape(m, n):
@@ -132,13 +142,14 @@ def test_long_rows_backward(device, dtype, case):
 def test_backward_leaves_its_counters_zeroed(device, split):
     """With finish_dweight, the last programs to arrive sum dweight in the kernel and reset their counters:
     the launcher reuses the buffer without a fill, so a second call (other inputs) must be right too.
-    32 programs of single rows, 256-column tiles: 3 finishers (whole rows) or 3 column tiles (split)."""
+    32 programs of 2-row steps (35 row blocks), 256-column tiles: 3 finishers (whole rows) or 3 column
+    tiles (split)."""
     rms_norm.rms_norm_bwd.reset()
     for seed in (600, 601):
         args = rms_norm.make_bwd_inputs(_shape(70, 700), torch.float32, device, seed=seed)
         bound = rms_norm.rms_norm_bwd.bind(args)
         _, config = config_with("32 programs", {("split_columns", None): split, ("finish_dweight", None): "last_programs",
-                                                ("block_sizes", 0): 1, ("block_sizes", 1): 256,
+                                                ("block_sizes", 0): 2, ("block_sizes", 1): 256,
                                                 ("dweight_partials", None): 32})(bound)
         compiled = bound.compile_config(config)
         grad_x, grad_weight = run_config(bound, config, args)
