@@ -6,7 +6,7 @@ re-materialized inside a chunk loop by the reduction or store that consumes them
 from __future__ import annotations
 
 import ast
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
