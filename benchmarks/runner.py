@@ -27,7 +27,9 @@ from .timing import Timer
 DTYPE = torch.bfloat16
 IMPL_CAP_S = 60.0          # one implementation on one case (torch.compile included)
 MAX_AUTOTUNE_CAP_S = 150.0
-HOST_ROUNDS = 11  # alternating rounds of a host-mode row's loops (one loop per implementation each)
+# alternating rounds of a row's timings: host mode, one call loop per implementation each round;
+# device mode, an equal share of each implementation's CUDA-event runs each round
+ROUNDS = {"host": 11, "device": 5}
 GRACE_S = 20.0             # an implementation started before the budget ends may run this far past it
 
 
@@ -129,8 +131,8 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
     if row.mode == "device" and row.family in measure.MEMORY_BOUND:
         moved = measure.cost(row.op, row.shape, DTYPE)[1]
         same_copy_us, _ = guarded(budget, lambda: probes.copy_us(timer, int(moved) // 2))
-    if row.mode == "host":
-        return _host_records(row, budget, timer, ceilings, args, base)
+    if row.mode in ROUNDS:
+        return _rounds_records(row, budget, timer, ceilings, args, base, same_copy_us)
     records, ours_out = [], None
     for impl in row.impls:
         record = {**base, "impl": impl}
@@ -149,16 +151,24 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
     return records
 
 
-def _host_records(row, budget: Budget, timer: Timer, ceilings: dict, args: tuple, base: dict) -> list:
-    """A host-mode row: every implementation's call loop runs in the same alternating rounds
-    (Timer.host_rounds), so that host drift between implementations (clock, other processes),
-    which a per-call time of a few µs shows, hits them alike; each time is its rounds' median."""
+def _rounds_records(row, budget: Budget, timer: Timer, ceilings: dict, args: tuple, base: dict,
+                    same_copy_us=None) -> list:
+    """A host- or device-mode row: every implementation is timed in the same alternating rounds
+    (Timer.host_rounds: call loops; Timer.device_rounds: CUDA-event runs), so that drift between
+    implementations (host clock and other processes; GPU clocks and temperature) hits them alike
+    and the order they are listed in does not favour any; each time is the median of its rounds'
+    loops or of all its runs."""
     built, statuses = {}, {}
     for impl in row.impls:
-        cap = MAX_AUTOTUNE_CAP_S if impl == "compile-max-autotune" else IMPL_CAP_S
-        built[impl], statuses[impl] = guarded(budget, lambda: measure.timed_call(row, impl, args), cap=cap)
+        if impl == "compile-max-autotune":
+            built[impl], statuses[impl] = guarded(budget, lambda: measure.timed_call(row, impl, args),
+                                                  cap=MAX_AUTOTUNE_CAP_S, needs=MAX_AUTOTUNE_CAP_S)
+        else:
+            built[impl], statuses[impl] = guarded(budget, lambda: measure.timed_call(row, impl, args))
     callables = {impl: made[0] for impl, made in built.items() if made is not None}
-    rounds, status = guarded(budget, lambda: timer.host_rounds(callables, rounds=HOST_ROUNDS)) if callables \
+    timing = (lambda: timer.host_rounds(callables, rounds=ROUNDS["host"])) if row.mode == "host" else \
+        (lambda: timer.device_rounds(callables, rounds=ROUNDS["device"]))
+    rounds, status = guarded(budget, timing, cap=IMPL_CAP_S * max(1, len(callables))) if callables \
         else (None, "not run")
     records, ours_out = [], None
     for impl in row.impls:
@@ -166,7 +176,7 @@ def _host_records(row, budget: Budget, timer: Timer, ceilings: dict, args: tuple
         if built[impl] is not None and rounds is not None:
             result = (statistics.median(rounds[impl]), built[impl][1])
             try:
-                ours_out = _complete(record, row, result, ceilings, args, ours_out)
+                ours_out = _complete(record, row, result, ceilings, args, ours_out, same_copy_us)
             except Exception as error:  # noqa: BLE001 - a bookkeeping bug must not end the run
                 record["status"] = f"failed: after timing: {type(error).__name__}: {error}"[:200]
         records.append(record)

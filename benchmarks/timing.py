@@ -19,7 +19,8 @@ class Timer:
     each run, a 256 MB write flushing L2 before it, then a GPU-side wait twice as long as the host
     takes to enqueue the run (at most `MAX_HOLD_S`), so that every launch of the run is queued before its start
     event: a host slower than the kernels, such as an autograd backward's, does not leave the GPU
-    idle inside the timed region); `host_us` is the per-call time of a loop of
+    idle inside the timed region); `device_rounds` times several callables so, in alternating
+    rounds; `host_us` is the per-call time of a loop of
     back-to-back calls ended by a synchronize (what a CPU-bound caller sees: launch overhead included);
     `graph_us` is the per-call time of back-to-back calls replayed from a CUDA graph (what a caller
     that captures its decode step sees: no host time, inputs left in L2 by the previous call)."""
@@ -46,7 +47,27 @@ class Timer:
         return max(5, min(self.reps, int(self.seconds / once)))
 
     def device_us(self, fn) -> float:
-        reps = self._reps_for(fn)
+        return statistics.median(self.device_rounds({"fn": fn}, rounds=1)["fn"])
+
+    def device_rounds(self, fns: dict, rounds: int = 5) -> dict:
+        """{name: µs of each timed run}: each callable's runs (as many as `device_us` would time, at
+        least one per round) are split over `rounds` rounds taken in alternating order, so that drift
+        over the measurement (clocks, temperature, the order of the callables) hits all alike."""
+        plans = {}
+        for name, fn in fns.items():
+            reps = self._reps_for(fn)
+            plans[name] = (-(-reps // rounds), self._hold_cycles(fn) if self.cuda else 0)
+        results = {name: [] for name in fns}
+        for round_index in range(rounds):
+            names = list(fns) if round_index % 2 == 0 else list(reversed(fns))
+            for name in names:
+                reps, hold = plans[name]
+                results[name].extend(self._timed_runs(fns[name], reps, hold))
+        return results
+
+    def _timed_runs(self, fn, reps: int, hold: int) -> list:
+        """µs of `reps` runs of `fn`, L2 flushed before each; on a GPU, CUDA events around each run
+        after a GPU-side wait of `hold` cycles, on the CPU the host clock."""
         if not self.cuda:
             times = []
             for _ in range(reps):
@@ -54,8 +75,7 @@ class Timer:
                 start = time.perf_counter()
                 fn()
                 times.append((time.perf_counter() - start) * 1e6)
-            return statistics.median(times)
-        hold = self._hold_cycles(fn)
+            return times
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for begin, end in zip(starts, ends):
@@ -65,7 +85,7 @@ class Timer:
             fn()
             end.record()
         self.sync()
-        return statistics.median(b.elapsed_time(e) * 1e3 for b, e in zip(starts, ends))
+        return [b.elapsed_time(e) * 1e3 for b, e in zip(starts, ends)]
 
     def _hold_cycles(self, fn) -> int:
         """GPU cycles to wait before a timed run: twice the longest of three host enqueue times of

@@ -1,5 +1,5 @@
-"""The benchmark timers on the CPU: host loops of several callables alternate round by round, and the
-dispatch bar reads the overhead from paired rounds."""
+"""The benchmark timers on the CPU: host loops and timed runs of several callables alternate round by
+round, and the dispatch bar reads the overhead from paired rounds."""
 import torch
 
 from benchmarks import bars
@@ -15,6 +15,18 @@ def test_host_rounds_alternate_and_time_every_callable():
     assert all(len(times) == 4 and all(t > 0 for t in times) for times in rounds.values())
     # on the CPU a loop of 100 calls is one call, so the rounds' calls are the last 12
     assert order[-12:] == ["a", "b", "c", "c", "b", "a", "a", "b", "c", "c", "b", "a"]
+
+
+def test_device_rounds_alternate_and_split_the_runs():
+    timer = Timer(torch.device("cpu"), reps=6, warmup=1, seconds=10.0)
+    order = []
+    fns = {name: (lambda name=name: order.append(name)) for name in ("a", "b")}
+    runs = timer.device_rounds(fns, rounds=3)
+    # each callable's 6 runs, 2 a round, rounds in alternating order
+    assert {name: len(times) for name, times in runs.items()} == {"a": 6, "b": 6}
+    assert all(t > 0 for times in runs.values() for t in times)
+    assert order[-12:] == ["a", "a", "b", "b", "b", "b", "a", "a", "a", "a", "b", "b"]
+    assert timer.device_us(fns["a"]) > 0 and order[-6:] == ["a"] * 6
 
 
 def test_graph_timing_without_cuda_is_the_host_loop():
