@@ -1,9 +1,11 @@
 """Resource evidence for the report: which Triton kernels one call of ours launched, and what the
 compiler gave each (registers per thread, spilled registers, shared memory, warps, stages).
 
-A launch hook records the names of the kernels a single call launches; the compiled kernels are then
-found in the Triton caches of the generated modules' `@triton.jit` functions. Only real launches on
-a GPU have these numbers (the interpreter compiles nothing).
+A launch hook records the CUDA function handles of the kernels a single call launches; each handle
+is then found among the compiled kernels in the Triton caches of the generated modules'
+`@triton.jit` functions. Handles, not names: one `@triton.jit` function compiled for several
+specializations (head dims, causal or not) gives kernels of one name with different registers.
+Only real launches on a GPU have these numbers (the interpreter compiles nothing).
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ import helion_kernels._generated as generated
 
 
 def _compiled_kernels() -> dict:
-    """name -> compiled kernel, over every device cache of every generated `@triton.jit` function."""
+    """CUDA function handle -> compiled kernel, over every loaded kernel in every device cache of
+    every generated `@triton.jit` function."""
     found = {}
     for info in pkgutil.iter_modules(generated.__path__):
         module = importlib.import_module(f"{generated.__name__}.{info.name}")
@@ -26,29 +29,36 @@ def _compiled_kernels() -> dict:
             if isinstance(value, triton.runtime.JITFunction):
                 for caches in value.device_caches.values():
                     for kernel in caches[0].values():
-                        found[kernel.name] = kernel
+                        if kernel.function is not None:
+                            found[kernel.function] = kernel
     return found
 
 
-def launched_kernels(fn) -> list[str]:
-    """Names of the Triton kernels one call of `fn` launches, in launch order."""
-    names = []
+def launched_kernels(fn) -> list[tuple[str, int]]:
+    """(name, CUDA function handle) of each Triton kernel one call of `fn` launches, in launch order."""
+    launched = []
     previous = knobs.runtime.launch_enter_hook
-    knobs.runtime.launch_enter_hook = lambda metadata: names.append(metadata.get()["name"])
+
+    def record(metadata) -> None:
+        fields = metadata.get()
+        launched.append((fields["name"], fields["function"]))
+
+    knobs.runtime.launch_enter_hook = record
     try:
         fn()
         torch.cuda.synchronize()
     finally:
         knobs.runtime.launch_enter_hook = previous
-    return names
+    return launched
 
 
 def describe(fn) -> str:
     """One line per launched kernel: "name: R regs, S spills, B KiB smem, W warps, N stages"."""
-    compiled = _compiled_kernels()
+    launched = launched_kernels(fn)
+    compiled = _compiled_kernels()   # after the call, which may have compiled a kernel
     parts = []
-    for name in dict.fromkeys(launched_kernels(fn)):
-        kernel = compiled.get(name)
+    for name, function in dict.fromkeys(launched):
+        kernel = compiled.get(function)
         if kernel is None:
             parts.append(f"{name}: not found in the generated modules' caches")
             continue
