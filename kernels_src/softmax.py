@@ -20,7 +20,10 @@ Each kernel has three structures, picked by two tunables:
     rescaled sum (forward) or dot(dy, y) (backward); a second loop writes the output; the row is
     read twice. The first pass walks the tiles last to first, so that the second pass starts on the
     tiles read most recently (the likeliest to be in L2); the second pass's loads are evict_first.
-  - False: whole rows held in registers (`:`), one read; rows up to ~32768 elements.
+  - False: whole rows held in registers (`:`), one read; rows up to ~32768 elements. In the
+    backward, the tunable `reload_rows` loads y and dy again (from L1/L2) after their dot instead
+    of holding them in fp32 across it: at 32 warps a thread has 64 registers, which a 32768-wide
+    row's fp32 y and dy fill alone (10 spilled registers at 32000 columns).
 Columns past N: the first pass masks its reversed tiles explicitly (its loop runs over a range
 padded to whole tiles); elsewhere the DSL masks loads and reductions by tile bounds.
 """
@@ -111,6 +114,7 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
     m, n = out.size()
     grad_in = out.new_empty((m, n), dtype=grad_in_dtype)
     two_pass = hl.register_tunable("two_pass_rows", helion.EnumFragment((True, False)))
+    reload = hl.register_tunable("reload_rows", helion.EnumFragment((False, True)))
     split_rows = hl.register_tunable("split_rows", helion.EnumFragment((False, True)))
     piece_tiles = hl.register_tunable("piece_tiles", helion.EnumFragment(PIECE_TILES))
     block_n = hl.register_block_size(MIN_COLUMN_TILE, n)
@@ -137,6 +141,9 @@ def softmax_bwd(grad_out: torch.Tensor, out: torch.Tensor, grad_in_dtype: torch.
             y = out[tile_m, :].to(torch.float32)
             dy = grad_out[tile_m, :].to(torch.float32)
             row_dot = torch.sum(dy * y, dim=1, keepdim=True)
+            if reload:  # load the rows again (from L1/L2) rather than hold them across the sum
+                y = hl.load(out, [tile_m, slice(None)], eviction_policy="evict_first").to(torch.float32)
+                dy = hl.load(grad_out, [tile_m, slice(None)], eviction_policy="evict_first").to(torch.float32)
             grad_in[tile_m, :] = (y * (dy - row_dot)).to(grad_in.dtype)
     for program in hl.grid(split_m * pieces):
         ticket = hl.atomic_add(sync, [split_m], 1)

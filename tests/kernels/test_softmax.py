@@ -3,7 +3,7 @@
 Tolerances are the op's own for the output dtype (kernels_src.softmax.tolerance): fp32 (1e-5, 1e-9),
 bf16 (1e-2, 1e-8), fp16 (2e-3, 1e-7) as (rtol, atol) (backward: kernels_src.softmax.tolerance_bwd) -- effectively relative, since outputs are
 as small as 1/N. Each case runs under the default and random configs and under the three structures of
-each kernel (whole rows; column tiles a few chunks wide; rows split across programs that exchange
+each kernel (whole rows, in the backward also loaded again after their dot; column tiles a few chunks wide; rows split across programs that exchange
 partial results), long rows under the column-tile and split-row structures (pieces of one and of two
 column tiles).
 """
@@ -29,6 +29,8 @@ TWO_PASS = config_with("two passes", {("two_pass_rows", None): True, ("block_siz
                                       ("block_sizes", 1): ROW_TILE})
 WHOLE_ROWS_FWD = config_with("whole rows", {("online_softmax", None): False, ("block_sizes", 1): ROW_TILE})
 WHOLE_ROWS_BWD = config_with("whole rows", {("two_pass_rows", None): False, ("block_sizes", 1): ROW_TILE})
+RELOADED_ROWS_BWD = config_with("whole rows reloaded", {("two_pass_rows", None): False, ("reload_rows", None): True,
+                                                        ("block_sizes", 1): ROW_TILE})
 # Rows split across programs that wait for each other: pieces of one tile a few chunks wide, pieces of
 # two such tiles, and pieces of one tile as wide as offered (long GPU rows: 8 and 16 pieces; at 300001
 # columns the few-chunk pieces number 74 and fall back to column tiles).
@@ -74,7 +76,7 @@ def test_backward(device, in_dtype, out_dtype, case):
     grad_out, out, _ = softmax.make_bwd_inputs(_shape(m, n), in_dtype, device, seed=100 + case)
     args = (grad_out, out, out_dtype)
     check_op(softmax.softmax_bwd, args, softmax.reference_bwd(*args), softmax.tolerance_bwd(out_dtype),
-             f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[TWO_PASS, WHOLE_ROWS_BWD, SPLIT_ROWS],
+             f"softmax_bwd {m}x{n} {in_dtype}->{out_dtype}", extra_configs=[TWO_PASS, WHOLE_ROWS_BWD, RELOADED_ROWS_BWD, SPLIT_ROWS],
              output_dtypes=(out_dtype,))
 
 
