@@ -85,9 +85,10 @@ def run(key, *args):
 def store(key, plan, launcher=None) -> None:
     """Remember `plan` for `key` (unhashable keys are not stored). `launcher` is the generated
     launcher the plan calls, given only when the plan passes its own arguments to it, as they are
-    or as views starting at their first element (`weight.t()`), and returns its result or an
-    element of it: then, if the launcher is replayable, the key's next calls are recorded for
-    native replay."""
+    or as views starting at their first element (`weight.t()`, a 3-D input's rows
+    `x.reshape(-1, n)`), and returns its result or an element of it, as it is or viewed in another
+    shape (`out.view(x.shape)`): then, if the launcher is replayable, the key's next calls are
+    recorded for native replay (a call whose reshape copies is recorded but not replayed)."""
     module = None if launcher is None else sys.modules.get(launcher.__module__)
     if module is not None and launcher.__name__ in getattr(module, "REPLAYABLE", ()):
         plan = _recording(key, plan, module)

@@ -1411,15 +1411,28 @@ def _record(plan, args, missing):
 
 def _replay_plan(state, args, allocations, buffers, launches, out):
     """The native plan replaying a recorded call, or None when the call cannot be replayed: a
-    launch without a native descriptor, an output that is not an allocation (or a tuple of them),
-    a launched tensor that is neither an argument (or a view of one, see `_argument_of_view`), an
-    allocation nor one of the stream's `buffers` (native_replay checks)."""
+    launch without a native descriptor, an output that is neither an allocation nor a reshaped view
+    of one (or a tuple of such, see `_allocation_of_view`), a launched tensor that is neither an
+    argument (or a view of one, see `_argument_of_view`), an allocation nor one of the stream's
+    `buffers` (native_replay checks)."""
     device = torch._C._cuda_getDevice()
+    outs = (out,) if isinstance(out, torch.Tensor) else out if out.__class__ is tuple else None
+    if outs is None:
+        return None
+    # an output that views an allocation in another shape (a 3-D call's rows viewed back) replaces
+    # that allocation: the replay allocates it in the output's shape, the same contiguous memory
+    reshaped = {}
+    for t in outs:
+        source = _allocation_of_view(t, allocations, outs) if isinstance(t, torch.Tensor) else None
+        if source is not None:
+            reshaped[id(source)] = t
+    allocations = [reshaped.get(id(t), t) for t in allocations]
     known = {id(t) for t in (*args, *allocations, *buffers)}
     descriptors, kernels = [], []
     for kernel, grid, launch_args, constants, num_warps, num_stages in launches:
         if 0 in grid:
             continue
+        launch_args = tuple(reshaped.get(id(t), t) for t in launch_args)
         launch_args = tuple(_argument_of_view(t, args) if isinstance(t, torch.Tensor) and id(t) not in known else t
                             for t in launch_args)
         kernel_state = _LAUNCHES.get(id(kernel))
@@ -1430,15 +1443,30 @@ def _replay_plan(state, args, allocations, buffers, launches, out):
         descriptors.append((kept, (*grid, 1, 1)[:3], (*launch_args, *constants)))
         kernels.append(kernel)
     index = {id(t): j for j, t in enumerate(allocations)}
-    if isinstance(out, torch.Tensor):
-        outputs = index.get(id(out))
-    else:
-        outputs = tuple(index.get(id(t)) for t in out) if out.__class__ is tuple else None
-    if outputs is None or (outputs.__class__ is tuple and None in outputs):
+    outputs = tuple(index.get(id(t)) for t in outs)
+    if None in outputs:
         return None
-    return _native.replay_plan(state, tuple(args), tuple(allocations), tuple(descriptors), outputs, device,
+    return _native.replay_plan(state, tuple(args), tuple(allocations), tuple(descriptors),
+                               outputs[0] if isinstance(out, torch.Tensor) else outputs, device,
                                triton.knobs.runtime.debug, triton.knobs.compilation.instrumentation_mode,
                                tuple(kernels), tuple(buffers), torch._C._cuda_getCurrentRawStream(device))
+
+
+def _allocation_of_view(view, allocations, outputs):
+    """The allocation that `view` shows in another shape, or None: both contiguous, of one dtype and
+    element count, at the same storage and first element, and the allocation itself not an output
+    (an allocated [M, N] out viewed back as a 3-D input's shape). A launch reads the allocation only
+    through its pointer and the recorded sizes and strides, so allocating the view's shape instead
+    leaves every launch as recorded."""
+    if any(view is a for a in allocations):
+        return None
+    for source in allocations:
+        if source.data_ptr() == view.data_ptr() and source.untyped_storage().data_ptr() == \
+                view.untyped_storage().data_ptr() and source.dtype == view.dtype and \
+                source.numel() == view.numel() and source.is_contiguous() and view.is_contiguous() and \
+                not any(source is o for o in outputs):
+            return source
+    return None
 
 
 def _argument_of_view(view, args):

@@ -180,19 +180,18 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         out = _eager.apply(matmul_op, _MatmulFunction, a, other)
     else:
         out = _mm(a, other)
-        _store_mm_plan(key, a, other, a is input, _matmul_plan, None if a is input else a.shape[1])
+        _store_mm_plan(key, a, other, _matmul_plan, None if a is input else a.shape[1])
     return out if a is input else out.view(*input.shape[:-1], other.shape[-1])
 
 
-def _store_mm_plan(key, a: Tensor, b: Tensor, unchanged: bool, make, *details) -> None:
-    """Store the direct plan of a product that ran the `matmul` kernel (`unchanged`: the plan
-    passes its arguments, or their transposes, to the launcher); float32 products keep the full path
-    (whether they may use TF32 is PyTorch's global setting, checked on every call)."""
+def _store_mm_plan(key, a: Tensor, b: Tensor, make, *details) -> None:
+    """Store the direct plan of a product that ran the `matmul` kernel; float32 products keep the
+    full path (whether they may use TF32 is PyTorch's global setting, checked on every call)."""
     if a.dtype is torch.float32:
         return
     launcher = chosen_launcher("matmul", (a.shape[0], b.shape[1], a.shape[1]), a)
     if launcher is not None:
-        _direct.store(key, make(launcher, *details), launcher if unchanged else None)
+        _direct.store(key, make(launcher, *details), launcher)
 
 
 def linear_reason(input, weight, bias) -> str | None:
@@ -236,11 +235,11 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         out = _linear(x, weight, bias)
         rows = None if x is input else x.shape[1]
         if bias is None:
-            _store_mm_plan(key, x, weight.t(), rows is None, _linear_plan, rows, False)
+            _store_mm_plan(key, x, weight.t(), _linear_plan, rows, False)
         elif x.dtype is not torch.float32:
             launcher = chosen_launcher("linear", (x.shape[0], weight.shape[0], x.shape[1]), x)
             if launcher is not None:
-                _direct.store(key, _linear_plan(launcher, rows, True), launcher if rows is None else None)
+                _direct.store(key, _linear_plan(launcher, rows, True), launcher)
     return out if x is input else out.view(*input.shape[:-1], weight.shape[0])
 
 

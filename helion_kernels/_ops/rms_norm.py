@@ -176,7 +176,7 @@ def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float
         launcher = chosen_launcher(op, x.shape, x)
         if launcher is not None:
             rows = None if x is input else x.shape[1]
-            _direct.store(key, _plan(launcher, w is not None, rows, default_eps), launcher if rows is None else None)
+            _direct.store(key, _plan(launcher, w is not None, rows, default_eps), launcher)
     return out if x is input else out.view(input.shape)
 
 

@@ -125,8 +125,7 @@ def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> T
         out = _forward(rows)
         launcher = chosen_launcher("softmax_fwd", rows.shape, rows)
         if launcher is not None and x is input:
-            _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1], x.dtype),
-                          launcher if rows is x else None)
+            _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1], x.dtype), launcher)
     if rows is not x:
         out = out.view(x.shape)
     if dim in (-1, input.dim() - 1):

@@ -197,6 +197,55 @@ def test_split_k_matmul_replays_with_its_streams_counters(monkeypatch, m):
     _matmul_close(hk.matmul(a, b), a, b)
 
 
+THREE_D = ["rmsnorm", "rms_norm 2-D shape", "softmax", "linear", "linear without bias", "matmul"]
+
+
+def _three_d_call(name):
+    """(tag, call(x), float64 reference(x), input shape) of a public function whose plan views a
+    3-D input as rows and the output back."""
+    w = torch.randn(4096, device="cuda", dtype=BF16)
+    weight = torch.randn(777, 520, device="cuda", dtype=BF16) / 520 ** 0.5
+    bias = torch.randn(777, device="cuda", dtype=BF16)
+    other = torch.randn(520, 777, device="cuda", dtype=BF16) / 520 ** 0.5
+    return {
+        "rmsnorm": (hk.rmsnorm, lambda x: hk.rmsnorm(x, w, 1e-6), lambda x: _rms_ref(x, w, 1e-6), (3, 5, 4096)),
+        "rms_norm 2-D shape": ((hk.rms_norm, (8, 512)), lambda x: hk.rms_norm(x, (8, 512), w.view(8, 512), 1e-6),
+                               lambda x: _rms_ref(x.reshape(3, 4096), w, 1e-6).view(x.shape), (3, 8, 512)),
+        "softmax": ((hk.softmax, -1, None), lambda x: hk.softmax(x, -1), _softmax_ref, (2, 7, 3001)),
+        "linear": (hk.linear, lambda x: hk.linear(x, weight, bias),
+                   lambda x: x.double() @ weight.double().t() + bias.double(), (2, 9, 520)),
+        "linear without bias": (hk.linear, lambda x: hk.linear(x, weight),
+                                lambda x: x.double() @ weight.double().t(), (2, 9, 520)),
+        "matmul": (hk.matmul, lambda x: hk.matmul(x, other), lambda x: x.double() @ other.double(), (2, 9, 520)),
+    }[name]
+
+
+@pytest.mark.parametrize("name", THREE_D)
+def test_three_d_inputs_are_replayed(monkeypatch, name):
+    tag, call, reference, shape = _three_d_call(name)
+    products = name.startswith(("linear", "matmul"))
+    tolerance = dict(atol=0.5, rtol=2e-2) if products else dict(zip(("rtol", "atol"), TOLERANCE[BF16]))
+    for _ in range(2):  # the first call stores the plan, the second is recorded
+        call(torch.randn(shape, device="cuda", dtype=BF16))
+    assert _recorded(tag) == 1
+    _no_python_plans(monkeypatch)
+    outputs = []
+    for _ in range(3):
+        x = torch.randn(shape, device="cuda", dtype=BF16)
+        out = call(x)
+        want = reference(x)
+        assert out.shape == want.shape and out.dtype == BF16 and out.is_contiguous()
+        torch.testing.assert_close(out.double(), want, **tolerance)
+        outputs.append(out)
+    assert len({o.data_ptr() for o in outputs}) == 3
+    monkeypatch.undo()
+    # the same shape with other strides (its rows are a copy): the Python path, recorded, not replayed
+    for _ in range(2):
+        x = torch.randn(shape[1], shape[0], shape[2], device="cuda", dtype=BF16).transpose(0, 1)
+        torch.testing.assert_close(call(x).double(), reference(x), **tolerance)
+    assert _recorded(tag) == 1
+
+
 def test_reload_forgets_recorded_plans():
     x = torch.randn(3, 100, device="cuda", dtype=BF16)
     for _ in range(3):

@@ -71,3 +71,15 @@ def test_a_launched_view_stands_for_the_one_argument_it_starts_at():
     assert generated._argument_of_view(w.t(), (w, alias)) is not w  # two candidates: none chosen
     other = torch.randn(6, 5)
     assert generated._argument_of_view(other, (x, w)) is other
+
+
+def test_an_output_viewing_an_allocation_in_another_shape_stands_for_it():
+    out, inv_rms = torch.empty(6, 4), torch.empty(6)
+    rows = out.view(2, 3, 4)  # a 3-D input's rows, viewed back
+    assert generated._allocation_of_view(rows, [out, inv_rms], (rows,)) is out
+    assert generated._allocation_of_view(out, [out, inv_rms], (out,)) is None  # an allocation itself
+    assert generated._allocation_of_view(rows, [out, inv_rms], (rows, out)) is None  # out returned too
+    assert generated._allocation_of_view(out[:3], [out], (out[:3],)) is None  # fewer elements
+    assert generated._allocation_of_view(out.t(), [out], (out.t(),)) is None  # not contiguous
+    assert generated._allocation_of_view(out.view(torch.int32), [out], (out.view(torch.int32),)) is None
+    assert generated._allocation_of_view(torch.empty(2, 3, 4), [out], ()) is None  # other memory
