@@ -41,10 +41,11 @@ def make_inputs(row, dtype: torch.dtype, device: torch.device, seed: int = 0) ->
         return torch.randn(*size, generator=generator, device=device, dtype=torch.float32).to(dtype)
 
     s = row.shape
+    rows = (s["M"], s["S"]) if "S" in s else (s.get("M"),)  # a 3-D [M, S, N] input where S is given
     if row.family == "rmsnorm":
-        args = (randn(s["M"], s["N"]), randn(s["N"]))
+        args = (randn(*rows, s["N"]), randn(s["N"]))
     elif row.family == "softmax":
-        args = (randn(s["M"], s["N"]),)
+        args = (randn(*rows, s["N"]),)
     elif row.family == "matmul":
         args = (randn(s["M"], s["K"]), randn(s["K"], s["N"]))
     else:

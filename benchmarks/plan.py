@@ -1,7 +1,8 @@
 """What the report measures, most important first: the rows the runner walks until its budget ends.
 
 Shapes use the kernel sources' shape keys (M/N, M/N/K, B/H/Hkv/Sq/Sk/D/causal), so their
-`cost(shape, dtype)` gives the minimum bytes and flops. `--tiny` shrinks every shape so the whole
+`cost(shape, dtype)` gives the minimum bytes and flops; a row shape with an `S` between M and N
+(decode calls only) times a 3-D [M, S, N] input, as a model's decode step passes its activations. `--tiny` shrinks every shape so the whole
 pipeline runs on CPU under the Triton interpreter.
 """
 from __future__ import annotations
@@ -73,7 +74,8 @@ def shrink(op: str, shape: dict) -> dict:
                 "Sq": max(4, shape["Sq"] // 128), "Sk": max(4, shape["Sk"] // 128), "D": shape["D"] // 4}
     if op == "matmul":
         return {k: max(1, v // 128) for k, v in shape.items()}
-    return {"M": min(shape["M"], 4) if shape["M"] < 1024 else 8, "N": max(16, shape["N"] // 128)}
+    rows = {"M": min(shape["M"], 4) if shape["M"] < 1024 else 8}
+    return {**rows, **({"S": shape["S"]} if "S" in shape else {}), "N": max(16, shape["N"] // 128)}
 
 
 def _suite(spec_name: str) -> list:
@@ -107,6 +109,9 @@ def build(tiny: bool = False) -> list:
         for op in ("rmsnorm_fwd", "softmax_fwd"):
             for m in DECODE_ROWS:
                 p.add(op, {"M": m, "N": 4096}, mode=mode)
+    for op in ("rmsnorm_fwd", "softmax_fwd"):
+        for m in DECODE_ROWS:
+            p.add(op, {"M": m, "S": 1, "N": 4096}, mode="host")
     matmuls = [(8192, 8192, 8192), (4096, 11008, 4096), (4096, 4096, 11008),
                (16, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096)]
     for m, n, k in matmuls:

@@ -24,10 +24,13 @@ warm-up calls, with L2 flushed before each run by writing a 256 MB buffer, then 
 (`torch.cuda._sleep`) twice as long as the host takes to enqueue the run, so that all of a run's
 launches are queued before its start event and its time is the GPU's, also where the host is
 slower than the kernels (an autograd backward; the lent hosts' speed varied up to 2x within a
-session). Decode-size tables and the
+session). A row's implementations take turns over 5 rounds, each round running a fifth of every
+implementation's runs, in alternating order, so that drift over the row (clocks, temperature, the
+order the peers are listed in) favours none. Decode-size tables and the
 dispatch overhead use host time instead: the per-call time of a loop of 1000 calls ended by a
 synchronize, which includes Python and launch overhead; a row's implementations alternate loop by
-loop over 11 rounds (15 in the dispatch table) and each time is the median of its rounds. The CUDA-graph decode
+loop over 11 rounds (15 in the dispatch table) and each time is the median of its rounds. Shapes
+M×1×N are 3-D inputs, as a model's decode step passes its activations. The CUDA-graph decode
 tables time 100 back-to-back calls captured in one graph (after warm-up calls on a side stream):
 the median of 20 replays (CUDA events) divided by 100, the GPU time per call as a caller that
 captures its decode step sees it (no host time; the inputs stay in L2 between calls). GB/s and TFLOP/s use

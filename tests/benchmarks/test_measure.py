@@ -30,3 +30,27 @@ def test_backward_snapshot_survives_an_in_place_peer(monkeypatch):
     generator = torch.Generator().manual_seed(1)
     incoming = torch.randn(3, 5, generator=generator).to(torch.float64)
     assert torch.equal(first, incoming * 2)
+
+
+def test_decode_rows_with_s_time_3d_inputs():
+    from benchmarks import plan
+    rows = [r for r in plan.build() if r.mode == "host" and "S" in r.shape]
+    assert {(r.op, r.shape["M"]) for r in rows} == {(op, m) for op in ("rmsnorm_fwd", "softmax_fwd")
+                                                    for m in plan.DECODE_ROWS}
+    for row in rows:
+        args = measure.make_inputs(row, torch.float32, torch.device("cpu"))
+        assert args[0].shape == (row.shape["M"], 1, 4096)
+        assert list(row.shape) == ["M", "S", "N"]  # the table's label reads M×S×N
+    tiny = [r for r in plan.build(tiny=True) if r.mode == "host" and "S" in r.shape]
+    assert len(tiny) == len({(r.op, tuple(r.shape.items())) for r in tiny}) > 0
+
+
+def test_every_family_builds_its_inputs():
+    from benchmarks import plan
+    built = set()
+    for row in plan.build(tiny=True):
+        if row.kind == "case" and (row.op, row.mode) not in built:
+            built.add((row.op, row.mode))
+            args = measure.make_inputs(row, torch.float32, torch.device("cpu"))
+            assert isinstance(args[0], torch.Tensor) and args[0].numel() > 0
+    assert {op for op, _ in built} >= {"rmsnorm_fwd", "softmax_bwd", "matmul", "attention_fwd", "attention_bwd"}
