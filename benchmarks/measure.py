@@ -1,6 +1,7 @@
-"""Time one planned case: build its inputs once, then each implementation's forward, or the autograd
-backward of a forward run once outside the timed region (`torch.autograd.grad(..., retain_graph=True)`,
-so no gradient accumulation is timed)."""
+"""One planned case's inputs (built once) and each implementation's callable to time: its forward, or
+the autograd backward of a forward run once outside the timed region
+(`torch.autograd.grad(..., retain_graph=True)`, so no gradient accumulation is timed); the runner
+times them (benchmarks/runner.py)."""
 from __future__ import annotations
 
 import torch
@@ -76,11 +77,3 @@ def timed_call(row, impl: str, args: tuple):
     # a snapshot: an in-place backward (Liger's RMSNorm writes dx into `grad`) overwrites its output
     # on every later call, each of which reads the previous call's dx as its incoming gradient
     return fn, fn()[0].clone()
-
-
-def measure(row, impl: str, args: tuple, timer) -> tuple:
-    """(median µs, first output) of one implementation on the case."""
-    fn, first = timed_call(row, impl, args)
-    timing = {"host": timer.host_us, "graph": timer.graph_us, "device": timer.device_us}[row.mode]
-    us = timing(fn)
-    return us, first

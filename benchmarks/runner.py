@@ -131,56 +131,45 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
     if row.mode == "device" and row.family in measure.MEMORY_BOUND:
         moved = measure.cost(row.op, row.shape, DTYPE)[1]
         same_copy_us, _ = guarded(budget, lambda: probes.copy_us(timer, int(moved) // 2))
-    if row.mode in ROUNDS:
-        return _rounds_records(row, budget, timer, ceilings, args, base, same_copy_us)
-    records, ours_out = [], None
-    for impl in row.impls:
-        record = {**base, "impl": impl}
-        if impl == "compile-max-autotune":
-            result, status = guarded(budget, lambda: measure.measure(row, impl, args, timer),
-                                     cap=MAX_AUTOTUNE_CAP_S, needs=MAX_AUTOTUNE_CAP_S)
-        else:
-            result, status = guarded(budget, lambda: measure.measure(row, impl, args, timer))
-        record["status"] = status
-        if result is not None:
-            try:
-                ours_out = _complete(record, row, result, ceilings, args, ours_out, same_copy_us)
-            except Exception as error:  # noqa: BLE001 - a bookkeeping bug must not end the run
-                record["status"] = f"failed: after timing: {type(error).__name__}: {error}"[:200]
-        records.append(record)
-    return records
-
-
-def _rounds_records(row, budget: Budget, timer: Timer, ceilings: dict, args: tuple, base: dict,
-                    same_copy_us=None) -> list:
-    """A host- or device-mode row: every implementation is timed in the same alternating rounds
-    (Timer.host_rounds: call loops; Timer.device_rounds: CUDA-event runs), so that drift between
-    implementations (host clock and other processes; GPU clocks and temperature) hits them alike
-    and the order they are listed in does not favour any; each time is the median of its rounds'
-    loops or of all its runs."""
     built, statuses = {}, {}
     for impl in row.impls:
-        if impl == "compile-max-autotune":
-            built[impl], statuses[impl] = guarded(budget, lambda: measure.timed_call(row, impl, args),
-                                                  cap=MAX_AUTOTUNE_CAP_S, needs=MAX_AUTOTUNE_CAP_S)
-        else:
-            built[impl], statuses[impl] = guarded(budget, lambda: measure.timed_call(row, impl, args))
+        limits = dict(cap=MAX_AUTOTUNE_CAP_S, needs=MAX_AUTOTUNE_CAP_S) if impl == "compile-max-autotune" else {}
+        built[impl], statuses[impl] = guarded(budget, lambda: measure.timed_call(row, impl, args), **limits)
     callables = {impl: made[0] for impl, made in built.items() if made is not None}
-    timing = (lambda: timer.host_rounds(callables, rounds=ROUNDS["host"])) if row.mode == "host" else \
-        (lambda: timer.device_rounds(callables, rounds=ROUNDS["device"]))
-    rounds, status = guarded(budget, timing, cap=IMPL_CAP_S * max(1, len(callables))) if callables \
-        else (None, "not run")
+    times = _times(row, budget, timer, callables, statuses)
     records, ours_out = [], None
     for impl in row.impls:
-        record = {**base, "impl": impl, "status": statuses[impl] if built[impl] is None else status}
-        if built[impl] is not None and rounds is not None:
-            result = (statistics.median(rounds[impl]), built[impl][1])
+        record = {**base, "impl": impl, "status": statuses[impl]}
+        if impl in times:
             try:
+                result = (statistics.median(times[impl]), built[impl][1])
                 ours_out = _complete(record, row, result, ceilings, args, ours_out, same_copy_us)
             except Exception as error:  # noqa: BLE001 - a bookkeeping bug must not end the run
                 record["status"] = f"failed: after timing: {type(error).__name__}: {error}"[:200]
         records.append(record)
     return records
+
+
+def _times(row, budget: Budget, timer: Timer, callables: dict, statuses: dict) -> dict:
+    """{impl: its times} of the built callables, `statuses` updated with each timing's status.
+    Host and device rows time every implementation in the same alternating rounds
+    (Timer.host_rounds: call loops; Timer.device_rounds: CUDA-event runs), so that drift between
+    implementations (host clock and other processes; GPU clocks and temperature) hits them alike
+    and the order they are listed in favours none; graph rows time each implementation's replays
+    on its own."""
+    if row.mode == "graph":
+        times = {}
+        for impl, fn in callables.items():
+            us, statuses[impl] = guarded(budget, lambda: timer.graph_us(fn))
+            if us is not None:
+                times[impl] = [us]
+        return times
+    timing = timer.host_rounds if row.mode == "host" else timer.device_rounds
+    times, status = guarded(budget, lambda: timing(callables, rounds=ROUNDS[row.mode]),
+                            cap=IMPL_CAP_S * max(1, len(callables))) if callables else ({}, "not run")
+    for impl in callables:
+        statuses[impl] = status
+    return times or {}
 
 
 def _complete(record: dict, row, result: tuple, ceilings: dict, args: tuple, ours_out, same_copy_us=None):
