@@ -19,12 +19,14 @@ FIELDS = (
     "range_flattens",
     "range_warp_specializes",
     "range_peel_tails",
+    "persistent_flattens",
     "static_ranges",
     "num_warps",
     "num_stages",
     "pid_type",
     "indexing",
     "load_eviction_policies",
+    "store_subtiles",
 )
 ALIASES = {"l2_grouping": "l2_groupings"}
 

@@ -18,16 +18,20 @@ INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
 # "reread": evict_last where a looped reduction's chunk loop reads the site (a later chunk loop
 # re-reads the same data, which then comes from L2) and evict_first where any other code reads it
 EVICTION = ["", "first", "last", "reread"]
+# Pieces a tensor-descriptor store may write its tile in, along the last dimension: each piece is
+# staged through its own, smaller shared-memory buffer, which leaves room for another pipeline stage
+# (the persistent matmul's 128x256 tile at 4 stages: scratch/matmul_persistent_probe.py)
+STORE_SUBTILES = (1, 2, 4)
 MAX_VOLUME = 1 << 16
 # Largest block of a dimension: 256 where the block feeds a matrix product; 16384 elsewhere (a split
 # softmax row's 8192-column tiles measured 1.03-1.05x of 4096-column tiles on an H100, 2026-11-26).
 MAX_DOT_BLOCK = 256
 MAX_BLOCK = 16384
 MAX_DOT_VOLUME = 1 << 21
-# Triton 3.6 on sm_90 miscompiles a device loop with a dot and loop_unroll_factor >= 2 at 16 or 32
-# warps (wrong values, NaN or an illegal address; notes/dsl_gaps_kernels.md gap 16), so such loops
-# are left to Triton's own unrolling at those warp counts.
-NO_DOT_UNROLL_FROM_WARPS = 16
+# A device loop with a dot is not unrolled (loop_unroll_factor 0: Triton's choice, or 1): Triton 3.6 on
+# sm_90 miscompiles such loops unrolled at 16 or 32 warps (wrong values, NaN or an illegal address),
+# and at 8 warps with TF32 dots in a one-stage loop (notes/dsl_gaps_kernels.md gap 16); no tuned
+# config unrolled one.
 DOT_ELEMENTS_PER_WARP = 128
 # A program's largest tensor spread over its threads: more elements per thread than registers hold
 # spill, and the compile time grows with them: ptxas took over 5 minutes on a 512x128 fp32 tile in 1
@@ -110,8 +114,11 @@ class ConfigSpec:
                 knobs.append(Knob("l2_groupings", i, (1, 2, 4, 8, 16, 32, 64)))
         for i in range(f.flatten_count):
             knobs.append(Knob("flatten_loops", i, (False, True)))
+        for i in range(len(f.top_loops)):
+            knobs.append(Knob("persistent_flattens", i, (False, True)))
         for i, loop in enumerate(f.device_loops):
-            knobs.append(Knob("range_unroll_factors", i, (0,) if loop.has_branch else (0, 1, 2, 4)))
+            unrolls = (0,) if loop.has_branch else (0, 1) if loop.has_dot else (0, 1, 2, 4)
+            knobs.append(Knob("range_unroll_factors", i, unrolls))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
             knobs.append(Knob("range_warp_specializes", i, (None, False, True) if loop.has_dot else (None,)))
             knobs.append(Knob("range_peel_tails", i, (False, True) if loop.peelable else (False,)))
@@ -123,6 +130,8 @@ class ConfigSpec:
             knobs.append(Knob("indexing", site, tuple(INDEXING)))
         for site in range(f.loads):
             knobs.append(Knob("load_eviction_policies", site, tuple(EVICTION)))
+        for store in range(f.stores):
+            knobs.append(Knob("store_subtiles", store, STORE_SUBTILES if store in f.splittable_stores else (1,)))
         for name, fragment in sorted(f.tunables.items()):
             knobs.append(Knob(name, None, tuple(fragment.choices())))
         return knobs
@@ -173,6 +182,8 @@ class ConfigSpec:
             **self._scalar_defaults(),
             "indexing": ["pointer"] * (f.loads + f.stores),
             "load_eviction_policies": [""] * f.loads,
+            "persistent_flattens": [False] * len(f.top_loops),
+            "store_subtiles": [1] * f.stores,
         }
         for name, fragment in f.tunables.items():
             fields[name] = fragment.default()
@@ -243,7 +254,7 @@ class ConfigSpec:
         for i, loop in enumerate(self.found.device_loops):
             if not loop.has_dot:
                 fields["range_warp_specializes"][i] = None
-            if loop.has_branch:
+            if loop.has_branch or (loop.has_dot and fields["range_unroll_factors"][i] > 1):
                 fields["range_unroll_factors"][i] = 0
             fields["range_peel_tails"][i] = bool(fields["range_peel_tails"][i]) and loop.peelable
         for name, value in self._scalar_defaults().items():
@@ -257,10 +268,6 @@ class ConfigSpec:
             raise exc.InvalidConfig(f"num_warps={warps!r} must be a power of two between 1 and 32")
         if not isinstance(fields["num_stages"], int) or fields["num_stages"] < 1:
             raise exc.InvalidConfig(f"num_stages={fields['num_stages']!r} must be a positive integer")
-        if warps >= NO_DOT_UNROLL_FROM_WARPS:
-            for i, loop in enumerate(self.found.device_loops):
-                if loop.has_dot and fields["range_unroll_factors"][i] > 1:
-                    fields["range_unroll_factors"][i] = 0
         fields.setdefault("pid_type", "flat")
         if fields["pid_type"] not in PID_TYPES:
             raise exc.InvalidConfig(f"pid_type {fields['pid_type']!r} is not one of {PID_TYPES}")
@@ -278,6 +285,18 @@ class ConfigSpec:
         eviction = list(fields.get("load_eviction_policies") or [])
         eviction += [""] * (self.found.loads - len(eviction))
         fields["load_eviction_policies"] = eviction[: self.found.loads]
+        persistent = fields["pid_type"].startswith("persistent")
+        n_top = len(self.found.top_loops)
+        flattens = list(fields.get("persistent_flattens") or []) + [False] * n_top
+        fields["persistent_flattens"] = [bool(v) and persistent for v in flattens[:n_top]]
+        subtiles = list(fields.get("store_subtiles") or []) + [1] * self.found.stores
+        subtiles = subtiles[: self.found.stores]
+        for store, value in enumerate(subtiles):
+            if value not in STORE_SUBTILES:
+                raise exc.InvalidConfig(f"store_subtiles[{store}]={value!r} is not one of {STORE_SUBTILES}")
+            described = fields["indexing"][self.found.store_sites[store]] == "tensor_descriptor"
+            subtiles[store] = value if described and store in self.found.splittable_stores else 1
+        fields["store_subtiles"] = subtiles
         return Config(fields)
 
     def _scalar_defaults(self) -> dict:
@@ -295,6 +314,8 @@ class ConfigSpec:
             "indexing": self.found.loads + self.found.stores,
             "load_eviction_policies": self.found.loads,
             "flatten_loops": self.found.flatten_count,
+            "persistent_flattens": len(self.found.top_loops),
+            "store_subtiles": self.found.stores,
         }
         for name, count in expected.items():
             value = fields.get(name)

@@ -273,10 +273,14 @@ class MemoryMixin:
         value.is_load = True
         return value
 
-    def block_pointer(self, tensor: HostTensor, addr: Address, strategy: str) -> str:
+    def block_pointer(self, tensor: HostTensor, addr: Address, strategy: str, pieces: int = 1) -> str:
+        """A block pointer or tensor descriptor over the access's block; a descriptor for a store
+        written in `pieces` covers 1/pieces of the block's last dimension."""
         sizes = [self.atom(self.session.tensor_size(tensor, d, self.builder)) for d in addr.tensor_dims]
         strides = [self.builder.param(f"{tensor.host_expr}.stride({d})", f"{tensor.param}_stride_{d}") for d in addr.tensor_dims]
         blocks = [d.size_expr for d in addr.block_dims]
+        if pieces > 1:
+            blocks[-1] = f"{blocks[-1]} // {pieces}"
         if strategy == "tensor_descriptor":
             return f"tl.make_tensor_descriptor({tensor.param}, [{', '.join(sizes)}], [{', '.join(strides)}], [{', '.join(blocks)}])"
         order = tuple(reversed(range(len(sizes))))
@@ -285,11 +289,11 @@ class MemoryMixin:
             f"[{', '.join(addr.block_offsets)}], [{', '.join(blocks)}], {order})"
         )
 
-    def tma_flag(self, tensor: HostTensor, addr: Address) -> str:
+    def tma_flag(self, tensor: HostTensor, addr: Address, pieces: int = 1) -> str:
         """A constexpr the launcher computes: may this access use a TMA tensor descriptor? TMA needs
-        a 16-byte aligned base and outer strides, a contiguous last dim whose block spans at least
-        16 bytes, and (`_descriptors_fit`, set by the launcher) scratch for every program's
-        descriptors (see module.HELPERS["_descriptor_scratch_fits"])."""
+        a 16-byte aligned base and outer strides, a contiguous last dim whose block (or, for a store
+        written in `pieces`, whose piece) spans at least 16 bytes, and (`_descriptors_fit`, set by the
+        launcher) scratch for every program's descriptors (see module.HELPERS["_descriptor_scratch_fits"])."""
         self.builder.uses_tensor_descriptors = True
         size = tensor.meta.element_size()
         host = tensor.host_expr
@@ -298,7 +302,7 @@ class MemoryMixin:
         conds += [f"{host}.stride({d}) * {size} % 16 == 0" for d in dims[:-1]]
         last = self.builder.params.get(addr.block_dims[-1].size_expr)
         last_block = last.host_expr if last is not None else addr.block_dims[-1].size_expr
-        conds.append(f"({last_block}) * {size} >= 16")
+        conds.append(f"({last_block}) // {pieces} * {size} >= 16" if pieces > 1 else f"({last_block}) * {size} >= 16")
         conds.append("_descriptors_fit")
         if len(dims) != tensor.meta.dim() or len(dims) > 5:
             return "False"
@@ -326,6 +330,9 @@ class MemoryMixin:
         addr = self.address(tensor, index, node)
         site = self.session.memory_site("store")
         strategy = self.session.indexing(site)
+        splittable = (addr.block_ok and extra_mask is None and len(addr.block_dims) == len(addr.shape) >= 2
+                      and tensor.meta.dtype != torch.bool)
+        pieces = self.session.store_pieces(splittable)
         value = self.fit_value(value, addr.shape, node)
         extra = self.to_tval(extra_mask) if extra_mask is not None and not isinstance(extra_mask, bool) else None
         looped = [d for d in addr.shape if isinstance(d, RDim) and d.looped] + value.looped_rdims()
@@ -336,11 +343,12 @@ class MemoryMixin:
             if any(d is not rdim for d in looped):
                 raise exc.NotLoopable("a store spans two looped reduction dimensions", self.session.location(node)).with_rdims([d.rdim_id for d in looped])
             with self.chunk_loop(rdim):
-                self.emit_write(tensor, addr, value, extra, strategy)
+                self.emit_write(tensor, addr, value, extra, strategy, pieces)
         else:
-            self.emit_write(tensor, addr, value, extra, strategy)
+            self.emit_write(tensor, addr, value, extra, strategy, pieces)
 
-    def emit_write(self, tensor: HostTensor, addr: Address, value: TVal, extra: TVal | None, strategy: str) -> None:
+    def emit_write(self, tensor: HostTensor, addr: Address, value: TVal, extra: TVal | None, strategy: str,
+                   pieces: int = 1) -> None:
         atoms = [self.atom(c) for c in addr.children]
         dtype = tensor.meta.dtype
         val = self.atom(value)
@@ -354,11 +362,10 @@ class MemoryMixin:
             if value.shape != addr.shape:
                 sizes = ", ".join(d.size_expr for d in addr.shape)
                 val = f"tl.broadcast_to({val}, [{sizes}])"
-            bp = self.block_pointer(tensor, addr, strategy)
             if strategy == "tensor_descriptor":
-                b.emit(f"if {self.tma_flag(tensor, addr)}:")
+                b.emit(f"if {self.tma_flag(tensor, addr, pieces)}:")
                 with b.block():
-                    b.emit(f"{bp}.store([{', '.join(addr.block_offsets)}], {val})")
+                    self.emit_descriptor_store(tensor, addr, val, pieces)
                 b.emit("else:")
                 b.depth += 1
                 self.emit_pointer_write(tensor, addr, atoms, val, None)
@@ -366,9 +373,36 @@ class MemoryMixin:
                 return
             checks = [i for i, dim in enumerate(addr.block_dims) if dim.mask]
             bc = f", boundary_check={tuple(checks)}" if checks else ""
-            b.emit(f"tl.store({bp}, {val}{bc})")
+            b.emit(f"tl.store({self.block_pointer(tensor, addr, strategy)}, {val}{bc})")
             return
         self.emit_pointer_write(tensor, addr, atoms, val, self.atom(extra) if extra is not None else None)
+
+    def emit_descriptor_store(self, tensor: HostTensor, addr: Address, val: str, pieces: int) -> None:
+        """A tensor-descriptor store of the tile `val`; in `pieces` > 1, the tile is halved along its
+        last dimension (reshape, move the halves' axis last, tl.split) until there are `pieces`
+        parts, each stored at its offset through a descriptor of the part's shape."""
+        b = self.builder
+        offsets = list(addr.block_offsets)
+        if pieces == 1:
+            b.emit(f"{self.block_pointer(tensor, addr, 'tensor_descriptor')}.store([{', '.join(offsets)}], {val})")
+            return
+        dims = [d.size_expr for d in addr.block_dims]
+        rank = len(dims)
+        order = ", ".join(str(i) for i in [*range(rank - 1), rank, rank - 1])
+        parts, width = [b.assign(val, "tile")], dims[-1]
+        while len(parts) < pieces:
+            half = f"{width} // 2"
+            halves = []
+            for part in parts:
+                left, right = b.fresh("left"), b.fresh("right")
+                shape = ", ".join([*dims[:-1], "2", half])
+                b.emit(f"{left}, {right} = tl.split(tl.permute(tl.reshape({part}, [{shape}]), ({order})))")
+                halves += [left, right]
+            parts, width = halves, half
+        descriptor = b.assign(self.block_pointer(tensor, addr, "tensor_descriptor", pieces), "descriptor")
+        for i, part in enumerate(parts):
+            at = ", ".join([*offsets[:-1], f"{offsets[-1]} + {i} * ({dims[-1]} // {pieces})"])
+            b.emit(f"{descriptor}.store([{at}], {part})")
 
     def emit_pointer_write(self, tensor: HostTensor, addr: Address, atoms: list[str], val: str, extra: str | None) -> None:
         offset, mask = self.render_address(addr, atoms, extra, self.index_width(tensor))

@@ -78,6 +78,10 @@ class Discovery:
     guards: list = field(default_factory=list)
     not_loopable: set = field(default_factory=set)
     flatten_count: int = 0  # loops with more than one dimension (top-level or device)
+    # stores (by their index among the stores) of a tile with two or more block dimensions: the
+    # ones a tensor-descriptor store may write in pieces along its last dimension (store_subtiles)
+    splittable_stores: set = field(default_factory=set)
+    store_sites: list = field(default_factory=list)  # each store's index in `indexing`
     # shape_key of every device tensor the compile created (values.TENSOR_SHAPES_SEEN)
     tensor_shapes: set = field(default_factory=set)
     # shape_key of every matrix product's result (the warp cap keeps 8x16 outputs per warp)
@@ -387,7 +391,17 @@ class CompileSession:
         else:
             self.found.stores += 1
             site = self.found.loads + self.found.stores - 1
+            self.found.store_sites.append(site)
         return site
+
+    def store_pieces(self, splittable: bool) -> int:
+        """Into how many pieces along its last dimension the latest store writes its tile
+        (store_subtiles; 1 unless the store is `splittable`)."""
+        store = self.found.stores - 1
+        if not splittable:
+            return 1
+        self.found.splittable_stores.add(store)
+        return int(self.knob("store_subtiles", store, 1))
 
     def indexing(self, site: int) -> str:
         value = self.config.get("indexing", "pointer") if "indexing" in self.config else "pointer"
@@ -468,12 +482,15 @@ class CompileSession:
             total = b.assign(" * ".join(f"({c})" for c in counts), "total")
             launch["grid"] = f"(min(_num_sms(_device), {total_host}),)"
             launch["helpers"].add("_num_sms")
+            # flattened, the tile loop and the loops inside it pipeline as one loop: the next
+            # tile's first loads are issued during this tile's epilogue
+            flat = ", flatten=True" if self.knob("persistent_flattens", loop_index, False) else ""
             if pid_type == "persistent_interleaved":
-                b.emit(f"for virtual_pid in tl.range(tl.program_id(0), {total}, tl.num_programs(0)):")
+                b.emit(f"for virtual_pid in tl.range(tl.program_id(0), {total}, tl.num_programs(0){flat}):")
             else:
                 per = b.assign(f"tl.cdiv({total}, tl.num_programs(0))", "per")
                 start = b.assign(f"tl.program_id(0) * {per}", "start")
-                b.emit(f"for virtual_pid in tl.range({start}, tl.minimum({start} + {per}, {total})):")
+                b.emit(f"for virtual_pid in tl.range({start}, tl.minimum({start} + {per}, {total}){flat}):")
             b.depth += 1
             pid = "virtual_pid"
         elif pid_type in ("flat", "xyz"):

@@ -270,15 +270,18 @@ def test_range_fields(device):
     ], **_tolerance(device, 100))
 
 
-@pytest.mark.parametrize("num_warps, unroll", [(8, 2), (16, 0), (32, 0)])
-def test_dot_loops_are_not_unrolled_at_16_warps_or_more(num_warps, unroll, device):
-    """Gap 16: Triton 3.6 miscompiles an unrolled loop with a dot at 16+ warps on sm_90."""
+@pytest.mark.parametrize("num_warps, stages", [(8, 1), (8, 3), (16, 0), (32, 0)])
+def test_dot_loops_are_never_unrolled(num_warps, stages, device):
+    """Gap 16: Triton 3.6 miscompiles unrolled loops with a dot on sm_90: at 16+ warps, and with TF32
+    dots at 8 warps in a one-stage loop. The knob offers no factor above 1 and normalization drops one."""
     x, y = _matmul_args(device, 128, 300, 128)
     bound = matmul.bind((x, y))
+    (knob,) = [k for k in bound.config_spec.knobs() if k.name == "range_unroll_factors"]
+    assert knob.choices == (0, 1)
     config = bound.config_spec.normalize({"block_sizes": [128, 128, 32], "num_warps": num_warps,
-                                          "range_unroll_factors": [2]})
-    assert config["num_warps"] == num_warps and list(config["range_unroll_factors"]) == [unroll]
-    assert ("loop_unroll_factor=2" in bound.to_triton_code(config)) == (unroll == 2)
+                                          "range_unroll_factors": [2], "range_num_stages": [stages]})
+    assert config["num_warps"] == num_warps and list(config["range_unroll_factors"]) == [0]
+    assert "loop_unroll_factor=2" not in bound.to_triton_code(config)
     check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[dict(config)], **_tolerance(device, 300))
 
 
