@@ -9,7 +9,11 @@ entries of tuned_configs/<arch>.json (or, with --other-dtype, one job per entry 
 other dtype, bf16 <-> fp16, has a different config at the same shape). Each variant is the entry's
 config with the overrides, normalized by the kernel's ConfigSpec; its outputs must match the
 tuned config's within the op's tolerance. All variants of an entry are timed in alternating
-rounds (triton.testing.do_bench medians, L2 flushed); DIR/config_probe.json keeps every time,
+rounds by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the
+host's enqueue kept outside the timed region); a variant's time is the median of its runs.
+(triton.testing.do_bench, used before 2026-11-26's fourteenth session, read the persistent matmuls
+5-14% slower than the report's timer and ranked their variants differently: scratch/persistent_matmul_dsl_probe.py.)
+DIR/config_probe.json keeps every time,
 normalized config and the device measured on. `apply` (no GPU needed) writes each entry's fastest
 matching variant when it beat the tuned config by more than --min-gain (variant id recomputed, the
 probe's time) into the table of the device the probe ran on: --table itself when it belongs to that
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -65,7 +70,7 @@ def _tensors(out) -> list:
 
 
 def time_job(job: dict, table: dict, rounds: int) -> dict:
-    import triton
+    from benchmarks.timing import Timer
     from build_tools.dsl.config import Config
 
     entry = _entry(table, job["op"], job["dtype"], job["shape"])
@@ -96,10 +101,8 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
             notes[label] = "outputs differ from the tuned config's"
             continue
         runs[label] = fn
-    times = {label: [] for label in runs}
-    for _ in range(rounds):
-        for label, fn in runs.items():
-            times[label].append(triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=150, return_mode="median") * 1e3)
+    timer = Timer(torch.device("cuda", torch.cuda.current_device()))
+    times = timer.device_rounds({label: (lambda f: lambda: f(*args))(fn) for label, fn in runs.items()}, rounds=rounds)
     return {**{k: job[k] for k in ("op", "dtype", "shape")}, "times": times, "notes": notes,
             "configs": {label: to_plain(dict(configs[label])) for label in runs}, "device": _device_header()}
 
@@ -113,7 +116,7 @@ def _device_header() -> dict:
 
 
 def print_row(row: dict) -> None:
-    best = {label: min(t) for label, t in row["times"].items()}
+    best = {label: statistics.median(t) for label, t in row["times"].items()}
     print(row["op"], row["dtype"], json.dumps(row["shape"]), flush=True)
     for label, us in sorted(best.items(), key=lambda item: item[1]):
         print(f"   {label:40s} {us:10.2f} us  {best.get('tuned', us) / us:6.3f}x", flush=True)
@@ -127,7 +130,7 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
     table = json.loads(table_path.read_text())
     winners = {}
     for row in json.loads(result_path.read_text()):
-        best = {label: min(t) for label, t in row["times"].items()}
+        best = {label: statistics.median(t) for label, t in row["times"].items()}
         if "tuned" not in best:
             continue
         label = min(best, key=best.get)
