@@ -3594,6 +3594,37 @@ def _rms_norm_fwd_kernel_8f9b520835(square_rows, n, x, x_stride_0, x_stride_1, s
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_13 * square_parts_stride_1), red_12, mask=(mask_6))
 
 @triton.jit
+def _rms_norm_fwd_kernel_a2814608e8(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, weight, weight_stride_0, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _TMA_inv_rms_17: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < x_size_1
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(m - 0, _BLOCK_SIZE_0)))
+    offset_4 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_6 = indices_5 < m
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    load_10 = tl.load(x + (indices_5[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_6[:, None]) & (rmask_0[None, :]), other=0)
+    v_11 = load_10.to(tl.float32)
+    load_12 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_last')
+    v_13 = load_12.to(tl.float32)
+    v_14 = (v_11 * v_11)
+    red_15 = (tl.sum(tl.where(rmask_0[None, :], v_14, 0), 1) / x_size_1)
+    v_16 = (red_15 + eps)
+    v_17 = tl.rsqrt(v_16)
+    v_18 = v_17[:, None]
+    v_19 = (v_11 * v_18)
+    v_20 = (v_19 * v_13)
+    v_21 = v_20.to(tl.bfloat16)
+    tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
+    if _TMA_inv_rms_17:
+        tl.make_tensor_descriptor(inv_rms, [inv_rms_size_0], [inv_rms_stride_0], [_BLOCK_SIZE_0]).store([offset_4], v_17)
+    else:
+        tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_17, mask=(mask_6))
+
+@triton.jit
 def _rms_norm_fwd_kernel_c125d6af52(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < square_parts_size_1
@@ -3661,37 +3692,6 @@ def _rms_norm_fwd_kernel_cbb472a7e6(m, main_columns, x, x_stride_0, x_stride_1, 
         c_25 = c_24.to(tl.bfloat16)
         tl.store(out + (indices_6[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_25, mask=(mask_7[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_17, mask=(mask_7))
-
-@triton.jit
-def _rms_norm_fwd_kernel_f3f43150b2(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, weight, weight_stride_0, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _TMA_inv_rms_18: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < x_size_1
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(m - 0, _BLOCK_SIZE_0)))
-    offset_4 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < m
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    load_10 = tl.load(x + (indices_5[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_6[:, None]) & (rmask_0[None, :]), other=0)
-    v_11 = load_10.to(tl.float32)
-    load_12 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_last')
-    v_13 = load_12.to(tl.float32)
-    v_14 = (v_11 * v_11)
-    red_15 = (tl.sum(tl.where(rmask_0[None, :], v_14, 0), 1) / x_size_1)
-    v_16 = (red_15 + eps)
-    v_17 = tl.rsqrt(v_16)
-    v_18 = v_17[:, None]
-    v_19 = (v_11 * v_18)
-    v_20 = (v_19 * v_13)
-    v_21 = v_20.to(tl.bfloat16)
-    tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
-    if _TMA_inv_rms_18:
-        tl.make_tensor_descriptor(inv_rms, [inv_rms_size_0], [inv_rms_stride_0], [_BLOCK_SIZE_0]).store([offset_4], v_17)
-    else:
-        tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_17, mask=(mask_6))
 
 @triton.jit
 def _rms_norm_fwd_kernel_f754c3dc08(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, square_parts_size_0, n, eps, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -4039,17 +4039,17 @@ def _rms_norm_noweight_fwd_kernel_fcc3f9def5(m, x, x_stride_0, x_stride_1, x_siz
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_10, mask=(mask_4))
 
 
-# rms_norm_bwd variant 04bd3668669e
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_bwd__04bd3668669e(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 02ac0b318bfc
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+def rms_norm_bwd__02ac0b318bfc(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(132, row_blocks)
+    row_blocks = m
+    programs = min(264, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
-    stride = programs * 4
+    stride = programs
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
@@ -4058,9 +4058,67 @@ def rms_norm_bwd__04bd3668669e(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_f1ed4aefcb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 03075e68d264
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def rms_norm_bwd__03075e68d264(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(8, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    dot_rows = m
+    main_columns = n
+    grad_x = torch.empty_like(x)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_8cdf6b1fbd, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 0407d31110df
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":16384}
+def rms_norm_bwd__0407d31110df(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(264, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_509ab55eda, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4113,6 +4171,27 @@ def rms_norm_bwd__16c9d31fe9c6(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
+# rms_norm_bwd variant 1f654667dde2
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_bwd__1f654667dde2(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
 # rms_norm_bwd variant 230a8a0a3675
 # config: {"block_sizes":[1,512,1,64],"dweight_partials":128,"finish_dweight":"last_programs","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","block_ptr","block_ptr","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,2],"load_eviction_policies":["","last","first","first","last","","first","reread",""],"loop_orders":[[0,1],[1,0]],"num_stages":4,"num_warps":8,"pid_type":"persistent_blocked","range_num_stages":[0,0,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4135,6 +4214,52 @@ def rms_norm_bwd__230a8a0a3675(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_c254239f28, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 1), 8, 4)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 25fab8e71dd1
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_bwd__25fab8e71dd1(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant 2a8b209203e0
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+def rms_norm_bwd__2a8b209203e0(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(264, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_798b619487, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4235,11 +4360,11 @@ def rms_norm_bwd__3c6c7e7d58c2(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 48a7673731ab
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def rms_norm_bwd__48a7673731ab(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 56ed9d1ac616
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def rms_norm_bwd__56ed9d1ac616(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
     programs = min(8, row_blocks)
@@ -4256,37 +4381,41 @@ def rms_norm_bwd__48a7673731ab(grad_out, x, weight, inv_rms):
     grad_out_strides = grad_out.stride()
     row_dot_parts_strides = row_dot_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
     row_dot_sum = row_dot_parts.sum(1)
     _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_8cdf6b1fbd, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_777d45b0e0, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 538fb3cb342e
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_bwd__538fb3cb342e(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 5a1c5505c90b
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def rms_norm_bwd__5a1c5505c90b(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
+    programs = min(132, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    return (grad_x, grad_weight)
 
 
 # rms_norm_bwd variant 5e7b1ca5352f
@@ -4339,60 +4468,6 @@ def rms_norm_bwd__6453c7d1ab24(grad_out, x, weight, inv_rms):
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 2, 4)
     return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 6bdf03391700
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def rms_norm_bwd__6bdf03391700(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_777d45b0e0, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 6c57fe6c6dca
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_bwd__6c57fe6c6dca(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
 # rms_norm_bwd variant 6d7fc8365429
@@ -4459,53 +4534,36 @@ def rms_norm_bwd__78682c78629f(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 7c61c3ffbe9a
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_bwd__7c61c3ffbe9a(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 7dc2b210eea6
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def rms_norm_bwd__7dc2b210eea6(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
-    programs = min(264, row_blocks)
+    programs = min(8, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
     stride = programs
+    dot_rows = m
+    main_columns = n
     grad_x = torch.empty_like(x)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
     sum_columns = n
     grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_509ab55eda, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_edca2ac9d6, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 7ff991df7b9d
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_bwd__7ff991df7b9d(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(132, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
 
 
@@ -4558,25 +4616,29 @@ def rms_norm_bwd__84bf6aef319b(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 9bb72b65dd9b
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_bwd__9bb72b65dd9b(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 999ac1fc1b44
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def rms_norm_bwd__999ac1fc1b44(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
+    programs = min(132, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    return (grad_x, grad_weight)
 
 
 # rms_norm_bwd variant 9f16cb3f4990
@@ -4600,29 +4662,25 @@ def rms_norm_bwd__9f16cb3f4990(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant a89a8d372132
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_bwd__a89a8d372132(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant b8ab7ce35e2c
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_bwd__b8ab7ce35e2c(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
-    programs = min(132, row_blocks)
+    programs = min(512, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
-    return (grad_x, grad_weight)
+    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
 # rms_norm_bwd variant b94beabc4ec2
@@ -4725,75 +4783,17 @@ def rms_norm_bwd__c74e2ac1f489(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant c7942599ba17
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def rms_norm_bwd__c7942599ba17(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_798b619487, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant d60d4b8e7ced
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def rms_norm_bwd__d60d4b8e7ced(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_edca2ac9d6, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant dbfc36d9ae39
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# rms_norm_bwd variant c777b57e1c57
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-def rms_norm_bwd__dbfc36d9ae39(grad_out, x, weight, inv_rms):
+# used by: default.json float32 {"M":64,"N":4096}
+def rms_norm_bwd__c777b57e1c57(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(132, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
-    stride = programs
+    stride = programs * 4
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
@@ -4802,7 +4802,7 @@ def rms_norm_bwd__dbfc36d9ae39(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f1ed4aefcb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
@@ -4955,22 +4955,6 @@ def rms_norm_bwd__fa1dd47422d9(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_fwd variant 08f816d0797d
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
-# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-#   default.json float16 {"M":64,"N":4096}
-def rms_norm_fwd__08f816d0797d(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
 # rms_norm_fwd variant 0a2e4e814cb7
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","block_ptr"],"l2_groupings":[4,8],"load_eviction_policies":["last","",""],"load_weight_first":true,"loop_orders":[[0,1],[0,1]],"num_stages":1,"num_warps":16,"pid_type":"xyz","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4987,25 +4971,35 @@ def rms_norm_fwd__0a2e4e814cb7(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 37d4ad382d3c
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true}
-# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def rms_norm_fwd__37d4ad382d3c(x, weight, eps):
+# rms_norm_fwd variant 1c6431ca2e8e
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
+# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+#   default.json float32 {"M":64,"N":4096}
+def rms_norm_fwd__1c6431ca2e8e(x, weight, eps):
     m, n = x.size()
-    square_rows = m
-    main_columns = n
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
     out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_0ff82f358c, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 46561e996016
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
+# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+#   default.json float16 {"M":64,"N":4096}
+def rms_norm_fwd__46561e996016(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5021,22 +5015,6 @@ def rms_norm_fwd__5884f5c67687(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_0e1bce9d68, (_cdiv(m, 2),), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant 5fb5390076f4
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
-# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-#   default.json float32 {"M":64,"N":4096}
-def rms_norm_fwd__5fb5390076f4(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5057,12 +5035,12 @@ def rms_norm_fwd__6299f1e3e439(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 68b76555a752
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
+# rms_norm_fwd variant 66491ea91c92
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":16384}
 #   default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_fwd__68b76555a752(x, weight, eps):
+def rms_norm_fwd__66491ea91c92(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5108,28 +5086,6 @@ def rms_norm_fwd__73635f8de1b1(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 794f6c453501
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true}
-# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def rms_norm_fwd__794f6c453501(x, weight, eps):
-    m, n = x.size()
-    square_rows = m
-    main_columns = n
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
-    out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_8d49a6f979, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
 # rms_norm_fwd variant 8c519fae4995
 # config: {"block_sizes":[2,1],"flatten_loops":[true,true],"indexing":["tensor_descriptor","pointer","pointer","pointer","pointer","tensor_descriptor"],"l2_groupings":[32,1],"load_eviction_policies":["last","","last"],"load_weight_first":true,"loop_orders":[[1,0],[0,1]],"num_stages":3,"num_warps":2,"pid_type":"xyz","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -5144,22 +5100,7 @@ def rms_norm_fwd__8c519fae4995(x, weight, eps):
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_f3f43150b2, (_cdiv(m, 2),), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], weight, weight.stride(0), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms_strides[0], inv_rms.size(0)), (2, 1, _next_power_of_2(max(1, x_sizes[1])), inv_rms_strides[0] == 1 and inv_rms.data_ptr() % 16 == 0 and False and _descriptors_fit), 2, 3)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant 8e2fcfdd5833
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
-# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_fwd__8e2fcfdd5833(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_fwd_kernel_a2814608e8, (_cdiv(m, 2),), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], weight, weight.stride(0), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms_strides[0], inv_rms.size(0)), (2, 1, _next_power_of_2(max(1, x_sizes[1])), inv_rms_strides[0] == 1 and inv_rms.data_ptr() % 16 == 0 and False and _descriptors_fit), 2, 3)
     return (out, inv_rms)
 
 
@@ -5175,6 +5116,80 @@ def rms_norm_fwd__97bffe96f1f0(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_3310a865d2, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], weight, weight.stride(0), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 9a064cf59cef
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
+# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_fwd__9a064cf59cef(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 9bcc9e7aee5f
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
+# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_fwd__9bcc9e7aee5f(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant a0b96a211d8e
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1]}
+# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def rms_norm_fwd__a0b96a211d8e(x, weight, eps):
+    m, n = x.size()
+    square_rows = m
+    main_columns = n
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
+    square_parts_strides = square_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_0ff82f358c, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant a85be538ee59
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1]}
+# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def rms_norm_fwd__a85be538ee59(x, weight, eps):
+    m, n = x.size()
+    square_rows = m
+    main_columns = n
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
+    square_parts_strides = square_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_c125d6af52, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5233,6 +5248,28 @@ def rms_norm_fwd__b57be3ecb5b6(x, weight, eps):
     return (out, inv_rms)
 
 
+# rms_norm_fwd variant c09d7cbe3c42
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1]}
+# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def rms_norm_fwd__c09d7cbe3c42(x, weight, eps):
+    m, n = x.size()
+    square_rows = m
+    main_columns = n
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
+    square_parts_strides = square_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_8d49a6f979, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
 # rms_norm_fwd variant c35f13a669a6
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,2],"load_eviction_policies":["","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -5248,11 +5285,11 @@ def rms_norm_fwd__c35f13a669a6(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant c7e6b0b52049
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
+# rms_norm_fwd variant ccf11a90817d
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_fwd__c7e6b0b52049(x, weight, eps):
+def rms_norm_fwd__ccf11a90817d(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5260,43 +5297,6 @@ def rms_norm_fwd__c7e6b0b52049(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant cc2625b027e1
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
-# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_fwd__cc2625b027e1(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant d2aa7f4614ff
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true}
-# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def rms_norm_fwd__d2aa7f4614ff(x, weight, eps):
-    m, n = x.size()
-    square_rows = m
-    main_columns = n
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
-    out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_c125d6af52, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5360,18 +5360,18 @@ def rms_norm_fwd__f3b4eb757b2a(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_bwd variant 04398ac30aef
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__04398ac30aef(grad_out, x, inv_rms):
+# rms_norm_noweight_bwd variant 06573ae18af5
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   default.json bfloat16 {"M":64,"N":16384}
+def rms_norm_noweight_bwd__06573ae18af5(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
     grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_12cba8c0c9, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
     return grad_x
 
 
@@ -5390,26 +5390,71 @@ def rms_norm_noweight_bwd__0665e5ec91ce(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant 3cb53feaaf67
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__3cb53feaaf67(grad_out, x, inv_rms):
+# rms_norm_noweight_bwd variant 06c60a2446d4
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+#   default.json float16 {"M":64,"N":16384}
+def rms_norm_noweight_bwd__06c60a2446d4(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_c5c07b9205, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 1bcb54a11e3d
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_noweight_bwd__1bcb54a11e3d(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
-# rms_norm_noweight_bwd variant 4a2c04adf896
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
+# rms_norm_noweight_bwd variant 24ef07c5690f
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+#   default.json float32 {"M":64,"N":16384}
+def rms_norm_noweight_bwd__24ef07c5690f(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 3ff2b60047ff
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def rms_norm_noweight_bwd__3ff2b60047ff(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 6958390577f1
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
 # specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__4a2c04adf896(grad_out, x, inv_rms):
+def rms_norm_noweight_bwd__6958390577f1(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
@@ -5420,41 +5465,11 @@ def rms_norm_noweight_bwd__4a2c04adf896(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant 7546f1f64397
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-#   default.json float16 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__7546f1f64397(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c5c07b9205, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 7accdb1fa76b
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__7accdb1fa76b(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 87c667f0afca
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
+# rms_norm_noweight_bwd variant 903a6ac3d2d7
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__87c667f0afca(grad_out, x, inv_rms):
+def rms_norm_noweight_bwd__903a6ac3d2d7(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
@@ -5479,48 +5494,33 @@ def rms_norm_noweight_bwd__9ebda1bfd5d8(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant b1c03a607e56
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-#   default.json float32 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__b1c03a607e56(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant e3b9fa0a718a
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-#   default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__e3b9fa0a718a(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_12cba8c0c9, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant ec077cade9ff
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__ec077cade9ff(grad_out, x, inv_rms):
+# rms_norm_noweight_bwd variant d57d1a45234e
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_noweight_bwd__d57d1a45234e(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant ed0a477475dc
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_noweight_bwd__ed0a477475dc(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
@@ -5539,27 +5539,12 @@ def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 28f3555a966b
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
-# specialization: {"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__28f3555a966b(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_noweight_fwd variant 292200fcbe1e
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096]}
+# rms_norm_noweight_fwd variant 20a9ef660740
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1]}
 # specialization: {"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":131072}
 #   default.json float16 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__292200fcbe1e(x, eps):
+def rms_norm_noweight_fwd__20a9ef660740(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5569,56 +5554,11 @@ def rms_norm_noweight_fwd__292200fcbe1e(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 5a4659fea431
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096]}
-# specialization: {"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-#   default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__5a4659fea431(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_noweight_fwd variant 5f9f2cc07d09
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096]}
-# specialization: {"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-#   default.json float32 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__5f9f2cc07d09(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_noweight_fwd variant 9bf25363cebc
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
-# specialization: {"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__9bf25363cebc(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_noweight_fwd variant 9fb1f48e1875
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
+# rms_norm_noweight_fwd variant 4f7f019acde4
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
 # specialization: {"x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__9fb1f48e1875(x, eps):
+def rms_norm_noweight_fwd__4f7f019acde4(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5629,11 +5569,41 @@ def rms_norm_noweight_fwd__9fb1f48e1875(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant c610ba3502c2
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
+# rms_norm_noweight_fwd variant 58b1119fa36e
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1]}
+# specialization: {"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   default.json bfloat16 {"M":64,"N":16384}
+def rms_norm_noweight_fwd__58b1119fa36e(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_noweight_fwd variant 6b7e1cf8cb7a
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
+# specialization: {"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_noweight_fwd__6b7e1cf8cb7a(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_noweight_fwd variant 6d056d3a511b
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
 # specialization: {"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__c610ba3502c2(x, eps):
+def rms_norm_noweight_fwd__6d056d3a511b(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5644,11 +5614,41 @@ def rms_norm_noweight_fwd__c610ba3502c2(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant cf9a2a965cf3
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
+# rms_norm_noweight_fwd variant 8c7595b4512c
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
+# specialization: {"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_noweight_fwd__8c7595b4512c(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_noweight_fwd variant 9dbfe05bad70
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1]}
+# specialization: {"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+#   default.json float32 {"M":64,"N":16384}
+def rms_norm_noweight_fwd__9dbfe05bad70(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_noweight_fwd variant d072bfe964a4
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
 # specialization: {"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__cf9a2a965cf3(x, eps):
+def rms_norm_noweight_fwd__d072bfe964a4(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5673,11 +5673,11 @@ def rms_norm_noweight_fwd__e453de21559d(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant f2d8aa7ab433
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null]}
+# rms_norm_noweight_fwd variant fb33cc158465
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
 # specialization: {"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__f2d8aa7ab433(x, eps):
+def rms_norm_noweight_fwd__fb33cc158465(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5690,62 +5690,62 @@ def rms_norm_noweight_fwd__f2d8aa7ab433(x, eps):
 
 VARIANTS = {
     'rms_norm_fwd': {
-        '08f816d0797d': rms_norm_fwd__08f816d0797d,
         '0a2e4e814cb7': rms_norm_fwd__0a2e4e814cb7,
-        '37d4ad382d3c': rms_norm_fwd__37d4ad382d3c,
+        '1c6431ca2e8e': rms_norm_fwd__1c6431ca2e8e,
+        '46561e996016': rms_norm_fwd__46561e996016,
         '5884f5c67687': rms_norm_fwd__5884f5c67687,
-        '5fb5390076f4': rms_norm_fwd__5fb5390076f4,
         '6299f1e3e439': rms_norm_fwd__6299f1e3e439,
-        '68b76555a752': rms_norm_fwd__68b76555a752,
+        '66491ea91c92': rms_norm_fwd__66491ea91c92,
         '71212f0ca7ea': rms_norm_fwd__71212f0ca7ea,
         '73635f8de1b1': rms_norm_fwd__73635f8de1b1,
-        '794f6c453501': rms_norm_fwd__794f6c453501,
         '8c519fae4995': rms_norm_fwd__8c519fae4995,
-        '8e2fcfdd5833': rms_norm_fwd__8e2fcfdd5833,
         '97bffe96f1f0': rms_norm_fwd__97bffe96f1f0,
+        '9a064cf59cef': rms_norm_fwd__9a064cf59cef,
+        '9bcc9e7aee5f': rms_norm_fwd__9bcc9e7aee5f,
+        'a0b96a211d8e': rms_norm_fwd__a0b96a211d8e,
+        'a85be538ee59': rms_norm_fwd__a85be538ee59,
         'aac4732b60c8': rms_norm_fwd__aac4732b60c8,
         'b0fbf6578e0d': rms_norm_fwd__b0fbf6578e0d,
         'b57be3ecb5b6': rms_norm_fwd__b57be3ecb5b6,
+        'c09d7cbe3c42': rms_norm_fwd__c09d7cbe3c42,
         'c35f13a669a6': rms_norm_fwd__c35f13a669a6,
-        'c7e6b0b52049': rms_norm_fwd__c7e6b0b52049,
-        'cc2625b027e1': rms_norm_fwd__cc2625b027e1,
-        'd2aa7f4614ff': rms_norm_fwd__d2aa7f4614ff,
+        'ccf11a90817d': rms_norm_fwd__ccf11a90817d,
         'e0416c8d6a04': rms_norm_fwd__e0416c8d6a04,
         'f0f0d1d903f8': rms_norm_fwd__f0f0d1d903f8,
         'f3b4eb757b2a': rms_norm_fwd__f3b4eb757b2a,
     },
     'rms_norm_bwd': {
-        '04bd3668669e': rms_norm_bwd__04bd3668669e,
+        '02ac0b318bfc': rms_norm_bwd__02ac0b318bfc,
+        '03075e68d264': rms_norm_bwd__03075e68d264,
+        '0407d31110df': rms_norm_bwd__0407d31110df,
         '0d7c5a70457f': rms_norm_bwd__0d7c5a70457f,
         '16c9d31fe9c6': rms_norm_bwd__16c9d31fe9c6,
+        '1f654667dde2': rms_norm_bwd__1f654667dde2,
         '230a8a0a3675': rms_norm_bwd__230a8a0a3675,
+        '25fab8e71dd1': rms_norm_bwd__25fab8e71dd1,
+        '2a8b209203e0': rms_norm_bwd__2a8b209203e0,
         '2de1b5f9fd9e': rms_norm_bwd__2de1b5f9fd9e,
         '3152739e378c': rms_norm_bwd__3152739e378c,
         '32fff0b99b6f': rms_norm_bwd__32fff0b99b6f,
         '3c6c7e7d58c2': rms_norm_bwd__3c6c7e7d58c2,
-        '48a7673731ab': rms_norm_bwd__48a7673731ab,
-        '538fb3cb342e': rms_norm_bwd__538fb3cb342e,
+        '56ed9d1ac616': rms_norm_bwd__56ed9d1ac616,
+        '5a1c5505c90b': rms_norm_bwd__5a1c5505c90b,
         '5e7b1ca5352f': rms_norm_bwd__5e7b1ca5352f,
         '6453c7d1ab24': rms_norm_bwd__6453c7d1ab24,
-        '6bdf03391700': rms_norm_bwd__6bdf03391700,
-        '6c57fe6c6dca': rms_norm_bwd__6c57fe6c6dca,
         '6d7fc8365429': rms_norm_bwd__6d7fc8365429,
         '6f439231d65a': rms_norm_bwd__6f439231d65a,
         '78682c78629f': rms_norm_bwd__78682c78629f,
-        '7c61c3ffbe9a': rms_norm_bwd__7c61c3ffbe9a,
-        '7ff991df7b9d': rms_norm_bwd__7ff991df7b9d,
+        '7dc2b210eea6': rms_norm_bwd__7dc2b210eea6,
         '8012354c4c41': rms_norm_bwd__8012354c4c41,
         '84bf6aef319b': rms_norm_bwd__84bf6aef319b,
-        '9bb72b65dd9b': rms_norm_bwd__9bb72b65dd9b,
+        '999ac1fc1b44': rms_norm_bwd__999ac1fc1b44,
         '9f16cb3f4990': rms_norm_bwd__9f16cb3f4990,
-        'a89a8d372132': rms_norm_bwd__a89a8d372132,
+        'b8ab7ce35e2c': rms_norm_bwd__b8ab7ce35e2c,
         'b94beabc4ec2': rms_norm_bwd__b94beabc4ec2,
         'c64911f7abfd': rms_norm_bwd__c64911f7abfd,
         'c6ad754e027b': rms_norm_bwd__c6ad754e027b,
         'c74e2ac1f489': rms_norm_bwd__c74e2ac1f489,
-        'c7942599ba17': rms_norm_bwd__c7942599ba17,
-        'd60d4b8e7ced': rms_norm_bwd__d60d4b8e7ced,
-        'dbfc36d9ae39': rms_norm_bwd__dbfc36d9ae39,
+        'c777b57e1c57': rms_norm_bwd__c777b57e1c57,
         'df14ab40f4bd': rms_norm_bwd__df14ab40f4bd,
         'dfd5433a85fe': rms_norm_bwd__dfd5433a85fe,
         'e8449e17427a': rms_norm_bwd__e8449e17427a,
@@ -5755,90 +5755,90 @@ VARIANTS = {
     },
     'rms_norm_noweight_fwd': {
         '0f472d8d080c': rms_norm_noweight_fwd__0f472d8d080c,
-        '28f3555a966b': rms_norm_noweight_fwd__28f3555a966b,
-        '292200fcbe1e': rms_norm_noweight_fwd__292200fcbe1e,
-        '5a4659fea431': rms_norm_noweight_fwd__5a4659fea431,
-        '5f9f2cc07d09': rms_norm_noweight_fwd__5f9f2cc07d09,
-        '9bf25363cebc': rms_norm_noweight_fwd__9bf25363cebc,
-        '9fb1f48e1875': rms_norm_noweight_fwd__9fb1f48e1875,
-        'c610ba3502c2': rms_norm_noweight_fwd__c610ba3502c2,
-        'cf9a2a965cf3': rms_norm_noweight_fwd__cf9a2a965cf3,
+        '20a9ef660740': rms_norm_noweight_fwd__20a9ef660740,
+        '4f7f019acde4': rms_norm_noweight_fwd__4f7f019acde4,
+        '58b1119fa36e': rms_norm_noweight_fwd__58b1119fa36e,
+        '6b7e1cf8cb7a': rms_norm_noweight_fwd__6b7e1cf8cb7a,
+        '6d056d3a511b': rms_norm_noweight_fwd__6d056d3a511b,
+        '8c7595b4512c': rms_norm_noweight_fwd__8c7595b4512c,
+        '9dbfe05bad70': rms_norm_noweight_fwd__9dbfe05bad70,
+        'd072bfe964a4': rms_norm_noweight_fwd__d072bfe964a4,
         'e453de21559d': rms_norm_noweight_fwd__e453de21559d,
-        'f2d8aa7ab433': rms_norm_noweight_fwd__f2d8aa7ab433,
+        'fb33cc158465': rms_norm_noweight_fwd__fb33cc158465,
     },
     'rms_norm_noweight_bwd': {
-        '04398ac30aef': rms_norm_noweight_bwd__04398ac30aef,
+        '06573ae18af5': rms_norm_noweight_bwd__06573ae18af5,
         '0665e5ec91ce': rms_norm_noweight_bwd__0665e5ec91ce,
-        '3cb53feaaf67': rms_norm_noweight_bwd__3cb53feaaf67,
-        '4a2c04adf896': rms_norm_noweight_bwd__4a2c04adf896,
-        '7546f1f64397': rms_norm_noweight_bwd__7546f1f64397,
-        '7accdb1fa76b': rms_norm_noweight_bwd__7accdb1fa76b,
-        '87c667f0afca': rms_norm_noweight_bwd__87c667f0afca,
+        '06c60a2446d4': rms_norm_noweight_bwd__06c60a2446d4,
+        '1bcb54a11e3d': rms_norm_noweight_bwd__1bcb54a11e3d,
+        '24ef07c5690f': rms_norm_noweight_bwd__24ef07c5690f,
+        '3ff2b60047ff': rms_norm_noweight_bwd__3ff2b60047ff,
+        '6958390577f1': rms_norm_noweight_bwd__6958390577f1,
+        '903a6ac3d2d7': rms_norm_noweight_bwd__903a6ac3d2d7,
         '9ebda1bfd5d8': rms_norm_noweight_bwd__9ebda1bfd5d8,
-        'b1c03a607e56': rms_norm_noweight_bwd__b1c03a607e56,
-        'e3b9fa0a718a': rms_norm_noweight_bwd__e3b9fa0a718a,
-        'ec077cade9ff': rms_norm_noweight_bwd__ec077cade9ff,
+        'd57d1a45234e': rms_norm_noweight_bwd__d57d1a45234e,
+        'ed0a477475dc': rms_norm_noweight_bwd__ed0a477475dc,
     },
 }
 
 
 REPLAYABLE = frozenset({
-    'rms_norm_bwd__04bd3668669e',
+    'rms_norm_bwd__02ac0b318bfc',
+    'rms_norm_bwd__0407d31110df',
     'rms_norm_bwd__0d7c5a70457f',
     'rms_norm_bwd__16c9d31fe9c6',
     'rms_norm_bwd__230a8a0a3675',
+    'rms_norm_bwd__2a8b209203e0',
     'rms_norm_bwd__3152739e378c',
+    'rms_norm_bwd__5a1c5505c90b',
     'rms_norm_bwd__5e7b1ca5352f',
-    'rms_norm_bwd__7c61c3ffbe9a',
-    'rms_norm_bwd__7ff991df7b9d',
-    'rms_norm_bwd__a89a8d372132',
+    'rms_norm_bwd__999ac1fc1b44',
     'rms_norm_bwd__b94beabc4ec2',
     'rms_norm_bwd__c64911f7abfd',
-    'rms_norm_bwd__c7942599ba17',
-    'rms_norm_bwd__dbfc36d9ae39',
+    'rms_norm_bwd__c777b57e1c57',
     'rms_norm_bwd__df14ab40f4bd',
-    'rms_norm_fwd__08f816d0797d',
     'rms_norm_fwd__0a2e4e814cb7',
-    'rms_norm_fwd__37d4ad382d3c',
+    'rms_norm_fwd__1c6431ca2e8e',
+    'rms_norm_fwd__46561e996016',
     'rms_norm_fwd__5884f5c67687',
-    'rms_norm_fwd__5fb5390076f4',
     'rms_norm_fwd__6299f1e3e439',
-    'rms_norm_fwd__68b76555a752',
+    'rms_norm_fwd__66491ea91c92',
     'rms_norm_fwd__71212f0ca7ea',
     'rms_norm_fwd__73635f8de1b1',
-    'rms_norm_fwd__794f6c453501',
-    'rms_norm_fwd__8e2fcfdd5833',
     'rms_norm_fwd__97bffe96f1f0',
+    'rms_norm_fwd__9a064cf59cef',
+    'rms_norm_fwd__9bcc9e7aee5f',
+    'rms_norm_fwd__a0b96a211d8e',
+    'rms_norm_fwd__a85be538ee59',
     'rms_norm_fwd__aac4732b60c8',
     'rms_norm_fwd__b0fbf6578e0d',
     'rms_norm_fwd__b57be3ecb5b6',
+    'rms_norm_fwd__c09d7cbe3c42',
     'rms_norm_fwd__c35f13a669a6',
-    'rms_norm_fwd__c7e6b0b52049',
-    'rms_norm_fwd__cc2625b027e1',
-    'rms_norm_fwd__d2aa7f4614ff',
+    'rms_norm_fwd__ccf11a90817d',
     'rms_norm_fwd__e0416c8d6a04',
     'rms_norm_fwd__f0f0d1d903f8',
     'rms_norm_fwd__f3b4eb757b2a',
-    'rms_norm_noweight_bwd__04398ac30aef',
+    'rms_norm_noweight_bwd__06573ae18af5',
     'rms_norm_noweight_bwd__0665e5ec91ce',
-    'rms_norm_noweight_bwd__3cb53feaaf67',
-    'rms_norm_noweight_bwd__4a2c04adf896',
-    'rms_norm_noweight_bwd__7546f1f64397',
-    'rms_norm_noweight_bwd__7accdb1fa76b',
-    'rms_norm_noweight_bwd__87c667f0afca',
+    'rms_norm_noweight_bwd__06c60a2446d4',
+    'rms_norm_noweight_bwd__1bcb54a11e3d',
+    'rms_norm_noweight_bwd__24ef07c5690f',
+    'rms_norm_noweight_bwd__3ff2b60047ff',
+    'rms_norm_noweight_bwd__6958390577f1',
+    'rms_norm_noweight_bwd__903a6ac3d2d7',
     'rms_norm_noweight_bwd__9ebda1bfd5d8',
-    'rms_norm_noweight_bwd__b1c03a607e56',
-    'rms_norm_noweight_bwd__e3b9fa0a718a',
-    'rms_norm_noweight_bwd__ec077cade9ff',
+    'rms_norm_noweight_bwd__d57d1a45234e',
+    'rms_norm_noweight_bwd__ed0a477475dc',
     'rms_norm_noweight_fwd__0f472d8d080c',
-    'rms_norm_noweight_fwd__28f3555a966b',
-    'rms_norm_noweight_fwd__292200fcbe1e',
-    'rms_norm_noweight_fwd__5a4659fea431',
-    'rms_norm_noweight_fwd__5f9f2cc07d09',
-    'rms_norm_noweight_fwd__9bf25363cebc',
-    'rms_norm_noweight_fwd__9fb1f48e1875',
-    'rms_norm_noweight_fwd__c610ba3502c2',
-    'rms_norm_noweight_fwd__cf9a2a965cf3',
+    'rms_norm_noweight_fwd__20a9ef660740',
+    'rms_norm_noweight_fwd__4f7f019acde4',
+    'rms_norm_noweight_fwd__58b1119fa36e',
+    'rms_norm_noweight_fwd__6b7e1cf8cb7a',
+    'rms_norm_noweight_fwd__6d056d3a511b',
+    'rms_norm_noweight_fwd__8c7595b4512c',
+    'rms_norm_noweight_fwd__9dbfe05bad70',
+    'rms_norm_noweight_fwd__d072bfe964a4',
     'rms_norm_noweight_fwd__e453de21559d',
-    'rms_norm_noweight_fwd__f2d8aa7ab433',
+    'rms_norm_noweight_fwd__fb33cc158465',
 })
