@@ -3503,24 +3503,6 @@ def _rms_norm_fwd_kernel_75309e80f0(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_15, mask=(mask_6))
 
 @triton.jit
-def _rms_norm_fwd_kernel_7c7e702956(square_rows, n, x, x_stride_0, x_stride_1, x_size_0, x_size_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
-    pid_3 = (pid_1 // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
-    offset_4 = 0 + pid_3 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < square_rows
-    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < n
-    load_10 = tl.load(tl.make_block_ptr(x, [x_size_0, x_size_1], [x_stride_0, x_stride_1], [offset_4, offset_7], [_BLOCK_SIZE_0, _BLOCK_SIZE_1], (1, 0)), boundary_check=(0, 1), padding_option='zero', eviction_policy='evict_last')
-    v_11 = load_10.to(tl.float32)
-    v_12 = (v_11 * v_11)
-    red_13 = (tl.sum(tl.where(mask_9[None, :], v_12, 0), 1))
-    tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
-    tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
-
-@triton.jit
 def _rms_norm_fwd_kernel_7dca82d843(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3723,6 +3705,24 @@ def _rms_norm_fwd_kernel_f754c3dc08(m, main_columns, square_parts, square_parts_
     v_24 = v_23.to(tl.bfloat16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_24, mask=(mask_6[:, None]) & (mask_9[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
+
+@triton.jit
+def _rms_norm_fwd_kernel_fc1957468d(square_rows, n, x, x_stride_0, x_stride_1, x_size_0, x_size_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
+    pid_3 = (pid_1 // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
+    offset_4 = 0 + pid_3 * _BLOCK_SIZE_0
+    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_6 = indices_5 < square_rows
+    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < n
+    load_10 = tl.load(tl.make_block_ptr(x, [x_size_0, x_size_1], [x_stride_0, x_stride_1], [offset_4, offset_7], [_BLOCK_SIZE_0, _BLOCK_SIZE_1], (1, 0)), boundary_check=(0, 1), padding_option='zero')
+    v_11 = load_10.to(tl.float32)
+    v_12 = (v_11 * v_11)
+    red_13 = (tl.sum(tl.where(mask_9[None, :], v_12, 0), 1))
+    tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
+    tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
 
 @triton.jit
 def _rms_norm_noweight_bwd_kernel_0197066a14(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -4987,6 +4987,30 @@ def rms_norm_fwd__1c6431ca2e8e(x, weight, eps):
     return (out, inv_rms)
 
 
+# rms_norm_fwd variant 263f5cc2a28a
+# config: {"block_sizes":[4,16384],"flatten_loops":[false,true],"indexing":["block_ptr","pointer","block_ptr","block_ptr","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","first"],"load_weight_first":false,"loop_orders":[[1,0],[1,0]],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1]}
+# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":262144}
+def rms_norm_fwd__263f5cc2a28a(x, weight, eps):
+    m, n = x.size()
+    square_rows = m
+    main_columns = n
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 16384))
+    square_parts_strides = square_parts.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_fc1957468d, (_cdiv(square_rows, 4) * _cdiv(n, 16384),), (square_rows, n, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (4, 16384), 16, 1)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_sizes = x.size()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_f754c3dc08, (_cdiv(m, 4) * _cdiv(main_columns, 16384),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], square_parts_sizes[0], n, eps, x, _x_strides[0], _x_strides[1], _x_sizes[0], _x_sizes[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (4, 16384, _next_power_of_2(max(1, square_parts_sizes[1]))), 16, 1)
+    return (out, inv_rms)
+
+
 # rms_norm_fwd variant 46561e996016
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
 # specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
@@ -5206,30 +5230,6 @@ def rms_norm_fwd__aac4732b60c8(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant b0fbf6578e0d
-# config: {"block_sizes":[4,16384],"flatten_loops":[false,true],"indexing":["block_ptr","pointer","block_ptr","block_ptr","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[1,0],[1,0]],"num_stages":1,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true}
-# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":262144}
-def rms_norm_fwd__b0fbf6578e0d(x, weight, eps):
-    m, n = x.size()
-    square_rows = m
-    main_columns = n
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 16384))
-    square_parts_strides = square_parts.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_7c7e702956, (_cdiv(square_rows, 4) * _cdiv(n, 16384),), (square_rows, n, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (4, 16384), 16, 1)
-    out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_sizes = x.size()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_f754c3dc08, (_cdiv(m, 4) * _cdiv(main_columns, 16384),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], square_parts_sizes[0], n, eps, x, _x_strides[0], _x_strides[1], _x_sizes[0], _x_sizes[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (4, 16384, _next_power_of_2(max(1, square_parts_sizes[1]))), 16, 1)
     return (out, inv_rms)
 
 
@@ -5692,6 +5692,7 @@ VARIANTS = {
     'rms_norm_fwd': {
         '0a2e4e814cb7': rms_norm_fwd__0a2e4e814cb7,
         '1c6431ca2e8e': rms_norm_fwd__1c6431ca2e8e,
+        '263f5cc2a28a': rms_norm_fwd__263f5cc2a28a,
         '46561e996016': rms_norm_fwd__46561e996016,
         '5884f5c67687': rms_norm_fwd__5884f5c67687,
         '6299f1e3e439': rms_norm_fwd__6299f1e3e439,
@@ -5705,7 +5706,6 @@ VARIANTS = {
         'a0b96a211d8e': rms_norm_fwd__a0b96a211d8e,
         'a85be538ee59': rms_norm_fwd__a85be538ee59,
         'aac4732b60c8': rms_norm_fwd__aac4732b60c8,
-        'b0fbf6578e0d': rms_norm_fwd__b0fbf6578e0d,
         'b57be3ecb5b6': rms_norm_fwd__b57be3ecb5b6,
         'c09d7cbe3c42': rms_norm_fwd__c09d7cbe3c42,
         'c35f13a669a6': rms_norm_fwd__c35f13a669a6,
@@ -5799,6 +5799,7 @@ REPLAYABLE = frozenset({
     'rms_norm_bwd__df14ab40f4bd',
     'rms_norm_fwd__0a2e4e814cb7',
     'rms_norm_fwd__1c6431ca2e8e',
+    'rms_norm_fwd__263f5cc2a28a',
     'rms_norm_fwd__46561e996016',
     'rms_norm_fwd__5884f5c67687',
     'rms_norm_fwd__6299f1e3e439',
@@ -5811,7 +5812,6 @@ REPLAYABLE = frozenset({
     'rms_norm_fwd__a0b96a211d8e',
     'rms_norm_fwd__a85be538ee59',
     'rms_norm_fwd__aac4732b60c8',
-    'rms_norm_fwd__b0fbf6578e0d',
     'rms_norm_fwd__b57be3ecb5b6',
     'rms_norm_fwd__c09d7cbe3c42',
     'rms_norm_fwd__c35f13a669a6',
