@@ -20,6 +20,7 @@ FIELDS = (
     "range_warp_specializes",
     "range_peel_tails",
     "persistent_flattens",
+    "tile_reversals",
     "static_ranges",
     "num_warps",
     "num_stages",

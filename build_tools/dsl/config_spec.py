@@ -116,6 +116,7 @@ class ConfigSpec:
             knobs.append(Knob("flatten_loops", i, (False, True)))
         for i in range(len(f.top_loops)):
             knobs.append(Knob("persistent_flattens", i, (False, True)))
+            knobs.append(Knob("tile_reversals", i, (False,) if i in f.waiting_loops else (False, True)))
         for i, loop in enumerate(f.device_loops):
             unrolls = (0,) if loop.has_branch else (0, 1) if loop.has_dot else (0, 1, 2, 4)
             knobs.append(Knob("range_unroll_factors", i, unrolls))
@@ -183,6 +184,7 @@ class ConfigSpec:
             "indexing": ["pointer"] * (f.loads + f.stores),
             "load_eviction_policies": [""] * f.loads,
             "persistent_flattens": [False] * len(f.top_loops),
+            "tile_reversals": [False] * len(f.top_loops),
             "store_subtiles": [1] * f.stores,
         }
         for name, fragment in f.tunables.items():
@@ -289,6 +291,8 @@ class ConfigSpec:
         n_top = len(self.found.top_loops)
         flattens = list(fields.get("persistent_flattens") or []) + [False] * n_top
         fields["persistent_flattens"] = [bool(v) and persistent for v in flattens[:n_top]]
+        reversals = list(fields.get("tile_reversals") or []) + [False] * n_top
+        fields["tile_reversals"] = [bool(v) and i not in self.found.waiting_loops for i, v in enumerate(reversals[:n_top])]
         subtiles = list(fields.get("store_subtiles") or []) + [1] * self.found.stores
         subtiles = subtiles[: self.found.stores]
         for store, value in enumerate(subtiles):
@@ -315,6 +319,7 @@ class ConfigSpec:
             "load_eviction_policies": self.found.loads,
             "flatten_loops": self.found.flatten_count,
             "persistent_flattens": len(self.found.top_loops),
+            "tile_reversals": len(self.found.top_loops),
             "store_subtiles": self.found.stores,
         }
         for name, count in expected.items():

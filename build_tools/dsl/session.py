@@ -82,6 +82,9 @@ class Discovery:
     # ones a tensor-descriptor store may write in pieces along its last dimension (store_subtiles)
     splittable_stores: set = field(default_factory=set)
     store_sites: list = field(default_factory=list)  # each store's index in `indexing`
+    # top-level loops whose programs wait for each other: their tiles keep launch order
+    # (tile_reversals), since a program may wait for one that a reversed order would launch later
+    waiting_loops: set = field(default_factory=set)
     # shape_key of every device tensor the compile created (values.TENSOR_SHAPES_SEEN)
     tensor_shapes: set = field(default_factory=set)
     # shape_key of every matrix product's result (the warp cap keeps 8x16 outputs per warp)
@@ -466,8 +469,13 @@ class CompileSession:
         after its wait, so the programs it waits for might never start)."""
         self.found.top_loops.append(ndims)
         pid_type = self.config.get("pid_type", "flat") if "pid_type" in self.config else "flat"
-        if programs_wait and pid_type.startswith("persistent"):
-            pid_type = "flat"
+        if programs_wait:
+            self.found.waiting_loops.add(loop_index)
+            if pid_type.startswith("persistent"):
+                pid_type = "flat"
+        # reversed, the programs launched first take the last tiles: where the last tiles are the
+        # longest (a causal attention's query tiles), the short ones fill the final wave
+        reverse = bool(self.knob("tile_reversals", loop_index, False)) and not programs_wait
         order = list(self.knob("loop_orders", loop_index, list(range(ndims)))) if ndims > 1 else [0]
         if sorted(order) != list(range(ndims)):
             raise exc.InvalidConfig(f"loop_orders[{loop_index}]={order} is not a permutation of {ndims} dims")
@@ -476,7 +484,7 @@ class CompileSession:
         if self.flatten(ndims) and pid_type == "xyz":
             pid_type = "flat"
         if pid_type == "xyz" and ndims <= 3:
-            return self.xyz_pids(b, counts, counts_host, order)
+            return self.xyz_pids(b, counts, counts_host, order, reverse)
         total_host = " * ".join(f"({c})" for c in counts_host)
         if pid_type in ("persistent_blocked", "persistent_interleaved"):
             total = b.assign(" * ".join(f"({c})" for c in counts), "total")
@@ -496,19 +504,29 @@ class CompileSession:
         elif pid_type in ("flat", "xyz"):
             pid = b.assign("tl.program_id(0)", "pid")
             launch["grid"] = f"({total_host},)"
+            if reverse:
+                total = b.assign(" * ".join(f"({c})" for c in counts), "total")
         else:
             raise exc.InvalidConfig(f"unknown pid_type {pid_type!r}")
+        if reverse:
+            pid = b.assign(f"{total} - 1 - {pid}", "pid")
         return self.decompose(b, pid, counts, order, group)
 
-    def xyz_pids(self, b: KernelBuilder, counts: list[str], counts_host: list[str], order: list[int]) -> list[str]:
-        """Program ids of pid_type "xyz": loop dim order[k] on grid axis k. CUDA caps the y and z
-        axes at 65535 programs, so when either count exceeds that, the launcher folds the whole grid
-        into x and the kernel (a constexpr variant) splits program_id(0) as pid_type "flat" does."""
+    def xyz_pids(self, b: KernelBuilder, counts: list[str], counts_host: list[str], order: list[int],
+                 reverse: bool) -> list[str]:
+        """Program ids of pid_type "xyz": loop dim order[k] on grid axis k (from its last tile
+        down when `reverse`). CUDA caps the y and z axes at 65535 programs, so when either count
+        exceeds that, the launcher folds the whole grid into x and the kernel (a constexpr variant)
+        splits program_id(0) as pid_type "flat" does."""
         launch = self.current_launch
         grid = "(" + ", ".join(counts_host[d] for d in order) + ",)"
+
+        def axis_pid(axis: int, dim: int) -> str:
+            return f"{counts[dim]} - 1 - tl.program_id({axis})" if reverse else f"tl.program_id({axis})"
+
         if len(order) == 1:
             launch["grid"] = grid
-            return [b.assign("tl.program_id(0)", "pid")]
+            return [b.assign(axis_pid(0, order[0]), "pid")]
         launch["prologue"].append(f"_grid = _xyz_grid({grid})")
         launch["grid"] = "_grid"
         launch["helpers"].add("_xyz_grid")
@@ -516,12 +534,15 @@ class CompileSession:
         pids = [b.fresh("pid") for _ in order]
         b.emit(f"if {folded}:")
         with b.block():
-            for name, flat in zip(pids, self.decompose(b, "tl.program_id(0)", counts, order, 1)):
-                b.emit(f"{name} = {flat}")
+            flat = "tl.program_id(0)"
+            if reverse:
+                flat = b.assign(f"{' * '.join(f'({c})' for c in counts)} - 1 - tl.program_id(0)", "pid")
+            for name, value in zip(pids, self.decompose(b, flat, counts, order, 1)):
+                b.emit(f"{name} = {value}")
         b.emit("else:")
         with b.block():
             for axis, dim in enumerate(order):
-                b.emit(f"{pids[dim]} = tl.program_id({axis})")
+                b.emit(f"{pids[dim]} = {axis_pid(axis, dim)}")
         return pids
 
     def decompose(self, b: KernelBuilder, pid: str, counts: list[str], order: list[int], group: int) -> list[str]:
