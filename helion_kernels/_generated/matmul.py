@@ -2689,56 +2689,11 @@ def _matmul_kernel_feaa8d05e7(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_18, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
 
-# bmm variant 0e08500a6fcd
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
-# used by: default.json float16 {"B":32,"K":128,"M":1024,"N":1024}
-def bmm__0e08500a6fcd(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_7838ca2d99, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 64), 8, 3)
-    return out
-
-
-# bmm variant 1d5671cc11c8
-# config: {"block_sizes":[16,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
-# used by: default.json float32 {"B":64,"K":4096,"M":16,"N":128}
-def bmm__1d5671cc11c8(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_856b487b03, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 32), 4, 4)
-    return out
-
-
-# bmm variant 233e889daa7b
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
-# used by: default.json bfloat16 {"B":32,"K":128,"M":1024,"N":1024}
-def bmm__233e889daa7b(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 64), 8, 3)
-    return out
-
-
-# bmm variant 3bfe65de3c78
-# config: {"block_sizes":[128,256,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
+# bmm variant 05f91ce60a6f
+# config: {"block_sizes":[128,256,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
 # used by: default.json float32 {"B":4,"K":1024,"M":1024,"N":1024}
-def bmm__3bfe65de3c78(a, b):
+def bmm__05f91ce60a6f(a, b):
     batch, m, k = a.size()
     n = b.size(2)
     out = _new_empty(a, a.dtype, batch, m, n)
@@ -2749,11 +2704,71 @@ def bmm__3bfe65de3c78(a, b):
     return out
 
 
-# bmm variant 73b9f21aa1e4
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
+# bmm variant 60e1ac98262a
+# config: {"block_sizes":[16,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
+# used by: default.json bfloat16 {"B":64,"K":4096,"M":16,"N":128}
+def bmm__60e1ac98262a(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
+    return out
+
+
+# bmm variant 67306d4fd290
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
+# used by: default.json float32 {"B":32,"K":128,"M":1024,"N":1024}
+def bmm__67306d4fd290(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_856b487b03, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 32), 8, 3)
+    return out
+
+
+# bmm variant 8b352e65000a
+# config: {"block_sizes":[16,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
+# used by: default.json float32 {"B":64,"K":4096,"M":16,"N":128}
+def bmm__8b352e65000a(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_856b487b03, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 32), 4, 4)
+    return out
+
+
+# bmm variant 90066976ac73
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
+# used by: default.json bfloat16 {"B":4,"K":1024,"M":1024,"N":1024}
+def bmm__90066976ac73(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_7c0f0c311f, (batch * _cdiv(m, 128) * _cdiv(n, 256),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 256, 64), 8, 3)
+    return out
+
+
+# bmm variant 94fa935e0221
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
 # used by: default.json float16 {"B":4,"K":1024,"M":1024,"N":1024}
-def bmm__73b9f21aa1e4(a, b):
+def bmm__94fa935e0221(a, b):
     batch, m, k = a.size()
     n = b.size(2)
     out = _new_empty(a, a.dtype, batch, m, n)
@@ -2764,18 +2779,18 @@ def bmm__73b9f21aa1e4(a, b):
     return out
 
 
-# bmm variant 76e0b5ad3872
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
-# used by: default.json bfloat16 {"B":4,"K":1024,"M":1024,"N":1024}
-def bmm__76e0b5ad3872(a, b):
+# bmm variant 98bdf35b745c
+# config: {"block_sizes":[16,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
+# used by: default.json float16 {"B":64,"K":4096,"M":16,"N":128}
+def bmm__98bdf35b745c(a, b):
     batch, m, k = a.size()
     n = b.size(2)
     out = _new_empty(a, a.dtype, batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_bmm_kernel_7c0f0c311f, (batch * _cdiv(m, 128) * _cdiv(n, 256),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 256, 64), 8, 3)
+    _launch(_bmm_kernel_7838ca2d99, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
     return out
 
 
@@ -2791,21 +2806,6 @@ def bmm__9e8f6f00b0f9(a, b):
     b_strides = b.stride()
     out_strides = out.stride()
     _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
-    return out
-
-
-# bmm variant b4c09d0667ef
-# config: {"block_sizes":[16,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
-# used by: default.json float16 {"B":64,"K":4096,"M":16,"N":128}
-def bmm__b4c09d0667ef(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_7838ca2d99, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
     return out
 
 
@@ -2839,6 +2839,21 @@ def bmm__d1a7aa3d0711(a, b):
     return out
 
 
+# bmm variant e3bcb45f2f01
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
+# used by: default.json bfloat16 {"B":32,"K":128,"M":1024,"N":1024}
+def bmm__e3bcb45f2f01(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 64), 8, 3)
+    return out
+
+
 # bmm variant e4758a13ecd2
 # config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
 # specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
@@ -2854,48 +2869,33 @@ def bmm__e4758a13ecd2(a, b):
     return out
 
 
-# bmm variant f732fe604cb4
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
-# used by: default.json float32 {"B":32,"K":128,"M":1024,"N":1024}
-def bmm__f732fe604cb4(a, b):
+# bmm variant e848b98a3a0c
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
+# used by: default.json float16 {"B":32,"K":128,"M":1024,"N":1024}
+def bmm__e848b98a3a0c(a, b):
     batch, m, k = a.size()
     n = b.size(2)
     out = _new_empty(a, a.dtype, batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_bmm_kernel_856b487b03, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 32), 8, 3)
+    _launch(_bmm_kernel_7838ca2d99, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 64), 8, 3)
     return out
 
 
-# bmm variant fc2b1765c85c
-# config: {"block_sizes":[16,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
-# used by: default.json bfloat16 {"B":64,"K":4096,"M":16,"N":128}
-def bmm__fc2b1765c85c(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
-    return out
-
-
-# linear variant 024f6c3a4369
-# config: {"block_sizes":[64,64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
+# linear variant 0650e4dbd529
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":128,"N":4096}
-def linear__024f6c3a4369(x, weight, bias):
+# used by: default.json float32 {"K":2048,"M":2048,"N":2048}
+def linear__0650e4dbd529(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
-    _launch(_linear_kernel_77f44b18e7, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 64), 4, 5)
+    _launch(_linear_kernel_bcd02ab1e6, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
     return out
 
 
@@ -2918,42 +2918,6 @@ def linear__146e6105ac96(x, weight, bias):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_linear_kernel_fad791c6d5, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
-    return out
-
-
-# linear variant 16f2b6eba871
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":128,"N":11008}
-def linear__16f2b6eba871(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
-    _ensure_allocator()
-    bias_strides = bias.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    weight_sizes = weight.size()
-    weight_strides = weight.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_linear_kernel_390590d463, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
-    return out
-
-
-# linear variant 1ddfac3f9c65
-# config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
-def linear__1ddfac3f9c65(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    out_strides = out.stride()
-    weight_strides = weight.stride()
-    x_strides = x.stride()
-    _launch(_linear_kernel_a077bcffa2, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
     return out
 
 
@@ -2998,42 +2962,6 @@ def linear__27ce87a9024a(x, weight, bias):
     return out
 
 
-# linear variant 384fc56d3803
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":2048,"M":2048,"N":2048}
-def linear__384fc56d3803(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    out_strides = out.stride()
-    weight_strides = weight.stride()
-    x_strides = x.stride()
-    _launch(_linear_kernel_bcd02ab1e6, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
-    return out
-
-
-# linear variant 3d3e7b5f8605
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":128,"N":11008}
-def linear__3d3e7b5f8605(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
-    _ensure_allocator()
-    bias_strides = bias.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    weight_sizes = weight.size()
-    weight_strides = weight.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_linear_kernel_9fb28f7eb4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
-    return out
-
-
 # linear variant 3f1a227817d2
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"pid_type":"persistent_interleaved","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
 # specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
@@ -3059,11 +2987,11 @@ def linear__3f1a227817d2(x, weight, bias):
     return out
 
 
-# linear variant 408792e515d9
-# config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
+# linear variant 59428cc7b961
+# config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"K":4096,"M":128,"N":4096}
-def linear__408792e515d9(x, weight, bias):
+def linear__59428cc7b961(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
@@ -3074,16 +3002,15 @@ def linear__408792e515d9(x, weight, bias):
     return out
 
 
-# linear variant 42fc6d3dc3c9
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
+# linear variant 5a038c29a3e4
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":2048,"M":2048,"N":2048}
-def linear__42fc6d3dc3c9(x, weight, bias):
+# used by: default.json float16 {"K":4096,"M":128,"N":11008}
+def linear__5a038c29a3e4(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
-    _device = x.device
-    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
     out_sizes = out.size()
@@ -3092,22 +3019,7 @@ def linear__42fc6d3dc3c9(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_0b9853b320, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
-    return out
-
-
-# linear variant 48d7abddd5c1
-# config: {"block_sizes":[16,32,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":16,"N":4096}
-def linear__48d7abddd5c1(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    out_strides = out.stride()
-    weight_strides = weight.stride()
-    x_strides = x.stride()
-    _launch(_linear_kernel_77f44b18e7, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 128), 4, 4)
+    _launch(_linear_kernel_390590d463, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3134,18 +3046,61 @@ def linear__693becbe84b7(x, weight, bias):
     return out
 
 
-# linear variant 79f26908c98a
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":16,"N":4096}
-def linear__79f26908c98a(x, weight, bias):
+# linear variant 6ce165dabcee
+# config: {"block_sizes":[16,32,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":16,"N":4096}
+def linear__6ce165dabcee(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
-    _launch(_linear_kernel_bb137b319e, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
+    _launch(_linear_kernel_77f44b18e7, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 128), 4, 4)
+    return out
+
+
+# linear variant 75a45da07e7a
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
+def linear__75a45da07e7a(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    _device = x.device
+    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
+    _ensure_allocator()
+    bias_strides = bias.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    weight_sizes = weight.size()
+    weight_strides = weight.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_linear_kernel_6f50cdefeb, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    return out
+
+
+# linear variant 7d23e7f815d7
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":128,"N":11008}
+def linear__7d23e7f815d7(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
+    _ensure_allocator()
+    bias_strides = bias.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    weight_sizes = weight.size()
+    weight_strides = weight.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_linear_kernel_f43a6245b4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3208,21 +3163,6 @@ def linear__907fd5d445c6(x, weight, bias):
     return out
 
 
-# linear variant 99e1a972693d
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":16,"N":4096}
-def linear__99e1a972693d(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    out_strides = out.stride()
-    weight_strides = weight.stride()
-    x_strides = x.stride()
-    _launch(_linear_kernel_a077bcffa2, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
-    return out
-
-
 # linear variant aaef54718005
 # config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
@@ -3238,11 +3178,26 @@ def linear__aaef54718005(x, weight, bias):
     return out
 
 
-# linear variant b3a4841636c0
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
-# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
-def linear__b3a4841636c0(x, weight, bias):
+# linear variant ae78cab08fd0
+# config: {"block_sizes":[64,64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":128,"N":4096}
+def linear__ae78cab08fd0(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_77f44b18e7, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 64), 4, 5)
+    return out
+
+
+# linear variant be2023c93d05
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":2048,"M":2048,"N":2048}
+def linear__be2023c93d05(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
@@ -3256,7 +3211,22 @@ def linear__b3a4841636c0(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_6f50cdefeb, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_linear_kernel_0b9853b320, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    return out
+
+
+# linear variant c6e80f4bab8c
+# config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
+def linear__c6e80f4bab8c(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_a077bcffa2, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
     return out
 
 
@@ -3275,11 +3245,26 @@ def linear__ca4998102303(x, weight, bias):
     return out
 
 
-# linear variant e8f4aaac1b17
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1]}
+# linear variant e65b74f158b9
+# config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":128,"N":11008}
-def linear__e8f4aaac1b17(x, weight, bias):
+# used by: default.json bfloat16 {"K":4096,"M":16,"N":4096}
+def linear__e65b74f158b9(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_a077bcffa2, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
+    return out
+
+
+# linear variant ee721ce6e9de
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":128,"N":11008}
+def linear__ee721ce6e9de(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
@@ -3292,7 +3277,22 @@ def linear__e8f4aaac1b17(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_f43a6245b4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_linear_kernel_9fb28f7eb4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    return out
+
+
+# linear variant f944823ceeac
+# config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":4096,"M":16,"N":4096}
+def linear__f944823ceeac(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_bb137b319e, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
     return out
 
 
@@ -3318,6 +3318,21 @@ def matmul__06d2a395197d(a, b):
     return out
 
 
+# matmul variant 0ba64dbb0670
+# config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
+def matmul__0ba64dbb0670(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
+    return out
+
+
 # matmul variant 0bed6d6e64c1
 # config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
@@ -3333,26 +3348,11 @@ def matmul__0bed6d6e64c1(a, b):
     return out
 
 
-# matmul variant 13a33352001b
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":2048,"M":2048,"N":2048}
-def matmul__13a33352001b(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_e059282da5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
-    return out
-
-
-# matmul variant 18ab39593ac2
-# config: {"block_sizes":[64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
+# matmul variant 1489ff2838ba
+# config: {"block_sizes":[64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"K":4096,"M":128,"N":4096}
-def matmul__18ab39593ac2(a, b):
+def matmul__1489ff2838ba(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
@@ -3360,21 +3360,6 @@ def matmul__18ab39593ac2(a, b):
     b_strides = b.stride()
     out_strides = out.stride()
     _launch(_matmul_kernel_d9dd6e19bd, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 64), 4, 5)
-    return out
-
-
-# matmul variant 1f578031d0ea
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":16,"N":4096}
-def matmul__1f578031d0ea(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
     return out
 
 
@@ -3394,53 +3379,18 @@ def matmul__22c58c39b44f(a, b):
     return out
 
 
-# matmul variant 2f20808c9f6a
-# config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":128,"N":4096}
-def matmul__2f20808c9f6a(a, b):
+# matmul variant 2c4b94220c98
+# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":16,"N":4096}
+def matmul__2c4b94220c98(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
-    return out
-
-
-# matmul variant 31d433170e65
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":16,"N":4096}
-def matmul__31d433170e65(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
-    return out
-
-
-# matmul variant 336b27c78864
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":128,"N":11008}
-def matmul__336b27c78864(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
-    _ensure_allocator()
-    a_sizes = a.size()
-    a_strides = a.stride()
-    b_sizes = b.size()
-    b_strides = b.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_a7664d39c2, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
     return out
 
 
@@ -3486,26 +3436,11 @@ def matmul__42b2ddd4a80a(a, b):
     return out
 
 
-# matmul variant 595d4e0dfd3b
-# config: {"block_sizes":[16,32,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
+# matmul variant 43f5c36a403b
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":16,"N":4096}
-def matmul__595d4e0dfd3b(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_d9dd6e19bd, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 128), 4, 4)
-    return out
-
-
-# matmul variant 5a53b61d08dd
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":128,"N":11008}
-def matmul__5a53b61d08dd(a, b):
+# used by: default.json float32 {"K":4096,"M":128,"N":11008}
+def matmul__43f5c36a403b(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
@@ -3517,7 +3452,58 @@ def matmul__5a53b61d08dd(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_feaa8d05e7, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_a7664d39c2, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    return out
+
+
+# matmul variant 4c3167f71ee1
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":2048,"M":2048,"N":2048}
+def matmul__4c3167f71ee1(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_e059282da5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
+    return out
+
+
+# matmul variant 5448ab37fc30
+# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":4096,"M":16,"N":4096}
+def matmul__5448ab37fc30(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
+    return out
+
+
+# matmul variant 5456b4c34efd
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":2048,"M":2048,"N":2048}
+def matmul__5456b4c34efd(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    _device = a.device
+    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
+    _ensure_allocator()
+    a_sizes = a.size()
+    a_strides = a.stride()
+    b_sizes = b.size()
+    b_strides = b.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_3f77d160b2, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3584,27 +3570,6 @@ def matmul__9ecd2ee199cc(a, b):
     return out
 
 
-# matmul variant a02125f3dd09
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
-def matmul__a02125f3dd09(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    _device = a.device
-    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
-    _ensure_allocator()
-    a_sizes = a.size()
-    a_strides = a.stride()
-    b_sizes = b.size()
-    b_strides = b.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
-    return out
-
-
 # matmul variant a07f4de2dd65
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[true,true],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[2,1,1]}
 # specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
@@ -3663,23 +3628,18 @@ def matmul__a46d60a9ee47(a, b):
     return out
 
 
-# matmul variant ae248f4e3191
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":128,"N":11008}
-def matmul__ae248f4e3191(a, b):
+# matmul variant b97ddeac3d24
+# config: {"block_sizes":[16,32,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":16,"N":4096}
+def matmul__b97ddeac3d24(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
-    _ensure_allocator()
-    a_sizes = a.size()
     a_strides = a.stride()
-    b_sizes = b.size()
     b_strides = b.stride()
-    out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_504af658f5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_d9dd6e19bd, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 128), 4, 4)
     return out
 
 
@@ -3704,26 +3664,31 @@ def matmul__ba008c11a671(a, b):
     return out
 
 
-# matmul variant e57e4f69b193
-# config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
-def matmul__e57e4f69b193(a, b):
+# matmul variant c1ec77ff55e0
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":4096,"M":128,"N":11008}
+def matmul__c1ec77ff55e0(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
+    _ensure_allocator()
+    a_sizes = a.size()
     a_strides = a.stride()
+    b_sizes = b.size()
     b_strides = b.stride()
+    out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
+    _launch(_matmul_kernel_feaa8d05e7, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
     return out
 
 
-# matmul variant f588b21071b5
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":2048,"M":2048,"N":2048}
-def matmul__f588b21071b5(a, b):
+# matmul variant cdf1c2a239e4
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
+def matmul__cdf1c2a239e4(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
@@ -3736,116 +3701,151 @@ def matmul__f588b21071b5(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_3f77d160b2, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    return out
+
+
+# matmul variant f2cf167adc0c
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":128,"N":11008}
+def matmul__f2cf167adc0c(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
+    _ensure_allocator()
+    a_sizes = a.size()
+    a_strides = a.stride()
+    b_sizes = b.size()
+    b_strides = b.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_504af658f5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    return out
+
+
+# matmul variant f7d1b06014a2
+# config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":4096,"M":128,"N":4096}
+def matmul__f7d1b06014a2(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
     return out
 
 
 VARIANTS = {
     'matmul': {
         '06d2a395197d': matmul__06d2a395197d,
+        '0ba64dbb0670': matmul__0ba64dbb0670,
         '0bed6d6e64c1': matmul__0bed6d6e64c1,
-        '13a33352001b': matmul__13a33352001b,
-        '18ab39593ac2': matmul__18ab39593ac2,
-        '1f578031d0ea': matmul__1f578031d0ea,
+        '1489ff2838ba': matmul__1489ff2838ba,
         '22c58c39b44f': matmul__22c58c39b44f,
-        '2f20808c9f6a': matmul__2f20808c9f6a,
-        '31d433170e65': matmul__31d433170e65,
-        '336b27c78864': matmul__336b27c78864,
+        '2c4b94220c98': matmul__2c4b94220c98,
         '3a30aae24b7a': matmul__3a30aae24b7a,
         '42b2ddd4a80a': matmul__42b2ddd4a80a,
-        '595d4e0dfd3b': matmul__595d4e0dfd3b,
-        '5a53b61d08dd': matmul__5a53b61d08dd,
+        '43f5c36a403b': matmul__43f5c36a403b,
+        '4c3167f71ee1': matmul__4c3167f71ee1,
+        '5448ab37fc30': matmul__5448ab37fc30,
+        '5456b4c34efd': matmul__5456b4c34efd,
         '70caaf8a6f90': matmul__70caaf8a6f90,
         '7d5d9ec97bbf': matmul__7d5d9ec97bbf,
         '9ecd2ee199cc': matmul__9ecd2ee199cc,
-        'a02125f3dd09': matmul__a02125f3dd09,
         'a07f4de2dd65': matmul__a07f4de2dd65,
         'a3890ecc64b1': matmul__a3890ecc64b1,
         'a46d60a9ee47': matmul__a46d60a9ee47,
-        'ae248f4e3191': matmul__ae248f4e3191,
+        'b97ddeac3d24': matmul__b97ddeac3d24,
         'ba008c11a671': matmul__ba008c11a671,
-        'e57e4f69b193': matmul__e57e4f69b193,
-        'f588b21071b5': matmul__f588b21071b5,
+        'c1ec77ff55e0': matmul__c1ec77ff55e0,
+        'cdf1c2a239e4': matmul__cdf1c2a239e4,
+        'f2cf167adc0c': matmul__f2cf167adc0c,
+        'f7d1b06014a2': matmul__f7d1b06014a2,
     },
     'bmm': {
-        '0e08500a6fcd': bmm__0e08500a6fcd,
-        '1d5671cc11c8': bmm__1d5671cc11c8,
-        '233e889daa7b': bmm__233e889daa7b,
-        '3bfe65de3c78': bmm__3bfe65de3c78,
-        '73b9f21aa1e4': bmm__73b9f21aa1e4,
-        '76e0b5ad3872': bmm__76e0b5ad3872,
+        '05f91ce60a6f': bmm__05f91ce60a6f,
+        '60e1ac98262a': bmm__60e1ac98262a,
+        '67306d4fd290': bmm__67306d4fd290,
+        '8b352e65000a': bmm__8b352e65000a,
+        '90066976ac73': bmm__90066976ac73,
+        '94fa935e0221': bmm__94fa935e0221,
+        '98bdf35b745c': bmm__98bdf35b745c,
         '9e8f6f00b0f9': bmm__9e8f6f00b0f9,
-        'b4c09d0667ef': bmm__b4c09d0667ef,
         'b5ed4972e69c': bmm__b5ed4972e69c,
         'd1a7aa3d0711': bmm__d1a7aa3d0711,
+        'e3bcb45f2f01': bmm__e3bcb45f2f01,
         'e4758a13ecd2': bmm__e4758a13ecd2,
-        'f732fe604cb4': bmm__f732fe604cb4,
-        'fc2b1765c85c': bmm__fc2b1765c85c,
+        'e848b98a3a0c': bmm__e848b98a3a0c,
     },
     'linear': {
-        '024f6c3a4369': linear__024f6c3a4369,
+        '0650e4dbd529': linear__0650e4dbd529,
         '146e6105ac96': linear__146e6105ac96,
-        '16f2b6eba871': linear__16f2b6eba871,
-        '1ddfac3f9c65': linear__1ddfac3f9c65,
         '1f6a63afc3f4': linear__1f6a63afc3f4,
         '27ce87a9024a': linear__27ce87a9024a,
-        '384fc56d3803': linear__384fc56d3803,
-        '3d3e7b5f8605': linear__3d3e7b5f8605,
         '3f1a227817d2': linear__3f1a227817d2,
-        '408792e515d9': linear__408792e515d9,
-        '42fc6d3dc3c9': linear__42fc6d3dc3c9,
-        '48d7abddd5c1': linear__48d7abddd5c1,
+        '59428cc7b961': linear__59428cc7b961,
+        '5a038c29a3e4': linear__5a038c29a3e4,
         '693becbe84b7': linear__693becbe84b7,
-        '79f26908c98a': linear__79f26908c98a,
+        '6ce165dabcee': linear__6ce165dabcee,
+        '75a45da07e7a': linear__75a45da07e7a,
+        '7d23e7f815d7': linear__7d23e7f815d7,
         '853a9a81ba9b': linear__853a9a81ba9b,
         '8964b88cac58': linear__8964b88cac58,
         '907fd5d445c6': linear__907fd5d445c6,
-        '99e1a972693d': linear__99e1a972693d,
         'aaef54718005': linear__aaef54718005,
-        'b3a4841636c0': linear__b3a4841636c0,
+        'ae78cab08fd0': linear__ae78cab08fd0,
+        'be2023c93d05': linear__be2023c93d05,
+        'c6e80f4bab8c': linear__c6e80f4bab8c,
         'ca4998102303': linear__ca4998102303,
-        'e8f4aaac1b17': linear__e8f4aaac1b17,
+        'e65b74f158b9': linear__e65b74f158b9,
+        'ee721ce6e9de': linear__ee721ce6e9de,
+        'f944823ceeac': linear__f944823ceeac,
     },
 }
 
 
 REPLAYABLE = frozenset({
-    'bmm__0e08500a6fcd',
-    'bmm__1d5671cc11c8',
-    'bmm__233e889daa7b',
-    'bmm__3bfe65de3c78',
-    'bmm__73b9f21aa1e4',
-    'bmm__76e0b5ad3872',
+    'bmm__05f91ce60a6f',
+    'bmm__60e1ac98262a',
+    'bmm__67306d4fd290',
+    'bmm__8b352e65000a',
+    'bmm__90066976ac73',
+    'bmm__94fa935e0221',
+    'bmm__98bdf35b745c',
     'bmm__9e8f6f00b0f9',
-    'bmm__b4c09d0667ef',
     'bmm__b5ed4972e69c',
     'bmm__d1a7aa3d0711',
+    'bmm__e3bcb45f2f01',
     'bmm__e4758a13ecd2',
-    'bmm__f732fe604cb4',
-    'bmm__fc2b1765c85c',
-    'linear__024f6c3a4369',
-    'linear__1ddfac3f9c65',
+    'bmm__e848b98a3a0c',
+    'linear__0650e4dbd529',
     'linear__1f6a63afc3f4',
-    'linear__384fc56d3803',
-    'linear__408792e515d9',
-    'linear__48d7abddd5c1',
-    'linear__79f26908c98a',
+    'linear__59428cc7b961',
+    'linear__6ce165dabcee',
     'linear__853a9a81ba9b',
-    'linear__99e1a972693d',
     'linear__aaef54718005',
+    'linear__ae78cab08fd0',
+    'linear__c6e80f4bab8c',
     'linear__ca4998102303',
+    'linear__e65b74f158b9',
+    'linear__f944823ceeac',
+    'matmul__0ba64dbb0670',
     'matmul__0bed6d6e64c1',
-    'matmul__13a33352001b',
-    'matmul__18ab39593ac2',
-    'matmul__1f578031d0ea',
+    'matmul__1489ff2838ba',
     'matmul__22c58c39b44f',
-    'matmul__2f20808c9f6a',
-    'matmul__31d433170e65',
+    'matmul__2c4b94220c98',
     'matmul__3a30aae24b7a',
     'matmul__42b2ddd4a80a',
-    'matmul__595d4e0dfd3b',
+    'matmul__4c3167f71ee1',
+    'matmul__5448ab37fc30',
     'matmul__70caaf8a6f90',
     'matmul__a46d60a9ee47',
+    'matmul__b97ddeac3d24',
     'matmul__ba008c11a671',
-    'matmul__e57e4f69b193',
+    'matmul__f7d1b06014a2',
 })

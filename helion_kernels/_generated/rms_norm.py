@@ -4039,87 +4039,25 @@ def _rms_norm_noweight_fwd_kernel_fcc3f9def5(m, x, x_stride_0, x_stride_1, x_siz
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_10, mask=(mask_4))
 
 
-# rms_norm_bwd variant 02ac0b318bfc
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-def rms_norm_bwd__02ac0b318bfc(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 0ceed2f37d55
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_bwd__0ceed2f37d55(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
-    stride = programs
+    stride = programs * 4
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f1ed4aefcb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 03075e68d264
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def rms_norm_bwd__03075e68d264(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_8cdf6b1fbd, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 0407d31110df
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_bwd__0407d31110df(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_509ab55eda, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
-    return (grad_x, grad_weight)
+    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
 # rms_norm_bwd variant 0d7c5a70457f
@@ -4171,25 +4109,54 @@ def rms_norm_bwd__16c9d31fe9c6(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 1f654667dde2
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# rms_norm_bwd variant 19255ac55dc3
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_bwd__1f654667dde2(grad_out, x, weight, inv_rms):
+# used by: default.json bfloat16 {"M":64,"N":16384}
+def rms_norm_bwd__19255ac55dc3(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(264, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_509ab55eda, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 1d1a14da31f9
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def rms_norm_bwd__1d1a14da31f9(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
+    programs = min(132, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
     stride = programs * 4
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    return (grad_x, grad_weight)
 
 
 # rms_norm_bwd variant 230a8a0a3675
@@ -4214,52 +4181,6 @@ def rms_norm_bwd__230a8a0a3675(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_c254239f28, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 1), 8, 4)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 25fab8e71dd1
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_bwd__25fab8e71dd1(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 2a8b209203e0
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def rms_norm_bwd__2a8b209203e0(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_798b619487, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4360,50 +4281,17 @@ def rms_norm_bwd__3c6c7e7d58c2(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 56ed9d1ac616
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def rms_norm_bwd__56ed9d1ac616(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 46293b723721
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+def rms_norm_bwd__46293b723721(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
-    programs = min(8, row_blocks)
+    programs = min(264, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
     stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_777d45b0e0, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 5a1c5505c90b
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_bwd__5a1c5505c90b(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(132, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
@@ -4412,9 +4300,9 @@ def rms_norm_bwd__5a1c5505c90b(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_798b619487, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4468,6 +4356,27 @@ def rms_norm_bwd__6453c7d1ab24(grad_out, x, weight, inv_rms):
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 2, 4)
     return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 6bdd991c1577
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_bwd__6bdd991c1577(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
 # rms_norm_bwd variant 6d7fc8365429
@@ -4534,39 +4443,6 @@ def rms_norm_bwd__78682c78629f(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 7dc2b210eea6
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def rms_norm_bwd__7dc2b210eea6(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_edca2ac9d6, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant 8012354c4c41
 # config: {"block_sizes":[2,256,64,64],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[false,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","tensor_descriptor","tensor_descriptor","tensor_descriptor","block_ptr","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,4],"load_eviction_policies":["","first","","first","first","first","first","last",""],"loop_orders":[[1,0],[0,1]],"num_stages":4,"num_warps":2,"pid_type":"flat","range_num_stages":[4,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -4616,31 +4492,6 @@ def rms_norm_bwd__84bf6aef319b(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 999ac1fc1b44
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_bwd__999ac1fc1b44(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(132, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant 9f16cb3f4990
 # config: {"block_sizes":[4,4096,1,64],"dweight_partials":132,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_columns":false}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -4662,25 +4513,37 @@ def rms_norm_bwd__9f16cb3f4990(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant b8ab7ce35e2c
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# rms_norm_bwd variant b8b28176c556
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_bwd__b8ab7ce35e2c(grad_out, x, weight, inv_rms):
+# used by: default.json float16 {"M":64,"N":131072}
+def rms_norm_bwd__b8b28176c556(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
+    row_blocks = m
+    programs = min(8, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
-    stride = programs * 4
+    stride = programs
+    dot_rows = m
+    main_columns = n
     grad_x = torch.empty_like(x)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
     grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_edca2ac9d6, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    return (grad_x, grad_weight)
 
 
 # rms_norm_bwd variant b94beabc4ec2
@@ -4705,6 +4568,39 @@ def rms_norm_bwd__b94beabc4ec2(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_edd808667f, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant bb9834acf0d7
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def rms_norm_bwd__bb9834acf0d7(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(8, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    dot_rows = m
+    main_columns = n
+    grad_x = torch.empty_like(x)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_8cdf6b1fbd, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
 
 
@@ -4762,6 +4658,27 @@ def rms_norm_bwd__c6ad754e027b(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
+# rms_norm_bwd variant c72d01a516de
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_bwd__c72d01a516de(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
 # rms_norm_bwd variant c74e2ac1f489
 # config: {"block_sizes":[1,512,1,64],"dweight_partials":128,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","first","","last","","","last",""],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4783,17 +4700,17 @@ def rms_norm_bwd__c74e2ac1f489(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant c777b57e1c57
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1]}
+# rms_norm_bwd variant d75d7b849a13
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_bwd__c777b57e1c57(grad_out, x, weight, inv_rms):
+# used by: default.json float32 {"M":64,"N":16384}
+def rms_norm_bwd__d75d7b849a13(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(132, row_blocks)
+    row_blocks = m
+    programs = min(264, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
-    stride = programs * 4
+    stride = programs
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
@@ -4802,7 +4719,7 @@ def rms_norm_bwd__c777b57e1c57(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_f1ed4aefcb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
@@ -4900,6 +4817,64 @@ def rms_norm_bwd__ea082de972db(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
+# rms_norm_bwd variant ec86593e0f73
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def rms_norm_bwd__ec86593e0f73(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(132, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant f08c820106a9
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def rms_norm_bwd__f08c820106a9(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(8, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    dot_rows = m
+    main_columns = n
+    grad_x = torch.empty_like(x)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_777d45b0e0, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant f7e13726830b
 # config: {"block_sizes":[1,512,1,64],"dweight_partials":1024,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","tensor_descriptor","pointer","pointer","pointer","block_ptr","pointer","tensor_descriptor","pointer"],"interleave_rows":true,"l2_groupings":[2,4],"load_eviction_policies":["reread","","","","reread","","first","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":1,"pid_type":"xyz","range_num_stages":[3,0,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[2,1,1],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4955,6 +4930,31 @@ def rms_norm_bwd__fa1dd47422d9(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
+# rms_norm_bwd variant fd4fb7e069da
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def rms_norm_bwd__fd4fb7e069da(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(132, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_fwd variant 0a2e4e814cb7
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","block_ptr"],"l2_groupings":[4,8],"load_eviction_policies":["last","",""],"load_weight_first":true,"loop_orders":[[0,1],[0,1]],"num_stages":1,"num_warps":16,"pid_type":"xyz","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4968,22 +4968,6 @@ def rms_norm_fwd__0a2e4e814cb7(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_6ae5e2e9e5, _grid, (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], weight, weight.stride(0), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0), inv_rms.size(0)), (1, 1, len(_grid) == 1, _next_power_of_2(max(1, x_sizes[1]))), 16, 1)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant 1c6431ca2e8e
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
-# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-#   default.json float32 {"M":64,"N":4096}
-def rms_norm_fwd__1c6431ca2e8e(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5011,19 +4995,19 @@ def rms_norm_fwd__263f5cc2a28a(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 46561e996016
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
-# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-#   default.json float16 {"M":64,"N":4096}
-def rms_norm_fwd__46561e996016(x, weight, eps):
+# rms_norm_fwd variant 4a9b5dfb4262
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":16384}
+#   default.json bfloat16 {"M":64,"N":4096}
+def rms_norm_fwd__4a9b5dfb4262(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5039,6 +5023,28 @@ def rms_norm_fwd__5884f5c67687(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_0e1bce9d68, (_cdiv(m, 2),), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 5ddd65d0f592
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def rms_norm_fwd__5ddd65d0f592(x, weight, eps):
+    m, n = x.size()
+    square_rows = m
+    main_columns = n
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
+    square_parts_strides = square_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_c125d6af52, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5059,19 +5065,18 @@ def rms_norm_fwd__6299f1e3e439(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 66491ea91c92
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
+# rms_norm_fwd variant 68deab2036d1
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-#   default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_fwd__66491ea91c92(x, weight, eps):
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_fwd__68deab2036d1(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -5092,6 +5097,28 @@ def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 734d39dd69b5
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def rms_norm_fwd__734d39dd69b5(x, weight, eps):
+    m, n = x.size()
+    square_rows = m
+    main_columns = n
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
+    square_parts_strides = square_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_0ff82f358c, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5128,6 +5155,37 @@ def rms_norm_fwd__8c519fae4995(x, weight, eps):
     return (out, inv_rms)
 
 
+# rms_norm_fwd variant 8db84bf0588b
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+#   default.json float32 {"M":64,"N":4096}
+def rms_norm_fwd__8db84bf0588b(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 940a8b1b1b4c
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_fwd__940a8b1b1b4c(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
 # rms_norm_fwd variant 97bffe96f1f0
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":true,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -5143,77 +5201,19 @@ def rms_norm_fwd__97bffe96f1f0(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 9a064cf59cef
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
+# rms_norm_fwd variant a78a01c7c943
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_fwd__9a064cf59cef(x, weight, eps):
+# used by: default.json float16 {"M":64,"N":16384}
+#   default.json float16 {"M":64,"N":4096}
+def rms_norm_fwd__a78a01c7c943(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant 9bcc9e7aee5f
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
-# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_fwd__9bcc9e7aee5f(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant a0b96a211d8e
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1]}
-# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def rms_norm_fwd__a0b96a211d8e(x, weight, eps):
-    m, n = x.size()
-    square_rows = m
-    main_columns = n
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
-    out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_0ff82f358c, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant a85be538ee59
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1]}
-# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def rms_norm_fwd__a85be538ee59(x, weight, eps):
-    m, n = x.size()
-    square_rows = m
-    main_columns = n
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
-    out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_c125d6af52, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
+    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5248,28 +5248,6 @@ def rms_norm_fwd__b57be3ecb5b6(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant c09d7cbe3c42
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1]}
-# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def rms_norm_fwd__c09d7cbe3c42(x, weight, eps):
-    m, n = x.size()
-    square_rows = m
-    main_columns = n
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
-    out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_8d49a6f979, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
 # rms_norm_fwd variant c35f13a669a6
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,2],"load_eviction_policies":["","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -5285,18 +5263,25 @@ def rms_norm_fwd__c35f13a669a6(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant ccf11a90817d
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1]}
+# rms_norm_fwd variant cd2e1edcc491
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_fwd__ccf11a90817d(x, weight, eps):
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def rms_norm_fwd__cd2e1edcc491(x, weight, eps):
     m, n = x.size()
+    square_rows = m
+    main_columns = n
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
+    square_parts_strides = square_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_8d49a6f979, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5360,19 +5345,19 @@ def rms_norm_fwd__f3b4eb757b2a(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_bwd variant 06573ae18af5
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-#   default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__06573ae18af5(grad_out, x, inv_rms):
+# rms_norm_fwd variant f40905ea201f
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_fwd__f40905ea201f(x, weight, eps):
     m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_12cba8c0c9, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
-    return grad_x
+    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
 
 
 # rms_norm_noweight_bwd variant 0665e5ec91ce
@@ -5390,71 +5375,11 @@ def rms_norm_noweight_bwd__0665e5ec91ce(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant 06c60a2446d4
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-#   default.json float16 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__06c60a2446d4(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c5c07b9205, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 1bcb54a11e3d
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__1bcb54a11e3d(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 24ef07c5690f
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-#   default.json float32 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__24ef07c5690f(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 3ff2b60047ff
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__3ff2b60047ff(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 6958390577f1
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
+# rms_norm_noweight_bwd variant 200c6acccb1b
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__6958390577f1(grad_out, x, inv_rms):
+def rms_norm_noweight_bwd__200c6acccb1b(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
@@ -5465,18 +5390,63 @@ def rms_norm_noweight_bwd__6958390577f1(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant 903a6ac3d2d7
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__903a6ac3d2d7(grad_out, x, inv_rms):
+# rms_norm_noweight_bwd variant 5523d6d1a620
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_noweight_bwd__5523d6d1a620(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 722114ae6eab
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_noweight_bwd__722114ae6eab(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 79532575e027
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def rms_norm_noweight_bwd__79532575e027(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 97b642603f81
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_noweight_bwd__97b642603f81(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return grad_x
 
 
@@ -5494,34 +5464,79 @@ def rms_norm_noweight_bwd__9ebda1bfd5d8(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant d57d1a45234e
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__d57d1a45234e(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant ed0a477475dc
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1]}
+# rms_norm_noweight_bwd variant ac1d4f595548
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__ed0a477475dc(grad_out, x, inv_rms):
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def rms_norm_noweight_bwd__ac1d4f595548(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
     grad_x_strides = grad_x.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return grad_x
+
+
+# rms_norm_noweight_bwd variant b96250d530f7
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+#   default.json float32 {"M":64,"N":16384}
+def rms_norm_noweight_bwd__b96250d530f7(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant c4022b6efeb0
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   default.json bfloat16 {"M":64,"N":16384}
+def rms_norm_noweight_bwd__c4022b6efeb0(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_12cba8c0c9, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant e5e700df8ef0
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+#   default.json float16 {"M":64,"N":16384}
+def rms_norm_noweight_bwd__e5e700df8ef0(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_c5c07b9205, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    return grad_x
+
+
+# rms_norm_noweight_fwd variant 05418d1083d3
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def rms_norm_noweight_fwd__05418d1083d3(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return (out, inv_rms)
 
 
 # rms_norm_noweight_fwd variant 0f472d8d080c
@@ -5539,56 +5554,41 @@ def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 20a9ef660740
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1]}
-# specialization: {"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-#   default.json float16 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__20a9ef660740(x, eps):
+# rms_norm_noweight_fwd variant 11f65d13f090
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+#   default.json float32 {"M":64,"N":16384}
+def rms_norm_noweight_fwd__11f65d13f090(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_160c437468, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 4f7f019acde4
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
-# specialization: {"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__4f7f019acde4(x, eps):
+# rms_norm_noweight_fwd variant 13337c9f3631
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def rms_norm_noweight_fwd__13337c9f3631(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 58b1119fa36e
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1]}
-# specialization: {"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-#   default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__58b1119fa36e(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_noweight_fwd variant 6b7e1cf8cb7a
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
+# rms_norm_noweight_fwd variant 1799ccfe7926
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__6b7e1cf8cb7a(x, eps):
+def rms_norm_noweight_fwd__1799ccfe7926(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5599,11 +5599,11 @@ def rms_norm_noweight_fwd__6b7e1cf8cb7a(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 6d056d3a511b
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
+# rms_norm_noweight_fwd variant 2995b3f60ec7
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__6d056d3a511b(x, eps):
+def rms_norm_noweight_fwd__2995b3f60ec7(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5614,11 +5614,26 @@ def rms_norm_noweight_fwd__6d056d3a511b(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 8c7595b4512c
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
+# rms_norm_noweight_fwd variant 8dc673faee64
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_noweight_fwd__8dc673faee64(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_noweight_fwd variant 99888376c16e
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__8c7595b4512c(x, eps):
+def rms_norm_noweight_fwd__99888376c16e(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5629,33 +5644,33 @@ def rms_norm_noweight_fwd__8c7595b4512c(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 9dbfe05bad70
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1]}
-# specialization: {"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-#   default.json float32 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__9dbfe05bad70(x, eps):
+# rms_norm_noweight_fwd variant a608b7cf36ac
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   default.json bfloat16 {"M":64,"N":16384}
+def rms_norm_noweight_fwd__a608b7cf36ac(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant d072bfe964a4
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
+# rms_norm_noweight_fwd variant d8529f3ec422
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__d072bfe964a4(x, eps):
+# used by: default.json float16 {"M":64,"N":131072}
+#   default.json float16 {"M":64,"N":16384}
+def rms_norm_noweight_fwd__d8529f3ec422(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
-    x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_160c437468, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -5673,172 +5688,157 @@ def rms_norm_noweight_fwd__e453de21559d(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant fb33cc158465
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1]}
-# specialization: {"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__fb33cc158465(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ace6b6a89b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
 VARIANTS = {
     'rms_norm_fwd': {
         '0a2e4e814cb7': rms_norm_fwd__0a2e4e814cb7,
-        '1c6431ca2e8e': rms_norm_fwd__1c6431ca2e8e,
         '263f5cc2a28a': rms_norm_fwd__263f5cc2a28a,
-        '46561e996016': rms_norm_fwd__46561e996016,
+        '4a9b5dfb4262': rms_norm_fwd__4a9b5dfb4262,
         '5884f5c67687': rms_norm_fwd__5884f5c67687,
+        '5ddd65d0f592': rms_norm_fwd__5ddd65d0f592,
         '6299f1e3e439': rms_norm_fwd__6299f1e3e439,
-        '66491ea91c92': rms_norm_fwd__66491ea91c92,
+        '68deab2036d1': rms_norm_fwd__68deab2036d1,
         '71212f0ca7ea': rms_norm_fwd__71212f0ca7ea,
+        '734d39dd69b5': rms_norm_fwd__734d39dd69b5,
         '73635f8de1b1': rms_norm_fwd__73635f8de1b1,
         '8c519fae4995': rms_norm_fwd__8c519fae4995,
+        '8db84bf0588b': rms_norm_fwd__8db84bf0588b,
+        '940a8b1b1b4c': rms_norm_fwd__940a8b1b1b4c,
         '97bffe96f1f0': rms_norm_fwd__97bffe96f1f0,
-        '9a064cf59cef': rms_norm_fwd__9a064cf59cef,
-        '9bcc9e7aee5f': rms_norm_fwd__9bcc9e7aee5f,
-        'a0b96a211d8e': rms_norm_fwd__a0b96a211d8e,
-        'a85be538ee59': rms_norm_fwd__a85be538ee59,
+        'a78a01c7c943': rms_norm_fwd__a78a01c7c943,
         'aac4732b60c8': rms_norm_fwd__aac4732b60c8,
         'b57be3ecb5b6': rms_norm_fwd__b57be3ecb5b6,
-        'c09d7cbe3c42': rms_norm_fwd__c09d7cbe3c42,
         'c35f13a669a6': rms_norm_fwd__c35f13a669a6,
-        'ccf11a90817d': rms_norm_fwd__ccf11a90817d,
+        'cd2e1edcc491': rms_norm_fwd__cd2e1edcc491,
         'e0416c8d6a04': rms_norm_fwd__e0416c8d6a04,
         'f0f0d1d903f8': rms_norm_fwd__f0f0d1d903f8,
         'f3b4eb757b2a': rms_norm_fwd__f3b4eb757b2a,
+        'f40905ea201f': rms_norm_fwd__f40905ea201f,
     },
     'rms_norm_bwd': {
-        '02ac0b318bfc': rms_norm_bwd__02ac0b318bfc,
-        '03075e68d264': rms_norm_bwd__03075e68d264,
-        '0407d31110df': rms_norm_bwd__0407d31110df,
+        '0ceed2f37d55': rms_norm_bwd__0ceed2f37d55,
         '0d7c5a70457f': rms_norm_bwd__0d7c5a70457f,
         '16c9d31fe9c6': rms_norm_bwd__16c9d31fe9c6,
-        '1f654667dde2': rms_norm_bwd__1f654667dde2,
+        '19255ac55dc3': rms_norm_bwd__19255ac55dc3,
+        '1d1a14da31f9': rms_norm_bwd__1d1a14da31f9,
         '230a8a0a3675': rms_norm_bwd__230a8a0a3675,
-        '25fab8e71dd1': rms_norm_bwd__25fab8e71dd1,
-        '2a8b209203e0': rms_norm_bwd__2a8b209203e0,
         '2de1b5f9fd9e': rms_norm_bwd__2de1b5f9fd9e,
         '3152739e378c': rms_norm_bwd__3152739e378c,
         '32fff0b99b6f': rms_norm_bwd__32fff0b99b6f,
         '3c6c7e7d58c2': rms_norm_bwd__3c6c7e7d58c2,
-        '56ed9d1ac616': rms_norm_bwd__56ed9d1ac616,
-        '5a1c5505c90b': rms_norm_bwd__5a1c5505c90b,
+        '46293b723721': rms_norm_bwd__46293b723721,
         '5e7b1ca5352f': rms_norm_bwd__5e7b1ca5352f,
         '6453c7d1ab24': rms_norm_bwd__6453c7d1ab24,
+        '6bdd991c1577': rms_norm_bwd__6bdd991c1577,
         '6d7fc8365429': rms_norm_bwd__6d7fc8365429,
         '6f439231d65a': rms_norm_bwd__6f439231d65a,
         '78682c78629f': rms_norm_bwd__78682c78629f,
-        '7dc2b210eea6': rms_norm_bwd__7dc2b210eea6,
         '8012354c4c41': rms_norm_bwd__8012354c4c41,
         '84bf6aef319b': rms_norm_bwd__84bf6aef319b,
-        '999ac1fc1b44': rms_norm_bwd__999ac1fc1b44,
         '9f16cb3f4990': rms_norm_bwd__9f16cb3f4990,
-        'b8ab7ce35e2c': rms_norm_bwd__b8ab7ce35e2c,
+        'b8b28176c556': rms_norm_bwd__b8b28176c556,
         'b94beabc4ec2': rms_norm_bwd__b94beabc4ec2,
+        'bb9834acf0d7': rms_norm_bwd__bb9834acf0d7,
         'c64911f7abfd': rms_norm_bwd__c64911f7abfd,
         'c6ad754e027b': rms_norm_bwd__c6ad754e027b,
+        'c72d01a516de': rms_norm_bwd__c72d01a516de,
         'c74e2ac1f489': rms_norm_bwd__c74e2ac1f489,
-        'c777b57e1c57': rms_norm_bwd__c777b57e1c57,
+        'd75d7b849a13': rms_norm_bwd__d75d7b849a13,
         'df14ab40f4bd': rms_norm_bwd__df14ab40f4bd,
         'dfd5433a85fe': rms_norm_bwd__dfd5433a85fe,
         'e8449e17427a': rms_norm_bwd__e8449e17427a,
         'ea082de972db': rms_norm_bwd__ea082de972db,
+        'ec86593e0f73': rms_norm_bwd__ec86593e0f73,
+        'f08c820106a9': rms_norm_bwd__f08c820106a9,
         'f7e13726830b': rms_norm_bwd__f7e13726830b,
         'fa1dd47422d9': rms_norm_bwd__fa1dd47422d9,
+        'fd4fb7e069da': rms_norm_bwd__fd4fb7e069da,
     },
     'rms_norm_noweight_fwd': {
+        '05418d1083d3': rms_norm_noweight_fwd__05418d1083d3,
         '0f472d8d080c': rms_norm_noweight_fwd__0f472d8d080c,
-        '20a9ef660740': rms_norm_noweight_fwd__20a9ef660740,
-        '4f7f019acde4': rms_norm_noweight_fwd__4f7f019acde4,
-        '58b1119fa36e': rms_norm_noweight_fwd__58b1119fa36e,
-        '6b7e1cf8cb7a': rms_norm_noweight_fwd__6b7e1cf8cb7a,
-        '6d056d3a511b': rms_norm_noweight_fwd__6d056d3a511b,
-        '8c7595b4512c': rms_norm_noweight_fwd__8c7595b4512c,
-        '9dbfe05bad70': rms_norm_noweight_fwd__9dbfe05bad70,
-        'd072bfe964a4': rms_norm_noweight_fwd__d072bfe964a4,
+        '11f65d13f090': rms_norm_noweight_fwd__11f65d13f090,
+        '13337c9f3631': rms_norm_noweight_fwd__13337c9f3631,
+        '1799ccfe7926': rms_norm_noweight_fwd__1799ccfe7926,
+        '2995b3f60ec7': rms_norm_noweight_fwd__2995b3f60ec7,
+        '8dc673faee64': rms_norm_noweight_fwd__8dc673faee64,
+        '99888376c16e': rms_norm_noweight_fwd__99888376c16e,
+        'a608b7cf36ac': rms_norm_noweight_fwd__a608b7cf36ac,
+        'd8529f3ec422': rms_norm_noweight_fwd__d8529f3ec422,
         'e453de21559d': rms_norm_noweight_fwd__e453de21559d,
-        'fb33cc158465': rms_norm_noweight_fwd__fb33cc158465,
     },
     'rms_norm_noweight_bwd': {
-        '06573ae18af5': rms_norm_noweight_bwd__06573ae18af5,
         '0665e5ec91ce': rms_norm_noweight_bwd__0665e5ec91ce,
-        '06c60a2446d4': rms_norm_noweight_bwd__06c60a2446d4,
-        '1bcb54a11e3d': rms_norm_noweight_bwd__1bcb54a11e3d,
-        '24ef07c5690f': rms_norm_noweight_bwd__24ef07c5690f,
-        '3ff2b60047ff': rms_norm_noweight_bwd__3ff2b60047ff,
-        '6958390577f1': rms_norm_noweight_bwd__6958390577f1,
-        '903a6ac3d2d7': rms_norm_noweight_bwd__903a6ac3d2d7,
+        '200c6acccb1b': rms_norm_noweight_bwd__200c6acccb1b,
+        '5523d6d1a620': rms_norm_noweight_bwd__5523d6d1a620,
+        '722114ae6eab': rms_norm_noweight_bwd__722114ae6eab,
+        '79532575e027': rms_norm_noweight_bwd__79532575e027,
+        '97b642603f81': rms_norm_noweight_bwd__97b642603f81,
         '9ebda1bfd5d8': rms_norm_noweight_bwd__9ebda1bfd5d8,
-        'd57d1a45234e': rms_norm_noweight_bwd__d57d1a45234e,
-        'ed0a477475dc': rms_norm_noweight_bwd__ed0a477475dc,
+        'ac1d4f595548': rms_norm_noweight_bwd__ac1d4f595548,
+        'b96250d530f7': rms_norm_noweight_bwd__b96250d530f7,
+        'c4022b6efeb0': rms_norm_noweight_bwd__c4022b6efeb0,
+        'e5e700df8ef0': rms_norm_noweight_bwd__e5e700df8ef0,
     },
 }
 
 
 REPLAYABLE = frozenset({
-    'rms_norm_bwd__02ac0b318bfc',
-    'rms_norm_bwd__0407d31110df',
     'rms_norm_bwd__0d7c5a70457f',
     'rms_norm_bwd__16c9d31fe9c6',
+    'rms_norm_bwd__19255ac55dc3',
+    'rms_norm_bwd__1d1a14da31f9',
     'rms_norm_bwd__230a8a0a3675',
-    'rms_norm_bwd__2a8b209203e0',
     'rms_norm_bwd__3152739e378c',
-    'rms_norm_bwd__5a1c5505c90b',
+    'rms_norm_bwd__46293b723721',
     'rms_norm_bwd__5e7b1ca5352f',
-    'rms_norm_bwd__999ac1fc1b44',
     'rms_norm_bwd__b94beabc4ec2',
     'rms_norm_bwd__c64911f7abfd',
-    'rms_norm_bwd__c777b57e1c57',
+    'rms_norm_bwd__d75d7b849a13',
     'rms_norm_bwd__df14ab40f4bd',
+    'rms_norm_bwd__ec86593e0f73',
+    'rms_norm_bwd__fd4fb7e069da',
     'rms_norm_fwd__0a2e4e814cb7',
-    'rms_norm_fwd__1c6431ca2e8e',
     'rms_norm_fwd__263f5cc2a28a',
-    'rms_norm_fwd__46561e996016',
+    'rms_norm_fwd__4a9b5dfb4262',
     'rms_norm_fwd__5884f5c67687',
+    'rms_norm_fwd__5ddd65d0f592',
     'rms_norm_fwd__6299f1e3e439',
-    'rms_norm_fwd__66491ea91c92',
+    'rms_norm_fwd__68deab2036d1',
     'rms_norm_fwd__71212f0ca7ea',
+    'rms_norm_fwd__734d39dd69b5',
     'rms_norm_fwd__73635f8de1b1',
+    'rms_norm_fwd__8db84bf0588b',
+    'rms_norm_fwd__940a8b1b1b4c',
     'rms_norm_fwd__97bffe96f1f0',
-    'rms_norm_fwd__9a064cf59cef',
-    'rms_norm_fwd__9bcc9e7aee5f',
-    'rms_norm_fwd__a0b96a211d8e',
-    'rms_norm_fwd__a85be538ee59',
+    'rms_norm_fwd__a78a01c7c943',
     'rms_norm_fwd__aac4732b60c8',
     'rms_norm_fwd__b57be3ecb5b6',
-    'rms_norm_fwd__c09d7cbe3c42',
     'rms_norm_fwd__c35f13a669a6',
-    'rms_norm_fwd__ccf11a90817d',
+    'rms_norm_fwd__cd2e1edcc491',
     'rms_norm_fwd__e0416c8d6a04',
     'rms_norm_fwd__f0f0d1d903f8',
     'rms_norm_fwd__f3b4eb757b2a',
-    'rms_norm_noweight_bwd__06573ae18af5',
+    'rms_norm_fwd__f40905ea201f',
     'rms_norm_noweight_bwd__0665e5ec91ce',
-    'rms_norm_noweight_bwd__06c60a2446d4',
-    'rms_norm_noweight_bwd__1bcb54a11e3d',
-    'rms_norm_noweight_bwd__24ef07c5690f',
-    'rms_norm_noweight_bwd__3ff2b60047ff',
-    'rms_norm_noweight_bwd__6958390577f1',
-    'rms_norm_noweight_bwd__903a6ac3d2d7',
+    'rms_norm_noweight_bwd__200c6acccb1b',
+    'rms_norm_noweight_bwd__5523d6d1a620',
+    'rms_norm_noweight_bwd__722114ae6eab',
+    'rms_norm_noweight_bwd__79532575e027',
+    'rms_norm_noweight_bwd__97b642603f81',
     'rms_norm_noweight_bwd__9ebda1bfd5d8',
-    'rms_norm_noweight_bwd__d57d1a45234e',
-    'rms_norm_noweight_bwd__ed0a477475dc',
+    'rms_norm_noweight_bwd__ac1d4f595548',
+    'rms_norm_noweight_bwd__b96250d530f7',
+    'rms_norm_noweight_bwd__c4022b6efeb0',
+    'rms_norm_noweight_bwd__e5e700df8ef0',
+    'rms_norm_noweight_fwd__05418d1083d3',
     'rms_norm_noweight_fwd__0f472d8d080c',
-    'rms_norm_noweight_fwd__20a9ef660740',
-    'rms_norm_noweight_fwd__4f7f019acde4',
-    'rms_norm_noweight_fwd__58b1119fa36e',
-    'rms_norm_noweight_fwd__6b7e1cf8cb7a',
-    'rms_norm_noweight_fwd__6d056d3a511b',
-    'rms_norm_noweight_fwd__8c7595b4512c',
-    'rms_norm_noweight_fwd__9dbfe05bad70',
-    'rms_norm_noweight_fwd__d072bfe964a4',
+    'rms_norm_noweight_fwd__11f65d13f090',
+    'rms_norm_noweight_fwd__13337c9f3631',
+    'rms_norm_noweight_fwd__1799ccfe7926',
+    'rms_norm_noweight_fwd__2995b3f60ec7',
+    'rms_norm_noweight_fwd__8dc673faee64',
+    'rms_norm_noweight_fwd__99888376c16e',
+    'rms_norm_noweight_fwd__a608b7cf36ac',
+    'rms_norm_noweight_fwd__d8529f3ec422',
     'rms_norm_noweight_fwd__e453de21559d',
-    'rms_norm_noweight_fwd__fb33cc158465',
 })

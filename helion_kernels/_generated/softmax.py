@@ -2888,6 +2888,46 @@ def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 
+# softmax_bwd variant 07777e810f0f
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def softmax_bwd__07777e810f0f(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 8192)
+    split_m = m if True and pieces <= 64 else 0
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_0f0d99bb98, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_f3351718b9, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    return grad_in
+
+
+# softmax_bwd variant 08489dbc89f7
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def softmax_bwd__08489dbc89f7(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    return grad_in
+
+
 # softmax_bwd variant 09b338abaeb2
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":true,"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
@@ -2928,31 +2968,6 @@ def softmax_bwd__0bea1ea8e2e6(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 0cfedba6c54b
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"store_subtiles":[1,1,1],"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def softmax_bwd__0cfedba6c54b(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
-    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_ceca08de7d, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_f597535792, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
-    return grad_in
-
-
 # softmax_bwd variant 0e1741815e3c
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
@@ -2971,18 +2986,18 @@ def softmax_bwd__0e1741815e3c(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 153f1d18b234
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def softmax_bwd__153f1d18b234(grad_out, out, grad_in_dtype):
+# softmax_bwd variant 1908c230afc8
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+def softmax_bwd__1908c230afc8(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
@@ -3018,11 +3033,11 @@ def softmax_bwd__2059a16c2954(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 2f9b451e9e6d
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"store_subtiles":[1,1,1],"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def softmax_bwd__2f9b451e9e6d(grad_out, out, grad_in_dtype):
+# softmax_bwd variant 23308065dfef
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def softmax_bwd__23308065dfef(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
@@ -3033,43 +3048,13 @@ def softmax_bwd__2f9b451e9e6d(grad_out, out, grad_in_dtype):
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_0f0d99bb98, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
+    _launch(_softmax_bwd_kernel_19899ffa8f, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
     _grad_in_strides = grad_in.stride()
     _grad_out_strides = grad_out.stride()
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_f3351718b9, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
-    return grad_in
-
-
-# softmax_bwd variant 36d96d81fc29
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def softmax_bwd__36d96d81fc29(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant 390fc265a74f
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def softmax_bwd__390fc265a74f(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    _launch(_softmax_bwd_kernel_4f61147538, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -3091,26 +3076,11 @@ def softmax_bwd__460a47ae3543(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 59aff1aec6be
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def softmax_bwd__59aff1aec6be(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
-    return grad_in
-
-
-# softmax_bwd variant 6c6c82bb98da
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
+# softmax_bwd variant 51dc09bf24aa
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":16384}
-def softmax_bwd__6c6c82bb98da(grad_out, out, grad_in_dtype):
+def softmax_bwd__51dc09bf24aa(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
@@ -3121,18 +3091,43 @@ def softmax_bwd__6c6c82bb98da(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 79320e22efa8
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def softmax_bwd__79320e22efa8(grad_out, out, grad_in_dtype):
+# softmax_bwd variant 5d7daa0c1f25
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def softmax_bwd__5d7daa0c1f25(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_bwd variant 69df57ce033a
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def softmax_bwd__69df57ce033a(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 8192)
+    split_m = m if True and pieces <= 64 else 0
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_ceca08de7d, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_f597535792, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -3151,18 +3146,18 @@ def softmax_bwd__7c65b5e6aa44(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 8658c0533806
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def softmax_bwd__8658c0533806(grad_out, out, grad_in_dtype):
+# softmax_bwd variant aef40e30da97
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def softmax_bwd__aef40e30da97(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
@@ -3178,6 +3173,36 @@ def softmax_bwd__b011c62e6f3e(grad_out, out, grad_in_dtype):
     out_sizes = out.size()
     out_strides = out.stride()
     _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 8, 1)
+    return grad_in
+
+
+# softmax_bwd variant b7b76d874058
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def softmax_bwd__b7b76d874058(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
+    return grad_in
+
+
+# softmax_bwd variant bce4ae2f20c9
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":16384}
+def softmax_bwd__bce4ae2f20c9(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
@@ -3197,43 +3222,33 @@ def softmax_bwd__c5b83d84cafb(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant d2a7506855a5
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"store_subtiles":[1,1,1],"two_pass_rows":true}
+# softmax_bwd variant d87cbbbf1a2e
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def softmax_bwd__d2a7506855a5(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
-    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_19899ffa8f, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_4f61147538, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
-    return grad_in
-
-
-# softmax_bwd variant dfeaf249eae3
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-def softmax_bwd__dfeaf249eae3(grad_out, out, grad_in_dtype):
+# used by: default.json float16 {"M":64,"N":1024}
+def softmax_bwd__d87cbbbf1a2e(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 4, 2)
+    return grad_in
+
+
+# softmax_bwd variant df2e259f0b95
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def softmax_bwd__df2e259f0b95(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
@@ -3263,21 +3278,6 @@ def softmax_bwd__e12c3b7f95ef(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant eb4bfa7b72b2
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"store_subtiles":[1,1,1],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-def softmax_bwd__eb4bfa7b72b2(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
-    return grad_in
-
-
 # softmax_bwd variant fc6667f9f6d5
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"two_pass_rows":true}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
@@ -3303,17 +3303,31 @@ def softmax_bwd__fc6667f9f6d5(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_fwd variant 08f185a472d9
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def softmax_fwd__08f185a472d9(x, out_dtype):
+# softmax_fwd variant 02f5d547de9c
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def softmax_fwd__02f5d547de9c(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
+# softmax_fwd variant 111feeeaabcf
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def softmax_fwd__111feeeaabcf(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return out
 
 
@@ -3400,31 +3414,6 @@ def softmax_fwd__373481cd28e0(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 45f30f39da3d
-# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def softmax_fwd__45f30f39da3d(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 8192) * 8192
-    pieces = _cdiv(n, 16384)
-    split_m = m if True and pieces <= 64 else 0
-    piece_max = _new_empty(x, torch.float32, split_m, pieces)
-    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_e322d845dc, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_4457b61382, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
-    return out
-
-
 # softmax_fwd variant 4f1df1acef25
 # config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
@@ -3479,39 +3468,11 @@ def softmax_fwd__5ba708ea76da(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 5d704bb5152c
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-def softmax_fwd__5d704bb5152c(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 616baa100846
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def softmax_fwd__616baa100846(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant 61e6fbd85692
-# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def softmax_fwd__61e6fbd85692(x, out_dtype):
+# softmax_fwd variant 62b584234efd
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def softmax_fwd__62b584234efd(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
@@ -3522,27 +3483,27 @@ def softmax_fwd__61e6fbd85692(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_cf3e1a91a2, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_e322d845dc, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89a90895a3, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_4457b61382, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
-# softmax_fwd variant 6816eb4572f4
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":16384}
-def softmax_fwd__6816eb4572f4(x, out_dtype):
+# softmax_fwd variant 7b7293dc1a6d
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def softmax_fwd__7b7293dc1a6d(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -3571,11 +3532,11 @@ def softmax_fwd__858d1c6f1eb8(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 93f06dd6ab4e
-# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def softmax_fwd__93f06dd6ab4e(x, out_dtype):
+# softmax_fwd variant a4e3d2d699c3
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def softmax_fwd__a4e3d2d699c3(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
@@ -3586,13 +3547,27 @@ def softmax_fwd__93f06dd6ab4e(x, out_dtype):
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_6166db7550, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _launch(_softmax_fwd_kernel_cf3e1a91a2, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
     _out_strides = out.stride()
     piece_max_sizes = piece_max.size()
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1d37c5ebd2, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_89a90895a3, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
+# softmax_fwd variant ad998a08a0e1
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def softmax_fwd__ad998a08a0e1(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -3610,17 +3585,17 @@ def softmax_fwd__b22f62a092d3(x, out_dtype):
     return out
 
 
-# softmax_fwd variant bae1797df512
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def softmax_fwd__bae1797df512(x, out_dtype):
+# softmax_fwd variant bb04dd41dc50
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+def softmax_fwd__bb04dd41dc50(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -3654,31 +3629,17 @@ def softmax_fwd__bf4ce3566d1a(x, out_dtype):
     return out
 
 
-# softmax_fwd variant c629ba7dd681
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def softmax_fwd__c629ba7dd681(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant cff96e8a4328
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
+# softmax_fwd variant cdbfd805149b
+# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def softmax_fwd__cff96e8a4328(x, out_dtype):
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def softmax_fwd__cdbfd805149b(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     out_strides = out.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
     return out
 
 
@@ -3723,34 +3684,6 @@ def softmax_fwd__e0e9abc85d6e(x, out_dtype):
     return out
 
 
-# softmax_fwd variant e8aba3ae4e94
-# config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def softmax_fwd__e8aba3ae4e94(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89b1235286, (_cdiv(m, 2),), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (2, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
-    return out
-
-
-# softmax_fwd variant e93a073bf3e5
-# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1]}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def softmax_fwd__e93a073bf3e5(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return out
-
-
 # softmax_fwd variant f1d46eb618eb
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
@@ -3765,100 +3698,167 @@ def softmax_fwd__f1d46eb618eb(x, out_dtype):
     return out
 
 
+# softmax_fwd variant f4c31dcbc5fe
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+def softmax_fwd__f4c31dcbc5fe(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant f67af458c90c
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":16384}
+def softmax_fwd__f67af458c90c(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant f8a15d93afdb
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def softmax_fwd__f8a15d93afdb(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 16384)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_6166db7550, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_1d37c5ebd2, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
+# softmax_fwd variant ff06ebeeca0a
+# config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def softmax_fwd__ff06ebeeca0a(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_22981f6fef, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return out
+
+
 VARIANTS = {
     'softmax_fwd': {
-        '08f185a472d9': softmax_fwd__08f185a472d9,
+        '02f5d547de9c': softmax_fwd__02f5d547de9c,
+        '111feeeaabcf': softmax_fwd__111feeeaabcf,
         '1b44650b6b52': softmax_fwd__1b44650b6b52,
         '1cda66eff9af': softmax_fwd__1cda66eff9af,
         '1d3e1cd5abd7': softmax_fwd__1d3e1cd5abd7,
         '24b60d83ee64': softmax_fwd__24b60d83ee64,
         '373481cd28e0': softmax_fwd__373481cd28e0,
-        '45f30f39da3d': softmax_fwd__45f30f39da3d,
         '4f1df1acef25': softmax_fwd__4f1df1acef25,
         '52a704ff4758': softmax_fwd__52a704ff4758,
         '5ba708ea76da': softmax_fwd__5ba708ea76da,
-        '5d704bb5152c': softmax_fwd__5d704bb5152c,
-        '616baa100846': softmax_fwd__616baa100846,
-        '61e6fbd85692': softmax_fwd__61e6fbd85692,
-        '6816eb4572f4': softmax_fwd__6816eb4572f4,
+        '62b584234efd': softmax_fwd__62b584234efd,
+        '7b7293dc1a6d': softmax_fwd__7b7293dc1a6d,
         '858d1c6f1eb8': softmax_fwd__858d1c6f1eb8,
-        '93f06dd6ab4e': softmax_fwd__93f06dd6ab4e,
+        'a4e3d2d699c3': softmax_fwd__a4e3d2d699c3,
+        'ad998a08a0e1': softmax_fwd__ad998a08a0e1,
         'b22f62a092d3': softmax_fwd__b22f62a092d3,
-        'bae1797df512': softmax_fwd__bae1797df512,
+        'bb04dd41dc50': softmax_fwd__bb04dd41dc50,
         'bb70c67b9e31': softmax_fwd__bb70c67b9e31,
         'bf4ce3566d1a': softmax_fwd__bf4ce3566d1a,
-        'c629ba7dd681': softmax_fwd__c629ba7dd681,
-        'cff96e8a4328': softmax_fwd__cff96e8a4328,
+        'cdbfd805149b': softmax_fwd__cdbfd805149b,
         'd1a9fa2e0d74': softmax_fwd__d1a9fa2e0d74,
         'e0e9abc85d6e': softmax_fwd__e0e9abc85d6e,
-        'e8aba3ae4e94': softmax_fwd__e8aba3ae4e94,
-        'e93a073bf3e5': softmax_fwd__e93a073bf3e5,
         'f1d46eb618eb': softmax_fwd__f1d46eb618eb,
+        'f4c31dcbc5fe': softmax_fwd__f4c31dcbc5fe,
+        'f67af458c90c': softmax_fwd__f67af458c90c,
+        'f8a15d93afdb': softmax_fwd__f8a15d93afdb,
+        'ff06ebeeca0a': softmax_fwd__ff06ebeeca0a,
     },
     'softmax_bwd': {
+        '07777e810f0f': softmax_bwd__07777e810f0f,
+        '08489dbc89f7': softmax_bwd__08489dbc89f7,
         '09b338abaeb2': softmax_bwd__09b338abaeb2,
         '0bea1ea8e2e6': softmax_bwd__0bea1ea8e2e6,
-        '0cfedba6c54b': softmax_bwd__0cfedba6c54b,
         '0e1741815e3c': softmax_bwd__0e1741815e3c,
-        '153f1d18b234': softmax_bwd__153f1d18b234,
+        '1908c230afc8': softmax_bwd__1908c230afc8,
         '1ae83cb1e8e7': softmax_bwd__1ae83cb1e8e7,
         '2059a16c2954': softmax_bwd__2059a16c2954,
-        '2f9b451e9e6d': softmax_bwd__2f9b451e9e6d,
-        '36d96d81fc29': softmax_bwd__36d96d81fc29,
-        '390fc265a74f': softmax_bwd__390fc265a74f,
+        '23308065dfef': softmax_bwd__23308065dfef,
         '460a47ae3543': softmax_bwd__460a47ae3543,
-        '59aff1aec6be': softmax_bwd__59aff1aec6be,
-        '6c6c82bb98da': softmax_bwd__6c6c82bb98da,
-        '79320e22efa8': softmax_bwd__79320e22efa8,
+        '51dc09bf24aa': softmax_bwd__51dc09bf24aa,
+        '5d7daa0c1f25': softmax_bwd__5d7daa0c1f25,
+        '69df57ce033a': softmax_bwd__69df57ce033a,
         '7c65b5e6aa44': softmax_bwd__7c65b5e6aa44,
-        '8658c0533806': softmax_bwd__8658c0533806,
+        'aef40e30da97': softmax_bwd__aef40e30da97,
         'b011c62e6f3e': softmax_bwd__b011c62e6f3e,
+        'b7b76d874058': softmax_bwd__b7b76d874058,
+        'bce4ae2f20c9': softmax_bwd__bce4ae2f20c9,
         'c5b83d84cafb': softmax_bwd__c5b83d84cafb,
-        'd2a7506855a5': softmax_bwd__d2a7506855a5,
-        'dfeaf249eae3': softmax_bwd__dfeaf249eae3,
+        'd87cbbbf1a2e': softmax_bwd__d87cbbbf1a2e,
+        'df2e259f0b95': softmax_bwd__df2e259f0b95,
         'e12c3b7f95ef': softmax_bwd__e12c3b7f95ef,
-        'eb4bfa7b72b2': softmax_bwd__eb4bfa7b72b2,
         'fc6667f9f6d5': softmax_bwd__fc6667f9f6d5,
     },
 }
 
 
 REPLAYABLE = frozenset({
+    'softmax_bwd__08489dbc89f7',
     'softmax_bwd__09b338abaeb2',
     'softmax_bwd__0e1741815e3c',
-    'softmax_bwd__153f1d18b234',
+    'softmax_bwd__1908c230afc8',
     'softmax_bwd__1ae83cb1e8e7',
     'softmax_bwd__2059a16c2954',
-    'softmax_bwd__36d96d81fc29',
-    'softmax_bwd__390fc265a74f',
     'softmax_bwd__460a47ae3543',
-    'softmax_bwd__59aff1aec6be',
-    'softmax_bwd__6c6c82bb98da',
-    'softmax_bwd__79320e22efa8',
+    'softmax_bwd__51dc09bf24aa',
+    'softmax_bwd__5d7daa0c1f25',
     'softmax_bwd__7c65b5e6aa44',
-    'softmax_bwd__8658c0533806',
+    'softmax_bwd__aef40e30da97',
     'softmax_bwd__b011c62e6f3e',
+    'softmax_bwd__b7b76d874058',
+    'softmax_bwd__bce4ae2f20c9',
     'softmax_bwd__c5b83d84cafb',
-    'softmax_bwd__dfeaf249eae3',
-    'softmax_bwd__eb4bfa7b72b2',
-    'softmax_fwd__08f185a472d9',
+    'softmax_bwd__d87cbbbf1a2e',
+    'softmax_bwd__df2e259f0b95',
+    'softmax_fwd__02f5d547de9c',
+    'softmax_fwd__111feeeaabcf',
     'softmax_fwd__1cda66eff9af',
     'softmax_fwd__1d3e1cd5abd7',
     'softmax_fwd__24b60d83ee64',
     'softmax_fwd__373481cd28e0',
     'softmax_fwd__52a704ff4758',
     'softmax_fwd__5ba708ea76da',
-    'softmax_fwd__5d704bb5152c',
-    'softmax_fwd__616baa100846',
-    'softmax_fwd__6816eb4572f4',
+    'softmax_fwd__7b7293dc1a6d',
+    'softmax_fwd__ad998a08a0e1',
     'softmax_fwd__b22f62a092d3',
-    'softmax_fwd__bae1797df512',
+    'softmax_fwd__bb04dd41dc50',
     'softmax_fwd__bb70c67b9e31',
     'softmax_fwd__bf4ce3566d1a',
-    'softmax_fwd__c629ba7dd681',
-    'softmax_fwd__cff96e8a4328',
+    'softmax_fwd__cdbfd805149b',
     'softmax_fwd__d1a9fa2e0d74',
-    'softmax_fwd__e8aba3ae4e94',
-    'softmax_fwd__e93a073bf3e5',
     'softmax_fwd__f1d46eb618eb',
+    'softmax_fwd__f4c31dcbc5fe',
+    'softmax_fwd__f67af458c90c',
+    'softmax_fwd__ff06ebeeca0a',
 })
