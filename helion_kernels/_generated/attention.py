@@ -6039,6 +6039,7 @@ def attention_fwd__02298e42676d(q, k, v, causal, scale):
 # config: {"block_sizes":[128,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[true]}
 # specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
 def attention_fwd__0883e43d5a9b(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -6059,8 +6060,7 @@ def attention_fwd__0883e43d5a9b(q, k, v, causal, scale):
 # attention_fwd variant 179f7d3ed8eb
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
-#   sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
 def attention_fwd__179f7d3ed8eb(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -6270,8 +6270,7 @@ def attention_fwd__43379d9a8ec8(q, k, v, causal, scale):
 # attention_fwd variant 4c3ce84df25f
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
-#   sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+# used by: sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
 def attention_fwd__4c3ce84df25f(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
@@ -6461,6 +6460,7 @@ def attention_fwd__7fe117fe8d39(q, k, v, causal, scale):
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[true]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json float16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+#   sm_90.json float16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
 def attention_fwd__81b7b1d88ebe(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
