@@ -5,7 +5,8 @@
     python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
 
 `time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming
-entries of tuned_configs/<arch>.json (or, with --other-dtype, one job per entry of those ops whose
+entries of --table or, where it lacks them, of the other tables of its architecture beside it, as the
+runtime on this GPU takes them (or, with --other-dtype, one job per entry of those ops whose
 other dtype, bf16 <-> fp16, has a different config at the same shape). Each variant is the entry's
 config with the overrides, normalized by the kernel's ConfigSpec; its outputs must match the
 tuned config's within the op's tolerance. All variants of an entry are timed in alternating
@@ -36,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from build_tools.autotune.table import environment_header, load_table, merged_table, table_path_for, write_table  # noqa: E402
+from build_tools.autotune.table import (environment_header, key_of, load_table, merged_table, sibling_entries,  # noqa: E402
+                                        table_path_for, write_table)
 from helion_kernels._variant import to_plain, variant_id  # noqa: E402
 
 OTHER_DTYPE = {"bfloat16": "float16", "float16": "bfloat16"}
@@ -50,6 +52,15 @@ def _spec(op: str):
 
 def _entry(table: dict, op: str, dtype: str, shape: dict) -> dict | None:
     return next((e for e in table["entries"] if (e["op"], e["dtype"], e["shape"]) == (op, dtype, shape)), None)
+
+
+def with_siblings(table_path: Path, table: dict, device: dict) -> dict:
+    """`table` plus the entries it lacks from the other tables of its architecture beside it, as
+    the runtime on `device` takes them (a device table refines its architecture's table)."""
+    entries = {key_of(e): e for e in table["entries"]}
+    for key, entry in sibling_entries(table_path, device["arch"], device["device_name"]).items():
+        entries.setdefault(key, entry)
+    return {**table, "entries": list(entries.values())}
 
 
 def other_dtype_jobs(table: dict, ops: list[str]) -> list[dict]:
@@ -74,6 +85,8 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
     from build_tools.dsl.config import Config
 
     entry = _entry(table, job["op"], job["dtype"], job["shape"])
+    if entry is None:
+        raise SystemExit(f"no {job['op']} {job['dtype']} {json.dumps(job['shape'])} entry in the table or beside it")
     spec = _spec(job["op"])
     dtype = getattr(torch, job["dtype"])
     args = spec.make_inputs(job["shape"], dtype, "cuda", 0)
@@ -136,7 +149,7 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         label = min(best, key=best.get)
         if label == "tuned" or best["tuned"] / best[label] <= 1.0 + min_gain:
             continue
-        entry = dict(_entry(table, row["op"], row["dtype"], row["shape"]))
+        entry = dict(_entry(with_siblings(table_path, table, row["device"]), row["op"], row["dtype"], row["shape"]))
         entry["config"] = row["configs"][label]
         entry["variant"] = variant_id(row["op"], entry["config"], entry["specialization"])
         entry["us"] = round(best[label], 3)
@@ -175,7 +188,7 @@ def main(argv=None) -> None:
         for line in apply(args.result, args.table, args.min_gain):
             print(line)
         return
-    table = json.loads(args.table.read_text())
+    table = with_siblings(args.table, json.loads(args.table.read_text()), _device_header())
     if args.other_dtype:
         jobs = other_dtype_jobs(table, args.other_dtype.split(","))
     elif args.jobs:

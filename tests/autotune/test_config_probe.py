@@ -73,3 +73,22 @@ def test_apply_writes_another_devices_winners_into_that_devices_table(tmp_path):
     [entry] = device_table["entries"]
     assert entry["config"]["num_warps"] == 8 and entry["us"] == 15.0 and "baseline_us" not in entry
     assert entry["variant"] == variant_id("matmul", entry["config"], entry["specialization"])
+
+
+def test_entries_a_device_table_lacks_come_from_its_architectures_table(tmp_path):
+    arch_path, device_path = tmp_path / "sm_90.json", tmp_path / "sm_90-nvidia-h100-80gb-hbm3.json"
+    result_path = tmp_path / "probe" / "result.json"
+    result_path.parent.mkdir()
+    other = _entry("bfloat16", 2, {"M": 64, "N": 4096, "K": 4096})
+    arch_path.write_text(json.dumps({**H200, "entries": [_entry("bfloat16", 4)]}))
+    device_path.write_text(json.dumps({**H100, "entries": [other]}))
+    merged = probe.with_siblings(device_path, json.loads(device_path.read_text()), H100)
+    assert [e["shape"]["M"] for e in merged["entries"]] == [64, 16]
+    on_h200 = probe.with_siblings(arch_path, json.loads(arch_path.read_text()), H200)  # the runtime's order there
+    assert [(e["shape"]["M"], e["config"]["num_warps"]) for e in on_h200["entries"]] == [(16, 4), (64, 2)]
+    result_path.write_text(json.dumps(_result(tuned_us=20.0, variant_us=15.0, device=H100)))
+    changed = probe.apply(result_path, device_path, min_gain=0.03)
+    assert len(changed) == 1 and "sm_90-nvidia-h100-80gb-hbm3.json" in changed[0]
+    written = json.loads(device_path.read_text())["entries"]
+    assert [(e["shape"]["M"], e["config"]["num_warps"]) for e in written] == [(16, 8), (64, 2)]
+    assert json.loads(arch_path.read_text())["entries"] == [_entry("bfloat16", 4)]
