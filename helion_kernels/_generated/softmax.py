@@ -3400,17 +3400,28 @@ def softmax_fwd__24b60d83ee64(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 373481cd28e0
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"online_softmax":true,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false}
+# softmax_fwd variant 3c90e770a2f1
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":4,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"M":4096,"N":131072}
-def softmax_fwd__373481cd28e0(x, out_dtype):
+def softmax_fwd__3c90e770a2f1(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 16384)
+    split_m = m if True and pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1484bc333a, (m,), (m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 2)
+    _launch(_softmax_fwd_kernel_1484bc333a, (m - split_m,), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89a90895a3, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -3773,7 +3784,7 @@ VARIANTS = {
         '1cda66eff9af': softmax_fwd__1cda66eff9af,
         '1d3e1cd5abd7': softmax_fwd__1d3e1cd5abd7,
         '24b60d83ee64': softmax_fwd__24b60d83ee64,
-        '373481cd28e0': softmax_fwd__373481cd28e0,
+        '3c90e770a2f1': softmax_fwd__3c90e770a2f1,
         '4f1df1acef25': softmax_fwd__4f1df1acef25,
         '52a704ff4758': softmax_fwd__52a704ff4758,
         '5ba708ea76da': softmax_fwd__5ba708ea76da,
@@ -3846,7 +3857,6 @@ REPLAYABLE = frozenset({
     'softmax_fwd__1cda66eff9af',
     'softmax_fwd__1d3e1cd5abd7',
     'softmax_fwd__24b60d83ee64',
-    'softmax_fwd__373481cd28e0',
     'softmax_fwd__52a704ff4758',
     'softmax_fwd__5ba708ea76da',
     'softmax_fwd__7b7293dc1a6d',
