@@ -100,6 +100,11 @@ class KernelLaunch:
     helpers: set  # keys of module.HELPERS that the launcher calls
 
 
+def _product(counts: list[str]) -> str:
+    """The expression of a grid's program count: the product of its dims' counts."""
+    return " * ".join(f"({c})" for c in counts)
+
+
 class CompileSession:
     def __init__(self, parsed: ParsedKernel, args: dict, config: Config, static_shapes: bool, force_persistent: set):
         self.parsed = parsed
@@ -485,9 +490,9 @@ class CompileSession:
             pid_type = "flat"
         if pid_type == "xyz" and ndims <= 3:
             return self.xyz_pids(b, counts, counts_host, order, reverse)
-        total_host = " * ".join(f"({c})" for c in counts_host)
+        total_host = _product(counts_host)
         if pid_type in ("persistent_blocked", "persistent_interleaved"):
-            total = b.assign(" * ".join(f"({c})" for c in counts), "total")
+            total = b.assign(_product(counts), "total")
             launch["grid"] = f"(min(_num_sms(_device), {total_host}),)"
             launch["helpers"].add("_num_sms")
             # flattened, the tile loop and the loops inside it pipeline as one loop: the next
@@ -505,7 +510,7 @@ class CompileSession:
             pid = b.assign("tl.program_id(0)", "pid")
             launch["grid"] = f"({total_host},)"
             if reverse:
-                total = b.assign(" * ".join(f"({c})" for c in counts), "total")
+                total = b.assign(_product(counts), "total")
         else:
             raise exc.InvalidConfig(f"unknown pid_type {pid_type!r}")
         if reverse:
@@ -536,7 +541,7 @@ class CompileSession:
         with b.block():
             flat = "tl.program_id(0)"
             if reverse:
-                flat = b.assign(f"{' * '.join(f'({c})' for c in counts)} - 1 - tl.program_id(0)", "pid")
+                flat = b.assign(f"{_product(counts)} - 1 - tl.program_id(0)", "pid")
             for name, value in zip(pids, self.decompose(b, flat, counts, order, 1)):
                 b.emit(f"{name} = {value}")
         b.emit("else:")
