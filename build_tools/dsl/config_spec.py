@@ -27,6 +27,7 @@ MAX_VOLUME = 1 << 16
 # softmax row's 8192-column tiles measured 1.03-1.05x of 4096-column tiles on an H100, 2026-11-26).
 MAX_DOT_BLOCK = 256
 MAX_BLOCK = 16384
+MAX_REDUCTION_CHUNK = 16384  # widest chunk of a looped reduction
 MAX_DOT_VOLUME = 1 << 21
 # A device loop with a dot is not unrolled (loop_unroll_factor 0: Triton's choice, or 1): Triton 3.6 on
 # sm_90 miscompiles such loops unrolled at 16 or 32 warps (wrong values, NaN or an illegal address),
@@ -93,21 +94,35 @@ class ConfigSpec:
             high = max(low, min(high, info.high))
         return pow2_range(low, max(low, high))
 
-    def reduction_range(self, r: int) -> list:
+    def reduction_range(self, r: int, found: Discovery | None = None) -> list:
         """None (the whole dim in registers), else the chunk of a looped reduction, up to one chunk
         as wide as the dim: a loop of one step, whose later passes load the data again (from L1 or
         L2) instead of holding it in registers across the reduction (torch.compile's choice for
-        RMSNorm rows of 8192 on an H200, 2026-11-24)."""
-        size = self.found.rdims[r]
-        if r in self.found.not_loopable or size <= 16:
+        RMSNorm rows of 8192 on an H200, 2026-11-24). `found`: the structure compiled (default: the
+        default tunables')."""
+        found = found or self.found
+        if r >= len(found.rdims):
             return [None]
-        top = min(triton.next_power_of_2(size), 16384)
+        size = found.rdims[r]
+        if r in found.not_loopable or size <= 16:
+            return [None]
+        top = min(triton.next_power_of_2(size), MAX_REDUCTION_CHUNK)
         return [None] + pow2_range(16, top)
+
+    def reduction_choices(self, r: int) -> list:
+        """The search's choices for reduction_loops[r]. Tunables may compile another structure,
+        whose r-th reduction dim can be wider than the default structure's (softmax_bwd: the
+        default's 2000 partial dots, the whole-row structure's 32000 columns), so with tunables the
+        choices run up to the largest chunk; normalize clamps each into the compiled structure's
+        range."""
+        if not self.found.tunables:
+            return self.reduction_range(r)
+        return [None] + pow2_range(16, MAX_REDUCTION_CHUNK)
 
     def _build_knobs(self) -> list[Knob]:
         f = self.found
         knobs = [Knob("block_sizes", i, tuple(self.block_range(i))) for i in range(len(f.blocks))]
-        knobs += [Knob("reduction_loops", r, tuple(self.reduction_range(r))) for r in range(len(f.rdims))]
+        knobs += [Knob("reduction_loops", r, tuple(self.reduction_choices(r))) for r in range(len(f.rdims))]
         for i, ndims in enumerate(f.top_loops):
             if ndims > 1:
                 knobs.append(Knob("loop_orders", i, tuple(tuple(p) for p in itertools.permutations(range(ndims)))))
@@ -228,7 +243,7 @@ class ConfigSpec:
         reductions = list(fields.get("reduction_loops") or [])
         reductions += [None] * (len(self.found.rdims) - len(reductions))
         for r in range(len(self.found.rdims)):
-            legal = self.reduction_range(r)
+            legal = self.reduction_range(r, compiled)
             value = reductions[r]
             if value is not None and value not in legal:
                 value = None if len(legal) == 1 else max(c for c in legal[1:] if c <= max(value, 16)) if any(c for c in legal[1:] if c <= max(value, 16)) else legal[1]

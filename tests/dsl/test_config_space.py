@@ -518,3 +518,41 @@ def test_num_warps_rise_until_each_thread_holds_at_most_128_product_elements(dev
     kept = spec.normalize({"block_sizes": [64, 64, 16], "num_warps": 2})
     assert kept["num_warps"] == 2
     check_kernel(matmul, (x, y), lambda x, y: x @ y, n_random=0, overrides=[dict(raised)], **_tolerance(device))
+
+
+@helion.kernel(static_shapes=False)
+def narrow_or_wide_row_sums(narrow: torch.Tensor, wide: torch.Tensor) -> torch.Tensor:
+    """A tunable picks the structure: by default the row sums of `narrow` (a reduction dim of 8),
+    else those of `wide` (a reduction dim of its width)."""
+    m = wide.size(0)
+    use_wide = hl.register_tunable("use_wide", helion.EnumFragment((False, True)))
+    out = wide.new_empty(m)
+    for tile_m in hl.tile(m):
+        if use_wide:
+            out[tile_m] = torch.sum(wide[tile_m, :], dim=1)
+        else:
+            out[tile_m] = torch.sum(narrow[tile_m, :], dim=1)
+    return out
+
+
+def test_reduction_chunks_are_legal_per_compiled_structure(device):
+    """reduction_loops[r] is checked against the r-th reduction dim of the structure the config
+    compiles, not the default tunables' (whose dim here is 8 wide, not loopable): a chunk of 256
+    loops the wide structure's 1000 columns, and the search offers chunks up to the cap."""
+    narrow, wide = randn(5, 8, device=device), randn(5, 1000, device=device)
+    bound = narrow_or_wide_row_sums.bind((narrow, wide))
+    spec = bound.config_spec
+    assert spec.reduction_range(0) == [None]
+    choices = next(k.choices for k in spec.knobs() if k.name == "reduction_loops")
+    assert choices[0] is None and max(choices[1:]) == 16384
+    looped = spec.normalize({"use_wide": True, "reduction_loops": [256]})
+    assert list(looped.reduction_loops) == [256]
+    assert re.search(r"for roffset_0 in tl\.range\(0, \w+, _REDUCTION_BLOCK_0\)", bound.to_triton_code(looped))
+    assert list(spec.normalize({"use_wide": True, "reduction_loops": [8192]}).reduction_loops) == [1024]
+    assert list(spec.normalize({"use_wide": False, "reduction_loops": [256]}).reduction_loops) == [None]
+    for fields in ({"use_wide": True, "reduction_loops": [256]}, {"use_wide": True, "reduction_loops": [1024]},
+                   {"use_wide": True, "reduction_loops": [None]}):
+        out = bound.compile_config(spec.normalize(fields))(narrow, wide)
+        torch.testing.assert_close(out.double().cpu(), wide.double().sum(1).cpu(), rtol=1e-5, atol=1e-4)
+    out = bound.compile_config(spec.normalize({"use_wide": False}))(narrow, wide)
+    torch.testing.assert_close(out.double().cpu(), narrow.double().sum(1).cpu(), rtol=1e-5, atol=1e-5)

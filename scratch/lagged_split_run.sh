@@ -1,0 +1,9 @@
+#!/bin/bash
+# The lagged split-row probes (scratch/lagged_split_probe.py) and the 1x32000 config probe, one GPU call.
+set -x
+export PYTHONUNBUFFERED=1
+FWD='[{"block_sizes":[8192],"lag_rows":1,"piece_tiles":2,"num_warps":8,"num_stages":1},{"block_sizes":[8192],"lag_rows":2,"piece_tiles":2,"num_warps":8,"num_stages":1},{"block_sizes":[8192],"lag_rows":4,"piece_tiles":2,"num_warps":8,"num_stages":1},{"block_sizes":[8192],"lag_rows":8,"piece_tiles":2,"num_warps":8,"num_stages":1},{"block_sizes":[8192],"lag_rows":16,"piece_tiles":2,"num_warps":8,"num_stages":1},{"block_sizes":[8192],"lag_rows":2,"piece_tiles":1,"num_warps":8,"num_stages":1},{"block_sizes":[8192],"lag_rows":4,"piece_tiles":1,"num_warps":8,"num_stages":1},{"block_sizes":[4096],"lag_rows":2,"piece_tiles":4,"num_warps":8,"num_stages":1},{"block_sizes":[4096],"lag_rows":4,"piece_tiles":4,"num_warps":8,"num_stages":1}]'
+BWD='[{"block_sizes":[4096],"lag_rows":1,"piece_tiles":2,"num_warps":16,"num_stages":1},{"block_sizes":[4096],"lag_rows":2,"piece_tiles":2,"num_warps":16,"num_stages":1},{"block_sizes":[4096],"lag_rows":4,"piece_tiles":2,"num_warps":16,"num_stages":1},{"block_sizes":[4096],"lag_rows":8,"piece_tiles":2,"num_warps":16,"num_stages":1},{"block_sizes":[4096],"lag_rows":16,"piece_tiles":2,"num_warps":16,"num_stages":1},{"block_sizes":[4096],"lag_rows":2,"piece_tiles":1,"num_warps":16,"num_stages":1},{"block_sizes":[4096],"lag_rows":4,"piece_tiles":1,"num_warps":16,"num_stages":1},{"block_sizes":[8192],"lag_rows":4,"piece_tiles":1,"num_warps":16,"num_stages":1}]'
+PROBE_CONFIGS="$FWD" timeout 200 python3 scratch/lagged_split_probe.py fwd bfloat16 4096 131072 256 262144 2048 262144
+PROBE_CONFIGS="$BWD" timeout 200 python3 scratch/lagged_split_probe.py bwd bfloat16 4096 131072 256 262144 2048 262144
+timeout 120 python3 tools/config_probe.py time scratch/softmax_1x32000_jobs.json --rounds 7 --table tuned_configs/sm_90-nvidia-h100-80gb-hbm3.json --out $OUT
