@@ -28,6 +28,7 @@ FIELDS = (
     "indexing",
     "load_eviction_policies",
     "store_subtiles",
+    "static_reduction_sizes",
 )
 ALIASES = {"l2_grouping": "l2_groupings"}
 

@@ -138,6 +138,8 @@ class ConfigSpec:
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
             knobs.append(Knob("range_warp_specializes", i, (None, False, True) if loop.has_dot else (None,)))
             knobs.append(Knob("range_peel_tails", i, (False, True) if loop.peelable else (False,)))
+        if f.runtime_rdims or f.tunables:
+            knobs.append(Knob("static_reduction_sizes", None, (False, True)))
         knobs.append(Knob("num_warps", None, (1, 2, 4, 8, 16, 32)))
         knobs.append(Knob("num_stages", None, (1, 2, 3, 4, 5)))
         max_dims = max(f.top_loops, default=1)
@@ -276,6 +278,7 @@ class ConfigSpec:
             fields["range_peel_tails"][i] = bool(fields["range_peel_tails"][i]) and loop.peelable
         for name, value in self._scalar_defaults().items():
             fields.setdefault(name, value)
+        fields["static_reduction_sizes"] = bool(fields["static_reduction_sizes"]) and compiled.runtime_rdims
         warps = fields["num_warps"]
         if isinstance(warps, int) and warps >= 1 and not warps & (warps - 1):
             most = self._max_warps(fields["block_sizes"], fields.get("reduction_loops"), compiled)
@@ -322,7 +325,8 @@ class ConfigSpec:
         f = self.found
         has_dot = any(b.in_dot for b in f.blocks)
         biggest = max([triton.next_power_of_2(s) for s in f.rdims if s <= 8192] + [1])
-        return {"num_warps": 8 if biggest >= 4096 else 4, "num_stages": 3 if has_dot else 2, "pid_type": "flat"}
+        return {"num_warps": 8 if biggest >= 4096 else 4, "num_stages": 3 if has_dot else 2, "pid_type": "flat",
+                "static_reduction_sizes": False}
 
     def _check_lengths(self, fields: dict) -> None:
         expected = {

@@ -89,6 +89,8 @@ class Discovery:
     tensor_shapes: set = field(default_factory=set)
     # shape_key of every matrix product's result (the warp cap keeps 8x16 outputs per warp)
     dot_shapes: set = field(default_factory=set)
+    # a reduction dim's extent is a run-time size (static_reduction_sizes may make it a constexpr)
+    runtime_rdims: bool = False
 
 
 @dataclass
@@ -390,6 +392,7 @@ class CompileSession:
     def note_rdim_expr(self, rdim: RDim, host_expr: str, static: bool) -> None:
         self.rdim_objects.append(rdim)
         self.rdim_host[id(rdim)] = (host_expr, static)
+        self.found.runtime_rdims |= not static
 
     def memory_site(self, kind: str) -> int:
         if kind == "load":
@@ -643,6 +646,8 @@ class CompileSession:
                 builder.params[rdim.size_expr].host_expr = str(block) if static else f"max({DOT_MIN_DIM}, triton.next_power_of_2(max(1, {host_expr})))"
                 if block != rdim.size_value and not rdim.needs_mask:
                     raise exc.NotSupported("internal: dot rdim padding without mask")
+        if self.config.get("static_reduction_sizes"):
+            self.make_reduction_sizes_constexpr(compiler.rdims.values(), builder)
         name, source = builder.render()
         launch = self.current_launch
         args = []
@@ -663,3 +668,13 @@ class CompileSession:
         self.kernels.append(KernelLaunch(name, source, builder, launch["grid"], launch["helpers"]))
         call = f"{name}[{launch['grid']}]({', '.join(args + [f'num_warps={warps}', f'num_stages={stages}'])})"
         self.launcher_lines.append(call)
+
+    def make_reduction_sizes_constexpr(self, rdims, builder: KernelBuilder) -> None:
+        """static_reduction_sizes: the parameter carrying each run-time reduction extent becomes a
+        constexpr, so Triton folds it (constant trip counts, masks and divisors) and compiles the
+        kernel once per distinct extent at run time, as torch.compile does with its static shapes."""
+        for rdim in rdims:
+            _, static = self.rdim_host[id(rdim)]
+            param = builder.params.get(rdim.size_param)
+            if not static and param is not None:
+                param.constexpr = True
