@@ -4612,11 +4612,11 @@ def _attention_fwd_kernel_cd7a918655(q_len, q_heads, batch, group, q, q_stride_0
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_47, mask=(mask_7))
 
 
-# attention_bwd variant 0401f53530f2
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__0401f53530f2(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 059606b304d8
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__059606b304d8(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -4634,7 +4634,7 @@ def attention_bwd__0401f53530f2(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -4643,42 +4643,7 @@ def attention_bwd__0401f53530f2(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 071b5f38e283
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__071b5f38e283(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -4753,11 +4718,11 @@ def attention_bwd__0fc30be50388(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 159fc969e564
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__159fc969e564(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 13a59b93a5c8
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__13a59b93a5c8(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -4775,7 +4740,7 @@ def attention_bwd__159fc969e564(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -4784,15 +4749,15 @@ def attention_bwd__159fc969e564(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 165f9577e647
-# config: {"block_sizes":[16,16,16,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__165f9577e647(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 177ee47e5fd8
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__177ee47e5fd8(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -4810,7 +4775,7 @@ def attention_bwd__165f9577e647(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -4819,15 +4784,15 @@ def attention_bwd__165f9577e647(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 33a90046d441
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__33a90046d441(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 2b75df92a2ae
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__2b75df92a2ae(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -4845,7 +4810,7 @@ def attention_bwd__33a90046d441(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -4854,15 +4819,15 @@ def attention_bwd__33a90046d441(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 33d20ee81331
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__33d20ee81331(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 335dcf1efb8a
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__335dcf1efb8a(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -4880,7 +4845,7 @@ def attention_bwd__33d20ee81331(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -4889,7 +4854,77 @@ def attention_bwd__33d20ee81331(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 3922f71f55d5
+# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__3922f71f55d5(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 3b7da651f310
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__3b7da651f310(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -4928,11 +4963,11 @@ def attention_bwd__3b95c3b3b4c1(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 3f1a6bdb0c2e
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__3f1a6bdb0c2e(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 3e65d19b2e03
+# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__3e65d19b2e03(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -4950,7 +4985,7 @@ def attention_bwd__3f1a6bdb0c2e(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -4959,7 +4994,77 @@ def attention_bwd__3f1a6bdb0c2e(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 40896e4d822c
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__40896e4d822c(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 43a2f8292a5d
+# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__43a2f8292a5d(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -4998,11 +5103,11 @@ def attention_bwd__4c949c7069b1(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 53033dc20ae1
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__53033dc20ae1(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 5b58bcce9bbf
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__5b58bcce9bbf(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5020,7 +5125,7 @@ def attention_bwd__53033dc20ae1(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5029,15 +5134,15 @@ def attention_bwd__53033dc20ae1(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 5700e6637214
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__5700e6637214(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 6161857370e8
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__6161857370e8(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5055,7 +5160,7 @@ def attention_bwd__5700e6637214(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5064,15 +5169,15 @@ def attention_bwd__5700e6637214(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 570553b574bf
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__570553b574bf(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 632ca1d5dfa7
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__632ca1d5dfa7(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5090,7 +5195,7 @@ def attention_bwd__570553b574bf(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5099,15 +5204,50 @@ def attention_bwd__570553b574bf(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 5aae7d908142
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# attention_bwd variant 669ce51a0b11
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__669ce51a0b11(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 6a04f1555d66
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
 # used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__5aae7d908142(grad_out, q, k, v, out, lse, causal, scale):
+def attention_bwd__6a04f1555d66(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5138,11 +5278,11 @@ def attention_bwd__5aae7d908142(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 7398a21bf5a7
-# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__7398a21bf5a7(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 6f521734ff72
+# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__6f521734ff72(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5160,7 +5300,7 @@ def attention_bwd__7398a21bf5a7(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5169,42 +5309,7 @@ def attention_bwd__7398a21bf5a7(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 763907e2c1c9
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__763907e2c1c9(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -5244,11 +5349,11 @@ def attention_bwd__768895622e32(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 81a4d98329ed
-# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__81a4d98329ed(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 8b268e94fc15
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__8b268e94fc15(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5266,7 +5371,7 @@ def attention_bwd__81a4d98329ed(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5275,77 +5380,7 @@ def attention_bwd__81a4d98329ed(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 825da3ad791c
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__825da3ad791c(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 855276a0f1fb
-# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__855276a0f1fb(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -5384,11 +5419,11 @@ def attention_bwd__8c359b6bb324(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 93c0903d8cd2
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__93c0903d8cd2(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 8ec5918bb291
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__8ec5918bb291(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5406,7 +5441,7 @@ def attention_bwd__93c0903d8cd2(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5415,15 +5450,85 @@ def attention_bwd__93c0903d8cd2(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 9427f8c3804f
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# attention_bwd variant 933c3a0f4eaa
+# config: {"block_sizes":[16,16,16,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__933c3a0f4eaa(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 963cdd50bd19
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__963cdd50bd19(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 9ac2d1ec8ee0
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
 # used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__9427f8c3804f(grad_out, q, k, v, out, lse, causal, scale):
+def attention_bwd__9ac2d1ec8ee0(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5454,11 +5559,11 @@ def attention_bwd__9427f8c3804f(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 9982230fa8cd
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__9982230fa8cd(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant a13a386bfe0f
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__a13a386bfe0f(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5476,7 +5581,7 @@ def attention_bwd__9982230fa8cd(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5485,15 +5590,15 @@ def attention_bwd__9982230fa8cd(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 9bffffc54b52
-# config: {"block_sizes":[16,16,16,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__9bffffc54b52(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant a5e24d7fe1ec
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__a5e24d7fe1ec(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5511,7 +5616,7 @@ def attention_bwd__9bffffc54b52(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5520,15 +5625,15 @@ def attention_bwd__9bffffc54b52(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant a6554f20c02d
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__a6554f20c02d(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant a671f6eb2acf
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__a671f6eb2acf(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5546,7 +5651,7 @@ def attention_bwd__a6554f20c02d(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5555,7 +5660,7 @@ def attention_bwd__a6554f20c02d(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -5591,41 +5696,6 @@ def attention_bwd__ad8018a4a643(grad_out, q, k, v, out, lse, causal, scale):
     _q_strides = q.stride()
     _v_strides = v.stride()
     _launch(_attention_bwd_kernel_295aaf336a, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant b8b4c23c4456
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__b8b4c23c4456(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -5699,11 +5769,11 @@ def attention_bwd__c132ab45a2f2(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant c2f31549cc3f
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__c2f31549cc3f(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant c78750da2c1a
+# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__c78750da2c1a(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5721,7 +5791,7 @@ def attention_bwd__c2f31549cc3f(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5730,15 +5800,15 @@ def attention_bwd__c2f31549cc3f(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant c67d78419977
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__c67d78419977(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant c9dd84a3aa81
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__c9dd84a3aa81(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5756,7 +5826,7 @@ def attention_bwd__c67d78419977(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5765,42 +5835,7 @@ def attention_bwd__c67d78419977(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant c792cbc01814
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__c792cbc01814(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -5839,11 +5874,11 @@ def attention_bwd__cd89e094957b(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant d4e324e0b8ff
-# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__d4e324e0b8ff(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant e40d7efcd963
+# config: {"block_sizes":[16,16,16,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__e40d7efcd963(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -5861,7 +5896,7 @@ def attention_bwd__d4e324e0b8ff(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -5870,120 +5905,15 @@ def attention_bwd__d4e324e0b8ff(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant ed68b52bb0ac
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__ed68b52bb0ac(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant f4704086b2bc
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__f4704086b2bc(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant f5082c8d0714
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__f5082c8d0714(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant ff7ff2620a23
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# attention_bwd variant e5bd0e20afa2
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
 # used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__ff7ff2620a23(grad_out, q, k, v, out, lse, causal, scale):
+def attention_bwd__e5bd0e20afa2(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6014,6 +5944,76 @@ def attention_bwd__ff7ff2620a23(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
+# attention_bwd variant e6e38cc662aa
+# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__e6e38cc662aa(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant e9e29130d978
+# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__e9e29130d978(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
 # attention_fwd variant 02298e42676d
 # config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
@@ -6032,6 +6032,27 @@ def attention_fwd__02298e42676d(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_kernel_8dff16bf1f, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    return (out, lse)
+
+
+# attention_fwd variant 023c35616dde
+# config: {"block_sizes":[64,16],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__023c35616dde(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
@@ -6057,6 +6078,69 @@ def attention_fwd__0883e43d5a9b(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant 0ae18f15a90c
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__0ae18f15a90c(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant 154e86f378bd
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__154e86f378bd(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    return (out, lse)
+
+
+# attention_fwd variant 168f9a4ef6c9
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__168f9a4ef6c9(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    return (out, lse)
+
+
 # attention_fwd variant 179f7d3ed8eb
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
@@ -6078,11 +6162,11 @@ def attention_fwd__179f7d3ed8eb(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 2313805e9b7e
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__2313805e9b7e(q, k, v, causal, scale):
+# attention_fwd variant 1b98942c342e
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__1b98942c342e(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6095,7 +6179,7 @@ def attention_fwd__2313805e9b7e(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -6120,11 +6204,11 @@ def attention_fwd__242592c37018(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 35a97513ae5c
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__35a97513ae5c(q, k, v, causal, scale):
+# attention_fwd variant 2982ad1979ac
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__2982ad1979ac(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6137,15 +6221,15 @@ def attention_fwd__35a97513ae5c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
-# attention_fwd variant 39bfe23a6dd3
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__39bfe23a6dd3(q, k, v, causal, scale):
+# attention_fwd variant 2a99b5a4bb1d
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__2a99b5a4bb1d(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6158,15 +6242,15 @@ def attention_fwd__39bfe23a6dd3(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
     return (out, lse)
 
 
-# attention_fwd variant 3e819af2662e
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__3e819af2662e(q, k, v, causal, scale):
+# attention_fwd variant 361bd01f7748
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__361bd01f7748(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6179,7 +6263,7 @@ def attention_fwd__3e819af2662e(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -6204,11 +6288,11 @@ def attention_fwd__3ff19e3394fe(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 4148e2b010fa
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__4148e2b010fa(q, k, v, causal, scale):
+# attention_fwd variant 43baff76c9bb
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__43baff76c9bb(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6221,15 +6305,15 @@ def attention_fwd__4148e2b010fa(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant 4301b4167645
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__4301b4167645(q, k, v, causal, scale):
+# attention_fwd variant 4786ce4dcb61
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__4786ce4dcb61(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6242,28 +6326,7 @@ def attention_fwd__4301b4167645(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
-    return (out, lse)
-
-
-# attention_fwd variant 43379d9a8ec8
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__43379d9a8ec8(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -6288,11 +6351,11 @@ def attention_fwd__4c3ce84df25f(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 4cba069ba581
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__4cba069ba581(q, k, v, causal, scale):
+# attention_fwd variant 568bc4600546
+# config: {"block_sizes":[64,16],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__568bc4600546(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6305,15 +6368,15 @@ def attention_fwd__4cba069ba581(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
-# attention_fwd variant 4ea1f6052318
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__4ea1f6052318(q, k, v, causal, scale):
+# attention_fwd variant 5dd78f2169c4
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__5dd78f2169c4(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6326,15 +6389,15 @@ def attention_fwd__4ea1f6052318(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
-# attention_fwd variant 52e100b64a77
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__52e100b64a77(q, k, v, causal, scale):
+# attention_fwd variant 6cbe958602e7
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__6cbe958602e7(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6347,15 +6410,15 @@ def attention_fwd__52e100b64a77(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
-# attention_fwd variant 623a260331fb
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__623a260331fb(q, k, v, causal, scale):
+# attention_fwd variant 6e9f9367507c
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__6e9f9367507c(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6368,28 +6431,7 @@ def attention_fwd__623a260331fb(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant 69cff88b2318
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__69cff88b2318(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -6411,48 +6453,6 @@ def attention_fwd__6f91808289c5(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
-    return (out, lse)
-
-
-# attention_fwd variant 7bd31507a6bb
-# config: {"block_sizes":[64,16],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__7bd31507a6bb(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant 7fe117fe8d39
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__7fe117fe8d39(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -6478,11 +6478,11 @@ def attention_fwd__81b7b1d88ebe(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 8a3e62e0ffb2
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__8a3e62e0ffb2(q, k, v, causal, scale):
+# attention_fwd variant 841731023025
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__841731023025(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6495,7 +6495,7 @@ def attention_fwd__8a3e62e0ffb2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -6541,11 +6541,11 @@ def attention_fwd__990a0f1765e8(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 9b14c5ad1cb4
-# config: {"block_sizes":[64,16],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__9b14c5ad1cb4(q, k, v, causal, scale):
+# attention_fwd variant 9a9ec6f938ff
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__9a9ec6f938ff(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6558,15 +6558,57 @@ def attention_fwd__9b14c5ad1cb4(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
-# attention_fwd variant 9eec7b6276e1
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# attention_fwd variant 9c1e653b17c5
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__9c1e653b17c5(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant a7014dbfcde2
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__a7014dbfcde2(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    return (out, lse)
+
+
+# attention_fwd variant b50dfe0fe448
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
 # used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__9eec7b6276e1(q, k, v, causal, scale):
+def attention_fwd__b50dfe0fe448(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6583,11 +6625,53 @@ def attention_fwd__9eec7b6276e1(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant b4633e5da73c
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# attention_fwd variant c5cf7e9f0d0f
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__c5cf7e9f0d0f(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant c932a33684f5
+# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__c932a33684f5(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    return (out, lse)
+
+
+# attention_fwd variant cc08d87486bf
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__b4633e5da73c(q, k, v, causal, scale):
+def attention_fwd__cc08d87486bf(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6601,132 +6685,6 @@ def attention_fwd__b4633e5da73c(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
-    return (out, lse)
-
-
-# attention_fwd variant b69d40cf476a
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__b69d40cf476a(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
-    return (out, lse)
-
-
-# attention_fwd variant b81027a80a1b
-# config: {"block_sizes":[64,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__b81027a80a1b(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
-    return (out, lse)
-
-
-# attention_fwd variant ba77af1e9591
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__ba77af1e9591(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
-    return (out, lse)
-
-
-# attention_fwd variant bdfea7f8dcc7
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__bdfea7f8dcc7(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
-    return (out, lse)
-
-
-# attention_fwd variant c188f55f7408
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__c188f55f7408(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
-    return (out, lse)
-
-
-# attention_fwd variant c525cdd4c357
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__c525cdd4c357(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 
@@ -6751,11 +6709,116 @@ def attention_fwd__ccc60b73b113(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant d55b91c314cf
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# attention_fwd variant cff58b149bbb
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__cff58b149bbb(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    return (out, lse)
+
+
+# attention_fwd variant d003d046e21a
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__d003d046e21a(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant d951678da2f2
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__d951678da2f2(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant e2685e1a8efd
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__e2685e1a8efd(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant e3e0fe75d245
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__e3e0fe75d245(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    return (out, lse)
+
+
+# attention_fwd variant e46542d6cde2
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__d55b91c314cf(q, k, v, causal, scale):
+def attention_fwd__e46542d6cde2(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6772,11 +6835,11 @@ def attention_fwd__d55b91c314cf(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant dcda5604f8db
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__dcda5604f8db(q, k, v, causal, scale):
+# attention_fwd variant e688dad0c01a
+# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_fwd__e688dad0c01a(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6789,28 +6852,7 @@ def attention_fwd__dcda5604f8db(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
-    return (out, lse)
-
-
-# attention_fwd variant e4e348a54295
-# config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_fwd__e4e348a54295(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -6835,11 +6877,11 @@ def attention_fwd__ebed2bb376a2(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant f6cba04f1a21
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__f6cba04f1a21(q, k, v, causal, scale):
+# attention_fwd variant f1fc36216eaf
+# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__f1fc36216eaf(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -6852,223 +6894,181 @@ def attention_fwd__f6cba04f1a21(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
-    return (out, lse)
-
-
-# attention_fwd variant fe1d9b7fbec2
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__fe1d9b7fbec2(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
-    return (out, lse)
-
-
-# attention_fwd variant fe4b3112bcc2
-# config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__fe4b3112bcc2(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
     return (out, lse)
 
 
 VARIANTS = {
     'attention_fwd': {
         '02298e42676d': attention_fwd__02298e42676d,
+        '023c35616dde': attention_fwd__023c35616dde,
         '0883e43d5a9b': attention_fwd__0883e43d5a9b,
+        '0ae18f15a90c': attention_fwd__0ae18f15a90c,
+        '154e86f378bd': attention_fwd__154e86f378bd,
+        '168f9a4ef6c9': attention_fwd__168f9a4ef6c9,
         '179f7d3ed8eb': attention_fwd__179f7d3ed8eb,
-        '2313805e9b7e': attention_fwd__2313805e9b7e,
+        '1b98942c342e': attention_fwd__1b98942c342e,
         '242592c37018': attention_fwd__242592c37018,
-        '35a97513ae5c': attention_fwd__35a97513ae5c,
-        '39bfe23a6dd3': attention_fwd__39bfe23a6dd3,
-        '3e819af2662e': attention_fwd__3e819af2662e,
+        '2982ad1979ac': attention_fwd__2982ad1979ac,
+        '2a99b5a4bb1d': attention_fwd__2a99b5a4bb1d,
+        '361bd01f7748': attention_fwd__361bd01f7748,
         '3ff19e3394fe': attention_fwd__3ff19e3394fe,
-        '4148e2b010fa': attention_fwd__4148e2b010fa,
-        '4301b4167645': attention_fwd__4301b4167645,
-        '43379d9a8ec8': attention_fwd__43379d9a8ec8,
+        '43baff76c9bb': attention_fwd__43baff76c9bb,
+        '4786ce4dcb61': attention_fwd__4786ce4dcb61,
         '4c3ce84df25f': attention_fwd__4c3ce84df25f,
-        '4cba069ba581': attention_fwd__4cba069ba581,
-        '4ea1f6052318': attention_fwd__4ea1f6052318,
-        '52e100b64a77': attention_fwd__52e100b64a77,
-        '623a260331fb': attention_fwd__623a260331fb,
-        '69cff88b2318': attention_fwd__69cff88b2318,
+        '568bc4600546': attention_fwd__568bc4600546,
+        '5dd78f2169c4': attention_fwd__5dd78f2169c4,
+        '6cbe958602e7': attention_fwd__6cbe958602e7,
+        '6e9f9367507c': attention_fwd__6e9f9367507c,
         '6f91808289c5': attention_fwd__6f91808289c5,
-        '7bd31507a6bb': attention_fwd__7bd31507a6bb,
-        '7fe117fe8d39': attention_fwd__7fe117fe8d39,
         '81b7b1d88ebe': attention_fwd__81b7b1d88ebe,
-        '8a3e62e0ffb2': attention_fwd__8a3e62e0ffb2,
+        '841731023025': attention_fwd__841731023025,
         '9770431819e2': attention_fwd__9770431819e2,
         '990a0f1765e8': attention_fwd__990a0f1765e8,
-        '9b14c5ad1cb4': attention_fwd__9b14c5ad1cb4,
-        '9eec7b6276e1': attention_fwd__9eec7b6276e1,
-        'b4633e5da73c': attention_fwd__b4633e5da73c,
-        'b69d40cf476a': attention_fwd__b69d40cf476a,
-        'b81027a80a1b': attention_fwd__b81027a80a1b,
-        'ba77af1e9591': attention_fwd__ba77af1e9591,
-        'bdfea7f8dcc7': attention_fwd__bdfea7f8dcc7,
-        'c188f55f7408': attention_fwd__c188f55f7408,
-        'c525cdd4c357': attention_fwd__c525cdd4c357,
+        '9a9ec6f938ff': attention_fwd__9a9ec6f938ff,
+        '9c1e653b17c5': attention_fwd__9c1e653b17c5,
+        'a7014dbfcde2': attention_fwd__a7014dbfcde2,
+        'b50dfe0fe448': attention_fwd__b50dfe0fe448,
+        'c5cf7e9f0d0f': attention_fwd__c5cf7e9f0d0f,
+        'c932a33684f5': attention_fwd__c932a33684f5,
+        'cc08d87486bf': attention_fwd__cc08d87486bf,
         'ccc60b73b113': attention_fwd__ccc60b73b113,
-        'd55b91c314cf': attention_fwd__d55b91c314cf,
-        'dcda5604f8db': attention_fwd__dcda5604f8db,
-        'e4e348a54295': attention_fwd__e4e348a54295,
+        'cff58b149bbb': attention_fwd__cff58b149bbb,
+        'd003d046e21a': attention_fwd__d003d046e21a,
+        'd951678da2f2': attention_fwd__d951678da2f2,
+        'e2685e1a8efd': attention_fwd__e2685e1a8efd,
+        'e3e0fe75d245': attention_fwd__e3e0fe75d245,
+        'e46542d6cde2': attention_fwd__e46542d6cde2,
+        'e688dad0c01a': attention_fwd__e688dad0c01a,
         'ebed2bb376a2': attention_fwd__ebed2bb376a2,
-        'f6cba04f1a21': attention_fwd__f6cba04f1a21,
-        'fe1d9b7fbec2': attention_fwd__fe1d9b7fbec2,
-        'fe4b3112bcc2': attention_fwd__fe4b3112bcc2,
+        'f1fc36216eaf': attention_fwd__f1fc36216eaf,
     },
     'attention_bwd': {
-        '0401f53530f2': attention_bwd__0401f53530f2,
-        '071b5f38e283': attention_bwd__071b5f38e283,
+        '059606b304d8': attention_bwd__059606b304d8,
         '0b3098ea6d0d': attention_bwd__0b3098ea6d0d,
         '0fc30be50388': attention_bwd__0fc30be50388,
-        '159fc969e564': attention_bwd__159fc969e564,
-        '165f9577e647': attention_bwd__165f9577e647,
-        '33a90046d441': attention_bwd__33a90046d441,
-        '33d20ee81331': attention_bwd__33d20ee81331,
+        '13a59b93a5c8': attention_bwd__13a59b93a5c8,
+        '177ee47e5fd8': attention_bwd__177ee47e5fd8,
+        '2b75df92a2ae': attention_bwd__2b75df92a2ae,
+        '335dcf1efb8a': attention_bwd__335dcf1efb8a,
+        '3922f71f55d5': attention_bwd__3922f71f55d5,
+        '3b7da651f310': attention_bwd__3b7da651f310,
         '3b95c3b3b4c1': attention_bwd__3b95c3b3b4c1,
-        '3f1a6bdb0c2e': attention_bwd__3f1a6bdb0c2e,
+        '3e65d19b2e03': attention_bwd__3e65d19b2e03,
+        '40896e4d822c': attention_bwd__40896e4d822c,
+        '43a2f8292a5d': attention_bwd__43a2f8292a5d,
         '4c949c7069b1': attention_bwd__4c949c7069b1,
-        '53033dc20ae1': attention_bwd__53033dc20ae1,
-        '5700e6637214': attention_bwd__5700e6637214,
-        '570553b574bf': attention_bwd__570553b574bf,
-        '5aae7d908142': attention_bwd__5aae7d908142,
-        '7398a21bf5a7': attention_bwd__7398a21bf5a7,
-        '763907e2c1c9': attention_bwd__763907e2c1c9,
+        '5b58bcce9bbf': attention_bwd__5b58bcce9bbf,
+        '6161857370e8': attention_bwd__6161857370e8,
+        '632ca1d5dfa7': attention_bwd__632ca1d5dfa7,
+        '669ce51a0b11': attention_bwd__669ce51a0b11,
+        '6a04f1555d66': attention_bwd__6a04f1555d66,
+        '6f521734ff72': attention_bwd__6f521734ff72,
         '768895622e32': attention_bwd__768895622e32,
-        '81a4d98329ed': attention_bwd__81a4d98329ed,
-        '825da3ad791c': attention_bwd__825da3ad791c,
-        '855276a0f1fb': attention_bwd__855276a0f1fb,
+        '8b268e94fc15': attention_bwd__8b268e94fc15,
         '8c359b6bb324': attention_bwd__8c359b6bb324,
-        '93c0903d8cd2': attention_bwd__93c0903d8cd2,
-        '9427f8c3804f': attention_bwd__9427f8c3804f,
-        '9982230fa8cd': attention_bwd__9982230fa8cd,
-        '9bffffc54b52': attention_bwd__9bffffc54b52,
-        'a6554f20c02d': attention_bwd__a6554f20c02d,
+        '8ec5918bb291': attention_bwd__8ec5918bb291,
+        '933c3a0f4eaa': attention_bwd__933c3a0f4eaa,
+        '963cdd50bd19': attention_bwd__963cdd50bd19,
+        '9ac2d1ec8ee0': attention_bwd__9ac2d1ec8ee0,
+        'a13a386bfe0f': attention_bwd__a13a386bfe0f,
+        'a5e24d7fe1ec': attention_bwd__a5e24d7fe1ec,
+        'a671f6eb2acf': attention_bwd__a671f6eb2acf,
         'ad8018a4a643': attention_bwd__ad8018a4a643,
-        'b8b4c23c4456': attention_bwd__b8b4c23c4456,
         'c09881b61cf6': attention_bwd__c09881b61cf6,
         'c132ab45a2f2': attention_bwd__c132ab45a2f2,
-        'c2f31549cc3f': attention_bwd__c2f31549cc3f,
-        'c67d78419977': attention_bwd__c67d78419977,
-        'c792cbc01814': attention_bwd__c792cbc01814,
+        'c78750da2c1a': attention_bwd__c78750da2c1a,
+        'c9dd84a3aa81': attention_bwd__c9dd84a3aa81,
         'cd89e094957b': attention_bwd__cd89e094957b,
-        'd4e324e0b8ff': attention_bwd__d4e324e0b8ff,
-        'ed68b52bb0ac': attention_bwd__ed68b52bb0ac,
-        'f4704086b2bc': attention_bwd__f4704086b2bc,
-        'f5082c8d0714': attention_bwd__f5082c8d0714,
-        'ff7ff2620a23': attention_bwd__ff7ff2620a23,
+        'e40d7efcd963': attention_bwd__e40d7efcd963,
+        'e5bd0e20afa2': attention_bwd__e5bd0e20afa2,
+        'e6e38cc662aa': attention_bwd__e6e38cc662aa,
+        'e9e29130d978': attention_bwd__e9e29130d978,
     },
 }
 
 
 REPLAYABLE = frozenset({
-    'attention_bwd__0401f53530f2',
-    'attention_bwd__071b5f38e283',
+    'attention_bwd__059606b304d8',
     'attention_bwd__0b3098ea6d0d',
     'attention_bwd__0fc30be50388',
-    'attention_bwd__159fc969e564',
-    'attention_bwd__165f9577e647',
-    'attention_bwd__33a90046d441',
-    'attention_bwd__33d20ee81331',
+    'attention_bwd__13a59b93a5c8',
+    'attention_bwd__177ee47e5fd8',
+    'attention_bwd__2b75df92a2ae',
+    'attention_bwd__335dcf1efb8a',
+    'attention_bwd__3922f71f55d5',
+    'attention_bwd__3b7da651f310',
     'attention_bwd__3b95c3b3b4c1',
-    'attention_bwd__3f1a6bdb0c2e',
+    'attention_bwd__3e65d19b2e03',
+    'attention_bwd__40896e4d822c',
+    'attention_bwd__43a2f8292a5d',
     'attention_bwd__4c949c7069b1',
-    'attention_bwd__53033dc20ae1',
-    'attention_bwd__5700e6637214',
-    'attention_bwd__570553b574bf',
-    'attention_bwd__5aae7d908142',
-    'attention_bwd__7398a21bf5a7',
-    'attention_bwd__763907e2c1c9',
+    'attention_bwd__5b58bcce9bbf',
+    'attention_bwd__6161857370e8',
+    'attention_bwd__632ca1d5dfa7',
+    'attention_bwd__669ce51a0b11',
+    'attention_bwd__6a04f1555d66',
+    'attention_bwd__6f521734ff72',
     'attention_bwd__768895622e32',
-    'attention_bwd__81a4d98329ed',
-    'attention_bwd__825da3ad791c',
-    'attention_bwd__855276a0f1fb',
+    'attention_bwd__8b268e94fc15',
     'attention_bwd__8c359b6bb324',
-    'attention_bwd__93c0903d8cd2',
-    'attention_bwd__9427f8c3804f',
-    'attention_bwd__9982230fa8cd',
-    'attention_bwd__9bffffc54b52',
-    'attention_bwd__a6554f20c02d',
+    'attention_bwd__8ec5918bb291',
+    'attention_bwd__933c3a0f4eaa',
+    'attention_bwd__963cdd50bd19',
+    'attention_bwd__9ac2d1ec8ee0',
+    'attention_bwd__a13a386bfe0f',
+    'attention_bwd__a5e24d7fe1ec',
+    'attention_bwd__a671f6eb2acf',
     'attention_bwd__ad8018a4a643',
-    'attention_bwd__b8b4c23c4456',
     'attention_bwd__c09881b61cf6',
     'attention_bwd__c132ab45a2f2',
-    'attention_bwd__c2f31549cc3f',
-    'attention_bwd__c67d78419977',
-    'attention_bwd__c792cbc01814',
+    'attention_bwd__c78750da2c1a',
+    'attention_bwd__c9dd84a3aa81',
     'attention_bwd__cd89e094957b',
-    'attention_bwd__d4e324e0b8ff',
-    'attention_bwd__ed68b52bb0ac',
-    'attention_bwd__f4704086b2bc',
-    'attention_bwd__f5082c8d0714',
-    'attention_bwd__ff7ff2620a23',
+    'attention_bwd__e40d7efcd963',
+    'attention_bwd__e5bd0e20afa2',
+    'attention_bwd__e6e38cc662aa',
+    'attention_bwd__e9e29130d978',
     'attention_fwd__02298e42676d',
+    'attention_fwd__023c35616dde',
     'attention_fwd__0883e43d5a9b',
+    'attention_fwd__0ae18f15a90c',
+    'attention_fwd__154e86f378bd',
+    'attention_fwd__168f9a4ef6c9',
     'attention_fwd__179f7d3ed8eb',
-    'attention_fwd__2313805e9b7e',
+    'attention_fwd__1b98942c342e',
     'attention_fwd__242592c37018',
-    'attention_fwd__35a97513ae5c',
-    'attention_fwd__39bfe23a6dd3',
-    'attention_fwd__3e819af2662e',
+    'attention_fwd__2982ad1979ac',
+    'attention_fwd__2a99b5a4bb1d',
+    'attention_fwd__361bd01f7748',
     'attention_fwd__3ff19e3394fe',
-    'attention_fwd__4148e2b010fa',
-    'attention_fwd__4301b4167645',
-    'attention_fwd__43379d9a8ec8',
+    'attention_fwd__43baff76c9bb',
+    'attention_fwd__4786ce4dcb61',
     'attention_fwd__4c3ce84df25f',
-    'attention_fwd__4cba069ba581',
-    'attention_fwd__4ea1f6052318',
-    'attention_fwd__52e100b64a77',
-    'attention_fwd__623a260331fb',
-    'attention_fwd__69cff88b2318',
+    'attention_fwd__568bc4600546',
+    'attention_fwd__5dd78f2169c4',
+    'attention_fwd__6cbe958602e7',
+    'attention_fwd__6e9f9367507c',
     'attention_fwd__6f91808289c5',
-    'attention_fwd__7bd31507a6bb',
-    'attention_fwd__7fe117fe8d39',
     'attention_fwd__81b7b1d88ebe',
-    'attention_fwd__8a3e62e0ffb2',
+    'attention_fwd__841731023025',
     'attention_fwd__9770431819e2',
     'attention_fwd__990a0f1765e8',
-    'attention_fwd__9b14c5ad1cb4',
-    'attention_fwd__9eec7b6276e1',
-    'attention_fwd__b4633e5da73c',
-    'attention_fwd__b69d40cf476a',
-    'attention_fwd__b81027a80a1b',
-    'attention_fwd__ba77af1e9591',
-    'attention_fwd__bdfea7f8dcc7',
-    'attention_fwd__c188f55f7408',
-    'attention_fwd__c525cdd4c357',
+    'attention_fwd__9a9ec6f938ff',
+    'attention_fwd__9c1e653b17c5',
+    'attention_fwd__a7014dbfcde2',
+    'attention_fwd__b50dfe0fe448',
+    'attention_fwd__c5cf7e9f0d0f',
+    'attention_fwd__c932a33684f5',
+    'attention_fwd__cc08d87486bf',
     'attention_fwd__ccc60b73b113',
-    'attention_fwd__d55b91c314cf',
-    'attention_fwd__dcda5604f8db',
-    'attention_fwd__e4e348a54295',
+    'attention_fwd__cff58b149bbb',
+    'attention_fwd__d003d046e21a',
+    'attention_fwd__d951678da2f2',
+    'attention_fwd__e2685e1a8efd',
+    'attention_fwd__e3e0fe75d245',
+    'attention_fwd__e46542d6cde2',
+    'attention_fwd__e688dad0c01a',
     'attention_fwd__ebed2bb376a2',
-    'attention_fwd__f6cba04f1a21',
-    'attention_fwd__fe1d9b7fbec2',
-    'attention_fwd__fe4b3112bcc2',
+    'attention_fwd__f1fc36216eaf',
 })

@@ -2689,71 +2689,11 @@ def _matmul_kernel_feaa8d05e7(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_18, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
 
-# bmm variant 05f91ce60a6f
-# config: {"block_sizes":[128,256,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
-# used by: default.json float32 {"B":4,"K":1024,"M":1024,"N":1024}
-def bmm__05f91ce60a6f(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_7f98b8a80d, (batch * _cdiv(m, 128) * _cdiv(n, 256),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 256, 32), 8, 3)
-    return out
-
-
-# bmm variant 60e1ac98262a
-# config: {"block_sizes":[16,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
-# used by: default.json bfloat16 {"B":64,"K":4096,"M":16,"N":128}
-def bmm__60e1ac98262a(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
-    return out
-
-
-# bmm variant 67306d4fd290
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
-# used by: default.json float32 {"B":32,"K":128,"M":1024,"N":1024}
-def bmm__67306d4fd290(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_856b487b03, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 32), 8, 3)
-    return out
-
-
-# bmm variant 8b352e65000a
-# config: {"block_sizes":[16,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
-# used by: default.json float32 {"B":64,"K":4096,"M":16,"N":128}
-def bmm__8b352e65000a(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_856b487b03, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 32), 4, 4)
-    return out
-
-
-# bmm variant 90066976ac73
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# bmm variant 088145777ab7
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
 # used by: default.json bfloat16 {"B":4,"K":1024,"M":1024,"N":1024}
-def bmm__90066976ac73(a, b):
+def bmm__088145777ab7(a, b):
     batch, m, k = a.size()
     n = b.size(2)
     out = _new_empty(a, a.dtype, batch, m, n)
@@ -2764,11 +2704,71 @@ def bmm__90066976ac73(a, b):
     return out
 
 
-# bmm variant 94fa935e0221
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# bmm variant 141a64b63d3e
+# config: {"block_sizes":[128,256,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
+# used by: default.json float32 {"B":4,"K":1024,"M":1024,"N":1024}
+def bmm__141a64b63d3e(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_7f98b8a80d, (batch * _cdiv(m, 128) * _cdiv(n, 256),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 256, 32), 8, 3)
+    return out
+
+
+# bmm variant 47295366ec78
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
+# used by: default.json bfloat16 {"B":32,"K":128,"M":1024,"N":1024}
+def bmm__47295366ec78(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 64), 8, 3)
+    return out
+
+
+# bmm variant 61d81b5b2b80
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
+# used by: default.json float32 {"B":32,"K":128,"M":1024,"N":1024}
+def bmm__61d81b5b2b80(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_856b487b03, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 32), 8, 3)
+    return out
+
+
+# bmm variant 7621b7b9f788
+# config: {"block_sizes":[16,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
+# used by: default.json float16 {"B":64,"K":4096,"M":16,"N":128}
+def bmm__7621b7b9f788(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_7838ca2d99, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
+    return out
+
+
+# bmm variant 790c6636a6fe
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
 # used by: default.json float16 {"B":4,"K":1024,"M":1024,"N":1024}
-def bmm__94fa935e0221(a, b):
+def bmm__790c6636a6fe(a, b):
     batch, m, k = a.size()
     n = b.size(2)
     out = _new_empty(a, a.dtype, batch, m, n)
@@ -2779,18 +2779,18 @@ def bmm__94fa935e0221(a, b):
     return out
 
 
-# bmm variant 98bdf35b745c
-# config: {"block_sizes":[16,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
-# used by: default.json float16 {"B":64,"K":4096,"M":16,"N":128}
-def bmm__98bdf35b745c(a, b):
+# bmm variant 8fab0d2373a0
+# config: {"block_sizes":[16,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float32","rank":3},"b":{"dtype":"float32","rank":3}}
+# used by: default.json float32 {"B":64,"K":4096,"M":16,"N":128}
+def bmm__8fab0d2373a0(a, b):
     batch, m, k = a.size()
     n = b.size(2)
     out = _new_empty(a, a.dtype, batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_bmm_kernel_7838ca2d99, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
+    _launch(_bmm_kernel_856b487b03, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 32), 4, 4)
     return out
 
 
@@ -2824,6 +2824,21 @@ def bmm__b5ed4972e69c(a, b):
     return out
 
 
+# bmm variant b7d676d4ca7b
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
+# used by: default.json float16 {"B":32,"K":128,"M":1024,"N":1024}
+def bmm__b7d676d4ca7b(a, b):
+    batch, m, k = a.size()
+    n = b.size(2)
+    out = _new_empty(a, a.dtype, batch, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_bmm_kernel_7838ca2d99, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 64), 8, 3)
+    return out
+
+
 # bmm variant d1a7aa3d0711
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
 # specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
@@ -2836,21 +2851,6 @@ def bmm__d1a7aa3d0711(a, b):
     b_strides = b.stride()
     out_strides = out.stride()
     _launch(_bmm_kernel_7c0f0c311f, (batch * _cdiv(m, 128) * _cdiv(n, 256),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 256, 64), 8, 3)
-    return out
-
-
-# bmm variant e3bcb45f2f01
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
-# used by: default.json bfloat16 {"B":32,"K":128,"M":1024,"N":1024}
-def bmm__e3bcb45f2f01(a, b):
-    batch, m, k = a.size()
-    n = b.size(2)
-    out = _new_empty(a, a.dtype, batch, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 64), 8, 3)
     return out
 
 
@@ -2869,33 +2869,33 @@ def bmm__e4758a13ecd2(a, b):
     return out
 
 
-# bmm variant e848b98a3a0c
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"a":{"dtype":"float16","rank":3},"b":{"dtype":"float16","rank":3}}
-# used by: default.json float16 {"B":32,"K":128,"M":1024,"N":1024}
-def bmm__e848b98a3a0c(a, b):
+# bmm variant ea7746dca74e
+# config: {"block_sizes":[16,128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["",""],"loop_orders":[[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":3},"b":{"dtype":"bfloat16","rank":3}}
+# used by: default.json bfloat16 {"B":64,"K":4096,"M":16,"N":128}
+def bmm__ea7746dca74e(a, b):
     batch, m, k = a.size()
     n = b.size(2)
     out = _new_empty(a, a.dtype, batch, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_bmm_kernel_7838ca2d99, (batch * _cdiv(m, 128) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (128, 128, 64), 8, 3)
+    _launch(_bmm_kernel_dc3136e546, (batch * _cdiv(m, 16) * _cdiv(n, 128),), (batch, m, n, k, a, a_strides[0], a_strides[1], a_strides[2], b, b_strides[0], b_strides[1], b_strides[2], out, out_strides[0], out_strides[1], out_strides[2]), (16, 128, 64), 4, 4)
     return out
 
 
-# linear variant 0650e4dbd529
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":2048,"M":2048,"N":2048}
-def linear__0650e4dbd529(x, weight, bias):
+# linear variant 02e10cd9c751
+# config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":16,"N":4096}
+def linear__02e10cd9c751(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
-    _launch(_linear_kernel_bcd02ab1e6, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
+    _launch(_linear_kernel_a077bcffa2, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
     return out
 
 
@@ -2918,6 +2918,21 @@ def linear__146e6105ac96(x, weight, bias):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_linear_kernel_fad791c6d5, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    return out
+
+
+# linear variant 1eddfb7da05a
+# config: {"block_sizes":[16,32,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":16,"N":4096}
+def linear__1eddfb7da05a(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_77f44b18e7, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 128), 4, 4)
     return out
 
 
@@ -2962,6 +2977,64 @@ def linear__27ce87a9024a(x, weight, bias):
     return out
 
 
+# linear variant 2980ece42e7a
+# config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
+def linear__2980ece42e7a(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_a077bcffa2, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
+    return out
+
+
+# linear variant 372f3bb8edbc
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
+def linear__372f3bb8edbc(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    _device = x.device
+    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
+    _ensure_allocator()
+    bias_strides = bias.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    weight_sizes = weight.size()
+    weight_strides = weight.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_linear_kernel_6f50cdefeb, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    return out
+
+
+# linear variant 3aaad3165b2c
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":4096,"M":128,"N":11008}
+def linear__3aaad3165b2c(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
+    _ensure_allocator()
+    bias_strides = bias.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    weight_sizes = weight.size()
+    weight_strides = weight.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_linear_kernel_390590d463, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    return out
+
+
 # linear variant 3f1a227817d2
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"pid_type":"persistent_interleaved","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
 # specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
@@ -2987,11 +3060,11 @@ def linear__3f1a227817d2(x, weight, bias):
     return out
 
 
-# linear variant 59428cc7b961
-# config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# linear variant 455bab3cebdd
+# config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"K":4096,"M":128,"N":4096}
-def linear__59428cc7b961(x, weight, bias):
+def linear__455bab3cebdd(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
@@ -3002,15 +3075,16 @@ def linear__59428cc7b961(x, weight, bias):
     return out
 
 
-# linear variant 5a038c29a3e4
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# linear variant 5265b58b8261
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":128,"N":11008}
-def linear__5a038c29a3e4(x, weight, bias):
+# used by: default.json float16 {"K":2048,"M":2048,"N":2048}
+def linear__5265b58b8261(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
+    _device = x.device
+    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
     _ensure_allocator()
     bias_strides = bias.stride()
     out_sizes = out.size()
@@ -3019,7 +3093,37 @@ def linear__5a038c29a3e4(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_390590d463, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_linear_kernel_0b9853b320, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    return out
+
+
+# linear variant 5290ba6df913
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":2048,"M":2048,"N":2048}
+def linear__5290ba6df913(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_bcd02ab1e6, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
+    return out
+
+
+# linear variant 5ca91b4de258
+# config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":4096,"M":16,"N":4096}
+def linear__5ca91b4de258(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_strides = x.stride()
+    _launch(_linear_kernel_bb137b319e, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
     return out
 
 
@@ -3043,64 +3147,6 @@ def linear__693becbe84b7(x, weight, bias):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_linear_kernel_84baa13623, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
-    return out
-
-
-# linear variant 6ce165dabcee
-# config: {"block_sizes":[16,32,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":16,"N":4096}
-def linear__6ce165dabcee(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    out_strides = out.stride()
-    weight_strides = weight.stride()
-    x_strides = x.stride()
-    _launch(_linear_kernel_77f44b18e7, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 128), 4, 4)
-    return out
-
-
-# linear variant 75a45da07e7a
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
-def linear__75a45da07e7a(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    _device = x.device
-    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
-    _ensure_allocator()
-    bias_strides = bias.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    weight_sizes = weight.size()
-    weight_strides = weight.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_linear_kernel_6f50cdefeb, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
-    return out
-
-
-# linear variant 7d23e7f815d7
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":128,"N":11008}
-def linear__7d23e7f815d7(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
-    _ensure_allocator()
-    bias_strides = bias.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    weight_sizes = weight.size()
-    weight_strides = weight.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_linear_kernel_f43a6245b4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3163,6 +3209,27 @@ def linear__907fd5d445c6(x, weight, bias):
     return out
 
 
+# linear variant 996eb5323ab4
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":128,"N":11008}
+def linear__996eb5323ab4(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 4)
+    _ensure_allocator()
+    bias_strides = bias.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    weight_sizes = weight.size()
+    weight_strides = weight.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_linear_kernel_9fb28f7eb4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    return out
+
+
 # linear variant aaef54718005
 # config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"pid_type":"flat","range_num_stages":[0],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
@@ -3175,58 +3242,6 @@ def linear__aaef54718005(x, weight, bias):
     weight_strides = weight.stride()
     x_strides = x.stride()
     _launch(_linear_kernel_bb137b319e, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
-    return out
-
-
-# linear variant ae78cab08fd0
-# config: {"block_sizes":[64,64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":128,"N":4096}
-def linear__ae78cab08fd0(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    out_strides = out.stride()
-    weight_strides = weight.stride()
-    x_strides = x.stride()
-    _launch(_linear_kernel_77f44b18e7, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 64), 4, 5)
-    return out
-
-
-# linear variant be2023c93d05
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":2048,"M":2048,"N":2048}
-def linear__be2023c93d05(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    _device = x.device
-    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 4)
-    _ensure_allocator()
-    bias_strides = bias.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    weight_sizes = weight.size()
-    weight_strides = weight.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_linear_kernel_0b9853b320, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
-    return out
-
-
-# linear variant c6e80f4bab8c
-# config: {"block_sizes":[64,64,128],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
-def linear__c6e80f4bab8c(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    out_strides = out.stride()
-    weight_strides = weight.stride()
-    x_strides = x.stride()
-    _launch(_linear_kernel_a077bcffa2, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
     return out
 
 
@@ -3245,26 +3260,11 @@ def linear__ca4998102303(x, weight, bias):
     return out
 
 
-# linear variant e65b74f158b9
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
+# linear variant e7c8bd80549b
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":16,"N":4096}
-def linear__e65b74f158b9(x, weight, bias):
-    m, k = x.size()
-    n = weight.size(0)
-    out = _new_empty(x, x.dtype, m, n)
-    out_strides = out.stride()
-    weight_strides = weight.stride()
-    x_strides = x.stride()
-    _launch(_linear_kernel_a077bcffa2, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
-    return out
-
-
-# linear variant ee721ce6e9de
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":128,"N":11008}
-def linear__ee721ce6e9de(x, weight, bias):
+# used by: default.json bfloat16 {"K":4096,"M":128,"N":11008}
+def linear__e7c8bd80549b(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
@@ -3277,22 +3277,22 @@ def linear__ee721ce6e9de(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_9fb28f7eb4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_linear_kernel_f43a6245b4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
     return out
 
 
-# linear variant f944823ceeac
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":16,"N":4096}
-def linear__f944823ceeac(x, weight, bias):
+# linear variant f0208c16d59e
+# config: {"block_sizes":[64,64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":128,"N":4096}
+def linear__f0208c16d59e(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
     out = _new_empty(x, x.dtype, m, n)
     out_strides = out.stride()
     weight_strides = weight.stride()
     x_strides = x.stride()
-    _launch(_linear_kernel_bb137b319e, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
+    _launch(_linear_kernel_77f44b18e7, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, x, x_strides[0], x_strides[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (64, 64, 64), 4, 5)
     return out
 
 
@@ -3318,21 +3318,6 @@ def matmul__06d2a395197d(a, b):
     return out
 
 
-# matmul variant 0ba64dbb0670
-# config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
-def matmul__0ba64dbb0670(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
-    return out
-
-
 # matmul variant 0bed6d6e64c1
 # config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
@@ -3345,21 +3330,6 @@ def matmul__0bed6d6e64c1(a, b):
     b_strides = b.stride()
     out_strides = out.stride()
     _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
-    return out
-
-
-# matmul variant 1489ff2838ba
-# config: {"block_sizes":[64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":128,"N":4096}
-def matmul__1489ff2838ba(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_d9dd6e19bd, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 64), 4, 5)
     return out
 
 
@@ -3379,18 +3349,18 @@ def matmul__22c58c39b44f(a, b):
     return out
 
 
-# matmul variant 2c4b94220c98
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":16,"N":4096}
-def matmul__2c4b94220c98(a, b):
+# matmul variant 2b235b402b0e
+# config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":4096,"M":128,"N":4096}
+def matmul__2b235b402b0e(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
+    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
     return out
 
 
@@ -3415,6 +3385,42 @@ def matmul__3a30aae24b7a(a, b):
     return out
 
 
+# matmul variant 40c084fdf04f
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":2048,"M":2048,"N":2048}
+def matmul__40c084fdf04f(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    _device = a.device
+    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
+    _ensure_allocator()
+    a_sizes = a.size()
+    a_strides = a.stride()
+    b_sizes = b.size()
+    b_strides = b.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_3f77d160b2, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    return out
+
+
+# matmul variant 40eb434cc8d1
+# config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":128,"N":4096}
+def matmul__40eb434cc8d1(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
+    return out
+
+
 # matmul variant 42b2ddd4a80a
 # config: {"block_sizes":[16,64,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":2}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
@@ -3436,11 +3442,11 @@ def matmul__42b2ddd4a80a(a, b):
     return out
 
 
-# matmul variant 43f5c36a403b
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":128,"N":11008}
-def matmul__43f5c36a403b(a, b):
+# matmul variant 522903c60701
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"K":4096,"M":128,"N":11008}
+def matmul__522903c60701(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
@@ -3452,58 +3458,22 @@ def matmul__43f5c36a403b(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_a7664d39c2, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_feaa8d05e7, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
     return out
 
 
-# matmul variant 4c3167f71ee1
-# config: {"block_sizes":[128,128,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# matmul variant 57eafe2c926f
+# config: {"block_sizes":[64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":2048,"M":2048,"N":2048}
-def matmul__4c3167f71ee1(a, b):
+# used by: default.json float32 {"K":4096,"M":128,"N":4096}
+def matmul__57eafe2c926f(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_matmul_kernel_e059282da5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
-    return out
-
-
-# matmul variant 5448ab37fc30
-# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":16,"N":4096}
-def matmul__5448ab37fc30(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
-    return out
-
-
-# matmul variant 5456b4c34efd
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":2048,"M":2048,"N":2048}
-def matmul__5456b4c34efd(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    _device = a.device
-    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
-    _ensure_allocator()
-    a_sizes = a.size()
-    a_strides = a.stride()
-    b_sizes = b.size()
-    b_strides = b.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_3f77d160b2, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_d9dd6e19bd, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 64), 4, 5)
     return out
 
 
@@ -3543,6 +3513,82 @@ def matmul__7d5d9ec97bbf(a, b):
     out_sizes = out.size()
     out_strides = out.stride()
     _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    return out
+
+
+# matmul variant 8bc0a311a07d
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":128,"N":11008}
+def matmul__8bc0a311a07d(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
+    _ensure_allocator()
+    a_sizes = a.size()
+    a_strides = a.stride()
+    b_sizes = b.size()
+    b_strides = b.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_a7664d39c2, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    return out
+
+
+# matmul variant 926dbf1a309b
+# config: {"block_sizes":[16,32,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":4096,"M":16,"N":4096}
+def matmul__926dbf1a309b(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_d9dd6e19bd, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 128), 4, 4)
+    return out
+
+
+# matmul variant 975889db5139
+# config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
+def matmul__975889db5139(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    _device = a.device
+    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
+    _ensure_allocator()
+    a_sizes = a.size()
+    a_strides = a.stride()
+    b_sizes = b.size()
+    b_strides = b.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    return out
+
+
+# matmul variant 98e7c24d8773
+# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":128,"N":11008}
+def matmul__98e7c24d8773(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
+    _ensure_allocator()
+    a_sizes = a.size()
+    a_strides = a.stride()
+    b_sizes = b.size()
+    b_strides = b.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_504af658f5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3592,6 +3638,21 @@ def matmul__a07f4de2dd65(a, b):
     return out
 
 
+# matmul variant a2bac518cd2e
+# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"K":4096,"M":16,"N":4096}
+def matmul__a2bac518cd2e(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_39ee950c78, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
+    return out
+
+
 # matmul variant a3890ecc64b1
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[true,true],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1]}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
@@ -3628,21 +3689,6 @@ def matmul__a46d60a9ee47(a, b):
     return out
 
 
-# matmul variant b97ddeac3d24
-# config: {"block_sizes":[16,32,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"K":4096,"M":16,"N":4096}
-def matmul__b97ddeac3d24(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_d9dd6e19bd, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 128), 4, 4)
-    return out
-
-
 # matmul variant ba008c11a671
 # config: {"block_sizes":[64,64,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":4,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":2}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
@@ -3664,188 +3710,142 @@ def matmul__ba008c11a671(a, b):
     return out
 
 
-# matmul variant c1ec77ff55e0
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# matmul variant bd0f82d6b878
+# config: {"block_sizes":[128,128,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"a":{"dtype":"float32","rank":2},"b":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"K":2048,"M":2048,"N":2048}
+def matmul__bd0f82d6b878(a, b):
+    m, k = a.size()
+    n = b.size(1)
+    out = _new_empty(a, a.dtype, m, n)
+    a_strides = a.stride()
+    b_strides = b.stride()
+    out_strides = out.stride()
+    _launch(_matmul_kernel_e059282da5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (128, 128, 32), 8, 3)
+    return out
+
+
+# matmul variant be1d06e23db0
+# config: {"block_sizes":[16,32,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":128,"N":11008}
-def matmul__c1ec77ff55e0(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
-    _ensure_allocator()
-    a_sizes = a.size()
-    a_strides = a.stride()
-    b_sizes = b.size()
-    b_strides = b.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_feaa8d05e7, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
-    return out
-
-
-# matmul variant cdf1c2a239e4
-# config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8,8],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
-def matmul__cdf1c2a239e4(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    _device = a.device
-    _descriptors_fit = _descriptor_scratch_fits((min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), 3)
-    _ensure_allocator()
-    a_sizes = a.size()
-    a_strides = a.stride()
-    b_sizes = b.size()
-    b_strides = b.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
-    return out
-
-
-# matmul variant f2cf167adc0c
-# config: {"block_sizes":[128,128,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":4,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"K":4096,"M":128,"N":11008}
-def matmul__f2cf167adc0c(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(m, 128) * _cdiv(n, 128),), 3)
-    _ensure_allocator()
-    a_sizes = a.size()
-    a_strides = a.stride()
-    b_sizes = b.size()
-    b_strides = b.stride()
-    out_sizes = out.size()
-    out_strides = out.stride()
-    _launch(_matmul_kernel_504af658f5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
-    return out
-
-
-# matmul variant f7d1b06014a2
-# config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":5,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"K":4096,"M":128,"N":4096}
-def matmul__f7d1b06014a2(a, b):
+# used by: default.json float16 {"K":4096,"M":16,"N":4096}
+def matmul__be1d06e23db0(a, b):
     m, k = a.size()
     n = b.size(1)
     out = _new_empty(a, a.dtype, m, n)
     a_strides = a.stride()
     b_strides = b.stride()
     out_strides = out.stride()
-    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 64) * _cdiv(n, 64),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (64, 64, 128), 4, 5)
+    _launch(_matmul_kernel_0f7d7e1e5c, (_cdiv(m, 16) * _cdiv(n, 32),), (m, n, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], out, out_strides[0], out_strides[1]), (16, 32, 256), 4, 4)
     return out
 
 
 VARIANTS = {
     'matmul': {
         '06d2a395197d': matmul__06d2a395197d,
-        '0ba64dbb0670': matmul__0ba64dbb0670,
         '0bed6d6e64c1': matmul__0bed6d6e64c1,
-        '1489ff2838ba': matmul__1489ff2838ba,
         '22c58c39b44f': matmul__22c58c39b44f,
-        '2c4b94220c98': matmul__2c4b94220c98,
+        '2b235b402b0e': matmul__2b235b402b0e,
         '3a30aae24b7a': matmul__3a30aae24b7a,
+        '40c084fdf04f': matmul__40c084fdf04f,
+        '40eb434cc8d1': matmul__40eb434cc8d1,
         '42b2ddd4a80a': matmul__42b2ddd4a80a,
-        '43f5c36a403b': matmul__43f5c36a403b,
-        '4c3167f71ee1': matmul__4c3167f71ee1,
-        '5448ab37fc30': matmul__5448ab37fc30,
-        '5456b4c34efd': matmul__5456b4c34efd,
+        '522903c60701': matmul__522903c60701,
+        '57eafe2c926f': matmul__57eafe2c926f,
         '70caaf8a6f90': matmul__70caaf8a6f90,
         '7d5d9ec97bbf': matmul__7d5d9ec97bbf,
+        '8bc0a311a07d': matmul__8bc0a311a07d,
+        '926dbf1a309b': matmul__926dbf1a309b,
+        '975889db5139': matmul__975889db5139,
+        '98e7c24d8773': matmul__98e7c24d8773,
         '9ecd2ee199cc': matmul__9ecd2ee199cc,
         'a07f4de2dd65': matmul__a07f4de2dd65,
+        'a2bac518cd2e': matmul__a2bac518cd2e,
         'a3890ecc64b1': matmul__a3890ecc64b1,
         'a46d60a9ee47': matmul__a46d60a9ee47,
-        'b97ddeac3d24': matmul__b97ddeac3d24,
         'ba008c11a671': matmul__ba008c11a671,
-        'c1ec77ff55e0': matmul__c1ec77ff55e0,
-        'cdf1c2a239e4': matmul__cdf1c2a239e4,
-        'f2cf167adc0c': matmul__f2cf167adc0c,
-        'f7d1b06014a2': matmul__f7d1b06014a2,
+        'bd0f82d6b878': matmul__bd0f82d6b878,
+        'be1d06e23db0': matmul__be1d06e23db0,
     },
     'bmm': {
-        '05f91ce60a6f': bmm__05f91ce60a6f,
-        '60e1ac98262a': bmm__60e1ac98262a,
-        '67306d4fd290': bmm__67306d4fd290,
-        '8b352e65000a': bmm__8b352e65000a,
-        '90066976ac73': bmm__90066976ac73,
-        '94fa935e0221': bmm__94fa935e0221,
-        '98bdf35b745c': bmm__98bdf35b745c,
+        '088145777ab7': bmm__088145777ab7,
+        '141a64b63d3e': bmm__141a64b63d3e,
+        '47295366ec78': bmm__47295366ec78,
+        '61d81b5b2b80': bmm__61d81b5b2b80,
+        '7621b7b9f788': bmm__7621b7b9f788,
+        '790c6636a6fe': bmm__790c6636a6fe,
+        '8fab0d2373a0': bmm__8fab0d2373a0,
         '9e8f6f00b0f9': bmm__9e8f6f00b0f9,
         'b5ed4972e69c': bmm__b5ed4972e69c,
+        'b7d676d4ca7b': bmm__b7d676d4ca7b,
         'd1a7aa3d0711': bmm__d1a7aa3d0711,
-        'e3bcb45f2f01': bmm__e3bcb45f2f01,
         'e4758a13ecd2': bmm__e4758a13ecd2,
-        'e848b98a3a0c': bmm__e848b98a3a0c,
+        'ea7746dca74e': bmm__ea7746dca74e,
     },
     'linear': {
-        '0650e4dbd529': linear__0650e4dbd529,
+        '02e10cd9c751': linear__02e10cd9c751,
         '146e6105ac96': linear__146e6105ac96,
+        '1eddfb7da05a': linear__1eddfb7da05a,
         '1f6a63afc3f4': linear__1f6a63afc3f4,
         '27ce87a9024a': linear__27ce87a9024a,
+        '2980ece42e7a': linear__2980ece42e7a,
+        '372f3bb8edbc': linear__372f3bb8edbc,
+        '3aaad3165b2c': linear__3aaad3165b2c,
         '3f1a227817d2': linear__3f1a227817d2,
-        '59428cc7b961': linear__59428cc7b961,
-        '5a038c29a3e4': linear__5a038c29a3e4,
+        '455bab3cebdd': linear__455bab3cebdd,
+        '5265b58b8261': linear__5265b58b8261,
+        '5290ba6df913': linear__5290ba6df913,
+        '5ca91b4de258': linear__5ca91b4de258,
         '693becbe84b7': linear__693becbe84b7,
-        '6ce165dabcee': linear__6ce165dabcee,
-        '75a45da07e7a': linear__75a45da07e7a,
-        '7d23e7f815d7': linear__7d23e7f815d7,
         '853a9a81ba9b': linear__853a9a81ba9b,
         '8964b88cac58': linear__8964b88cac58,
         '907fd5d445c6': linear__907fd5d445c6,
+        '996eb5323ab4': linear__996eb5323ab4,
         'aaef54718005': linear__aaef54718005,
-        'ae78cab08fd0': linear__ae78cab08fd0,
-        'be2023c93d05': linear__be2023c93d05,
-        'c6e80f4bab8c': linear__c6e80f4bab8c,
         'ca4998102303': linear__ca4998102303,
-        'e65b74f158b9': linear__e65b74f158b9,
-        'ee721ce6e9de': linear__ee721ce6e9de,
-        'f944823ceeac': linear__f944823ceeac,
+        'e7c8bd80549b': linear__e7c8bd80549b,
+        'f0208c16d59e': linear__f0208c16d59e,
     },
 }
 
 
 REPLAYABLE = frozenset({
-    'bmm__05f91ce60a6f',
-    'bmm__60e1ac98262a',
-    'bmm__67306d4fd290',
-    'bmm__8b352e65000a',
-    'bmm__90066976ac73',
-    'bmm__94fa935e0221',
-    'bmm__98bdf35b745c',
+    'bmm__088145777ab7',
+    'bmm__141a64b63d3e',
+    'bmm__47295366ec78',
+    'bmm__61d81b5b2b80',
+    'bmm__7621b7b9f788',
+    'bmm__790c6636a6fe',
+    'bmm__8fab0d2373a0',
     'bmm__9e8f6f00b0f9',
     'bmm__b5ed4972e69c',
+    'bmm__b7d676d4ca7b',
     'bmm__d1a7aa3d0711',
-    'bmm__e3bcb45f2f01',
     'bmm__e4758a13ecd2',
-    'bmm__e848b98a3a0c',
-    'linear__0650e4dbd529',
+    'bmm__ea7746dca74e',
+    'linear__02e10cd9c751',
+    'linear__1eddfb7da05a',
     'linear__1f6a63afc3f4',
-    'linear__59428cc7b961',
-    'linear__6ce165dabcee',
+    'linear__2980ece42e7a',
+    'linear__455bab3cebdd',
+    'linear__5290ba6df913',
+    'linear__5ca91b4de258',
     'linear__853a9a81ba9b',
     'linear__aaef54718005',
-    'linear__ae78cab08fd0',
-    'linear__c6e80f4bab8c',
     'linear__ca4998102303',
-    'linear__e65b74f158b9',
-    'linear__f944823ceeac',
-    'matmul__0ba64dbb0670',
+    'linear__f0208c16d59e',
     'matmul__0bed6d6e64c1',
-    'matmul__1489ff2838ba',
     'matmul__22c58c39b44f',
-    'matmul__2c4b94220c98',
+    'matmul__2b235b402b0e',
     'matmul__3a30aae24b7a',
+    'matmul__40eb434cc8d1',
     'matmul__42b2ddd4a80a',
-    'matmul__4c3167f71ee1',
-    'matmul__5448ab37fc30',
+    'matmul__57eafe2c926f',
     'matmul__70caaf8a6f90',
+    'matmul__926dbf1a309b',
+    'matmul__a2bac518cd2e',
     'matmul__a46d60a9ee47',
-    'matmul__b97ddeac3d24',
     'matmul__ba008c11a671',
-    'matmul__f7d1b06014a2',
+    'matmul__bd0f82d6b878',
+    'matmul__be1d06e23db0',
 })

@@ -4014,6 +4014,34 @@ def _rms_norm_noweight_fwd_kernel_bea456f8e7(m, x, x_stride_0, x_stride_1, x_siz
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_11, mask=(mask_4))
 
 @triton.jit
+def _rms_norm_noweight_fwd_kernel_da950a8688(m, x, x_stride_0, x_stride_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_0
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_4 = indices_3 < m
+    acc_5 = tl.full([_BLOCK_SIZE_0, _REDUCTION_BLOCK_0], 0, tl.float32)
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_6 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_7 = c_6.to(tl.float32)
+        c_8 = (c_7 * c_7)
+        acc_5 = acc_5 + tl.where(rmask_0[None, :], c_8, 0)
+    red_9 = (tl.sum(acc_5, 1) / x_size_1)
+    v_10 = (red_9 + eps)
+    v_11 = tl.rsqrt(v_10)
+    v_12 = v_11[:, None]
+    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
+        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
+        rmask_0 = rindex_0 < x_size_1
+        c_13 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+        c_14 = c_13.to(tl.float32)
+        c_15 = (c_14 * v_12)
+        c_16 = c_15.to(tl.bfloat16)
+        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_16, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+    tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_11, mask=(mask_4))
+
+@triton.jit
 def _rms_norm_noweight_fwd_kernel_ee14c2bc85(m, x, x_stride_0, x_stride_1, x_size_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -4057,11 +4085,11 @@ def _rms_norm_noweight_fwd_kernel_fcc3f9def5(m, x, x_stride_0, x_stride_1, x_siz
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_10, mask=(mask_4))
 
 
-# rms_norm_bwd variant 0ceed2f37d55
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# rms_norm_bwd variant 0138192cf283
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_bwd__0ceed2f37d55(grad_out, x, weight, inv_rms):
+def rms_norm_bwd__0138192cf283(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
     programs = min(512, row_blocks)
@@ -4075,6 +4103,27 @@ def rms_norm_bwd__0ceed2f37d55(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant 07de1c1ec0dc
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_bwd__07de1c1ec0dc(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
@@ -4127,11 +4176,11 @@ def rms_norm_bwd__16c9d31fe9c6(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 19255ac55dc3
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# rms_norm_bwd variant 20be91d57598
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_bwd__19255ac55dc3(grad_out, x, weight, inv_rms):
+def rms_norm_bwd__20be91d57598(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
     programs = min(264, row_blocks)
@@ -4152,11 +4201,11 @@ def rms_norm_bwd__19255ac55dc3(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 1d1a14da31f9
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_bwd__1d1a14da31f9(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 224666cedf0a
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def rms_norm_bwd__224666cedf0a(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
     programs = min(132, row_blocks)
@@ -4171,9 +4220,9 @@ def rms_norm_bwd__1d1a14da31f9(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4199,6 +4248,39 @@ def rms_norm_bwd__230a8a0a3675(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_c254239f28, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 1), 8, 4)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 292299b6ebc9
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def rms_norm_bwd__292299b6ebc9(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(8, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    dot_rows = m
+    main_columns = n
+    grad_x = torch.empty_like(x)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_8cdf6b1fbd, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
 
 
@@ -4278,6 +4360,39 @@ def rms_norm_bwd__32fff0b99b6f(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
+# rms_norm_bwd variant 3a9355d34e57
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def rms_norm_bwd__3a9355d34e57(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(8, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    dot_rows = m
+    main_columns = n
+    grad_x = torch.empty_like(x)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_edca2ac9d6, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant 3c6c7e7d58c2
 # config: {"block_sizes":[1,4096,1,64],"dweight_partials":264,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -4299,29 +4414,25 @@ def rms_norm_bwd__3c6c7e7d58c2(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 46293b723721
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-def rms_norm_bwd__46293b723721(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 568e26bd0257
+# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_bwd__568e26bd0257(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = m
-    programs = min(264, row_blocks)
+    row_blocks = _cdiv(m, 4)
+    programs = min(512, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
-    stride = programs
+    stride = programs * 4
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_798b619487, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
-    return (grad_x, grad_weight)
+    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
 # rms_norm_bwd variant 5e7b1ca5352f
@@ -4346,6 +4457,31 @@ def rms_norm_bwd__5e7b1ca5352f(grad_out, x, weight, inv_rms):
     _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 6046ca56313c
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def rms_norm_bwd__6046ca56313c(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 4)
+    programs = min(132, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 4
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4401,27 +4537,6 @@ def rms_norm_bwd__6a3b548fae65(grad_out, x, weight, inv_rms):
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 2, 4)
     return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 6bdd991c1577
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_bwd__6bdd991c1577(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
 # rms_norm_bwd variant 6f439231d65a
@@ -4540,11 +4655,11 @@ def rms_norm_bwd__97eada3dee07(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant b8b28176c556
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def rms_norm_bwd__b8b28176c556(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant b3a91e1e215c
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def rms_norm_bwd__b3a91e1e215c(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
     programs = min(8, row_blocks)
@@ -4567,9 +4682,34 @@ def rms_norm_bwd__b8b28176c556(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_edca2ac9d6, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_777d45b0e0, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant b7d795fd0ca8
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":16384}
+def rms_norm_bwd__b7d795fd0ca8(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(264, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_f1ed4aefcb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4595,39 +4735,6 @@ def rms_norm_bwd__b94beabc4ec2(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_edd808667f, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant bb9834acf0d7
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def rms_norm_bwd__bb9834acf0d7(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0956550986, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_8cdf6b1fbd, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
 
 
@@ -4685,27 +4792,6 @@ def rms_norm_bwd__c6ad754e027b(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant c72d01a516de
-# config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_bwd__c72d01a516de(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
 # rms_norm_bwd variant c74e2ac1f489
 # config: {"block_sizes":[1,512,1,64],"dweight_partials":128,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","first","","last","","","last",""],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4727,11 +4813,11 @@ def rms_norm_bwd__c74e2ac1f489(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant d75d7b849a13
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":16384}
-def rms_norm_bwd__d75d7b849a13(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant cf67d53f2c3a
+# config: {"block_sizes":[1,4096,64,32],"dweight_partials":264,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+def rms_norm_bwd__cf67d53f2c3a(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
     programs = min(264, row_blocks)
@@ -4746,9 +4832,9 @@ def rms_norm_bwd__d75d7b849a13(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f1ed4aefcb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_798b619487, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4869,64 +4955,6 @@ def rms_norm_bwd__ea082de972db(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant ec86593e0f73
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_bwd__ec86593e0f73(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 4)
-    programs = min(132, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 4
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant f08c820106a9
-# config: {"block_sizes":[1,4096,64,32],"dweight_partials":8,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def rms_norm_bwd__f08c820106a9(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 4096))
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e9c62e450d, (dot_rows * _cdiv(n, 4096),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (1, 4096), 8, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_777d45b0e0, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant f7e13726830b
 # config: {"block_sizes":[1,512,1,64],"dweight_partials":1024,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","tensor_descriptor","pointer","pointer","pointer","block_ptr","pointer","tensor_descriptor","pointer"],"interleave_rows":true,"l2_groupings":[2,4],"load_eviction_policies":["reread","","","","reread","","first","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":1,"pid_type":"xyz","range_num_stages":[3,0,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[2,1,1],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4982,11 +5010,11 @@ def rms_norm_bwd__fa1dd47422d9(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant fd4fb7e069da
-# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_bwd__fd4fb7e069da(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant fddba6120952
+# config: {"block_sizes":[4,4096,64,32],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def rms_norm_bwd__fddba6120952(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 4)
     programs = min(132, row_blocks)
@@ -5001,9 +5029,9 @@ def rms_norm_bwd__fd4fb7e069da(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c8cf5598b7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_116b376fd0, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
+    _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -5047,12 +5075,27 @@ def rms_norm_fwd__263f5cc2a28a(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 4a9b5dfb4262
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# rms_norm_fwd variant 40ec6c051a96
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_fwd__40ec6c051a96(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 4be4a6a404e6
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":16384}
 #   default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_fwd__4a9b5dfb4262(x, weight, eps):
+def rms_norm_fwd__4be4a6a404e6(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5078,28 +5121,6 @@ def rms_norm_fwd__5884f5c67687(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 5ddd65d0f592
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-def rms_norm_fwd__5ddd65d0f592(x, weight, eps):
-    m, n = x.size()
-    square_rows = m
-    main_columns = n
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
-    out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_c125d6af52, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
 # rms_norm_fwd variant 6299f1e3e439
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"pid_type":"flat","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -5114,21 +5135,6 @@ def rms_norm_fwd__6299f1e3e439(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant 68deab2036d1
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_fwd__68deab2036d1(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -5152,28 +5158,6 @@ def rms_norm_fwd__71212f0ca7ea(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 734d39dd69b5
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-def rms_norm_fwd__734d39dd69b5(x, weight, eps):
-    m, n = x.size()
-    square_rows = m
-    main_columns = n
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
-    square_parts_strides = square_parts.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
-    out_strides = out.stride()
-    square_parts_sizes = square_parts.size()
-    _square_parts_strides = square_parts.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_0ff82f358c, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
 # rms_norm_fwd variant 73635f8de1b1
 # config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","reread","last"],"loop_orders":[[0,1],[1,0]],"num_stages":2,"num_warps":8,"pid_type":"xyz","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[8192],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -5186,6 +5170,21 @@ def rms_norm_fwd__73635f8de1b1(x, weight, eps):
     out_strides = out.stride()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_cbb472a7e6, _grid, (m, 1, x, x_strides[0], x_strides[1], x.size(1), eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, len(_grid) == 1, 8192), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 7aa026a11b07
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":1024}
+def rms_norm_fwd__7aa026a11b07(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_0e1bce9d68, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -5207,12 +5206,12 @@ def rms_norm_fwd__8c519fae4995(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 8db84bf0588b
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# rms_norm_fwd variant 8fd5e1375fe3
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":16384}
 #   default.json float32 {"M":64,"N":4096}
-def rms_norm_fwd__8db84bf0588b(x, weight, eps):
+def rms_norm_fwd__8fd5e1375fe3(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5220,21 +5219,6 @@ def rms_norm_fwd__8db84bf0588b(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant 940a8b1b1b4c
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_fwd__940a8b1b1b4c(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -5250,6 +5234,21 @@ def rms_norm_fwd__97bffe96f1f0(x, weight, eps):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_3310a865d2, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], weight, weight.stride(0), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant 97c57e59142f
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_fwd__97c57e59142f(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
     return (out, inv_rms)
 
 
@@ -5274,22 +5273,6 @@ def rms_norm_fwd__a55d2b025faf(x, weight, eps):
     _x_sizes = x.size()
     _x_strides = x.stride()
     _launch(_rms_norm_fwd_kernel_f754c3dc08, (_cdiv(m, 4) * _cdiv(main_columns, 16384),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], square_parts_sizes[0], n, eps, x, _x_strides[0], _x_strides[1], _x_sizes[0], _x_sizes[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (4, 16384, _next_power_of_2(max(1, square_parts_sizes[1]))), 16, 1)
-    return (out, inv_rms)
-
-
-# rms_norm_fwd variant a78a01c7c943
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":16384}
-#   default.json float16 {"M":64,"N":4096}
-def rms_norm_fwd__a78a01c7c943(x, weight, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5339,11 +5322,11 @@ def rms_norm_fwd__c35f13a669a6(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant cd2e1edcc491
-# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-def rms_norm_fwd__cd2e1edcc491(x, weight, eps):
+# rms_norm_fwd variant d89cbe2f1ec7
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+def rms_norm_fwd__d89cbe2f1ec7(x, weight, eps):
     m, n = x.size()
     square_rows = m
     main_columns = n
@@ -5352,12 +5335,28 @@ def rms_norm_fwd__cd2e1edcc491(x, weight, eps):
     square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
     square_parts_strides = square_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    _launch(_rms_norm_fwd_kernel_8f9b520835, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
     out_strides = out.stride()
     square_parts_sizes = square_parts.size()
     _square_parts_strides = square_parts.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_8d49a6f979, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
+    _launch(_rms_norm_fwd_kernel_c125d6af52, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant e05304e17a71
+# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":16384}
+#   default.json float16 {"M":64,"N":4096}
+def rms_norm_fwd__e05304e17a71(x, weight, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_75309e80f0, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5399,18 +5398,47 @@ def rms_norm_fwd__f3b4eb757b2a(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant f40905ea201f
-# config: {"block_sizes":[1,1],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","",""],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_fwd__f40905ea201f(x, weight, eps):
+# rms_norm_fwd variant f6b42dd8e5b4
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"float16","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+def rms_norm_fwd__f6b42dd8e5b4(x, weight, eps):
     m, n = x.size()
+    square_rows = m
+    main_columns = n
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
+    square_parts_strides = square_parts.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_fwd_kernel_7dca82d843, (m,), (m, 1, x, x_strides[0], x_strides[1], x_sizes[1], eps, weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_0ff82f358c, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_fwd variant fb7f367e8156
+# config: {"block_sizes":[2,2048],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["last","","first"],"load_weight_first":false,"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[16],"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
+# specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+def rms_norm_fwd__fb7f367e8156(x, weight, eps):
+    m, n = x.size()
+    square_rows = m
+    main_columns = n
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    square_parts = _new_empty(x, torch.float32, square_rows, _cdiv(n, 2048))
+    square_parts_strides = square_parts.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_622561a35a, (_cdiv(square_rows, 2) * _cdiv(n, 2048),), (square_rows, n, x, x_strides[0], x_strides[1], square_parts, square_parts_strides[0], square_parts_strides[1]), (2, 2048), 8, 2)
+    out_strides = out.stride()
+    square_parts_sizes = square_parts.size()
+    _square_parts_strides = square_parts.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_fwd_kernel_8d49a6f979, (_cdiv(m, 2) * _cdiv(main_columns, 2048),), (m, main_columns, square_parts, _square_parts_strides[0], _square_parts_strides[1], square_parts_sizes[1], n, eps, x, _x_strides[0], _x_strides[1], weight, weight.stride(0), out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (2, 2048, _next_power_of_2(max(1, square_parts_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5429,56 +5457,11 @@ def rms_norm_noweight_bwd__0665e5ec91ce(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant 200c6acccb1b
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__200c6acccb1b(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 5523d6d1a620
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__5523d6d1a620(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 722114ae6eab
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__722114ae6eab(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant 79532575e027
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
+# rms_norm_noweight_bwd variant 3d180e35af41
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__79532575e027(grad_out, x, inv_rms):
+def rms_norm_noweight_bwd__3d180e35af41(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
@@ -5489,11 +5472,56 @@ def rms_norm_noweight_bwd__79532575e027(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant 97b642603f81
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
+# rms_norm_noweight_bwd variant 4234710b4f06
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":4096}
+def rms_norm_noweight_bwd__4234710b4f06(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 4d496c9289e9
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":1024}
+def rms_norm_noweight_bwd__4d496c9289e9(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_0197066a14, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 699c7b3c9a6b
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+#   default.json float32 {"M":64,"N":16384}
+def rms_norm_noweight_bwd__699c7b3c9a6b(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 8c5efec9107b
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_noweight_bwd__97b642603f81(grad_out, x, inv_rms):
+def rms_norm_noweight_bwd__8c5efec9107b(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
@@ -5501,6 +5529,21 @@ def rms_norm_noweight_bwd__97b642603f81(grad_out, x, inv_rms):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant 96aec31ee999
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":4096}
+def rms_norm_noweight_bwd__96aec31ee999(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return grad_x
 
 
@@ -5518,42 +5561,12 @@ def rms_norm_noweight_bwd__9ebda1bfd5d8(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant ac1d4f595548
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_noweight_bwd__ac1d4f595548(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_c2ebd4317b, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant b96250d530f7
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1],"tile_reversals":[false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-#   default.json float32 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__b96250d530f7(grad_out, x, inv_rms):
-    m, n = x.size()
-    grad_x = torch.empty_like(x)
-    grad_out_strides = grad_out.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_bwd_kernel_fcf7b35a62, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, 4096), 16, 2)
-    return grad_x
-
-
-# rms_norm_noweight_bwd variant c4022b6efeb0
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1],"tile_reversals":[false]}
+# rms_norm_noweight_bwd variant b6269aa2d3c6
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":131072}
 #   default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__c4022b6efeb0(grad_out, x, inv_rms):
+def rms_norm_noweight_bwd__b6269aa2d3c6(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
@@ -5563,12 +5576,27 @@ def rms_norm_noweight_bwd__c4022b6efeb0(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_bwd variant e5e700df8ef0
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1],"tile_reversals":[false]}
+# rms_norm_noweight_bwd variant b89ac2531374
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_noweight_bwd__b89ac2531374(grad_out, x, inv_rms):
+    m, n = x.size()
+    grad_x = torch.empty_like(x)
+    grad_out_strides = grad_out.stride()
+    grad_x_strides = grad_x.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_bwd_kernel_cf2419675e, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], inv_rms, inv_rms.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return grad_x
+
+
+# rms_norm_noweight_bwd variant bbf18169a535
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"grad_out":{"dtype":"float16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":131072}
 #   default.json float16 {"M":64,"N":16384}
-def rms_norm_noweight_bwd__e5e700df8ef0(grad_out, x, inv_rms):
+def rms_norm_noweight_bwd__bbf18169a535(grad_out, x, inv_rms):
     m, n = x.size()
     grad_x = torch.empty_like(x)
     grad_out_strides = grad_out.stride()
@@ -5578,18 +5606,18 @@ def rms_norm_noweight_bwd__e5e700df8ef0(grad_out, x, inv_rms):
     return grad_x
 
 
-# rms_norm_noweight_fwd variant 05418d1083d3
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__05418d1083d3(x, eps):
+# rms_norm_noweight_fwd variant 027a52506e04
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"float16","rank":2}}
+# used by: default.json float16 {"M":64,"N":131072}
+#   default.json float16 {"M":64,"N":16384}
+def rms_norm_noweight_fwd__027a52506e04(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
-    x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_160c437468, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
@@ -5608,26 +5636,26 @@ def rms_norm_noweight_fwd__0f472d8d080c(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 11f65d13f090
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":131072}
-#   default.json float32 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__11f65d13f090(x, eps):
+# rms_norm_noweight_fwd variant 13cc7467777b
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"bfloat16","rank":2}}
+# used by: default.json bfloat16 {"M":64,"N":131072}
+#   default.json bfloat16 {"M":64,"N":16384}
+def rms_norm_noweight_fwd__13cc7467777b(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 13337c9f3631
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# rms_norm_noweight_fwd variant 14ce9b15f906
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__13337c9f3631(x, eps):
+def rms_norm_noweight_fwd__14ce9b15f906(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5638,41 +5666,11 @@ def rms_norm_noweight_fwd__13337c9f3631(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 1799ccfe7926
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"x":{"dtype":"float32","rank":2}}
-# used by: default.json float32 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__1799ccfe7926(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_noweight_fwd variant 2995b3f60ec7
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":4096}
-def rms_norm_noweight_fwd__2995b3f60ec7(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_noweight_fwd variant 8dc673faee64
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# rms_norm_noweight_fwd variant 193f3619105e
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__8dc673faee64(x, eps):
+def rms_norm_noweight_fwd__193f3619105e(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5683,11 +5681,26 @@ def rms_norm_noweight_fwd__8dc673faee64(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant 99888376c16e
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"store_subtiles":[1,1],"tile_reversals":[false]}
+# rms_norm_noweight_fwd variant 303c11337a84
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":1024}
+def rms_norm_noweight_fwd__303c11337a84(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 4, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_noweight_fwd variant 4b0fbdf68e1a
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"M":64,"N":1024}
-def rms_norm_noweight_fwd__99888376c16e(x, eps):
+def rms_norm_noweight_fwd__4b0fbdf68e1a(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5698,47 +5711,63 @@ def rms_norm_noweight_fwd__99888376c16e(x, eps):
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant a608b7cf36ac
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"x":{"dtype":"bfloat16","rank":2}}
-# used by: default.json bfloat16 {"M":64,"N":131072}
-#   default.json bfloat16 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__a608b7cf36ac(x, eps):
+# rms_norm_noweight_fwd variant 880fb624a784
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":131072}
+#   default.json float32 {"M":64,"N":16384}
+def rms_norm_noweight_fwd__880fb624a784(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_fcc3f9def5, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
     return (out, inv_rms)
 
 
-# rms_norm_noweight_fwd variant d8529f3ec422
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"store_subtiles":[1,1],"tile_reversals":[false]}
+# rms_norm_noweight_fwd variant c17df7d91964
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096],"static_reduction_sizes":true,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":262144}
+#   sm_90.json bfloat16 {"M":64,"N":262144}
+def rms_norm_noweight_fwd__c17df7d91964(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_da950a8688, (m,), (m, x, x_strides[0], x_strides[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, x.size(1), 4096), 16, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_noweight_fwd variant cbf626487d31
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"x":{"dtype":"float32","rank":2}}
+# used by: default.json float32 {"M":64,"N":4096}
+def rms_norm_noweight_fwd__cbf626487d31(x, eps):
+    m, n = x.size()
+    out = torch.empty_like(x)
+    inv_rms = _new_empty(x, torch.float32, m)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_noweight_fwd_kernel_ee14c2bc85, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
+    return (out, inv_rms)
+
+
+# rms_norm_noweight_fwd variant f60665a93600
+# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"x":{"dtype":"float16","rank":2}}
-# used by: default.json float16 {"M":64,"N":131072}
-#   default.json float16 {"M":64,"N":16384}
-def rms_norm_noweight_fwd__d8529f3ec422(x, eps):
+# used by: default.json float16 {"M":64,"N":4096}
+def rms_norm_noweight_fwd__f60665a93600(x, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
     out_strides = out.stride()
+    x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_160c437468, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
-    return (out, inv_rms)
-
-
-# rms_norm_noweight_fwd variant e453de21559d
-# config: {"block_sizes":[1],"flatten_loops":[],"indexing":["pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":[""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[4096]}
-# specialization: {"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":64,"N":262144}
-def rms_norm_noweight_fwd__e453de21559d(x, eps):
-    m, n = x.size()
-    out = torch.empty_like(x)
-    inv_rms = _new_empty(x, torch.float32, m)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_noweight_fwd_kernel_bea456f8e7, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, 4096), 16, 2)
+    _launch(_rms_norm_noweight_fwd_kernel_7760f8f044, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], eps, out, out_strides[0], out_strides[1], inv_rms, inv_rms.stride(0)), (1, _next_power_of_2(max(1, x_sizes[1]))), 8, 2)
     return (out, inv_rms)
 
 
@@ -5746,93 +5775,93 @@ VARIANTS = {
     'rms_norm_fwd': {
         '0a2e4e814cb7': rms_norm_fwd__0a2e4e814cb7,
         '263f5cc2a28a': rms_norm_fwd__263f5cc2a28a,
-        '4a9b5dfb4262': rms_norm_fwd__4a9b5dfb4262,
+        '40ec6c051a96': rms_norm_fwd__40ec6c051a96,
+        '4be4a6a404e6': rms_norm_fwd__4be4a6a404e6,
         '5884f5c67687': rms_norm_fwd__5884f5c67687,
-        '5ddd65d0f592': rms_norm_fwd__5ddd65d0f592,
         '6299f1e3e439': rms_norm_fwd__6299f1e3e439,
-        '68deab2036d1': rms_norm_fwd__68deab2036d1,
         '71212f0ca7ea': rms_norm_fwd__71212f0ca7ea,
-        '734d39dd69b5': rms_norm_fwd__734d39dd69b5,
         '73635f8de1b1': rms_norm_fwd__73635f8de1b1,
+        '7aa026a11b07': rms_norm_fwd__7aa026a11b07,
         '8c519fae4995': rms_norm_fwd__8c519fae4995,
-        '8db84bf0588b': rms_norm_fwd__8db84bf0588b,
-        '940a8b1b1b4c': rms_norm_fwd__940a8b1b1b4c,
+        '8fd5e1375fe3': rms_norm_fwd__8fd5e1375fe3,
         '97bffe96f1f0': rms_norm_fwd__97bffe96f1f0,
+        '97c57e59142f': rms_norm_fwd__97c57e59142f,
         'a55d2b025faf': rms_norm_fwd__a55d2b025faf,
-        'a78a01c7c943': rms_norm_fwd__a78a01c7c943,
         'aac4732b60c8': rms_norm_fwd__aac4732b60c8,
         'b57be3ecb5b6': rms_norm_fwd__b57be3ecb5b6,
         'c35f13a669a6': rms_norm_fwd__c35f13a669a6,
-        'cd2e1edcc491': rms_norm_fwd__cd2e1edcc491,
+        'd89cbe2f1ec7': rms_norm_fwd__d89cbe2f1ec7,
+        'e05304e17a71': rms_norm_fwd__e05304e17a71,
         'f0f0d1d903f8': rms_norm_fwd__f0f0d1d903f8,
         'f3b4eb757b2a': rms_norm_fwd__f3b4eb757b2a,
-        'f40905ea201f': rms_norm_fwd__f40905ea201f,
+        'f6b42dd8e5b4': rms_norm_fwd__f6b42dd8e5b4,
+        'fb7f367e8156': rms_norm_fwd__fb7f367e8156,
     },
     'rms_norm_bwd': {
-        '0ceed2f37d55': rms_norm_bwd__0ceed2f37d55,
+        '0138192cf283': rms_norm_bwd__0138192cf283,
+        '07de1c1ec0dc': rms_norm_bwd__07de1c1ec0dc,
         '0d7c5a70457f': rms_norm_bwd__0d7c5a70457f,
         '16c9d31fe9c6': rms_norm_bwd__16c9d31fe9c6,
-        '19255ac55dc3': rms_norm_bwd__19255ac55dc3,
-        '1d1a14da31f9': rms_norm_bwd__1d1a14da31f9,
+        '20be91d57598': rms_norm_bwd__20be91d57598,
+        '224666cedf0a': rms_norm_bwd__224666cedf0a,
         '230a8a0a3675': rms_norm_bwd__230a8a0a3675,
+        '292299b6ebc9': rms_norm_bwd__292299b6ebc9,
         '2de1b5f9fd9e': rms_norm_bwd__2de1b5f9fd9e,
         '3152739e378c': rms_norm_bwd__3152739e378c,
         '32fff0b99b6f': rms_norm_bwd__32fff0b99b6f,
+        '3a9355d34e57': rms_norm_bwd__3a9355d34e57,
         '3c6c7e7d58c2': rms_norm_bwd__3c6c7e7d58c2,
-        '46293b723721': rms_norm_bwd__46293b723721,
+        '568e26bd0257': rms_norm_bwd__568e26bd0257,
         '5e7b1ca5352f': rms_norm_bwd__5e7b1ca5352f,
+        '6046ca56313c': rms_norm_bwd__6046ca56313c,
         '6453c7d1ab24': rms_norm_bwd__6453c7d1ab24,
         '6a3b548fae65': rms_norm_bwd__6a3b548fae65,
-        '6bdd991c1577': rms_norm_bwd__6bdd991c1577,
         '6f439231d65a': rms_norm_bwd__6f439231d65a,
         '78682c78629f': rms_norm_bwd__78682c78629f,
         '8012354c4c41': rms_norm_bwd__8012354c4c41,
         '84bf6aef319b': rms_norm_bwd__84bf6aef319b,
         '97eada3dee07': rms_norm_bwd__97eada3dee07,
-        'b8b28176c556': rms_norm_bwd__b8b28176c556,
+        'b3a91e1e215c': rms_norm_bwd__b3a91e1e215c,
+        'b7d795fd0ca8': rms_norm_bwd__b7d795fd0ca8,
         'b94beabc4ec2': rms_norm_bwd__b94beabc4ec2,
-        'bb9834acf0d7': rms_norm_bwd__bb9834acf0d7,
         'c64911f7abfd': rms_norm_bwd__c64911f7abfd,
         'c6ad754e027b': rms_norm_bwd__c6ad754e027b,
-        'c72d01a516de': rms_norm_bwd__c72d01a516de,
         'c74e2ac1f489': rms_norm_bwd__c74e2ac1f489,
-        'd75d7b849a13': rms_norm_bwd__d75d7b849a13,
+        'cf67d53f2c3a': rms_norm_bwd__cf67d53f2c3a,
         'dabba025f34c': rms_norm_bwd__dabba025f34c,
         'df14ab40f4bd': rms_norm_bwd__df14ab40f4bd,
         'dfd5433a85fe': rms_norm_bwd__dfd5433a85fe,
         'e8449e17427a': rms_norm_bwd__e8449e17427a,
         'ea082de972db': rms_norm_bwd__ea082de972db,
-        'ec86593e0f73': rms_norm_bwd__ec86593e0f73,
-        'f08c820106a9': rms_norm_bwd__f08c820106a9,
         'f7e13726830b': rms_norm_bwd__f7e13726830b,
         'fa1dd47422d9': rms_norm_bwd__fa1dd47422d9,
-        'fd4fb7e069da': rms_norm_bwd__fd4fb7e069da,
+        'fddba6120952': rms_norm_bwd__fddba6120952,
     },
     'rms_norm_noweight_fwd': {
-        '05418d1083d3': rms_norm_noweight_fwd__05418d1083d3,
+        '027a52506e04': rms_norm_noweight_fwd__027a52506e04,
         '0f472d8d080c': rms_norm_noweight_fwd__0f472d8d080c,
-        '11f65d13f090': rms_norm_noweight_fwd__11f65d13f090,
-        '13337c9f3631': rms_norm_noweight_fwd__13337c9f3631,
-        '1799ccfe7926': rms_norm_noweight_fwd__1799ccfe7926,
-        '2995b3f60ec7': rms_norm_noweight_fwd__2995b3f60ec7,
-        '8dc673faee64': rms_norm_noweight_fwd__8dc673faee64,
-        '99888376c16e': rms_norm_noweight_fwd__99888376c16e,
-        'a608b7cf36ac': rms_norm_noweight_fwd__a608b7cf36ac,
-        'd8529f3ec422': rms_norm_noweight_fwd__d8529f3ec422,
-        'e453de21559d': rms_norm_noweight_fwd__e453de21559d,
+        '13cc7467777b': rms_norm_noweight_fwd__13cc7467777b,
+        '14ce9b15f906': rms_norm_noweight_fwd__14ce9b15f906,
+        '193f3619105e': rms_norm_noweight_fwd__193f3619105e,
+        '303c11337a84': rms_norm_noweight_fwd__303c11337a84,
+        '4b0fbdf68e1a': rms_norm_noweight_fwd__4b0fbdf68e1a,
+        '880fb624a784': rms_norm_noweight_fwd__880fb624a784,
+        'c17df7d91964': rms_norm_noweight_fwd__c17df7d91964,
+        'cbf626487d31': rms_norm_noweight_fwd__cbf626487d31,
+        'f60665a93600': rms_norm_noweight_fwd__f60665a93600,
     },
     'rms_norm_noweight_bwd': {
         '0665e5ec91ce': rms_norm_noweight_bwd__0665e5ec91ce,
-        '200c6acccb1b': rms_norm_noweight_bwd__200c6acccb1b,
-        '5523d6d1a620': rms_norm_noweight_bwd__5523d6d1a620,
-        '722114ae6eab': rms_norm_noweight_bwd__722114ae6eab,
-        '79532575e027': rms_norm_noweight_bwd__79532575e027,
-        '97b642603f81': rms_norm_noweight_bwd__97b642603f81,
+        '3d180e35af41': rms_norm_noweight_bwd__3d180e35af41,
+        '4234710b4f06': rms_norm_noweight_bwd__4234710b4f06,
+        '4d496c9289e9': rms_norm_noweight_bwd__4d496c9289e9,
+        '699c7b3c9a6b': rms_norm_noweight_bwd__699c7b3c9a6b,
+        '8c5efec9107b': rms_norm_noweight_bwd__8c5efec9107b,
+        '96aec31ee999': rms_norm_noweight_bwd__96aec31ee999,
         '9ebda1bfd5d8': rms_norm_noweight_bwd__9ebda1bfd5d8,
-        'ac1d4f595548': rms_norm_noweight_bwd__ac1d4f595548,
-        'b96250d530f7': rms_norm_noweight_bwd__b96250d530f7,
-        'c4022b6efeb0': rms_norm_noweight_bwd__c4022b6efeb0,
-        'e5e700df8ef0': rms_norm_noweight_bwd__e5e700df8ef0,
+        'b6269aa2d3c6': rms_norm_noweight_bwd__b6269aa2d3c6,
+        'b89ac2531374': rms_norm_noweight_bwd__b89ac2531374,
+        'bbf18169a535': rms_norm_noweight_bwd__bbf18169a535,
     },
 }
 
@@ -5840,62 +5869,62 @@ VARIANTS = {
 REPLAYABLE = frozenset({
     'rms_norm_bwd__0d7c5a70457f',
     'rms_norm_bwd__16c9d31fe9c6',
-    'rms_norm_bwd__19255ac55dc3',
-    'rms_norm_bwd__1d1a14da31f9',
+    'rms_norm_bwd__20be91d57598',
+    'rms_norm_bwd__224666cedf0a',
     'rms_norm_bwd__230a8a0a3675',
     'rms_norm_bwd__3152739e378c',
-    'rms_norm_bwd__46293b723721',
     'rms_norm_bwd__5e7b1ca5352f',
+    'rms_norm_bwd__6046ca56313c',
     'rms_norm_bwd__97eada3dee07',
+    'rms_norm_bwd__b7d795fd0ca8',
     'rms_norm_bwd__b94beabc4ec2',
     'rms_norm_bwd__c64911f7abfd',
-    'rms_norm_bwd__d75d7b849a13',
+    'rms_norm_bwd__cf67d53f2c3a',
     'rms_norm_bwd__dabba025f34c',
     'rms_norm_bwd__df14ab40f4bd',
-    'rms_norm_bwd__ec86593e0f73',
-    'rms_norm_bwd__fd4fb7e069da',
+    'rms_norm_bwd__fddba6120952',
     'rms_norm_fwd__0a2e4e814cb7',
     'rms_norm_fwd__263f5cc2a28a',
-    'rms_norm_fwd__4a9b5dfb4262',
+    'rms_norm_fwd__40ec6c051a96',
+    'rms_norm_fwd__4be4a6a404e6',
     'rms_norm_fwd__5884f5c67687',
-    'rms_norm_fwd__5ddd65d0f592',
     'rms_norm_fwd__6299f1e3e439',
-    'rms_norm_fwd__68deab2036d1',
     'rms_norm_fwd__71212f0ca7ea',
-    'rms_norm_fwd__734d39dd69b5',
     'rms_norm_fwd__73635f8de1b1',
-    'rms_norm_fwd__8db84bf0588b',
-    'rms_norm_fwd__940a8b1b1b4c',
+    'rms_norm_fwd__7aa026a11b07',
+    'rms_norm_fwd__8fd5e1375fe3',
     'rms_norm_fwd__97bffe96f1f0',
+    'rms_norm_fwd__97c57e59142f',
     'rms_norm_fwd__a55d2b025faf',
-    'rms_norm_fwd__a78a01c7c943',
     'rms_norm_fwd__aac4732b60c8',
     'rms_norm_fwd__b57be3ecb5b6',
     'rms_norm_fwd__c35f13a669a6',
-    'rms_norm_fwd__cd2e1edcc491',
+    'rms_norm_fwd__d89cbe2f1ec7',
+    'rms_norm_fwd__e05304e17a71',
     'rms_norm_fwd__f0f0d1d903f8',
     'rms_norm_fwd__f3b4eb757b2a',
-    'rms_norm_fwd__f40905ea201f',
+    'rms_norm_fwd__f6b42dd8e5b4',
+    'rms_norm_fwd__fb7f367e8156',
     'rms_norm_noweight_bwd__0665e5ec91ce',
-    'rms_norm_noweight_bwd__200c6acccb1b',
-    'rms_norm_noweight_bwd__5523d6d1a620',
-    'rms_norm_noweight_bwd__722114ae6eab',
-    'rms_norm_noweight_bwd__79532575e027',
-    'rms_norm_noweight_bwd__97b642603f81',
+    'rms_norm_noweight_bwd__3d180e35af41',
+    'rms_norm_noweight_bwd__4234710b4f06',
+    'rms_norm_noweight_bwd__4d496c9289e9',
+    'rms_norm_noweight_bwd__699c7b3c9a6b',
+    'rms_norm_noweight_bwd__8c5efec9107b',
+    'rms_norm_noweight_bwd__96aec31ee999',
     'rms_norm_noweight_bwd__9ebda1bfd5d8',
-    'rms_norm_noweight_bwd__ac1d4f595548',
-    'rms_norm_noweight_bwd__b96250d530f7',
-    'rms_norm_noweight_bwd__c4022b6efeb0',
-    'rms_norm_noweight_bwd__e5e700df8ef0',
-    'rms_norm_noweight_fwd__05418d1083d3',
+    'rms_norm_noweight_bwd__b6269aa2d3c6',
+    'rms_norm_noweight_bwd__b89ac2531374',
+    'rms_norm_noweight_bwd__bbf18169a535',
+    'rms_norm_noweight_fwd__027a52506e04',
     'rms_norm_noweight_fwd__0f472d8d080c',
-    'rms_norm_noweight_fwd__11f65d13f090',
-    'rms_norm_noweight_fwd__13337c9f3631',
-    'rms_norm_noweight_fwd__1799ccfe7926',
-    'rms_norm_noweight_fwd__2995b3f60ec7',
-    'rms_norm_noweight_fwd__8dc673faee64',
-    'rms_norm_noweight_fwd__99888376c16e',
-    'rms_norm_noweight_fwd__a608b7cf36ac',
-    'rms_norm_noweight_fwd__d8529f3ec422',
-    'rms_norm_noweight_fwd__e453de21559d',
+    'rms_norm_noweight_fwd__13cc7467777b',
+    'rms_norm_noweight_fwd__14ce9b15f906',
+    'rms_norm_noweight_fwd__193f3619105e',
+    'rms_norm_noweight_fwd__303c11337a84',
+    'rms_norm_noweight_fwd__4b0fbdf68e1a',
+    'rms_norm_noweight_fwd__880fb624a784',
+    'rms_norm_noweight_fwd__c17df7d91964',
+    'rms_norm_noweight_fwd__cbf626487d31',
+    'rms_norm_noweight_fwd__f60665a93600',
 })
