@@ -248,7 +248,7 @@ class MemoryMixin:
         use_block = strategy != "pointer" and addr.block_ok and extra_mask is None and addr.shape and tensor.meta.dtype != torch.bool
         shape = addr.shape
 
-        tma_flag = self.tma_flag(tensor, addr) if use_block and strategy == "tensor_descriptor" else None
+        tma_flag = self.tma_flag(tensor, addr, load=True) if use_block and strategy == "tensor_descriptor" else None
 
         def render(atoms: list[str]) -> str:
             evict = fixed_evict
@@ -289,20 +289,29 @@ class MemoryMixin:
             f"[{', '.join(addr.block_offsets)}], [{', '.join(blocks)}], {order})"
         )
 
-    def tma_flag(self, tensor: HostTensor, addr: Address, pieces: int = 1) -> str:
+    def tma_flag(self, tensor: HostTensor, addr: Address, pieces: int = 1, load: bool = False) -> str:
         """A constexpr the launcher computes: may this access use a TMA tensor descriptor? TMA needs
         a 16-byte aligned base and outer strides, a contiguous last dim whose block (or, for a store
         written in `pieces`, whose piece) spans at least 16 bytes, and (`_descriptors_fit`, set by the
-        launcher) scratch for every program's descriptors (see module.HELPERS["_descriptor_scratch_fits"])."""
+        launcher) scratch for every program's descriptors (see module.HELPERS["_descriptor_scratch_fits"]).
+        A load's block must also fill whole 128-byte units: a pipelined loop keeps one block per
+        stage in shared memory, where a TMA destination must be 128-byte aligned, and Triton 3.6
+        packs the stages back to back (a [2, 8] fp32 block, 64 bytes, at 3 loop stages: CUDA's
+        "misaligned address" on an H100, scratch/misaligned_probe.py)."""
         self.builder.uses_tensor_descriptors = True
         size = tensor.meta.element_size()
         host = tensor.host_expr
         dims = addr.tensor_dims
         conds = [f"{host}.stride({dims[-1]}) == 1", f"{host}.data_ptr() % 16 == 0"]
         conds += [f"{host}.stride({d}) * {size} % 16 == 0" for d in dims[:-1]]
-        last = self.builder.params.get(addr.block_dims[-1].size_expr)
-        last_block = last.host_expr if last is not None else addr.block_dims[-1].size_expr
-        conds.append(f"({last_block}) // {pieces} * {size} >= 16" if pieces > 1 else f"({last_block}) * {size} >= 16")
+        blocks = []
+        for dim in addr.block_dims:
+            param = self.builder.params.get(dim.size_expr)
+            blocks.append(f"({param.host_expr if param is not None else dim.size_expr})")
+        last_block = blocks[-1]
+        conds.append(f"{last_block} // {pieces} * {size} >= 16" if pieces > 1 else f"{last_block} * {size} >= 16")
+        if load:
+            conds.append(f"{' * '.join(blocks)} * {size} % 128 == 0")
         conds.append("_descriptors_fit")
         if len(dims) != tensor.meta.dim() or len(dims) > 5:
             return "False"

@@ -17,6 +17,7 @@ from build_tools.dsl.kernel import load_module
 from ._harness import compare, randn, results_without_interpreter
 from .test_config_space import add_2d, add_3d
 from .test_matmul import matmul_addmm
+from .test_peeled_loops import row_max_and_softmax_sum
 
 CUDA_GRID_YZ = 65535
 
@@ -90,16 +91,16 @@ def tma_flags(constants: dict) -> list:
 
 
 def test_tensor_descriptors_need_scratch_within_the_budget():
-    config = helion.Config(block_sizes=[1, 4], indexing="tensor_descriptor", pid_type="flat")
+    config = helion.Config(block_sizes=[1, 32], indexing="tensor_descriptor", pid_type="flat")
     small = torch.zeros(16, 64)
     _, ((_, constants),) = launches_of(add_2d, (small, small), config, run=False)
     assert tma_flags(constants) == [True] * 3
-    # 2^20 programs of 3 descriptors need 384 MiB of scratch (the budget is 256 MiB)
-    large = torch.zeros(1024, 4096)
+    # 2^21 programs of 3 descriptors need 768 MiB of scratch (the budget is 256 MiB)
+    large = torch.empty(8192, 8192)
     _, ((_, constants),) = launches_of(add_2d, (large, large), config, run=False)
     assert tma_flags(constants) == [False] * 3
     # persistent programs are few, whatever the size
-    persistent = helion.Config(block_sizes=[1, 4], indexing="tensor_descriptor", pid_type="persistent_blocked")
+    persistent = helion.Config(block_sizes=[1, 32], indexing="tensor_descriptor", pid_type="persistent_blocked")
     _, ((_, constants),) = launches_of(add_2d, (large, large), persistent, run=False)
     assert tma_flags(constants) == [True] * 3
 
@@ -143,16 +144,30 @@ def test_every_descriptor_is_behind_a_launcher_flag():
 @pytest.mark.parametrize("case,expected", [
     ("aligned", True),
     ("block_under_16_bytes", False),
+    ("load_block_under_128_bytes", False),
     ("misaligned_base", False),
     ("outer_stride_not_16_bytes", False),
 ])
 def test_descriptor_flags_check_tma_requirements(case, expected):
-    block_n = 2 if case == "block_under_16_bytes" else 4  # fp32: 8 or 16 bytes
+    # fp32 [4, block_n] blocks: rows of 8 bytes; 64 bytes in all; 128 bytes
+    block_n = {"block_under_16_bytes": 2, "load_block_under_128_bytes": 4}.get(case, 8)
     columns = 63 if case == "outer_stride_not_16_bytes" else 64
     x = torch.zeros(16, columns + 1)[:, 1:] if case == "misaligned_base" else torch.zeros(16, columns)
     config = helion.Config(block_sizes=[4, block_n], indexing="tensor_descriptor")
     _, ((_, constants),) = launches_of(add_2d, (x, x), config, run=False)
     assert tma_flags(constants)[:2] == [expected] * 2  # the loads of x (the store's `out` is a new tensor)
+
+
+def test_small_descriptor_blocks_in_a_pipelined_loop_load_through_pointers(device):
+    """A 64-byte block loaded in a loop of 3 stages faulted with CUDA's "misaligned address" when
+    loaded through a descriptor (Triton 3.6 packs the stages' shared-memory blocks back to back, and
+    a TMA destination must be 128-byte aligned): such a load takes its pointer branch."""
+    x = randn(4, 300, device=device) - 3.0
+    config = helion.Config(block_sizes=[2, 8], indexing=["tensor_descriptor", "pointer"], num_warps=1,
+                           num_stages=5, range_num_stages=[3], range_peel_tails=[True])
+    _, ((_, constants),) = launches_of(row_max_and_softmax_sum, (x,), config, run=False)
+    assert tma_flags(constants) == [False]
+    compare(row_max_and_softmax_sum.bind((x,)).compile_config(config)(x), torch.logsumexp(x.double(), dim=1))
 
 
 def scratch_cases() -> dict:
