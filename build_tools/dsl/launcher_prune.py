@@ -233,8 +233,8 @@ def _int_names(body: list) -> set:
 
 class _Substitute(ast.NodeTransformer):
     """Writes the folded values into a statement: an expression that folds becomes its constant, a
-    conditional expression on a folded test its taken branch, and integer `x + 0`, `x - 0`, `x * 1`
-    and `_cdiv(x, 1)` become `x`; the assignments of folded names are left for the dead-statement pass."""
+    conditional expression on a folded test its taken branch, integer `x + 0`, `x - 0`, `x * 1`
+    and `_cdiv(x, 1)` become `x`, and constant operands that cannot decide an `and`/`or` go; the assignments of folded names are left for the dead-statement pass."""
 
     def __init__(self, env: dict, ints: set):
         self.env = env
@@ -259,6 +259,18 @@ class _Substitute(ast.NodeTransformer):
         if isinstance(node.func, ast.Name) and node.func.id == "_cdiv" and len(node.args) == 2 \
                 and isinstance(node.args[1], ast.Constant) and node.args[1].value == 1 and _int_valued(node.args[0], self.ints):
             return node.args[0]
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        """Drops the operands that cannot decide the result: a constant True before the last
+        operand of an `and`, a constant False before the last of an `or`."""
+        self.generic_visit(node)
+        neutral = isinstance(node.op, ast.And)
+        kept = [v for v in node.values[:-1] if not (isinstance(v, ast.Constant) and v.value is neutral)]
+        kept.append(node.values[-1])
+        if len(kept) == 1:
+            return kept[0]
+        node.values = kept
         return node
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:

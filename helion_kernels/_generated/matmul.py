@@ -2917,7 +2917,7 @@ def linear__146e6105ac96(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_fad791c6d5, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_linear_kernel_fad791c6d5, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -2973,7 +2973,7 @@ def linear__27ce87a9024a(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_0b9853b320, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_linear_kernel_0b9853b320, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3010,7 +3010,7 @@ def linear__372f3bb8edbc(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_6f50cdefeb, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_linear_kernel_6f50cdefeb, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3031,7 +3031,7 @@ def linear__3aaad3165b2c(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_390590d463, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_linear_kernel_390590d463, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3056,7 +3056,7 @@ def linear__3f1a227817d2(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_6f50cdefeb, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_linear_kernel_6f50cdefeb, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3093,7 +3093,7 @@ def linear__5265b58b8261(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_0b9853b320, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_linear_kernel_0b9853b320, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3146,7 +3146,7 @@ def linear__693becbe84b7(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_84baa13623, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_linear_kernel_84baa13623, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3183,7 +3183,7 @@ def linear__8964b88cac58(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_fad791c6d5, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_linear_kernel_fad791c6d5, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3205,7 +3205,7 @@ def linear__907fd5d445c6(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_4130da022a, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_linear_kernel_4130da022a, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3226,7 +3226,7 @@ def linear__996eb5323ab4(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_9fb28f7eb4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_linear_kernel_9fb28f7eb4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 4 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 4 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3277,7 +3277,7 @@ def linear__e7c8bd80549b(x, weight, bias):
     weight_strides = weight.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_linear_kernel_f43a6245b4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_linear_kernel_f43a6245b4, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], weight_sizes[0], weight_sizes[1], bias, bias_strides[0], bias.size(0), out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit, weight_strides[1] == 1 and weight.data_ptr() % 16 == 0 and (weight_strides[0] * 2 % 16 == 0) and _descriptors_fit, bias_strides[0] == 1 and bias.data_ptr() % 16 == 0 and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3314,7 +3314,7 @@ def matmul__06d2a395197d(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_440c9b7956, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_440c9b7956, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3402,7 +3402,7 @@ def matmul__40c084fdf04f(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_3f77d160b2, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_3f77d160b2, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3458,7 +3458,7 @@ def matmul__522903c60701(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_feaa8d05e7, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_feaa8d05e7, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3512,7 +3512,7 @@ def matmul__7d5d9ec97bbf(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3532,7 +3532,7 @@ def matmul__8bc0a311a07d(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_a7664d39c2, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 4 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_a7664d39c2, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 32, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 4 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 4 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 4 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3568,7 +3568,7 @@ def matmul__975889db5139(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_95702e77ff, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3588,7 +3588,7 @@ def matmul__98e7c24d8773(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_504af658f5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_504af658f5, (_cdiv(m, 128) * _cdiv(n, 128),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 128, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3612,7 +3612,7 @@ def matmul__9ecd2ee199cc(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_3f77d160b2, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_3f77d160b2, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3634,7 +3634,7 @@ def matmul__a07f4de2dd65(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_c497708cae, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_c497708cae, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3670,7 +3670,7 @@ def matmul__a3890ecc64b1(a, b):
     b_strides = b.stride()
     out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_matmul_kernel_4d68fca3f3, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and True and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_4d68fca3f3, (min(_num_sms(_device), _cdiv(m, 128) * _cdiv(n, 256)),), (m, n, k, a, a_strides[0], a_strides[1], a_sizes[0], a_sizes[1], b, b_strides[0], b_strides[1], b_sizes[0], b_sizes[1], out, out_strides[0], out_strides[1], out_sizes[0], out_sizes[1]), (128, 256, 64, a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (a_strides[0] * 2 % 16 == 0) and _descriptors_fit, b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (b_strides[0] * 2 % 16 == 0) and _descriptors_fit, out_strides[1] == 1 and out.data_ptr() % 16 == 0 and (out_strides[0] * 2 % 16 == 0) and _descriptors_fit), 8, 3)
     return out
 
 

@@ -4508,7 +4508,7 @@ def rms_norm_bwd__6453c7d1ab24(grad_out, x, weight, inv_rms):
     _ensure_allocator()
     grad_weight_partial_sizes = grad_weight_partial.size()
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 2, 4)
+    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
     return (grad_x, grad_weight)
 
 
@@ -4535,7 +4535,7 @@ def rms_norm_bwd__6a3b548fae65(grad_out, x, weight, inv_rms):
     _ensure_allocator()
     grad_weight_partial_sizes = grad_weight_partial.size()
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 2, 4)
+    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
     return (grad_x, grad_weight)
 
 
@@ -4606,7 +4606,7 @@ def rms_norm_bwd__8012354c4c41(grad_out, x, weight, inv_rms):
     _ensure_allocator()
     grad_weight_partial_sizes = grad_weight_partial.size()
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (64, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and True and _descriptors_fit), 2, 4)
+    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (64, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
     return (grad_x, grad_weight)
 
 
@@ -5000,7 +5000,7 @@ def rms_norm_bwd__fa1dd47422d9(grad_out, x, weight, inv_rms):
     row_dot_parts_strides = row_dot_parts.stride()
     x_sizes = x.size()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_9e7b022f48, (_cdiv(dot_rows, 2) * _cdiv(n, 2048),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (2, 2048, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and True and _descriptors_fit), 4, 2)
+    _launch(_rms_norm_bwd_kernel_9e7b022f48, (_cdiv(dot_rows, 2) * _cdiv(n, 2048),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (2, 2048, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit), 4, 2)
     row_dot_sum = row_dot_parts.sum(1)
     _grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()

@@ -2958,7 +2958,7 @@ def softmax_bwd__00d706468d49(grad_out, out, grad_in_dtype):
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
@@ -2998,7 +2998,7 @@ def softmax_bwd__0bea1ea8e2e6(grad_out, out, grad_in_dtype):
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
@@ -3162,7 +3162,7 @@ def softmax_bwd__79bf9aed2bea(grad_out, out, grad_in_dtype):
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
@@ -3217,7 +3217,7 @@ def softmax_bwd__866bf524c83f(grad_out, out, grad_in_dtype):
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
@@ -3272,7 +3272,7 @@ def softmax_bwd__993903dfe498(grad_out, out, grad_in_dtype):
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
@@ -3342,7 +3342,7 @@ def softmax_bwd__c50a279340d9(grad_out, out, grad_in_dtype):
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
@@ -3398,7 +3398,7 @@ def softmax_bwd__e12c3b7f95ef(grad_out, out, grad_in_dtype):
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 4096)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
@@ -3423,7 +3423,7 @@ def softmax_bwd__fc6667f9f6d5(grad_out, out, grad_in_dtype):
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_dot = _new_empty(out, torch.float32, split_m, pieces)
     sync = out.new_zeros(split_m + 1, dtype=torch.int32)
     grad_in_strides = grad_in.stride()
@@ -3475,7 +3475,7 @@ def softmax_fwd__1b44650b6b52(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_max = _new_empty(x, torch.float32, split_m, pieces)
     piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
@@ -3558,7 +3558,7 @@ def softmax_fwd__3b5b83d060fc(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
     pieces = _cdiv(n, 16384)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_max = _new_empty(x, torch.float32, split_m, pieces)
     piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
@@ -3583,7 +3583,7 @@ def softmax_fwd__3c90e770a2f1(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 4096) * 4096
     pieces = _cdiv(n, 16384)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_max = _new_empty(x, torch.float32, split_m, pieces)
     piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
@@ -3622,7 +3622,7 @@ def softmax_fwd__4f1df1acef25(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
     pieces = _cdiv(n, 16384)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_max = _new_empty(x, torch.float32, split_m, pieces)
     piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
@@ -3689,7 +3689,7 @@ def softmax_fwd__858d1c6f1eb8(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
     pieces = _cdiv(n, 16384)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_max = _new_empty(x, torch.float32, split_m, pieces)
     piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
@@ -3714,7 +3714,7 @@ def softmax_fwd__8805a55a818c(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
     pieces = _cdiv(n, 16384)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_max = _new_empty(x, torch.float32, split_m, pieces)
     piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
@@ -3883,7 +3883,7 @@ def softmax_fwd__e0e9abc85d6e(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
     pieces = _cdiv(n, 8192)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_max = _new_empty(x, torch.float32, split_m, pieces)
     piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)
@@ -3936,7 +3936,7 @@ def softmax_fwd__f936cdae5dd0(x, out_dtype):
     out = _new_empty(x, out_dtype, m, n)
     padded = _cdiv(n, 8192) * 8192
     pieces = _cdiv(n, 16384)
-    split_m = m if True and pieces <= 64 else 0
+    split_m = m if pieces <= 64 else 0
     piece_max = _new_empty(x, torch.float32, split_m, pieces)
     piece_sum = _new_empty(x, torch.float32, split_m, pieces)
     sync = x.new_zeros(split_m + 1, dtype=torch.int32)

@@ -112,6 +112,11 @@ def test_and_or_and_comparisons_fold_when_their_deciding_operands_do():
     assert any(line.startswith("_launch(k1") for line in pruned(unknown_first))
 
 
+def test_constants_that_cannot_decide_an_and_or_an_or_are_dropped():
+    source = "flag = True\nquiet = False\nreturn (a and flag and b, quiet or a, a and flag, flag and 2 > 1 and b)"
+    assert pruned(source)[-1] == "return (a and b, a, a and True, b)"
+
+
 
 ENUM_CHOICE = """
 m, n = x.size()
