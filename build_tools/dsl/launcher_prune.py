@@ -234,7 +234,8 @@ def _int_names(body: list) -> set:
 class _Substitute(ast.NodeTransformer):
     """Writes the folded values into a statement: an expression that folds becomes its constant, a
     conditional expression on a folded test its taken branch, integer `x + 0`, `x - 0`, `x * 1`
-    and `_cdiv(x, 1)` become `x`, and constant operands that cannot decide an `and`/`or` go; the assignments of folded names are left for the dead-statement pass."""
+    and `_cdiv(x, 1)` become `x`, and constant operands that cannot decide an `and`/`or` go; the
+    assignments of folded names are left for the dead-statement pass."""
 
     def __init__(self, env: dict, ints: set):
         self.env = env
