@@ -21,6 +21,10 @@ class OpSpec:
     # Weights of the shape keys in the dispatcher's nearest-shape distance (default 1 each): the
     # reduced dimension of a row op weighs more, since its size decides a config's structure.
     key_weights: dict = field(default_factory=dict)
+    # Shape keys that size the op's reduced dimensions. A `static_reduction_sizes` variant compiles
+    # those sizes in, so the dispatcher runs it only where they equal its tuned shape's and sends
+    # other sizes to its dynamic twin (the same config with the flag off, generated beside it).
+    reduction_keys: tuple = field(default=())
     # Optional plain-PyTorch implementation at the input dtype (same args as the kernel); the
     # autotuner times it eagerly and under torch.compile as the peers recorded in tuned tables.
     baseline: Callable[..., Any] | None = None

@@ -5,8 +5,11 @@ device refines the others entry by entry (its entry of a shape hides theirs), so
 few retuned shapes changes only the calls nearest those. Among the entries with the same dtype and
 equal `exact_keys` the nearest shape wins (squared distance of log sizes, each key's term times the
 op's `key_weights` entry: a reduced dimension decides a config's structure more than the rows).
-Only without such an entry does the default table answer. Decisions are cached per exact key, so a
-repeated call costs one dict lookup.
+Only without such an entry does the default table answer. An entry whose variant compiles its
+reduction sizes in (`static_reduction_sizes`) runs only where the op's `reduction_keys` equal its
+tuned shape's; other sizes run its generated dynamic twin, so a process compiles one static kernel
+per tuned size, not one per size it meets. Decisions are cached per exact key, so a repeated call
+costs one dict lookup.
 """
 from __future__ import annotations
 
@@ -143,9 +146,13 @@ class Dispatcher:
             table, best = min(usable, key=lambda pair: log_distance(pair[1].shape, shape, exact_keys, weights))
             exact = all(best.shape.get(k) == v for k, v in shape.items())
             how = "exact tuned shape" if exact else f"nearest tuned shape {best.shape}"
-            return Decision(op, arch, dtype_str, shape, launchers[best.variant], best.variant,
-                            best.config, table.name, best.shape,
-                            f"{table.name} ({table.arch}, {table.device_name or 'any device'}): {how}",
+            variant, config = best.variant, best.config
+            twin = info.get("static_twins", {}).get(variant)
+            if twin in launchers and any(shape.get(k) != best.shape.get(k) for k in info.get("reduction_keys", ())):
+                variant, config = twin, {**config, "static_reduction_sizes": False}
+                how += f", through its dynamic twin {twin} ({best.variant} compiles the tuned reduction sizes in)"
+            return Decision(op, arch, dtype_str, shape, launchers[variant], variant, config, table.name,
+                            best.shape, f"{table.name} ({table.arch}, {table.device_name or 'any device'}): {how}",
                             tuple(notes))
         return Decision(op, arch, dtype_str, shape, notes=tuple(notes),
                         reason=f"no generated variant of {op} for {dtype_str}"

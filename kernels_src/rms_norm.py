@@ -382,19 +382,20 @@ SHAPES = [
 # The row length decides a config's structure (persistent rows, column splits), so it weighs 4x the
 # row count when the dispatcher looks for the nearest tuned shape.
 ROW_KEY_WEIGHTS = {"N": 4.0}
+ROW_REDUCTION_KEYS = ("N",)  # the row length: the size a static_reduction_sizes variant compiles in
 NOWEIGHT_SHAPES = [{"M": 16384, "N": 4096}, {"M": 64, "N": 262144}]
 DTYPES = (torch.bfloat16, torch.float32)
 NOWEIGHT_DTYPES = (torch.bfloat16,)
 
 OPS = [
-    OpSpec(key_weights=ROW_KEY_WEIGHTS, name="rms_norm_fwd", kernel=rms_norm_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
+    OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="rms_norm_fwd", kernel=rms_norm_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd),
-    OpSpec(key_weights=ROW_KEY_WEIGHTS, name="rms_norm_bwd", kernel=rms_norm_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
+    OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="rms_norm_bwd", kernel=rms_norm_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance_bwd, cost=cost_bwd, baseline=baseline_bwd),
-    OpSpec(key_weights=ROW_KEY_WEIGHTS, name="rms_norm_noweight_fwd", kernel=rms_norm_noweight_fwd, make_inputs=make_noweight_fwd_inputs,
+    OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="rms_norm_noweight_fwd", kernel=rms_norm_noweight_fwd, make_inputs=make_noweight_fwd_inputs,
            reference=reference_noweight_fwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance,
            cost=cost_noweight_fwd, baseline=baseline_noweight_fwd),
-    OpSpec(key_weights=ROW_KEY_WEIGHTS, name="rms_norm_noweight_bwd", kernel=rms_norm_noweight_bwd, make_inputs=make_noweight_bwd_inputs,
+    OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="rms_norm_noweight_bwd", kernel=rms_norm_noweight_bwd, make_inputs=make_noweight_bwd_inputs,
            reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance_dx,
            cost=cost_noweight_bwd, baseline=baseline_noweight_bwd),
 ]

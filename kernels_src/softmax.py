@@ -245,10 +245,11 @@ DTYPES = (torch.bfloat16, torch.float32)
 # The row length decides a config's structure (persistent or looped rows), so it weighs 4x the row
 # count when the dispatcher looks for the nearest tuned shape.
 ROW_KEY_WEIGHTS = {"N": 4.0}
+ROW_REDUCTION_KEYS = ("N",)  # the row length: the size a static_reduction_sizes variant compiles in
 
 OPS = [
-    OpSpec(key_weights=ROW_KEY_WEIGHTS, name="softmax_fwd", kernel=softmax_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
+    OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="softmax_fwd", kernel=softmax_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd),
-    OpSpec(key_weights=ROW_KEY_WEIGHTS, name="softmax_bwd", kernel=softmax_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
+    OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="softmax_bwd", kernel=softmax_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance_bwd, cost=cost_bwd, baseline=baseline_bwd),
 ]

@@ -1,9 +1,12 @@
-"""The shipped variants that pass reduction extents as constexprs (config `static_reduction_sizes`).
-Triton compiles such a variant once per extent, and the launchers keep each compiled kernel keyed by
-its constexprs; a launch that reused the kernel of another width would read and write the wrong
-columns. Every such variant of the tuned tables runs through its generated launcher at several
-widths in a row (the last one again after another), with poisoned output allocations, against the
-op's float64 reference."""
+"""The shipped variants that pass reduction extents as constexprs (config `static_reduction_sizes`)
+and their dynamic twins (the same config with the flag off, which the dispatcher runs at untuned
+widths). Triton compiles a static variant once per extent, and the launchers keep each compiled
+kernel keyed by its constexprs; a launch that reused the kernel of another width would read and
+write the wrong columns. Every such variant of the tuned tables, and its twin, runs through its
+generated launcher at several widths in a row (the last one again after another), with poisoned
+output allocations, against the op's float64 reference. The op's `reduction_keys` must name exactly
+the shape keys that change a static variant's constexprs, since the dispatcher trusts them to keep
+the static kernel to its tuned widths."""
 import json
 from pathlib import Path
 
@@ -28,12 +31,17 @@ def static_variants() -> list:
     return sorted(found)
 
 
+def with_twins(variants: list) -> list:
+    return variants + [(op, dtype, DISPATCHER.registry.op_info(op)["static_twins"][variant])
+                       for op, dtype, variant in variants]
+
+
 def test_the_tables_ship_static_variants():
     assert {op for op, _, _ in static_variants()} >= {"softmax_fwd", "softmax_bwd"}
 
 
-@pytest.mark.parametrize("op, dtype, variant", static_variants())
-def test_static_variant_is_right_at_every_width(device, op, dtype, variant):
+@pytest.mark.parametrize("op, dtype, variant", with_twins(static_variants()))
+def test_static_variant_and_twin_are_right_at_every_width(device, op, dtype, variant):
     spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
     launcher = DISPATCHER.registry.launchers(op)[variant]
     torch_dtype = getattr(torch, dtype)
@@ -42,3 +50,41 @@ def test_static_variant_is_right_at_every_width(device, op, dtype, variant):
         with poisoned_allocations():
             outputs = launcher(*args)
         assert_close(outputs, spec.reference(*args), spec.tolerance(torch_dtype), f"{op} {variant} width {width}")
+
+
+def launch_constexprs(monkeypatch, launcher, args) -> list:
+    """The constexpr values of every kernel launch the generated launcher makes for `args`."""
+    seen = []
+    launch = launcher.__globals__["_launch"]
+
+    def recording(kernel, grid, kernel_args, constexprs, *rest):
+        seen.append((kernel, tuple(constexprs)))
+        return launch(kernel, grid, kernel_args, constexprs, *rest)
+
+    with monkeypatch.context() as patch:
+        patch.setitem(launcher.__globals__, "_launch", recording)
+        launcher(*args)
+    return seen
+
+
+@pytest.mark.parametrize("op, dtype, variant", static_variants())
+def test_reduction_keys_are_the_sizes_a_static_variant_compiles_in(monkeypatch, op, dtype, variant):
+    """Changing a shape key outside `reduction_keys` leaves a static variant's constexprs (so its
+    compiled kernels) unchanged; changing one of them changes them. The twin's stay unchanged under
+    a change of width within one power of two."""
+    spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
+    info = DISPATCHER.registry.op_info(op)
+    torch_dtype = getattr(torch, dtype)
+    base = {"M": 3, "N": 300}
+    assert set(base) == set(info["shape_keys"]) and set(spec.reduction_keys) <= set(base)
+
+    def constexprs(vid, shape):
+        launcher = DISPATCHER.registry.launchers(op)[vid]
+        return launch_constexprs(monkeypatch, launcher, spec.make_inputs(shape, torch_dtype, "cpu", 0))
+
+    static = constexprs(variant, base)
+    for key in base:
+        changed = constexprs(variant, {**base, key: base[key] + 2})
+        assert (changed != static) == (key in spec.reduction_keys), (op, variant, key, static, changed)
+    twin = info["static_twins"][variant]
+    assert constexprs(twin, {**base, "N": 302}) == constexprs(twin, base)
