@@ -3,12 +3,12 @@
 For every entry of `tuned_configs/*.json` (the default table included) the entry's op is bound on
 inputs of the entry's dtype and the smallest capped version of its shape that keeps the recorded
 specialization and accepts the config unchanged (the DSL derives its config space from the bound
-sizes), and compiled for the entry's config. A `static_reduction_sizes` config also gets its
-dynamic twin (the flag off), which the dispatcher runs at untuned reduction sizes. Each kernels_src
-module (a "family") becomes one standalone module holding the deduplicated Triton kernels, one
-launcher per variant and the `VARIANTS`/`OP_INFO` indexes the runtime reads, and `REPLAYABLE`, the
-launchers a direct call may record and replay natively. Output is deterministic; `--check`
-compares it with the files on disk instead.
+sizes), and compiled for the entry's config. An entry whose config compiles its reduction sizes in
+also gets its dynamic twin (`twin_config`), which the dispatcher runs at other reduction sizes.
+Each kernels_src module (a "family") becomes one standalone module holding the deduplicated Triton
+kernels, one launcher per variant and the `VARIANTS`/`OP_INFO` indexes the runtime reads, and
+`REPLAYABLE`, the launchers a direct call may record and replay natively. Output is deterministic;
+`--check` compares it with the files on disk instead.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from helion_kernels._variant import canonical_json, to_plain, variant_id
+from helion_kernels._variant import canonical_json, to_plain, twin_config, variant_id
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE_DIR = REPO / "tuned_configs"
@@ -47,7 +47,6 @@ class Variant:
     specialization: dict
     bound: object
     used_by: list = field(default_factory=list)
-    twin: str | None = None  # a static_reduction_sizes variant's dynamic twin (add_dynamic_twin)
 
 
 def op_families() -> dict:
@@ -150,28 +149,29 @@ def collect_variants(families: dict, entries: list) -> dict:
             variants[family][key] = Variant(op, vid, config, specialization, bound)
         variants[family][key].used_by.append(
             f"{table_name} {entry['dtype']} {canonical_json(entry['shape'])}")
-        if config.get("static_reduction_sizes"):
-            add_dynamic_twin(spec, variants[family], variants[family][key])
+        if twin_config(entry) is not None:
+            add_dynamic_twin(spec, variants[family], variants[family][key], entry, table_name)
     return variants
 
 
-def add_dynamic_twin(spec, family_variants: dict, static: Variant) -> None:
-    """Add the dynamic twin of a static_reduction_sizes variant: its config with the flag off, which
-    the dispatcher runs at sizes of `spec.reduction_keys` other than the tuned shape's, so that a
-    process compiles the static kernel only for tuned sizes."""
+def add_dynamic_twin(spec, family_variants: dict, static: Variant, entry: dict, table_name: str) -> None:
+    """Add the dynamic twin of an entry whose variant compiles its reduction sizes in: the config it
+    runs at sizes of `spec.reduction_keys` other than its shape's (`twin_config`), so that a process
+    compiles the static kernel only for tuned sizes."""
+    where = f"{table_name}: {spec.name} entry {canonical_json(entry['shape'])}"
     if not spec.reduction_keys:
-        raise GenerationError(f"{spec.name}: variant {static.vid} compiles reduction sizes in "
-                              "(static_reduction_sizes), but the op's OpSpec names no reduction_keys")
-    config = {**static.config, "static_reduction_sizes": False}
-    if not keeps_config(static.bound, config):
-        raise GenerationError(f"{spec.name}: the dynamic twin of variant {static.vid} is not a legal config")
+        raise GenerationError(f"{where} compiles its reduction sizes in (static_reduction_sizes), but the "
+                              "op's OpSpec names no reduction_keys")
+    config = twin_config(entry)
+    if config.get("static_reduction_sizes"):
+        raise GenerationError(f"{where}: its dynamic_config compiles reduction sizes in too")
     vid = variant_id(spec.name, config, static.specialization)
-    twin = family_variants.setdefault((spec.name, vid), Variant(spec.name, vid, config, static.specialization,
-                                                                static.bound))
-    static.twin = vid
-    note = f"dynamic twin of {static.vid}"
-    if note not in twin.used_by:
-        twin.used_by.append(note)
+    if (spec.name, vid) not in family_variants:
+        bound = static.bound if keeps_config(static.bound, config) else bind(
+            spec, entry["shape"], _dtype(entry["dtype"]), static.specialization, config)
+        family_variants[(spec.name, vid)] = Variant(spec.name, vid, config, static.specialization, bound)
+    family_variants[(spec.name, vid)].used_by.append(
+        f"{table_name} {entry['dtype']} {canonical_json(entry['shape'])} at other reduction sizes")
 
 
 _IMPORT_LINE = re.compile(r"^(?:import|from)\s.*$", re.MULTILINE)
@@ -214,10 +214,7 @@ def render_family(family: str, specs: list, variants: dict) -> str:
     ops = [spec.name for spec in specs]
     op_info = {spec.name: {"exact_keys": list(spec.exact_keys), "key_weights": dict(spec.key_weights),
                            "reduction_keys": list(spec.reduction_keys),
-                           "shape_keys": sorted({k for s in spec.shapes for k in s}),
-                           "static_twins": {vid: v.twin for (op, vid), v in sorted(variants.items())
-                                            if op == spec.name and v.twin}}
-               for spec in specs}
+                           "shape_keys": sorted({k for s in spec.shapes for k in s})} for spec in specs}
     header = (f'"""Generated by `python -m build_tools generate`; source: kernels_src/{family}.py; do not edit.\n\n'
               f"Ops: {', '.join(ops)}.\n"
               f"Variants: {len(launchers)} (each launcher's comment names its config and the table "

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._variant import variant_id
+from ._variant import twin_config, variant_id
 
 DEFAULT_ARCH = "default"
 
@@ -25,6 +25,9 @@ class Entry:
     config: dict
     variant: str
     us: float | None = None
+    # where `config` compiles the reduction sizes in: the config and variant run at other sizes
+    twin_config: dict | None = None
+    twin: str | None = None
 
 
 @dataclass
@@ -57,7 +60,12 @@ def table_dirs() -> list:
 def _entry(raw: dict) -> Entry:
     config = raw.get("config", {})
     variant = raw.get("variant") or variant_id(raw["op"], config, raw.get("specialization", {}))
-    return Entry(raw["op"], raw["dtype"], dict(raw["shape"]), config, variant, raw.get("us"))
+    twin = twin_config({**raw, "config": config})
+    if twin is not None and "specialization" not in raw:
+        raise KeyError(f"{raw['op']} entry {raw['shape']} compiles its reduction sizes in but records no "
+                       "specialization (its dynamic twin's variant id needs one)")
+    return Entry(raw["op"], raw["dtype"], dict(raw["shape"]), config, variant, raw.get("us"), twin,
+                 variant_id(raw["op"], twin, raw["specialization"]) if twin is not None else None)
 
 
 def load_table(path: Path) -> Table:

@@ -2,6 +2,7 @@
 
 A generated variant is named by the op, its config and the specialization it was compiled for;
 `variant_id` hashes the canonical JSON of those three so every side derives the same name.
+`twin_config` names the second variant a table entry may need (its dynamic twin), on both sides.
 """
 from __future__ import annotations
 
@@ -28,3 +29,14 @@ def variant_id(op: str, config: Mapping, specialization: Mapping) -> str:
     """First 12 hex digits of sha1 over the canonical JSON of (op, config, specialization)."""
     text = canonical_json({"op": op, "config": config, "specialization": specialization})
     return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def twin_config(entry: Mapping) -> dict | None:
+    """The config a tuned table entry runs at reduction sizes other than its shape's (docs/CONTRACTS.md):
+    None unless its config compiles those sizes in (`static_reduction_sizes`), which Triton does once
+    per size; then the entry's `dynamic_config` (the fastest config without the flag that the tuner
+    or a probe measured beside it), else its own config with the flag off."""
+    config = entry["config"]
+    if not config.get("static_reduction_sizes"):
+        return None
+    return dict(entry.get("dynamic_config") or {**config, "static_reduction_sizes": False})

@@ -4,8 +4,7 @@
    at 2048 rows and twelve widths near the tuned 32000: through the dispatcher (the static variant
    at 32000, its twin elsewhere), and with the static variant forced at every width, as before twins.
 2. Steady kernel times (the report's timer, alternating rounds) at 32000 and 32768 columns: the
-   static variant, its twin, and the pre-static config of the same entry (looped 16384-wide chunks
-   with a run-time width is the twin itself).
+   static variant and the entry's dynamic twin (its dynamic_config, the config before static sizes).
 Run: PYTHONPATH=. TRITON_CACHE_DIR=$(mktemp -d) python3 scratch/static_twin_probe.py
 """
 from __future__ import annotations
@@ -39,8 +38,8 @@ def main() -> None:
     result = {"device": torch.cuda.get_device_name(), "widths": WIDTHS}
     tuned = DISPATCHER.select(OP, device, DTYPE, ("M", "N"), (ROWS, TUNED))
     static = tuned.launcher
-    twin_id = DISPATCHER.registry.op_info(OP)["static_twins"][tuned.variant]
-    twin = DISPATCHER.registry.launchers(OP)[twin_id]
+    untuned = DISPATCHER.select(OP, device, DTYPE, ("M", "N"), (ROWS, TUNED + 1))
+    twin_id, twin = untuned.variant, untuned.launcher
     result["static_variant"], result["twin_variant"] = tuned.variant, twin_id
     inputs = {n: spec.make_inputs({"M": ROWS, "N": n}, DTYPE, device, 0) for n in WIDTHS}
     # dispatcher first (static at 32000, twin elsewhere), then the static variant forced everywhere

@@ -19,8 +19,9 @@ normalized config and the device measured on. `apply` (no GPU needed) writes eac
 matching variant when it beat the tuned config by more than --min-gain (variant id recomputed, the
 probe's time) into the table of the device the probe ran on: --table itself when it belongs to that
 device, else that device's own table beside it (`<arch>-<device>.json`, made if absent), which the
-runtime prefers on that device entry by entry; `python -m build_tools generate` then regenerates
-the modules. The searches of the tuner
+runtime prefers on that device entry by entry; a winner that compiles reduction sizes in also
+records the fastest probed config that does not as the entry's `dynamic_config`. `python -m
+build_tools generate` then regenerates the modules. The searches of the tuner
 miss single steps at times (32 warps, split_k = 2: docs/STATUS.md, 2026-11-24); this measures
 such steps directly.
 """
@@ -39,7 +40,7 @@ import torch  # noqa: E402
 
 from build_tools.autotune.table import (environment_header, key_of, load_table, merged_table, sibling_entries,  # noqa: E402
                                         table_path_for, write_table)
-from helion_kernels._variant import to_plain, variant_id  # noqa: E402
+from helion_kernels._variant import to_plain, twin_config, variant_id  # noqa: E402
 
 OTHER_DTYPE = {"bfloat16": "float16", "float16": "bfloat16"}
 RESULT = "config_probe.json"
@@ -137,6 +138,17 @@ def print_row(row: dict) -> None:
         print(f"   {label:40s} {note}", flush=True)
 
 
+def dynamic_config(row: dict, best: dict, label: str, previous: dict) -> dict | None:
+    """What an entry taking `label` runs at other reduction sizes (helion_kernels._variant.twin_config):
+    None unless that config compiles them in; then the fastest probed config that does not, else
+    the entry's previous one."""
+    if not row["configs"][label].get("static_reduction_sizes"):
+        return None
+    dynamic = [name for name in sorted(best, key=best.get)
+               if not row["configs"][name].get("static_reduction_sizes")]
+    return row["configs"][dynamic[0]] if dynamic else previous
+
+
 def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
     """Write the winning variants of a probe result into the table of the device it ran on (see the
     module docstring); returns what changed."""
@@ -150,6 +162,10 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         if label == "tuned" or best["tuned"] / best[label] <= 1.0 + min_gain:
             continue
         entry = dict(_entry(with_siblings(table_path, table, row["device"]), row["op"], row["dtype"], row["shape"]))
+        dynamic = dynamic_config(row, best, label, twin_config(entry) or entry["config"])
+        entry.pop("dynamic_config", None)
+        if dynamic is not None:
+            entry["dynamic_config"] = dynamic
         entry["config"] = row["configs"][label]
         entry["variant"] = variant_id(row["op"], entry["config"], entry["specialization"])
         entry["us"] = round(best[label], 3)

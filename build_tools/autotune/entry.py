@@ -133,6 +133,9 @@ class Measured:
 @dataclass
 class EntryResult:
     config: object
+    # where `config` compiles the reduction sizes in: the fastest config without that flag, which
+    # the entry runs at other sizes (helion_kernels._variant.twin_config); else None
+    dynamic_config: object
     us: float
     noise: float
     tried: int
@@ -146,6 +149,20 @@ class EntryResult:
     errors: list = field(default_factory=list)
     skipped: int = 0
     peer_notes: dict = field(default_factory=dict)
+
+
+def is_static(config) -> bool:
+    return bool(config.get("static_reduction_sizes"))
+
+
+def fastest_dynamic(measured: list, ranked: list):
+    """The fastest re-measured config that keeps reduction sizes at run time, else the search's
+    fastest such trial; None when neither ran one."""
+    for candidates in (sorted(measured, key=lambda m: m.us), ranked):
+        for candidate in candidates:
+            if math.isfinite(candidate.us) and not is_static(candidate.config):
+                return candidate.config
+    return None
 
 
 def no_peers() -> tuple[dict, dict]:
@@ -203,6 +220,7 @@ def tune_entry(
     baseline_us, peer_notes = peers()
     return EntryResult(
         config=winner.config,
+        dynamic_config=fastest_dynamic(contenders, found.ranked) if is_static(winner.config) else None,
         us=winner.us,
         noise=winner.noise,
         tried=found.tried,

@@ -91,8 +91,11 @@ def one_line(text: str) -> str:
 
 
 def table_entry(record: dict) -> dict:
-    """The record's table fields, plus `baseline_notes` when a peer was skipped or failed."""
+    """The record's table fields, plus `dynamic_config` when its config compiles the reduction
+    sizes in, and `baseline_notes` when a peer was skipped or failed."""
     entry = {k: record[k] for k in TABLE_FIELDS}
+    if record.get("dynamic_config"):
+        entry["dynamic_config"] = record["dynamic_config"]
     if record.get("baseline_notes"):
         entry["baseline_notes"] = record["baseline_notes"]
     return entry
@@ -226,6 +229,7 @@ class Tuner:
         return {
             "op": entry.op_name, "dtype": entry.dtype_name, "shape": entry.shape,
             "specialization": specialization, "config": config,
+            **({"dynamic_config": plain(result.dynamic_config)} if result.dynamic_config is not None else {}),
             "variant": variant_id(entry.op_name, config, specialization),
             "us": _round(result.us),
             "baseline_us": {k: _round(v) for k, v in result.baseline_us.items()},

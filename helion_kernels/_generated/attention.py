@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 
-OP_INFO = {"attention_bwd": {"exact_keys": ["D", "causal"], "key_weights": {}, "reduction_keys": [], "shape_keys": ["B", "D", "H", "Hkv", "Sk", "Sq", "causal"], "static_twins": {}}, "attention_fwd": {"exact_keys": ["D", "causal"], "key_weights": {}, "reduction_keys": [], "shape_keys": ["B", "D", "H", "Hkv", "Sk", "Sq", "causal"], "static_twins": {}}}
+OP_INFO = {"attention_bwd": {"exact_keys": ["D", "causal"], "key_weights": {}, "reduction_keys": [], "shape_keys": ["B", "D", "H", "Hkv", "Sk", "Sq", "causal"]}, "attention_fwd": {"exact_keys": ["D", "causal"], "key_weights": {}, "reduction_keys": [], "shape_keys": ["B", "D", "H", "Hkv", "Sk", "Sq", "causal"]}}
 
 
 _NATIVE_LAUNCH_SOURCE = r"""

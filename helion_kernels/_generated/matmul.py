@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 
-OP_INFO = {"bmm": {"exact_keys": [], "key_weights": {}, "reduction_keys": [], "shape_keys": ["B", "K", "M", "N"], "static_twins": {}}, "linear": {"exact_keys": [], "key_weights": {}, "reduction_keys": [], "shape_keys": ["K", "M", "N"], "static_twins": {}}, "matmul": {"exact_keys": [], "key_weights": {}, "reduction_keys": [], "shape_keys": ["K", "M", "N"], "static_twins": {}}}
+OP_INFO = {"bmm": {"exact_keys": [], "key_weights": {}, "reduction_keys": [], "shape_keys": ["B", "K", "M", "N"]}, "linear": {"exact_keys": [], "key_weights": {}, "reduction_keys": [], "shape_keys": ["K", "M", "N"]}, "matmul": {"exact_keys": [], "key_weights": {}, "reduction_keys": [], "shape_keys": ["K", "M", "N"]}}
 
 
 _COUNTERS: dict = {}

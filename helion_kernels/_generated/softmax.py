@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 
 
-OP_INFO = {"softmax_bwd": {"exact_keys": [], "key_weights": {"N": 4.0}, "reduction_keys": ["N"], "shape_keys": ["M", "N"], "static_twins": {"169a0e21248a": "cd27441ad86f", "25163f44315e": "0271a764067e", "4ee69b1ee53f": "3d932a755c25", "8cada444590f": "920368fc3363"}}, "softmax_fwd": {"exact_keys": [], "key_weights": {"N": 4.0}, "reduction_keys": ["N"], "shape_keys": ["M", "N"], "static_twins": {"14dc2a2c66c2": "e93f09430d75", "88e785abb65a": "98fe91594199"}}}
+OP_INFO = {"softmax_bwd": {"exact_keys": [], "key_weights": {"N": 4.0}, "reduction_keys": ["N"], "shape_keys": ["M", "N"]}, "softmax_fwd": {"exact_keys": [], "key_weights": {"N": 4.0}, "reduction_keys": ["N"], "shape_keys": ["M", "N"]}}
 
 
 _NATIVE_LAUNCH_SOURCE = r"""
@@ -1626,35 +1626,6 @@ def _softmax_bwd_kernel_19899ffa8f(m_split_m, padded, padded_block_n, n, out, ou
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
 @triton.jit
-def _softmax_bwd_kernel_495a1b9983(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    acc_5 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], 0, tl.float32)
-    for roffset_0 in tl.range(0, out_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < out_size_1
-        c_6 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
-        c_7 = c_6.to(tl.float32)
-        c_8 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
-        c_9 = c_8.to(tl.float32)
-        c_10 = (c_7 * c_9)
-        acc_5 = acc_5 + tl.where(rmask_0[None, :], c_10, 0)
-    red_11 = (tl.sum(acc_5, 1, keep_dims=True))
-    for roffset_0 in tl.range(0, out_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < out_size_1
-        c_12 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-        c_13 = c_12.to(tl.float32)
-        c_14 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-        c_15 = c_14.to(tl.float32)
-        c_16 = (c_15 - red_11)
-        c_17 = (c_13 * c_16)
-        c_18 = c_17.to(tl.bfloat16)
-        tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), c_18, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
 def _softmax_bwd_kernel_4c7a8e4c8c(m_split_m, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, out_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1753,6 +1724,29 @@ def _softmax_bwd_kernel_598a855a83(m_split_m, out, out_stride_0, out_stride_1, o
     v_9 = (load_6 - red_8)
     v_10 = (load_5 * v_9)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_10, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@triton.jit
+def _softmax_bwd_kernel_6ec83b3245(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < out_size_1
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_4 = indices_3 < m_split_m
+    load_5 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_6 = load_5.to(tl.float32)
+    load_7 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
+    v_8 = load_7.to(tl.float32)
+    v_9 = (v_8 * v_6)
+    red_10 = (tl.sum(tl.where(rmask_0[None, :], v_9, 0), 1, keep_dims=True))
+    load_11 = tl.load(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+    v_12 = load_11.to(tl.float32)
+    load_13 = tl.load(grad_out + (indices_3[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+    v_14 = load_13.to(tl.float32)
+    v_15 = (v_14 - red_10)
+    v_16 = (v_12 * v_15)
+    v_17 = v_16.to(tl.bfloat16)
+    tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_17, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
 def _softmax_bwd_kernel_823e5b0d4a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -2158,42 +2152,6 @@ def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_10 = (1.0 / red_9)
     v_11 = (v_8 * v_10)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@triton.jit
-def _softmax_fwd_kernel_307899b228(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_4 = indices_3 < m_split_m
-    acc_5 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], float("-inf"), tl.float32)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_6 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_7 = c_6.to(tl.float32)
-        acc_5 = tl.maximum(acc_5, tl.where(rmask_0[None, :], c_7, float("-inf")))
-    red_8 = (tl.max(acc_5, 1, keep_dims=True))
-    acc_9 = tl.full([_BLOCK_SIZE_1, _REDUCTION_BLOCK_0], 0, tl.float32)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_10 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_11 = c_10.to(tl.float32)
-        c_12 = (c_11 - red_8)
-        c_13 = tl.exp(c_12)
-        acc_9 = acc_9 + tl.where(rmask_0[None, :], c_13, 0)
-    red_14 = (tl.sum(acc_9, 1, keep_dims=True))
-    v_15 = (1.0 / red_14)
-    for roffset_0 in tl.range(0, x_size_1, _REDUCTION_BLOCK_0):
-        rindex_0 = roffset_0 + tl.arange(0, _REDUCTION_BLOCK_0)
-        rmask_0 = rindex_0 < x_size_1
-        c_16 = tl.load(x + (indices_3[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_4[:, None]) & (rmask_0[None, :]), other=0)
-        c_17 = c_16.to(tl.float32)
-        c_18 = (c_17 - red_8)
-        c_19 = tl.exp(c_18)
-        c_20 = (c_19 * v_15)
-        c_21 = c_20.to(tl.bfloat16)
-        tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_21, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @triton.jit
 def _softmax_fwd_kernel_4457b61382(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -3039,20 +2997,6 @@ def softmax_bwd__00d706468d49(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 0271a764067e
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["reread","reread","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[2048],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: dynamic twin of 25163f44315e
-def softmax_bwd__0271a764067e(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_495a1b9983, (m,), (m, out, out_strides[0], out_strides[1], out.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 2048), 16, 1)
-    return grad_in
-
-
 # softmax_bwd variant 064dcec769a8
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
@@ -3108,6 +3052,21 @@ def softmax_bwd__0e1741815e3c(grad_out, out, grad_in_dtype):
     out_sizes = out.size()
     out_strides = out.stride()
     _launch(_softmax_bwd_kernel_598a855a83, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    return grad_in
+
+
+# softmax_bwd variant 12333abfc0a2
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":4096} at other reduction sizes
+def softmax_bwd__12333abfc0a2(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
     return grad_in
 
 
@@ -3187,17 +3146,37 @@ def softmax_bwd__25163f44315e(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 3d932a755c25
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["reread","reread","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[16384],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
+# softmax_bwd variant 2d4577dedbba
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":true,"split_rows":false,"static_reduction_sizes":false,"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: dynamic twin of 4ee69b1ee53f
-def softmax_bwd__3d932a755c25(grad_out, out, grad_in_dtype):
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":2048,"N":32000} at other reduction sizes
+def softmax_bwd__2d4577dedbba(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
     grad_in_strides = grad_in.stride()
     grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
     out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_495a1b9983, (m,), (m, out, out_strides[0], out_strides[1], out.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 16384), 32, 1)
+    _launch(_softmax_bwd_kernel_6ec83b3245, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    return grad_in
+
+
+# softmax_bwd variant 3508469da0ec
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false,"two_pass_rows":false}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":1,"N":32000} at other reduction sizes
+#   sm_90.json bfloat16 {"M":1,"N":32000} at other reduction sizes
+#   sm_90.json bfloat16 {"M":16384,"N":16384} at other reduction sizes
+#   sm_90.json bfloat16 {"M":2048,"N":32000} at other reduction sizes
+#   sm_90.json bfloat16 {"M":4096,"N":16384} at other reduction sizes
+def softmax_bwd__3508469da0ec(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_sizes = out.size()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
     return grad_in
 
 
@@ -3341,20 +3320,6 @@ def softmax_bwd__8cada444590f(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant 920368fc3363
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["reread","reread","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[8192],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: dynamic twin of 8cada444590f
-def softmax_bwd__920368fc3363(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_495a1b9983, (m,), (m, out, out_strides[0], out_strides[1], out.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 8192), 16, 1)
-    return grad_in
-
-
 # softmax_bwd variant 96cd64c21441
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
@@ -3477,20 +3442,6 @@ def softmax_bwd__c5b83d84cafb(grad_out, out, grad_in_dtype):
     out_sizes = out.size()
     out_strides = out.stride()
     _launch(_softmax_bwd_kernel_f67230c16b, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 16, 2)
-    return grad_in
-
-
-# softmax_bwd variant cd27441ad86f
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["reread","reread","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[8192],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: dynamic twin of 169a0e21248a
-def softmax_bwd__cd27441ad86f(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_495a1b9983, (m,), (m, out, out_strides[0], out_strides[1], out.size(1), grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 8192), 32, 1)
     return grad_in
 
 
@@ -3787,6 +3738,21 @@ def softmax_fwd__5ba708ea76da(x, out_dtype):
     return out
 
 
+# softmax_fwd variant 69b5aba3beb9
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":1,"N":32000} at other reduction sizes
+#   sm_90.json bfloat16 {"M":1,"N":32000} at other reduction sizes
+def softmax_fwd__69b5aba3beb9(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
 # softmax_fwd variant 77c17041d217
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float16","x":{"dtype":"float16","rank":2}}
@@ -3869,8 +3835,7 @@ def softmax_fwd__88e785abb65a(x, out_dtype):
 # softmax_fwd variant 98fe91594199
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: dynamic twin of 88e785abb65a
-#   sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":2048,"N":32000}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":2048,"N":32000}
 def softmax_fwd__98fe91594199(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -3966,6 +3931,20 @@ def softmax_fwd__bf4ce3566d1a(x, out_dtype):
     return out
 
 
+# softmax_fwd variant c279de994424
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"pid_type":"flat","range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":2048,"N":32000} at other reduction sizes
+def softmax_fwd__c279de994424(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    out_strides = out.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_89b1235286, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 32, 2)
+    return out
+
+
 # softmax_fwd variant cb6ce43a54a0
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
@@ -4018,19 +3997,6 @@ def softmax_fwd__e0e9abc85d6e(x, out_dtype):
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
     _launch(_softmax_fwd_kernel_487b1a3313, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
-    return out
-
-
-# softmax_fwd variant e93f09430d75
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[16384],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: dynamic twin of 14dc2a2c66c2
-def softmax_fwd__e93f09430d75(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_307899b228, (m,), (m, x, x_strides[0], x_strides[1], x.size(1), out, out_strides[0], out_strides[1]), (1, 16384), 16, 1)
     return out
 
 
@@ -4102,6 +4068,7 @@ VARIANTS = {
         '4f1df1acef25': softmax_fwd__4f1df1acef25,
         '52a704ff4758': softmax_fwd__52a704ff4758,
         '5ba708ea76da': softmax_fwd__5ba708ea76da,
+        '69b5aba3beb9': softmax_fwd__69b5aba3beb9,
         '77c17041d217': softmax_fwd__77c17041d217,
         '858d1c6f1eb8': softmax_fwd__858d1c6f1eb8,
         '8805a55a818c': softmax_fwd__8805a55a818c,
@@ -4113,26 +4080,27 @@ VARIANTS = {
         'b95b30697ec4': softmax_fwd__b95b30697ec4,
         'bb70c67b9e31': softmax_fwd__bb70c67b9e31,
         'bf4ce3566d1a': softmax_fwd__bf4ce3566d1a,
+        'c279de994424': softmax_fwd__c279de994424,
         'cb6ce43a54a0': softmax_fwd__cb6ce43a54a0,
         'd1a9fa2e0d74': softmax_fwd__d1a9fa2e0d74,
         'e0e9abc85d6e': softmax_fwd__e0e9abc85d6e,
-        'e93f09430d75': softmax_fwd__e93f09430d75,
         'eb8e3ecd547e': softmax_fwd__eb8e3ecd547e,
         'f1d46eb618eb': softmax_fwd__f1d46eb618eb,
         'f936cdae5dd0': softmax_fwd__f936cdae5dd0,
     },
     'softmax_bwd': {
         '00d706468d49': softmax_bwd__00d706468d49,
-        '0271a764067e': softmax_bwd__0271a764067e,
         '064dcec769a8': softmax_bwd__064dcec769a8,
         '0bea1ea8e2e6': softmax_bwd__0bea1ea8e2e6,
         '0e1741815e3c': softmax_bwd__0e1741815e3c,
+        '12333abfc0a2': softmax_bwd__12333abfc0a2,
         '14243df4d434': softmax_bwd__14243df4d434,
         '169a0e21248a': softmax_bwd__169a0e21248a,
         '1ae83cb1e8e7': softmax_bwd__1ae83cb1e8e7,
         '2059a16c2954': softmax_bwd__2059a16c2954,
         '25163f44315e': softmax_bwd__25163f44315e,
-        '3d932a755c25': softmax_bwd__3d932a755c25,
+        '2d4577dedbba': softmax_bwd__2d4577dedbba,
+        '3508469da0ec': softmax_bwd__3508469da0ec,
         '4ee69b1ee53f': softmax_bwd__4ee69b1ee53f,
         '51a359f54c9f': softmax_bwd__51a359f54c9f,
         '58210877a146': softmax_bwd__58210877a146,
@@ -4141,7 +4109,6 @@ VARIANTS = {
         '83f33666695b': softmax_bwd__83f33666695b,
         '866bf524c83f': softmax_bwd__866bf524c83f,
         '8cada444590f': softmax_bwd__8cada444590f,
-        '920368fc3363': softmax_bwd__920368fc3363,
         '96cd64c21441': softmax_bwd__96cd64c21441,
         '993903dfe498': softmax_bwd__993903dfe498,
         'a8bae6438e8c': softmax_bwd__a8bae6438e8c,
@@ -4149,7 +4116,6 @@ VARIANTS = {
         'b011c62e6f3e': softmax_bwd__b011c62e6f3e,
         'c50a279340d9': softmax_bwd__c50a279340d9,
         'c5b83d84cafb': softmax_bwd__c5b83d84cafb,
-        'cd27441ad86f': softmax_bwd__cd27441ad86f,
         'd384de0de13a': softmax_bwd__d384de0de13a,
         'e12c3b7f95ef': softmax_bwd__e12c3b7f95ef,
         'fc6667f9f6d5': softmax_bwd__fc6667f9f6d5,
@@ -4158,28 +4124,27 @@ VARIANTS = {
 
 
 REPLAYABLE = frozenset({
-    'softmax_bwd__0271a764067e',
     'softmax_bwd__064dcec769a8',
     'softmax_bwd__0e1741815e3c',
+    'softmax_bwd__12333abfc0a2',
     'softmax_bwd__14243df4d434',
     'softmax_bwd__169a0e21248a',
     'softmax_bwd__1ae83cb1e8e7',
     'softmax_bwd__2059a16c2954',
     'softmax_bwd__25163f44315e',
-    'softmax_bwd__3d932a755c25',
+    'softmax_bwd__2d4577dedbba',
+    'softmax_bwd__3508469da0ec',
     'softmax_bwd__4ee69b1ee53f',
     'softmax_bwd__51a359f54c9f',
     'softmax_bwd__58210877a146',
     'softmax_bwd__7c65b5e6aa44',
     'softmax_bwd__83f33666695b',
     'softmax_bwd__8cada444590f',
-    'softmax_bwd__920368fc3363',
     'softmax_bwd__96cd64c21441',
     'softmax_bwd__a8bae6438e8c',
     'softmax_bwd__ace45385a7cc',
     'softmax_bwd__b011c62e6f3e',
     'softmax_bwd__c5b83d84cafb',
-    'softmax_bwd__cd27441ad86f',
     'softmax_bwd__d384de0de13a',
     'softmax_fwd__06708923abeb',
     'softmax_fwd__14dc2a2c66c2',
@@ -4190,6 +4155,7 @@ REPLAYABLE = frozenset({
     'softmax_fwd__47234ebae983',
     'softmax_fwd__52a704ff4758',
     'softmax_fwd__5ba708ea76da',
+    'softmax_fwd__69b5aba3beb9',
     'softmax_fwd__77c17041d217',
     'softmax_fwd__88e785abb65a',
     'softmax_fwd__98fe91594199',
@@ -4199,9 +4165,9 @@ REPLAYABLE = frozenset({
     'softmax_fwd__b95b30697ec4',
     'softmax_fwd__bb70c67b9e31',
     'softmax_fwd__bf4ce3566d1a',
+    'softmax_fwd__c279de994424',
     'softmax_fwd__cb6ce43a54a0',
     'softmax_fwd__d1a9fa2e0d74',
-    'softmax_fwd__e93f09430d75',
     'softmax_fwd__eb8e3ecd547e',
     'softmax_fwd__f1d46eb618eb',
 })

@@ -59,6 +59,30 @@ def test_apply_writes_winners_beyond_the_gain_only(tmp_path):
     assert [p.name for p in tmp_path.glob("*.json")] == ["sm_90.json"]
 
 
+def test_a_static_winner_records_the_fastest_dynamic_config(tmp_path):
+    """A winner that compiles reduction sizes in keeps the fastest probed config that does not as the
+    entry's dynamic_config (what it runs at other sizes); a later dynamic winner drops it."""
+    table_path, result_path = tmp_path / "sm_90.json", tmp_path / "probe" / "result.json"
+    result_path.parent.mkdir()
+    tuned = _entry("bfloat16", 4)
+    table_path.write_text(json.dumps({**H200, "entries": [tuned]}))
+    static = {**tuned["config"], "num_warps": 8, "static_reduction_sizes": True}
+    dynamic = {**tuned["config"], "num_warps": 16, "static_reduction_sizes": False}
+    row = _result(tuned_us=20.0, variant_us=15.0, label="static")[0]
+    row["times"]["w16"] = [17.0, 17.0, 17.0]
+    row["configs"] = {"tuned": tuned["config"], "static": static, "w16": dynamic}
+    result_path.write_text(json.dumps([row]))
+    assert len(probe.apply(result_path, table_path, min_gain=0.03)) == 1
+    [entry] = json.loads(table_path.read_text())["entries"]
+    assert entry["config"] == static and entry["dynamic_config"] == dynamic
+    row["times"] = {"tuned": [20.0], "dynamic": [10.0]}
+    row["configs"] = {"tuned": static, "dynamic": tuned["config"]}
+    result_path.write_text(json.dumps([row]))
+    assert len(probe.apply(result_path, table_path, min_gain=0.03)) == 1
+    [entry] = json.loads(table_path.read_text())["entries"]
+    assert entry["config"] == tuned["config"] and "dynamic_config" not in entry
+
+
 def test_apply_writes_another_devices_winners_into_that_devices_table(tmp_path):
     table_path, result_path = tmp_path / "sm_90.json", tmp_path / "probe" / "result.json"
     result_path.parent.mkdir()

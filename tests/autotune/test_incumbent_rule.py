@@ -114,3 +114,20 @@ def test_the_incumbent_is_measured_even_when_every_search_candidate_failed():
     with pytest.raises(EntryFailed, match="candidates failed"):
         tune_entry(SearchSpace(SPEC), BowlObjective(SPEC, OPTIMUM, failing=lambda config: True), bench,
                    [SPEC.default_config()], SETTINGS, LIMITS, None)
+
+
+def test_a_static_winner_names_the_fastest_dynamic_config():
+    """The config a static_reduction_sizes winner's entry runs at other reduction sizes: the fastest
+    re-measured config without the flag, else the search's fastest, else none."""
+    from build_tools.autotune.entry import fastest_dynamic
+    from build_tools.autotune.search import Trial
+
+    static = {"static_reduction_sizes": True, "num_warps": 32}
+    slow, fast, broken = ({"static_reduction_sizes": False, "num_warps": w} for w in (8, 16, 4))
+    measured = [Measured(static, 10.0, 0.0), Measured(slow, 14.0, 0.0), Measured(fast, 12.0, 0.0),
+                Measured(broken, math.inf, 0.0, [], "wrong output")]
+    assert fastest_dynamic(measured, [Trial(broken, "b", 1.0)]) == fast
+    assert fastest_dynamic(measured[:1], [Trial(static, "s", 9.0), Trial(slow, "d", 13.0)]) == slow
+    assert fastest_dynamic(measured[:1], [Trial(static, "s", 9.0), Trial(broken, "b", math.inf)]) is None
+    result, _ = tune({"found": 1.0, "incumbent": 2.0})
+    assert result.dynamic_config is None  # the fake space has no static configs

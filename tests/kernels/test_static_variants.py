@@ -1,13 +1,12 @@
 """The shipped variants that pass reduction extents as constexprs (config `static_reduction_sizes`)
-and their dynamic twins (the same config with the flag off, which the dispatcher runs at untuned
-widths). Triton compiles a static variant once per extent, and the launchers keep each compiled
-kernel keyed by its constexprs; a launch that reused the kernel of another width would read and
-write the wrong columns. Every such variant of the tuned tables, and its twin, runs through its
-generated launcher at several widths in a row (the last one again after another), with poisoned
-output allocations, against the op's float64 reference. The op's `reduction_keys` must name exactly
-the shape keys that change a static variant's constexprs, since the dispatcher trusts them to keep
-the static kernel to its tuned widths."""
-import json
+and the dynamic twins their table entries run at other widths (`helion_kernels._variant.twin_config`).
+Triton compiles a static variant once per extent, and the launchers keep each compiled kernel keyed
+by its constexprs; a launch that reused the kernel of another width would read and write the wrong
+columns. Every such variant of the tuned tables, and every twin, runs through its generated
+launcher at several widths in a row (the last one again after another), with poisoned output
+allocations, against the op's float64 reference. The op's `reduction_keys` must name exactly the
+shape keys that change a static variant's constexprs, since the dispatcher trusts them to keep the
+static kernel to its tuned widths."""
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import torch
 
 import kernels_src
 from helion_kernels._dispatch import DISPATCHER
+from helion_kernels._tables import load_table
 from kernel_check import assert_close, poisoned_allocations
 
 TABLES = Path(__file__).resolve().parents[2] / "tuned_configs"
@@ -22,18 +22,18 @@ ROWS = {"cpu": 3, "cuda": 37}
 WIDTHS = {"cpu": (300, 77, 1, 300), "cuda": (32000, 4097, 1, 32000)}
 
 
+def static_entries() -> list:
+    """Every table entry whose config compiles its reduction sizes in (each has a dynamic twin)."""
+    return [e for path in sorted(TABLES.glob("*.json")) for entries in load_table(path).entries.values()
+            for e in entries if e.twin]
+
+
 def static_variants() -> list:
-    found = set()
-    for path in sorted(TABLES.glob("*.json")):
-        for entry in json.loads(path.read_text())["entries"]:
-            if entry["config"].get("static_reduction_sizes"):
-                found.add((entry["op"], entry["dtype"], entry["variant"]))
-    return sorted(found)
+    return sorted({(e.op, e.dtype, e.variant) for e in static_entries()})
 
 
 def with_twins(variants: list) -> list:
-    return variants + [(op, dtype, DISPATCHER.registry.op_info(op)["static_twins"][variant])
-                       for op, dtype, variant in variants]
+    return variants + sorted({(e.op, e.dtype, e.twin) for e in static_entries()})
 
 
 def test_the_tables_ship_static_variants():
@@ -68,7 +68,7 @@ def launch_constexprs(monkeypatch, launcher, args) -> list:
 
 
 @pytest.mark.parametrize("op, dtype, variant", static_variants())
-def test_reduction_keys_are_the_sizes_a_static_variant_compiles_in(monkeypatch, op, dtype, variant):
+def test_reduction_keys_are_the_sizes_a_static_variant_compiles_in(monkeypatch, device, op, dtype, variant):
     """Changing a shape key outside `reduction_keys` leaves a static variant's constexprs (so its
     compiled kernels) unchanged; changing one of them changes them. The twin's stay unchanged under
     a change of width within one power of two."""
@@ -80,11 +80,11 @@ def test_reduction_keys_are_the_sizes_a_static_variant_compiles_in(monkeypatch, 
 
     def constexprs(vid, shape):
         launcher = DISPATCHER.registry.launchers(op)[vid]
-        return launch_constexprs(monkeypatch, launcher, spec.make_inputs(shape, torch_dtype, "cpu", 0))
+        return launch_constexprs(monkeypatch, launcher, spec.make_inputs(shape, torch_dtype, device, 0))
 
     static = constexprs(variant, base)
     for key in base:
         changed = constexprs(variant, {**base, key: base[key] + 2})
         assert (changed != static) == (key in spec.reduction_keys), (op, variant, key, static, changed)
-    twin = info["static_twins"][variant]
-    assert constexprs(twin, {**base, "N": 302}) == constexprs(twin, base)
+    for twin in {e.twin for e in static_entries() if e.op == op and e.variant == variant}:
+        assert constexprs(twin, {**base, "N": 302}) == constexprs(twin, base)

@@ -14,11 +14,10 @@ CPU = torch.device("cpu")
 class FakeRegistry:
     """Registry stand-in: every variant id in `known` has a launcher that returns its own id."""
 
-    def __init__(self, known, exact_keys=(), key_weights=None, static_twins=None, reduction_keys=()):
+    def __init__(self, known, exact_keys=(), key_weights=None, reduction_keys=()):
         self.known = set(known)
         self.exact = exact_keys
         self.weights = key_weights
-        self.static_twins = static_twins or {}
         self.reduction_keys = reduction_keys
 
     def launchers(self, op):
@@ -26,7 +25,7 @@ class FakeRegistry:
 
     def op_info(self, op):
         return {"exact_keys": list(self.exact), "key_weights": self.weights,
-                "static_twins": self.static_twins, "reduction_keys": list(self.reduction_keys)}
+                "reduction_keys": list(self.reduction_keys)}
 
 
 def entry(op, shape, vid, dtype="bfloat16"):
@@ -86,29 +85,36 @@ def test_key_weights_scale_each_key_of_the_distance(tmp_path, monkeypatch, weigh
     assert select(d, {"M": 16384, "N": 16384}).variant == expected
 
 
-def test_static_variants_run_only_at_their_tuned_reduction_sizes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("dynamic_config", [None, {"num_warps": 16, "reduction_loops": [None]}])
+def test_static_variants_run_only_at_their_tuned_reduction_sizes(tmp_path, monkeypatch, dynamic_config):
     """An entry whose variant compiles the row length in answers every call near it, but only calls
-    with its tuned row length run that variant; other lengths run its dynamic twin, with the config
-    it was generated from."""
-    write_table(tmp_path, "sm_90.json", "sm_90", [
-        {**entry("softmax_bwd", {"M": 2048, "N": 32000}, "static"),
-         "config": {"num_warps": 32, "static_reduction_sizes": True}},
-        entry("softmax_bwd", {"M": 16384, "N": 1024}, "small")])
+    with its tuned row length run that variant; other lengths run its dynamic twin: the entry's
+    `dynamic_config` where it has one, else its config with the flag off."""
+    static = {"num_warps": 32, "static_reduction_sizes": True}
+    raw = {**entry("softmax_bwd", {"M": 2048, "N": 32000}, "static"), "config": static, "specialization": {"s": 1}}
+    if dynamic_config:
+        raw["dynamic_config"] = dynamic_config
+    twin_config = dynamic_config or {**static, "static_reduction_sizes": False}
+    twin = variant_id("softmax_bwd", twin_config, {"s": 1})
+    write_table(tmp_path, "sm_90.json", "sm_90", [raw, entry("softmax_bwd", {"M": 16384, "N": 1024}, "small")])
     monkeypatch.setenv("HK_ARCH", "sm_90")
-    registry = FakeRegistry(["static", "twin", "small"], key_weights={"N": 4.0},
-                            static_twins={"static": "twin"}, reduction_keys=("N",))
+    registry = FakeRegistry(["static", twin, "small"], key_weights={"N": 4.0}, reduction_keys=("N",))
     d = Dispatcher(registry, lambda: load_tables_from(tmp_path))
     for rows in (2048, 1, 4096):
         decision = select(d, {"M": rows, "N": 32000}, "softmax_bwd")
-        assert decision.variant == "static" and decision.launcher() == "static"
-        assert decision.config == {"num_warps": 32, "static_reduction_sizes": True}
+        assert decision.variant == "static" and decision.launcher() == "static" and decision.config == static
     for n in (32001, 50257, 16000):
         decision = select(d, {"M": 2048, "N": n}, "softmax_bwd")
-        assert decision.variant == "twin" and decision.launcher() == "twin"
-        assert decision.tuned_shape == {"M": 2048, "N": 32000}
-        assert decision.config == {"num_warps": 32, "static_reduction_sizes": False}
-        assert "dynamic twin twin" in decision.reason
+        assert decision.variant == twin and decision.launcher() == twin
+        assert decision.tuned_shape == {"M": 2048, "N": 32000} and decision.config == twin_config
+        assert f"dynamic twin {twin}" in decision.reason
     assert select(d, {"M": 16384, "N": 1000}, "softmax_bwd").variant == "small"
+
+
+def test_a_static_entry_needs_its_specialization(tmp_path):
+    raw = {**entry("softmax_bwd", {"M": 8, "N": 8}, "static"), "config": {"static_reduction_sizes": True}}
+    with pytest.raises(ValueError, match="dynamic twin"):
+        load_table(write_table(tmp_path, "sm_90.json", "sm_90", [raw]))
 
 
 def test_exact_keys_must_match(tmp_path, monkeypatch):

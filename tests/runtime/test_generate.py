@@ -71,45 +71,48 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
         namespace = vars(module)
         for op, launchers in namespace["VARIANTS"].items():
             variants.setdefault(op, set()).update(launchers)
-            for static, twin in namespace["OP_INFO"][op]["static_twins"].items():
-                assert static in launchers and twin in launchers, (name, op, static, twin)
-                header = text.split(f"\ndef {op}__{twin}(")[0].rsplit("# used by: ", 1)[1]
-                assert f"dynamic twin of {static}" in header, (name, op, twin)
             assert all(fn.__name__ == f"{op}__{vid}" for vid, fn in launchers.items())
             for fn in launchers.values():
                 undefined = _global_names(fn.__code__) - set(namespace) - set(dir(builtins))
                 assert not undefined, f"{name}: {fn.__name__} reads undefined globals {sorted(undefined)}"
     for table, entry in generate.table_entries():
         assert entry["variant"] in variants.get(entry["op"], set()), (table, entry["op"], entry["shape"])
-    static = {(e["op"], e["variant"]) for _, e in generate.table_entries() if e["config"].get("static_reduction_sizes")}
-    assert static, "the tables ship static_reduction_sizes variants; their twins are checked above"
-    twinned = set()
-    for name, text in rendered.items():
-        for line in text.splitlines():
-            if line.startswith("OP_INFO = "):
-                info = json.loads(line.removeprefix("OP_INFO = "))
-                twinned |= {(op, vid) for op, item in info.items() for vid in item["static_twins"]}
-    assert twinned == static
+    from helion_kernels._tables import load_table
+
+    twins = [(e.op, e.twin) for path in sorted(generate.TABLE_DIR.glob("*.json"))
+             for entries in load_table(path).entries.values() for e in entries if e.twin]
+    assert twins, "the tables ship static_reduction_sizes entries, whose twins must be generated"
+    for op, twin in twins:
+        assert twin in variants[op], (op, twin)
 
 
-def test_static_variant_gets_a_dynamic_twin_with_the_flag_off(tmp_path):
-    """A table entry with static_reduction_sizes yields two variants: its own and the same config
-    with the flag off; an op whose OpSpec names no reduction_keys cannot ship a static variant."""
+def test_static_entry_gets_its_dynamic_twin(tmp_path):
+    """A table entry whose config compiles its reduction sizes in yields two variants: its own and
+    its twin, the entry's dynamic_config where it has one, else its config with the flag off. An op
+    whose OpSpec names no reduction_keys cannot ship such an entry; a static dynamic_config is refused."""
     import dataclasses
 
     from helion_kernels._variant import variant_id
 
-    table, entry = next((t, e) for t, e in generate.table_entries()
-                        if e["op"] == "softmax_fwd" and e["config"].get("static_reduction_sizes"))
-    (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [entry]}))
+    _, entry = next((t, e) for t, e in generate.table_entries()
+                    if e["op"] == "softmax_fwd" and e["config"].get("static_reduction_sizes"))
+    flag_off = {**entry["config"], "static_reduction_sizes": False}
     families = generate.op_families()
-    variants = generate.collect_variants(families, generate.table_entries(tmp_path))["softmax"]
-    static = variants[("softmax_fwd", entry["variant"])]
-    twin_config = {**entry["config"], "static_reduction_sizes": False}
-    twin_vid = variant_id("softmax_fwd", twin_config, static.specialization)
-    assert static.twin == twin_vid and set(variants) == {("softmax_fwd", entry["variant"]), ("softmax_fwd", twin_vid)}
-    assert variants[("softmax_fwd", twin_vid)].config == twin_config
-    assert variants[("softmax_fwd", twin_vid)].used_by == [f"dynamic twin of {entry['variant']}"]
+    for dynamic in (None, dict(flag_off, num_warps=8)):
+        raw = {k: v for k, v in entry.items() if k != "dynamic_config"}
+        if dynamic:
+            raw["dynamic_config"] = dynamic
+        (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [raw]}))
+        variants = generate.collect_variants(families, generate.table_entries(tmp_path))["softmax"]
+        twin_vid = variant_id("softmax_fwd", dynamic or flag_off, entry["specialization"])
+        assert set(variants) == {("softmax_fwd", entry["variant"]), ("softmax_fwd", twin_vid)}
+        assert variants[("softmax_fwd", twin_vid)].config == (dynamic or flag_off)
+        assert variants[("softmax_fwd", twin_vid)].used_by == [
+            f"sm_90.json bfloat16 {json.dumps(entry['shape'], separators=(',', ':'))} at other reduction sizes"]
+    raw["dynamic_config"] = entry["config"]
+    (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [raw]}))
+    with pytest.raises(generate.GenerationError, match="dynamic_config compiles"):
+        generate.collect_variants(families, generate.table_entries(tmp_path))
     families["softmax"] = [dataclasses.replace(spec, reduction_keys=()) for spec in families["softmax"]]
     with pytest.raises(generate.GenerationError, match="names no reduction_keys"):
         generate.collect_variants(families, generate.table_entries(tmp_path))
