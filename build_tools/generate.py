@@ -244,7 +244,9 @@ def render_all(table_dir: Path = TABLE_DIR) -> dict:
     """file name -> text of every module `generate` writes."""
     families = op_families()
     variants = collect_variants(families, table_entries(table_dir))
-    files = {"__init__.py": PACKAGE_DOC}
+    index = {spec.name: family for family, specs in families.items() for spec in specs}
+    files = {"__init__.py": PACKAGE_DOC + "\n# op -> the module of its family (the runtime imports a family on its first use)\n"
+             + f"FAMILIES = {json.dumps(index, sort_keys=True, indent=4)}\n"}
     for family, specs in families.items():
         files[f"{family}.py"] = render_family(family, specs, variants[family])
     return files

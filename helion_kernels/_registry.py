@@ -1,8 +1,10 @@
-"""Index of the generated launchers: imports `helion_kernels._generated.*` and merges their VARIANTS."""
+"""Index of the generated launchers: `helion_kernels._generated` names each op's family module
+(`FAMILIES`), and a family is imported on the first question about one of its ops, so that a call
+of one op does not define the Triton kernels of every other (`triton.jit` reads and hashes each
+kernel's source when it is defined)."""
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from types import MappingProxyType
 
 
@@ -11,34 +13,34 @@ class VariantRegistry:
 
     def __init__(self, package: str = "helion_kernels._generated"):
         self._package = package
-        self._launchers = None
-        self._op_info = {}
+        self._families = None  # op -> family module name
+        self._modules = {}
 
-    def _load(self):
-        launchers = {}
-        try:
-            package = importlib.import_module(self._package)
-        except ImportError:
-            self._launchers = {}
-            return
-        for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            module = importlib.import_module(f"{self._package}.{module_info.name}")
-            for op, variants in getattr(module, "VARIANTS", {}).items():
-                launchers.setdefault(op, {}).update(variants)
-            self._op_info.update(getattr(module, "OP_INFO", {}))
-        self._launchers = launchers
+    def _index(self) -> dict:
+        if self._families is None:
+            try:
+                package = importlib.import_module(self._package)
+            except ImportError:
+                package = None
+            self._families = dict(getattr(package, "FAMILIES", {}))
+        return self._families
+
+    def _module(self, op: str):
+        family = self._index().get(op)
+        if family is None:
+            return None
+        module = self._modules.get(family)
+        if module is None:
+            module = self._modules[family] = importlib.import_module(f"{self._package}.{family}")
+        return module
 
     def launchers(self, op: str):
-        if self._launchers is None:
-            self._load()
-        return MappingProxyType(self._launchers.get(op, {}))
+        module = self._module(op)
+        return MappingProxyType(module.VARIANTS.get(op, {}) if module is not None else {})
 
     def op_info(self, op: str) -> dict:
-        if self._launchers is None:
-            self._load()
-        return self._op_info.get(op, {})
+        module = self._module(op)
+        return module.OP_INFO.get(op, {}) if module is not None else {}
 
     def ops(self) -> list:
-        if self._launchers is None:
-            self._load()
-        return sorted(self._launchers)
+        return sorted(self._index())

@@ -277,3 +277,17 @@ def test_variant_that_does_not_fit_falls_back_once(monkeypatch):
     decision = DISPATCHER._cache[key]
     assert decision.launcher is None and "does not fit" in decision.reason
     assert decision.variant == "abc"
+
+
+def test_a_call_imports_only_its_ops_family():
+    """The registry imports a generated family on the first question about one of its ops, so an
+    op's first call defines only its own family's Triton kernels."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from helion_kernels._dispatch import DISPATCHER as d; "
+            "assert d.registry.launchers('softmax_fwd') and d.registry.op_info('softmax_bwd'); "
+            "print(sorted(m for m in sys.modules if m.startswith('helion_kernels._generated.')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["['helion_kernels._generated.softmax']"]

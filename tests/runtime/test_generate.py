@@ -77,6 +77,10 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
                 assert not undefined, f"{name}: {fn.__name__} reads undefined globals {sorted(undefined)}"
     for table, entry in generate.table_entries():
         assert entry["variant"] in variants.get(entry["op"], set()), (table, entry["op"], entry["shape"])
+    package = {}
+    exec(rendered["__init__.py"], package)
+    assert package["FAMILIES"] == {op: name.removesuffix(".py") for name, text in rendered.items()
+                                   if name != "__init__.py" for op in variants if f"\n    {op!r}: {{" in text}
     from helion_kernels._tables import load_table
 
     twins = [(e.op, e.twin) for path in sorted(generate.TABLE_DIR.glob("*.json"))
