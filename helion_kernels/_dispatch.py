@@ -8,8 +8,8 @@ op's `key_weights` entry: a reduced dimension decides a config's structure more 
 Only without such an entry does the default table answer. An entry whose variant compiles its
 reduction sizes in (`static_reduction_sizes`) runs only where the op's `reduction_keys` equal its
 tuned shape's; other sizes run the entry's generated dynamic twin (`_variant.twin_config`), so a
-process compiles one static kernel per tuned size, not one per size it meets. Decisions are cached per exact key, so a repeated call
-costs one dict lookup.
+process compiles one static kernel per tuned size, not one per size it meets. Decisions are cached
+per exact key, so a repeated call costs one dict lookup.
 """
 from __future__ import annotations
 
@@ -147,7 +147,8 @@ class Dispatcher:
             exact = all(best.shape.get(k) == v for k, v in shape.items())
             how = "exact tuned shape" if exact else f"nearest tuned shape {best.shape}"
             variant, config = best.variant, best.config
-            if best.twin in launchers and any(shape.get(k) != best.shape.get(k) for k in info.get("reduction_keys", ())):
+            untuned = any(shape.get(k) != best.shape.get(k) for k in info.get("reduction_keys", ()))
+            if untuned and best.twin in launchers:
                 variant, config = best.twin, best.twin_config
                 how += f", through its dynamic twin {best.twin} ({best.variant} compiles the tuned reduction sizes in)"
             return Decision(op, arch, dtype_str, shape, launchers[variant], variant, config, table.name,
