@@ -151,6 +151,9 @@ class Dispatcher:
             if untuned and best.twin in launchers:
                 variant, config = best.twin, best.twin_config
                 how += f", through its dynamic twin {best.twin} ({best.variant} compiles the tuned reduction sizes in)"
+            elif untuned and best.twin is not None:
+                notes.append(f"{table.name}: the dynamic twin {best.twin} of {best.variant} has no generated "
+                             "variant (run `python -m build_tools generate`); the static variant compiles this size")
             return Decision(op, arch, dtype_str, shape, launchers[variant], variant, config, table.name,
                             best.shape, f"{table.name} ({table.arch}, {table.device_name or 'any device'}): {how}",
                             tuple(notes))

@@ -62,3 +62,16 @@ def test_table_path_prefers_this_device_and_never_takes_another_devices_table(tm
     write_table(h200, {"schema": 1, "arch": "sm_90", "device_name": "NVIDIA H200", "entries": []})
     assert table_path_for(tmp_path, "sm_90", "NVIDIA H200") == h200
     assert table_path_for(tmp_path, "sm_100", "NVIDIA B200") == tmp_path / "sm_100.json"
+
+
+def test_a_records_dynamic_config_reaches_its_table_entry():
+    """The tuner's record of a static winner carries the config its entry runs at other reduction
+    sizes into the table; other records write no such field."""
+    from build_tools.autotune.run import table_entry
+
+    record = {"op": "softmax_fwd", "dtype": "bfloat16", "shape": {"M": 1, "N": 32000}, "specialization": {},
+              "config": {"static_reduction_sizes": True}, "variant": "v", "us": 7.5, "baseline_us": {},
+              "tuning": {}, "dynamic_config": {"static_reduction_sizes": False, "num_warps": 16}}
+    assert table_entry(record)["dynamic_config"] == {"static_reduction_sizes": False, "num_warps": 16}
+    del record["dynamic_config"]
+    assert "dynamic_config" not in table_entry({**record, "config": {"static_reduction_sizes": False}})

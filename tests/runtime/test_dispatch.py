@@ -109,6 +109,10 @@ def test_static_variants_run_only_at_their_tuned_reduction_sizes(tmp_path, monke
         assert decision.tuned_shape == {"M": 2048, "N": 32000} and decision.config == twin_config
         assert f"dynamic twin {twin}" in decision.reason
     assert select(d, {"M": 16384, "N": 1000}, "softmax_bwd").variant == "small"
+    registry.known.discard(twin)
+    d.reload()
+    decision = select(d, {"M": 2048, "N": 32001}, "softmax_bwd")
+    assert decision.variant == "static" and any("has no generated variant" in n for n in decision.notes)
 
 
 def test_a_static_entry_needs_its_specialization(tmp_path):
