@@ -2,8 +2,8 @@
 compiler gave each (registers per thread, spilled registers, shared memory, warps, stages).
 
 A launch hook records the CUDA function handles of the kernels a single call launches; each handle
-is then found among the compiled kernels in the Triton caches of the generated modules'
-`@triton.jit` functions. Handles, not names: one `@triton.jit` function compiled for several
+is then found among the compiled kernels in the Triton caches of the generated modules' Triton
+kernels (each a `JITFunction` global of its module from its first launch on). Handles, not names: one `@triton.jit` function compiled for several
 specializations (head dims, causal or not) gives kernels of one name with different registers.
 Only real launches on a GPU have these numbers (the interpreter compiles nothing).
 """

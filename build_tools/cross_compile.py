@@ -104,6 +104,10 @@ def _require_compiling_triton() -> None:
 def _launches_captured(module) -> Iterator[list]:
     """While active, launching a `@triton.jit` function of `module` records (function, args, kwargs)."""
     launches: list = []
+    lazy = getattr(module, "_LazyKernel", None)  # generated kernels are defined on their first launch
+    for value in list(vars(module).values()):
+        if lazy is not None and isinstance(value, lazy):
+            value.define()
     functions = [value for value in vars(module).values() if isinstance(value, JITFunction)]
     for fn in functions:
         def record(*args, grid, warmup, _fn=fn, **kwargs):

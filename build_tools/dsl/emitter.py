@@ -74,16 +74,18 @@ class KernelBuilder:
         return [p for p in self.params.values() if not p.constexpr] + [p for p in self.params.values() if p.constexpr]
 
     def render(self) -> tuple[str, str]:
-        """Returns (kernel name, kernel source). The name derives from a hash of the text. A kernel
+        """Returns (kernel name, kernel source). The name derives from a hash of the text as a
+        `triton.jit` function; the source defines it on its first launch instead
+        (launch_helpers._jit_on_first_launch). A kernel
         whose programs wait for each other carries the flag that makes Triton's interpreter run
         them concurrently (sync.CONCURRENT_PROGRAMS_FLAG)."""
         signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in self.ordered_params())
         body = "\n".join(self.lines) if self.lines else "    pass"
-        template = "@triton.jit\ndef {name}(" + signature + "):\n" + body + "\n"
+        function = "def {name}(" + signature + "):\n" + body + "\n"
         flag = f"\n\n{{name}}.fn.{CONCURRENT_PROGRAMS_FLAG} = True\n" if self.programs_wait else ""
-        digest = hashlib.sha1((template + flag).encode()).hexdigest()[:10]
+        digest = hashlib.sha1(("@triton.jit\n" + function + flag).encode()).hexdigest()[:10]
         name = f"_{self.fn_name}_kernel_{digest}"
-        return name, template.replace("{name}", name, 1) + flag.replace("{name}", name)
+        return name, "@_jit_on_first_launch\n" + function.replace("{name}", name, 1) + flag.replace("{name}", name)
 
 
 def _identifier(text: str) -> str:

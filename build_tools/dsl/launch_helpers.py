@@ -37,6 +37,12 @@ binds native_replay's `replay`, which runs such plans from C.
 
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
 constexpr functions, costly to call from Python).
+
+`_jit_on_first_launch` is the generated kernels' decorator: a kernel stays a `_LazyKernel` (its
+plain function) until its first launch, where `_launch_python` (the native launch hands it any
+kernel it has not seen) or a recording applies `triton.jit` and puts the Triton kernel in the
+module's globals, which the launchers read from then on. `triton.jit` reads and tokenizes a
+kernel's source; defining every kernel of a module at import took most of an op's first call.
 """
 from __future__ import annotations
 
@@ -57,6 +63,33 @@ _NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "
 _native = None  # the native launch module once built; False when it cannot be built here
 _replay = False  # whether the native module replays recorded calls here (native_replay)
 _RECORDING = {}  # "thread": the thread recording a call (one at a time)
+_DEFINED: dict = {}  # a lazy kernel's function -> its Triton kernel
+
+
+class _LazyKernel:
+    """A generated kernel before its first launch: its plain function, which `define` turns into
+    the Triton kernel and puts in the module's globals under the function's name, where the
+    launchers find it from then on."""
+
+    __slots__ = ("fn", "kernel")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.kernel = None
+
+    def define(self):
+        if self.kernel is None:
+            # setdefault is atomic: threads defining the kernel at once all take the first kernel
+            self.kernel = _DEFINED.setdefault(self.fn, triton.jit(self.fn))
+            self.fn.__globals__[self.fn.__name__] = self.kernel
+        return self.kernel
+
+
+def _jit_on_first_launch(fn) -> _LazyKernel:
+    """The generated kernels' decorator: `triton.jit` on the kernel's first launch, not at import
+    (it reads and hashes the kernel's source, which for every kernel of a module took most of an
+    op's first call)."""
+    return _LazyKernel(fn)
 
 
 def _plain_cuda_launcher(run) -> bool:
@@ -186,6 +219,8 @@ def _record(plan, args, missing):
         return tensor
 
     def recording_launch(kernel, grid, args, constants, num_warps, num_stages):
+        if kernel.__class__ is _LazyKernel:
+            kernel = kernel.define()
         launch(kernel, grid, args, constants, num_warps, num_stages)
         if threading.get_ident() == me:
             launches.append((kernel, grid, args, constants, num_warps, num_stages))
@@ -301,6 +336,10 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
         return
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
+    if state is None:
+        if kernel.__class__ is _LazyKernel:  # its first launch: defined now, its module global after
+            kernel = kernel.define()
+            state = _LAUNCHES.get(id(kernel))
     if state is None:
         # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
         fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")

@@ -1243,6 +1243,33 @@ _NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "
 _native = None  # the native launch module once built; False when it cannot be built here
 _replay = False  # whether the native module replays recorded calls here (native_replay)
 _RECORDING = {}  # "thread": the thread recording a call (one at a time)
+_DEFINED: dict = {}  # a lazy kernel's function -> its Triton kernel
+
+
+class _LazyKernel:
+    """A generated kernel before its first launch: its plain function, which `define` turns into
+    the Triton kernel and puts in the module's globals under the function's name, where the
+    launchers find it from then on."""
+
+    __slots__ = ("fn", "kernel")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.kernel = None
+
+    def define(self):
+        if self.kernel is None:
+            # setdefault is atomic: threads defining the kernel at once all take the first kernel
+            self.kernel = _DEFINED.setdefault(self.fn, triton.jit(self.fn))
+            self.fn.__globals__[self.fn.__name__] = self.kernel
+        return self.kernel
+
+
+def _jit_on_first_launch(fn) -> _LazyKernel:
+    """The generated kernels' decorator: `triton.jit` on the kernel's first launch, not at import
+    (it reads and hashes the kernel's source, which for every kernel of a module took most of an
+    op's first call)."""
+    return _LazyKernel(fn)
 
 
 def _plain_cuda_launcher(run) -> bool:
@@ -1372,6 +1399,8 @@ def _record(plan, args, missing):
         return tensor
 
     def recording_launch(kernel, grid, args, constants, num_warps, num_stages):
+        if kernel.__class__ is _LazyKernel:
+            kernel = kernel.define()
         launch(kernel, grid, args, constants, num_warps, num_stages)
         if threading.get_ident() == me:
             launches.append((kernel, grid, args, constants, num_warps, num_stages))
@@ -1488,6 +1517,10 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
     if state is None:
+        if kernel.__class__ is _LazyKernel:  # its first launch: defined now, its module global after
+            kernel = kernel.define()
+            state = _LAUNCHES.get(id(kernel))
+    if state is None:
         # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
         fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")
         state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
@@ -1556,7 +1589,7 @@ def _next_power_of_2(n):
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_067e102326(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -1613,7 +1646,7 @@ def _attention_bwd_kernel_067e102326(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_49 = acc_v_18.to(tl.float16)
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_49, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_2247cab45a(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -1685,7 +1718,7 @@ def _attention_bwd_kernel_2247cab45a(q_len, q_heads, batch, group, q, q_stride_0
     v_64 = v_63.to(tl.bfloat16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_64, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_295aaf336a(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -1827,7 +1860,7 @@ def _attention_bwd_kernel_295aaf336a(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_128 = acc_v_20.to(tl.float16)
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_128, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_350c2483d1(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -1950,7 +1983,7 @@ def _attention_bwd_kernel_350c2483d1(q_len, q_heads, batch, group, q, q_stride_0
     v_113 = v_112.to(tl.bfloat16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_113, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_3cb163efdc(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2003,7 +2036,7 @@ def _attention_bwd_kernel_3cb163efdc(kv_len, kv_heads, batch, k, k_stride_0, k_s
     tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_45, mask=(mask_7[:, None]))
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_18, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_4654231087(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2082,7 +2115,7 @@ def _attention_bwd_kernel_4654231087(q_len, q_heads, batch, group, q, q_stride_0
     v_71 = v_70.to(tl.bfloat16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_71, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_4ed6176485(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2161,7 +2194,7 @@ def _attention_bwd_kernel_4ed6176485(q_len, q_heads, batch, group, q, q_stride_0
     v_71 = v_70.to(tl.float16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_71, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_72e03029aa(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2284,7 +2317,7 @@ def _attention_bwd_kernel_72e03029aa(q_len, q_heads, batch, group, q, q_stride_0
     v_113 = v_112.to(tl.float16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_113, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_7a90b78584(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2341,7 +2374,7 @@ def _attention_bwd_kernel_7a90b78584(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_49 = acc_v_18.to(tl.bfloat16)
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_49, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_8533603493(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2423,7 +2456,7 @@ def _attention_bwd_kernel_8533603493(kv_len, kv_heads, batch, k, k_stride_0, k_s
     tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_72, mask=(mask_7[:, None]))
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), acc_v_20, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_8fa83f558c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2475,7 +2508,7 @@ def _attention_bwd_kernel_8fa83f558c(q_len, q_heads, batch, group, q, q_stride_0
     v_45 = v_44.to(tl.float16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_9840317cf3(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2557,7 +2590,7 @@ def _attention_bwd_kernel_9840317cf3(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_72 = acc_v_18.to(tl.float16)
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_72, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_9a36c76a4b(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2605,7 +2638,7 @@ def _attention_bwd_kernel_9a36c76a4b(q_len, q_heads, batch, group, q, q_stride_0
     v_41 = (acc_q_23 * scale)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_41, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_ac6650c698(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2693,7 +2726,7 @@ def _attention_bwd_kernel_ac6650c698(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_78 = acc_v_20.to(tl.bfloat16)
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_78, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_adfde6c5b2(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2765,7 +2798,7 @@ def _attention_bwd_kernel_adfde6c5b2(q_len, q_heads, batch, group, q, q_stride_0
     v_64 = v_63.to(tl.float16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_64, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_caf05471aa(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2853,7 +2886,7 @@ def _attention_bwd_kernel_caf05471aa(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_78 = acc_v_20.to(tl.float16)
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_78, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_cc7f0d4082(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -2935,7 +2968,7 @@ def _attention_bwd_kernel_cc7f0d4082(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_72 = acc_v_18.to(tl.bfloat16)
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_72, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_cfd9b45d10(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3077,7 +3110,7 @@ def _attention_bwd_kernel_cfd9b45d10(kv_len, kv_heads, batch, k, k_stride_0, k_s
     v_128 = acc_v_20.to(tl.bfloat16)
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_128, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_e025185a1b(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3129,7 +3162,7 @@ def _attention_bwd_kernel_e025185a1b(q_len, q_heads, batch, group, q, q_stride_0
     v_45 = v_44.to(tl.bfloat16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_45, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3203,7 +3236,7 @@ def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0
     v_66 = (acc_q_44 * scale)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_66, mask=(mask_7[:, None]))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_065fd47063(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3289,7 +3322,7 @@ def _attention_fwd_kernel_065fd47063(q_len, q_heads, batch, group, q, q_stride_0
     v_74 = (v_73 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_74, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_14b5805dde(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3382,7 +3415,7 @@ def _attention_fwd_kernel_14b5805dde(q_len, q_heads, batch, group, q, q_stride_0
     v_81 = (v_80 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_81, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_3dbf57b433(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3537,7 +3570,7 @@ def _attention_fwd_kernel_3dbf57b433(q_len, q_heads, batch, group, q, q_stride_0
     v_137 = (v_136 * 0.6931471805599453)
     tl.store(lse + (offset_13 * lse_stride_0 + offset_10 * lse_stride_1 + indices_8 * lse_stride_2), v_137, mask=(mask_9))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_439d2ce048(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3627,7 +3660,7 @@ def _attention_fwd_kernel_439d2ce048(q_len, q_heads, batch, group, q, q_stride_0
     v_78 = (v_77 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_78, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_44691a3fd1(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3780,7 +3813,7 @@ def _attention_fwd_kernel_44691a3fd1(q_len, q_heads, batch, group, q, q_stride_0
     v_135 = (v_134 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_135, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_503db2d79d(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3838,7 +3871,7 @@ def _attention_fwd_kernel_503db2d79d(q_len, q_heads, batch, group, q, q_stride_0
     v_49 = (v_48 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_49, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_5d32198ac3(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3931,7 +3964,7 @@ def _attention_fwd_kernel_5d32198ac3(q_len, q_heads, batch, group, q, q_stride_0
     v_81 = (v_80 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_81, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_63fbe8e149(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -3989,7 +4022,7 @@ def _attention_fwd_kernel_63fbe8e149(q_len, q_heads, batch, group, q, q_stride_0
     v_49 = (v_48 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_49, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_8dff16bf1f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -4075,7 +4108,7 @@ def _attention_fwd_kernel_8dff16bf1f(q_len, q_heads, batch, group, q, q_stride_0
     v_74 = (v_73 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_74, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_975510ba36(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -4230,7 +4263,7 @@ def _attention_fwd_kernel_975510ba36(q_len, q_heads, batch, group, q, q_stride_0
     v_137 = (v_136 * 0.6931471805599453)
     tl.store(lse + (offset_13 * lse_stride_0 + offset_10 * lse_stride_1 + indices_8 * lse_stride_2), v_137, mask=(mask_9))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_993605a6ec(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -4383,7 +4416,7 @@ def _attention_fwd_kernel_993605a6ec(q_len, q_heads, batch, group, q, q_stride_0
     v_135 = (v_134 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_135, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_a8bcba7c64(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -4469,7 +4502,7 @@ def _attention_fwd_kernel_a8bcba7c64(q_len, q_heads, batch, group, q, q_stride_0
     v_74 = (v_73 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_74, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_c98b156648(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -4555,7 +4588,7 @@ def _attention_fwd_kernel_c98b156648(q_len, q_heads, batch, group, q, q_stride_0
     v_74 = (v_73 * 0.6931471805599453)
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_74, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _attention_fwd_kernel_cd7a918655(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)

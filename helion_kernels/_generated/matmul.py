@@ -1291,6 +1291,33 @@ _NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "
 _native = None  # the native launch module once built; False when it cannot be built here
 _replay = False  # whether the native module replays recorded calls here (native_replay)
 _RECORDING = {}  # "thread": the thread recording a call (one at a time)
+_DEFINED: dict = {}  # a lazy kernel's function -> its Triton kernel
+
+
+class _LazyKernel:
+    """A generated kernel before its first launch: its plain function, which `define` turns into
+    the Triton kernel and puts in the module's globals under the function's name, where the
+    launchers find it from then on."""
+
+    __slots__ = ("fn", "kernel")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.kernel = None
+
+    def define(self):
+        if self.kernel is None:
+            # setdefault is atomic: threads defining the kernel at once all take the first kernel
+            self.kernel = _DEFINED.setdefault(self.fn, triton.jit(self.fn))
+            self.fn.__globals__[self.fn.__name__] = self.kernel
+        return self.kernel
+
+
+def _jit_on_first_launch(fn) -> _LazyKernel:
+    """The generated kernels' decorator: `triton.jit` on the kernel's first launch, not at import
+    (it reads and hashes the kernel's source, which for every kernel of a module took most of an
+    op's first call)."""
+    return _LazyKernel(fn)
 
 
 def _plain_cuda_launcher(run) -> bool:
@@ -1420,6 +1447,8 @@ def _record(plan, args, missing):
         return tensor
 
     def recording_launch(kernel, grid, args, constants, num_warps, num_stages):
+        if kernel.__class__ is _LazyKernel:
+            kernel = kernel.define()
         launch(kernel, grid, args, constants, num_warps, num_stages)
         if threading.get_ident() == me:
             launches.append((kernel, grid, args, constants, num_warps, num_stages))
@@ -1536,6 +1565,10 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
     if state is None:
+        if kernel.__class__ is _LazyKernel:  # its first launch: defined now, its module global after
+            kernel = kernel.define()
+            state = _LAUNCHES.get(id(kernel))
+    if state is None:
         # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
         fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")
         state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
@@ -1617,7 +1650,7 @@ def _num_sms(device: torch.device) -> int:
     return _NUM_SMS[key]
 
 
-@triton.jit
+@_jit_on_first_launch
 def _bmm_kernel_5fbabf7064(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2, b, b_stride_0, b_stride_1, b_stride_2, out, out_stride_0, out_stride_1, out_stride_2, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     num_pid_2 = tl.cdiv(batch - 0, 1)
@@ -1651,7 +1684,7 @@ def _bmm_kernel_5fbabf7064(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2
     v_29 = acc_22.to(tl.float16)
     tl.store(out + (offset_12 * out_stride_0 + indices_16[:, None] * out_stride_1 + indices_19[None, :] * out_stride_2), v_29, mask=(mask_17[:, None]) & (mask_20[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _bmm_kernel_7838ca2d99(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2, b, b_stride_0, b_stride_1, b_stride_2, out, out_stride_0, out_stride_1, out_stride_2, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
@@ -1678,7 +1711,7 @@ def _bmm_kernel_7838ca2d99(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2
     v_22 = acc_15.to(tl.float16)
     tl.store(out + (offset_5 * out_stride_0 + indices_9[:, None] * out_stride_1 + indices_12[None, :] * out_stride_2), v_22, mask=(mask_10[:, None]) & (mask_13[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _bmm_kernel_7c0f0c311f(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2, b, b_stride_0, b_stride_1, b_stride_2, out, out_stride_0, out_stride_1, out_stride_2, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     num_pid_2 = tl.cdiv(batch - 0, 1)
@@ -1712,7 +1745,7 @@ def _bmm_kernel_7c0f0c311f(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2
     v_29 = acc_22.to(tl.bfloat16)
     tl.store(out + (offset_12 * out_stride_0 + indices_16[:, None] * out_stride_1 + indices_19[None, :] * out_stride_2), v_29, mask=(mask_17[:, None]) & (mask_20[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _bmm_kernel_7f98b8a80d(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2, b, b_stride_0, b_stride_1, b_stride_2, out, out_stride_0, out_stride_1, out_stride_2, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     num_pid_2 = tl.cdiv(batch - 0, 1)
@@ -1745,7 +1778,7 @@ def _bmm_kernel_7f98b8a80d(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2
         acc_22 = dot_28
     tl.store(out + (offset_12 * out_stride_0 + indices_16[:, None] * out_stride_1 + indices_19[None, :] * out_stride_2), acc_22, mask=(mask_17[:, None]) & (mask_20[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _bmm_kernel_856b487b03(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2, b, b_stride_0, b_stride_1, b_stride_2, out, out_stride_0, out_stride_1, out_stride_2, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
@@ -1771,7 +1804,7 @@ def _bmm_kernel_856b487b03(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2
         acc_15 = dot_21
     tl.store(out + (offset_5 * out_stride_0 + indices_9[:, None] * out_stride_1 + indices_12[None, :] * out_stride_2), acc_15, mask=(mask_10[:, None]) & (mask_13[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _bmm_kernel_dc3136e546(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2, b, b_stride_0, b_stride_1, b_stride_2, out, out_stride_0, out_stride_1, out_stride_2, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(batch - 0, 1))
@@ -1798,7 +1831,7 @@ def _bmm_kernel_dc3136e546(batch, m, n, k, a, a_stride_0, a_stride_1, a_stride_2
     v_22 = acc_15.to(tl.bfloat16)
     tl.store(out + (offset_5 * out_stride_0 + indices_9[:, None] * out_stride_1 + indices_12[None, :] * out_stride_2), v_22, mask=(mask_10[:, None]) & (mask_13[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_0b9853b320(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     total_1 = (tl.cdiv(m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
@@ -1837,7 +1870,7 @@ def _linear_kernel_0b9853b320(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_30, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_390590d463(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
@@ -1868,7 +1901,7 @@ def _linear_kernel_390590d463(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
     else:
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_23, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_4130da022a(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     total_1 = (tl.cdiv(m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0), flatten=True):
@@ -1907,7 +1940,7 @@ def _linear_kernel_4130da022a(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_30, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_6f50cdefeb(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     total_1 = (tl.cdiv(m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
@@ -1946,7 +1979,7 @@ def _linear_kernel_6f50cdefeb(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_30, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_77f44b18e7(m, n, k, x, x_stride_0, x_stride_1, weight, weight_stride_0, weight_stride_1, bias, bias_stride_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
@@ -1972,7 +2005,7 @@ def _linear_kernel_77f44b18e7(m, n, k, x, x_stride_0, x_stride_1, weight, weight
     v_21 = (acc_11 + v_20)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_84baa13623(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     total_1 = (tl.cdiv(m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0), flatten=True):
@@ -2015,7 +2048,7 @@ def _linear_kernel_84baa13623(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_30, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_8948a3ab3f(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, bias, bias_stride_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     num_pid_2 = tl.cdiv(n - 0, _BLOCK_SIZE_1)
@@ -2050,7 +2083,7 @@ def _linear_kernel_8948a3ab3f(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
     v_30 = v_29.to(tl.bfloat16)
     tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_30, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_9fb28f7eb4(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
@@ -2079,7 +2112,7 @@ def _linear_kernel_9fb28f7eb4(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
     else:
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_a077bcffa2(m, n, k, x, x_stride_0, x_stride_1, weight, weight_stride_0, weight_stride_1, bias, bias_stride_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
@@ -2107,7 +2140,7 @@ def _linear_kernel_a077bcffa2(m, n, k, x, x_stride_0, x_stride_1, weight, weight
     v_23 = v_22.to(tl.bfloat16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_23, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_bb137b319e(m, n, k, x, x_stride_0, x_stride_1, weight, weight_stride_0, weight_stride_1, bias, bias_stride_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
@@ -2135,7 +2168,7 @@ def _linear_kernel_bb137b319e(m, n, k, x, x_stride_0, x_stride_1, weight, weight
     v_23 = v_22.to(tl.float16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_23, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_bcd02ab1e6(m, n, k, x, x_stride_0, x_stride_1, weight, weight_stride_0, weight_stride_1, bias, bias_stride_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     num_pid_2 = tl.cdiv(m - 0, _BLOCK_SIZE_0)
@@ -2168,7 +2201,7 @@ def _linear_kernel_bcd02ab1e6(m, n, k, x, x_stride_0, x_stride_1, weight, weight
     v_28 = (acc_18 + v_27)
     tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_28, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_f43a6245b4(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
@@ -2199,7 +2232,7 @@ def _linear_kernel_f43a6245b4(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
     else:
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_23, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _linear_kernel_fad791c6d5(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     total_1 = (tl.cdiv(m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0), flatten=True):
@@ -2242,7 +2275,7 @@ def _linear_kernel_fad791c6d5(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_30, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_0f7d7e1e5c(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0))
@@ -2265,7 +2298,7 @@ def _matmul_kernel_0f7d7e1e5c(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_s
     v_18 = acc_11.to(tl.float16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_18, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_39ee950c78(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0))
@@ -2288,7 +2321,7 @@ def _matmul_kernel_39ee950c78(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_s
     v_18 = acc_11.to(tl.bfloat16)
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_18, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_3f77d160b2(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     total_1 = (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
@@ -2322,7 +2355,7 @@ def _matmul_kernel_3f77d160b2(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_25, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_440c9b7956(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     total_1 = (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0), flatten=True):
@@ -2360,7 +2393,7 @@ def _matmul_kernel_440c9b7956(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_25, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_491bee1b0c(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))
@@ -2407,7 +2440,7 @@ def _matmul_kernel_491bee1b0c(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_
         tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), v_37, mask=(mask_7[:, None]) & (mask_10[None, :]))
         old_38 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_4d68fca3f3(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     total_1 = (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0), flatten=True):
@@ -2441,7 +2474,7 @@ def _matmul_kernel_4d68fca3f3(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_25, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_504af658f5(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0))
@@ -2467,7 +2500,7 @@ def _matmul_kernel_504af658f5(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
     else:
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_18, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_95702e77ff(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     total_1 = (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
@@ -2501,7 +2534,7 @@ def _matmul_kernel_95702e77ff(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_25, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_a7664d39c2(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0))
@@ -2526,7 +2559,7 @@ def _matmul_kernel_a7664d39c2(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
     else:
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), acc_11, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_c497708cae(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     total_1 = (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0), flatten=True):
@@ -2564,7 +2597,7 @@ def _matmul_kernel_c497708cae(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_25, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_d9dd6e19bd(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0))
@@ -2586,7 +2619,7 @@ def _matmul_kernel_d9dd6e19bd(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_s
         acc_11 = dot_17
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), acc_11, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_e059282da5(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     num_pid_2 = tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0)
@@ -2615,7 +2648,7 @@ def _matmul_kernel_e059282da5(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_s
         acc_18 = dot_24
     tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), acc_18, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_f685a2308f(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))
@@ -2662,7 +2695,7 @@ def _matmul_kernel_f685a2308f(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_
         tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), v_37, mask=(mask_7[:, None]) & (mask_10[None, :]))
         old_38 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
-@triton.jit
+@_jit_on_first_launch
 def _matmul_kernel_feaa8d05e7(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0))

@@ -1291,6 +1291,33 @@ _NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "
 _native = None  # the native launch module once built; False when it cannot be built here
 _replay = False  # whether the native module replays recorded calls here (native_replay)
 _RECORDING = {}  # "thread": the thread recording a call (one at a time)
+_DEFINED: dict = {}  # a lazy kernel's function -> its Triton kernel
+
+
+class _LazyKernel:
+    """A generated kernel before its first launch: its plain function, which `define` turns into
+    the Triton kernel and puts in the module's globals under the function's name, where the
+    launchers find it from then on."""
+
+    __slots__ = ("fn", "kernel")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.kernel = None
+
+    def define(self):
+        if self.kernel is None:
+            # setdefault is atomic: threads defining the kernel at once all take the first kernel
+            self.kernel = _DEFINED.setdefault(self.fn, triton.jit(self.fn))
+            self.fn.__globals__[self.fn.__name__] = self.kernel
+        return self.kernel
+
+
+def _jit_on_first_launch(fn) -> _LazyKernel:
+    """The generated kernels' decorator: `triton.jit` on the kernel's first launch, not at import
+    (it reads and hashes the kernel's source, which for every kernel of a module took most of an
+    op's first call)."""
+    return _LazyKernel(fn)
 
 
 def _plain_cuda_launcher(run) -> bool:
@@ -1420,6 +1447,8 @@ def _record(plan, args, missing):
         return tensor
 
     def recording_launch(kernel, grid, args, constants, num_warps, num_stages):
+        if kernel.__class__ is _LazyKernel:
+            kernel = kernel.define()
         launch(kernel, grid, args, constants, num_warps, num_stages)
         if threading.get_ident() == me:
             launches.append((kernel, grid, args, constants, num_warps, num_stages))
@@ -1536,6 +1565,10 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
     if state is None:
+        if kernel.__class__ is _LazyKernel:  # its first launch: defined now, its module global after
+            kernel = kernel.define()
+            state = _LAUNCHES.get(id(kernel))
+    if state is None:
         # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
         fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")
         state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
@@ -1618,7 +1651,7 @@ def _xyz_grid(grid: tuple) -> tuple:
     return (programs,)
 
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_0956550986(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0))
@@ -1638,7 +1671,7 @@ def _rms_norm_bwd_kernel_0956550986(dot_rows, n, grad_out, grad_out_stride_0, gr
     tid_16 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_16 * row_dot_parts_stride_1), red_15, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_0ab628ae9e(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -1656,7 +1689,7 @@ def _rms_norm_bwd_kernel_0ab628ae9e(sum_columns, programs, grad_weight_partial, 
     v_13 = total_6.to(tl.float16)
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_116b376fd0(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -1706,7 +1739,7 @@ def _rms_norm_bwd_kernel_116b376fd0(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_42
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_29dfbab877(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -1791,7 +1824,7 @@ def _rms_norm_bwd_kernel_29dfbab877(programs, main_columns, n, runs, stride, m, 
 
 _rms_norm_bwd_kernel_29dfbab877.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_2ad1ad758e(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -1843,7 +1876,7 @@ def _rms_norm_bwd_kernel_2ad1ad758e(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_44
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_38703a614a(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -1860,7 +1893,7 @@ def _rms_norm_bwd_kernel_38703a614a(sum_columns, programs, grad_weight_partial, 
         total_6 = v_12
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_4151dab3bc(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -1913,7 +1946,7 @@ def _rms_norm_bwd_kernel_4151dab3bc(programs, main_columns, n, runs, stride, run
             acc_18 = v_45
     tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_5008d9f29a(programs, main_columns, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
@@ -1989,7 +2022,7 @@ def _rms_norm_bwd_kernel_5008d9f29a(programs, main_columns, runs, stride, run, m
         tid_65 = (offset_14 - 0) // _BLOCK_SIZE_1
         old_66 = tl.atomic_xchg(arrivals + (tid_65 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_500d2cef3f(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2046,7 +2079,7 @@ def _rms_norm_bwd_kernel_500d2cef3f(programs, main_columns, n, runs, stride, run
             acc_18 = v_49
     tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_509ab55eda(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2096,7 +2129,7 @@ def _rms_norm_bwd_kernel_509ab55eda(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_42
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_777d45b0e0(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
@@ -2147,7 +2180,7 @@ def _rms_norm_bwd_kernel_777d45b0e0(programs, main_columns, runs, stride, m, inv
             acc_11 = v_45
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_798b619487(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2197,7 +2230,7 @@ def _rms_norm_bwd_kernel_798b619487(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_42
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_7f558c1568(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2265,7 +2298,7 @@ def _rms_norm_bwd_kernel_7f558c1568(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_58
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_877c9805d3(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight_partial_size_0, grad_weight_partial_size_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_grad_weight_partial_7: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -2283,7 +2316,7 @@ def _rms_norm_bwd_kernel_877c9805d3(sum_columns, programs, grad_weight_partial, 
     v_13 = total_6.to(tl.bfloat16)
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_8cdf6b1fbd(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
@@ -2330,7 +2363,7 @@ def _rms_norm_bwd_kernel_8cdf6b1fbd(programs, main_columns, runs, stride, m, inv
             acc_11 = v_41
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_9e7b022f48(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, x_size_0, x_size_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _TMA_x_12: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
@@ -2353,7 +2386,7 @@ def _rms_norm_bwd_kernel_9e7b022f48(dot_rows, n, grad_out, grad_out_stride_0, gr
     tid_19 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_19 * row_dot_parts_stride_1), red_18, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_9f092d4036(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2410,7 +2443,7 @@ def _rms_norm_bwd_kernel_9f092d4036(programs, main_columns, n, runs, stride, run
             acc_18 = v_49
     tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_a1d22af713(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2467,7 +2500,7 @@ def _rms_norm_bwd_kernel_a1d22af713(programs, main_columns, n, runs, stride, m, 
             acc_18 = v_49
     tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_a2ca3fff9c(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2561,7 +2594,7 @@ def _rms_norm_bwd_kernel_a2ca3fff9c(programs, main_columns, n, runs, stride, run
 
 _rms_norm_bwd_kernel_a2ca3fff9c.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_a8615851d0(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -2578,7 +2611,7 @@ def _rms_norm_bwd_kernel_a8615851d0(sum_columns, programs, grad_weight_partial, 
         total_6 = v_12
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_aec770461a(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2624,7 +2657,7 @@ def _rms_norm_bwd_kernel_aec770461a(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_38
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_af8e30ff14(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -2642,7 +2675,7 @@ def _rms_norm_bwd_kernel_af8e30ff14(sum_columns, programs, grad_weight_partial, 
     v_13 = total_6.to(tl.bfloat16)
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_bb7508326b(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2692,7 +2725,7 @@ def _rms_norm_bwd_kernel_bb7508326b(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_42
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_bc2964326d(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -2718,7 +2751,7 @@ def _rms_norm_bwd_kernel_bc2964326d(sum_columns, programs, grad_weight_partial, 
     v_20 = total_13.to(tl.bfloat16)
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_20, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_bd0ffd8e9a(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2777,7 +2810,7 @@ def _rms_norm_bwd_kernel_bd0ffd8e9a(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_51
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_c254239f28(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2870,7 +2903,7 @@ def _rms_norm_bwd_kernel_c254239f28(programs, main_columns, n, runs, stride, m, 
 
 _rms_norm_bwd_kernel_c254239f28.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_c8cf5598b7(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2916,7 +2949,7 @@ def _rms_norm_bwd_kernel_c8cf5598b7(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_38
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_e4d86e4bd1(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -2934,7 +2967,7 @@ def _rms_norm_bwd_kernel_e4d86e4bd1(sum_columns, programs, grad_weight_partial, 
     v_13 = total_6.to(tl.bfloat16)
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_e970efa0c4(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3000,7 +3033,7 @@ def _rms_norm_bwd_kernel_e970efa0c4(programs, main_columns, n, runs, stride, m, 
             acc_18 = v_58
     tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_e9c62e450d(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0))
@@ -3023,7 +3056,7 @@ def _rms_norm_bwd_kernel_e9c62e450d(dot_rows, n, grad_out, grad_out_stride_0, gr
     tid_19 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_19 * row_dot_parts_stride_1), red_18, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_edca2ac9d6(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
@@ -3074,7 +3107,7 @@ def _rms_norm_bwd_kernel_edca2ac9d6(programs, main_columns, runs, stride, m, inv
             acc_11 = v_45
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_edd808667f(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, grad_weight, grad_weight_stride_0, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3168,7 +3201,7 @@ def _rms_norm_bwd_kernel_edd808667f(programs, main_columns, n, runs, stride, m, 
 
 _rms_norm_bwd_kernel_edd808667f.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_ee6d699bd1(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3219,7 +3252,7 @@ def _rms_norm_bwd_kernel_ee6d699bd1(programs, main_columns, n, runs, stride, m, 
             acc_12 = v_39
     tl.store(grad_weight_partial + (offset_5 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_12, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_f1ed4aefcb(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3265,7 +3298,7 @@ def _rms_norm_bwd_kernel_f1ed4aefcb(programs, main_columns, n, runs, stride, m, 
             acc_11 = v_38
     tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_f23a94df1c(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3322,7 +3355,7 @@ def _rms_norm_bwd_kernel_f23a94df1c(programs, main_columns, n, runs, stride, m, 
             acc_18 = v_49
     tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_0e1bce9d68(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3350,7 +3383,7 @@ def _rms_norm_fwd_kernel_0e1bce9d68(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_15, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_0ff82f358c(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < square_parts_size_1
@@ -3381,7 +3414,7 @@ def _rms_norm_fwd_kernel_0ff82f358c(m, main_columns, square_parts, square_parts_
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_24, mask=(mask_6[:, None]) & (mask_9[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_3310a865d2(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, weight, weight_stride_0, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3409,7 +3442,7 @@ def _rms_norm_fwd_kernel_3310a865d2(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_17, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_45112ecb07(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3444,7 +3477,7 @@ def _rms_norm_fwd_kernel_45112ecb07(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(out + (indices_12[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_28, mask=(mask_13[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_12 * inv_rms_stride_0), v_22, mask=(mask_13))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_622561a35a(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
@@ -3462,7 +3495,7 @@ def _rms_norm_fwd_kernel_622561a35a(square_rows, n, x, x_stride_0, x_stride_1, s
     tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_6ae5e2e9e5(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, weight, weight_stride_0, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3492,7 +3525,7 @@ def _rms_norm_fwd_kernel_6ae5e2e9e5(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(out + (indices_6[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_19, mask=(mask_7[:, None]) & (rmask_0[None, :]))
     tl.store(tl.make_block_ptr(inv_rms, [inv_rms_size_0], [inv_rms_stride_0], [offset_5], [_BLOCK_SIZE_0], (0,)), v_16, boundary_check=(0,))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_75309e80f0(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3520,7 +3553,7 @@ def _rms_norm_fwd_kernel_75309e80f0(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_15, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_7dca82d843(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3545,7 +3578,7 @@ def _rms_norm_fwd_kernel_7dca82d843(m, main_columns, x, x_stride_0, x_stride_1, 
     tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_18, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_14, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_8d49a6f979(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < square_parts_size_1
@@ -3576,7 +3609,7 @@ def _rms_norm_fwd_kernel_8d49a6f979(m, main_columns, square_parts, square_parts_
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_24, mask=(mask_6[:, None]) & (mask_9[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_8d585dd652(m, main_columns, x, x_stride_0, x_stride_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
@@ -3612,7 +3645,7 @@ def _rms_norm_fwd_kernel_8d585dd652(m, main_columns, x, x_stride_0, x_stride_1, 
         tl.store(out + (indices_5[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_24, mask=(mask_6[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_8f9b520835(square_rows, n, x, x_stride_0, x_stride_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(square_rows - 0, _BLOCK_SIZE_0))
@@ -3629,7 +3662,7 @@ def _rms_norm_fwd_kernel_8f9b520835(square_rows, n, x, x_stride_0, x_stride_1, s
     tid_13 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_13 * square_parts_stride_1), red_12, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_a2814608e8(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, weight, weight_stride_0, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, inv_rms_size_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _TMA_inv_rms_17: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3660,7 +3693,7 @@ def _rms_norm_fwd_kernel_a2814608e8(m, main_columns, x, x_stride_0, x_stride_1, 
     else:
         tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_17, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_c125d6af52(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, n, eps, x, x_stride_0, x_stride_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < square_parts_size_1
@@ -3688,7 +3721,7 @@ def _rms_norm_fwd_kernel_c125d6af52(m, main_columns, square_parts, square_parts_
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_21, mask=(mask_6[:, None]) & (mask_9[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_cbb472a7e6(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     if _XYZ_FOLDED:
         pid_3 = tl.program_id(0) % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
@@ -3729,7 +3762,7 @@ def _rms_norm_fwd_kernel_cbb472a7e6(m, main_columns, x, x_stride_0, x_stride_1, 
         tl.store(out + (indices_6[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_25, mask=(mask_7[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_6 * inv_rms_stride_0), v_17, mask=(mask_7))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_f754c3dc08(m, main_columns, square_parts, square_parts_stride_0, square_parts_stride_1, square_parts_size_1, square_parts_size_0, n, eps, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < square_parts_size_1
@@ -3760,7 +3793,7 @@ def _rms_norm_fwd_kernel_f754c3dc08(m, main_columns, square_parts, square_parts_
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_24, mask=(mask_6[:, None]) & (mask_9[None, :]))
     tl.store(inv_rms + (indices_5 * inv_rms_stride_0), v_16, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_fwd_kernel_fc1957468d(square_rows, n, x, x_stride_0, x_stride_1, x_size_0, x_size_1, square_parts, square_parts_stride_0, square_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
@@ -3778,7 +3811,7 @@ def _rms_norm_fwd_kernel_fc1957468d(square_rows, n, x, x_stride_0, x_stride_1, x
     tid_14 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(square_parts + (indices_5 * square_parts_stride_0 + tid_14 * square_parts_stride_1), red_13, mask=(mask_6))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_bwd_kernel_0197066a14(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3803,7 +3836,7 @@ def _rms_norm_noweight_bwd_kernel_0197066a14(m, x, x_stride_0, x_stride_1, x_siz
     v_19 = v_18.to(tl.float16)
     tl.store(grad_x + (indices_3[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_19, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_bwd_kernel_12cba8c0c9(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_0
@@ -3839,7 +3872,7 @@ def _rms_norm_noweight_bwd_kernel_12cba8c0c9(m, x, x_stride_0, x_stride_1, x_siz
         c_25 = c_24.to(tl.bfloat16)
         tl.store(grad_x + (indices_3[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), c_25, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_bwd_kernel_c2ebd4317b(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3864,7 +3897,7 @@ def _rms_norm_noweight_bwd_kernel_c2ebd4317b(m, x, x_stride_0, x_stride_1, x_siz
     v_19 = v_18.to(tl.bfloat16)
     tl.store(grad_x + (indices_3[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_19, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_bwd_kernel_c5c07b9205(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_0
@@ -3900,7 +3933,7 @@ def _rms_norm_noweight_bwd_kernel_c5c07b9205(m, x, x_stride_0, x_stride_1, x_siz
         c_25 = c_24.to(tl.float16)
         tl.store(grad_x + (indices_3[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), c_25, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_bwd_kernel_cf2419675e(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3922,7 +3955,7 @@ def _rms_norm_noweight_bwd_kernel_cf2419675e(m, x, x_stride_0, x_stride_1, x_siz
     v_16 = (v_14 * v_15)
     tl.store(grad_x + (indices_3[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_16, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_bwd_kernel_fcf7b35a62(m, x, x_stride_0, x_stride_1, x_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, inv_rms, inv_rms_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_0
@@ -3953,7 +3986,7 @@ def _rms_norm_noweight_bwd_kernel_fcf7b35a62(m, x, x_stride_0, x_stride_1, x_siz
         c_20 = (c_19 * v_14)
         tl.store(grad_x + (indices_3[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), c_20, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_fwd_kernel_160c437468(m, x, x_stride_0, x_stride_1, x_size_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_0
@@ -3981,7 +4014,7 @@ def _rms_norm_noweight_fwd_kernel_160c437468(m, x, x_stride_0, x_stride_1, x_siz
         tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_16, mask=(mask_4[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_11, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_fwd_kernel_7760f8f044(m, x, x_stride_0, x_stride_1, x_size_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -4001,7 +4034,7 @@ def _rms_norm_noweight_fwd_kernel_7760f8f044(m, x, x_stride_0, x_stride_1, x_siz
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_10, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_fwd_kernel_ace6b6a89b(m, x, x_stride_0, x_stride_1, x_size_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -4021,7 +4054,7 @@ def _rms_norm_noweight_fwd_kernel_ace6b6a89b(m, x, x_stride_0, x_stride_1, x_siz
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_10, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_fwd_kernel_bea456f8e7(m, x, x_stride_0, x_stride_1, x_size_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_0
@@ -4049,7 +4082,7 @@ def _rms_norm_noweight_fwd_kernel_bea456f8e7(m, x, x_stride_0, x_stride_1, x_siz
         tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_16, mask=(mask_4[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_11, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_fwd_kernel_da950a8688(m, x, x_stride_0, x_stride_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_0
@@ -4077,7 +4110,7 @@ def _rms_norm_noweight_fwd_kernel_da950a8688(m, x, x_stride_0, x_stride_1, eps, 
         tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_16, mask=(mask_4[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_11, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_fwd_kernel_ee14c2bc85(m, x, x_stride_0, x_stride_1, x_size_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -4095,7 +4128,7 @@ def _rms_norm_noweight_fwd_kernel_ee14c2bc85(m, x, x_stride_0, x_stride_1, x_siz
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
     tl.store(inv_rms + (indices_3 * inv_rms_stride_0), v_9, mask=(mask_4))
 
-@triton.jit
+@_jit_on_first_launch
 def _rms_norm_noweight_fwd_kernel_fcc3f9def5(m, x, x_stride_0, x_stride_1, x_size_1, eps, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_0

@@ -1243,6 +1243,33 @@ _NATIVE_CODES = {"constexpr": "c", "i1": "1", "i8": "1", "u1": "1", "u8": "1", "
 _native = None  # the native launch module once built; False when it cannot be built here
 _replay = False  # whether the native module replays recorded calls here (native_replay)
 _RECORDING = {}  # "thread": the thread recording a call (one at a time)
+_DEFINED: dict = {}  # a lazy kernel's function -> its Triton kernel
+
+
+class _LazyKernel:
+    """A generated kernel before its first launch: its plain function, which `define` turns into
+    the Triton kernel and puts in the module's globals under the function's name, where the
+    launchers find it from then on."""
+
+    __slots__ = ("fn", "kernel")
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.kernel = None
+
+    def define(self):
+        if self.kernel is None:
+            # setdefault is atomic: threads defining the kernel at once all take the first kernel
+            self.kernel = _DEFINED.setdefault(self.fn, triton.jit(self.fn))
+            self.fn.__globals__[self.fn.__name__] = self.kernel
+        return self.kernel
+
+
+def _jit_on_first_launch(fn) -> _LazyKernel:
+    """The generated kernels' decorator: `triton.jit` on the kernel's first launch, not at import
+    (it reads and hashes the kernel's source, which for every kernel of a module took most of an
+    op's first call)."""
+    return _LazyKernel(fn)
 
 
 def _plain_cuda_launcher(run) -> bool:
@@ -1372,6 +1399,8 @@ def _record(plan, args, missing):
         return tensor
 
     def recording_launch(kernel, grid, args, constants, num_warps, num_stages):
+        if kernel.__class__ is _LazyKernel:
+            kernel = kernel.define()
         launch(kernel, grid, args, constants, num_warps, num_stages)
         if threading.get_ident() == me:
             launches.append((kernel, grid, args, constants, num_warps, num_stages))
@@ -1488,6 +1517,10 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
     if state is None:
+        if kernel.__class__ is _LazyKernel:  # its first launch: defined now, its module global after
+            kernel = kernel.define()
+            state = _LAUNCHES.get(id(kernel))
+    if state is None:
         # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
         fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")
         state = _LAUNCHES[id(kernel)] = (kernel, {} if fast else None)
@@ -1556,7 +1589,7 @@ def _next_power_of_2(n):
     return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_0f0d99bb98(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1588,7 +1621,7 @@ def _softmax_bwd_kernel_0f0d99bb98(m_split_m, padded, padded_block_n, n, out, ou
         v_27 = (load_23 * v_26)
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_21[None, :] * grad_in_stride_1), v_27, mask=(mask_4[:, None]) & (mask_22[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_19899ffa8f(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1625,7 +1658,7 @@ def _softmax_bwd_kernel_19899ffa8f(m_split_m, padded, padded_block_n, n, out, ou
         v_32 = v_31.to(tl.float16)
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_4c7a8e4c8c(m_split_m, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, out_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1654,7 +1687,7 @@ def _softmax_bwd_kernel_4c7a8e4c8c(m_split_m, out, out_stride_0, out_stride_1, g
         c_18 = c_17.to(tl.bfloat16)
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), c_18, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_4f61147538(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
@@ -1709,7 +1742,7 @@ def _softmax_bwd_kernel_4f61147538(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_bwd_kernel_4f61147538.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_598a855a83(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < out_size_1
@@ -1725,7 +1758,7 @@ def _softmax_bwd_kernel_598a855a83(m_split_m, out, out_stride_0, out_stride_1, o
     v_10 = (load_5 * v_9)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_10, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_6ec83b3245(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < out_size_1
@@ -1748,7 +1781,7 @@ def _softmax_bwd_kernel_6ec83b3245(m_split_m, out, out_stride_0, out_stride_1, o
     v_17 = v_16.to(tl.bfloat16)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_17, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_823e5b0d4a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
@@ -1803,7 +1836,7 @@ def _softmax_bwd_kernel_823e5b0d4a(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_bwd_kernel_823e5b0d4a.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_afcad2d40a(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1840,7 +1873,7 @@ def _softmax_bwd_kernel_afcad2d40a(m_split_m, padded, padded_block_n, n, out, ou
         v_32 = v_31.to(tl.bfloat16)
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_ceca08de7d(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1877,7 +1910,7 @@ def _softmax_bwd_kernel_ceca08de7d(m_split_m, padded, padded_block_n, n, out, ou
         v_32 = v_31.to(tl.bfloat16)
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_e05a52e758(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < out_size_1
@@ -1896,7 +1929,7 @@ def _softmax_bwd_kernel_e05a52e758(m_split_m, out, out_stride_0, out_stride_1, o
     v_13 = v_12.to(tl.float16)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_f3351718b9(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
@@ -1946,7 +1979,7 @@ def _softmax_bwd_kernel_f3351718b9(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_bwd_kernel_f3351718b9.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_f597535792(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
@@ -2001,7 +2034,7 @@ def _softmax_bwd_kernel_f597535792(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_bwd_kernel_f597535792.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < out_size_1
@@ -2020,7 +2053,7 @@ def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, o
     v_13 = v_12.to(tl.bfloat16)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_1484bc333a(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2068,7 +2101,7 @@ def _softmax_fwd_kernel_1484bc333a(m_split_m, padded, padded_block_n, n, x, x_st
         v_42 = v_41.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_1d37c5ebd2(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
@@ -2136,7 +2169,7 @@ def _softmax_fwd_kernel_1d37c5ebd2(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_1d37c5ebd2.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -2153,7 +2186,7 @@ def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_11 = (v_8 * v_10)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_4457b61382(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
@@ -2224,7 +2257,7 @@ def _softmax_fwd_kernel_4457b61382(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_4457b61382.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_487b1a3313(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
@@ -2292,7 +2325,7 @@ def _softmax_fwd_kernel_487b1a3313(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_487b1a3313.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_6166db7550(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2337,7 +2370,7 @@ def _softmax_fwd_kernel_6166db7550(m_split_m, padded, padded_block_n, n, x, x_st
         v_39 = (v_37 * v_38)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_7b9ca60e53(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
@@ -2408,7 +2441,7 @@ def _softmax_fwd_kernel_7b9ca60e53(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_7b9ca60e53.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_89a90895a3(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
@@ -2479,7 +2512,7 @@ def _softmax_fwd_kernel_89a90895a3(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_89a90895a3.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_89b1235286(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -2498,7 +2531,7 @@ def _softmax_fwd_kernel_89b1235286(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_13 = v_12.to(tl.bfloat16)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_a80f3dacb6(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2534,7 +2567,7 @@ def _softmax_fwd_kernel_a80f3dacb6(m_split_m, x, x_stride_0, x_stride_1, out, ou
         c_21 = c_20.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), c_21, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -2553,7 +2586,7 @@ def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_13 = v_12.to(tl.float16)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_b4e4e4f1ac(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
@@ -2664,7 +2697,7 @@ def _softmax_fwd_kernel_b4e4e4f1ac(split_m_pieces, sync, split_m, sync_stride_0,
 
 _softmax_fwd_kernel_b4e4e4f1ac.fn.hk_concurrent_programs = True
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_b56fca2c0c(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2712,7 +2745,7 @@ def _softmax_fwd_kernel_b56fca2c0c(m_split_m, padded, padded_block_n, n, x, x_st
         v_42 = v_41.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_b6fc84b4b3(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2757,7 +2790,7 @@ def _softmax_fwd_kernel_b6fc84b4b3(m_split_m, padded, padded_block_n, n, x, x_st
         v_39 = (v_37 * v_38)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_cf3e1a91a2(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2805,7 +2838,7 @@ def _softmax_fwd_kernel_cf3e1a91a2(m_split_m, padded, padded_block_n, n, x, x_st
         v_42 = v_41.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_d3a63eeff8(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2885,7 +2918,7 @@ def _softmax_fwd_kernel_d3a63eeff8(m_split_m, padded, padded_block_n, n, x, x_st
         v_71 = (v_69 * v_70)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_64[None, :] * out_stride_1), v_71, mask=(mask_4[:, None]) & (mask_65[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_e322d845dc(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2933,7 +2966,7 @@ def _softmax_fwd_kernel_e322d845dc(m_split_m, padded, padded_block_n, n, x, x_st
         v_42 = v_41.to(tl.float16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_f5d3050292(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -2952,7 +2985,7 @@ def _softmax_fwd_kernel_f5d3050292(m_split_m, x, x_stride_0, x_stride_1, out, ou
     v_13 = v_12.to(tl.bfloat16)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
-@triton.jit
+@_jit_on_first_launch
 def _softmax_fwd_kernel_f8c66fa126(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1

@@ -180,3 +180,34 @@ def test_tuned_entry_config_survives_binding_on_small_shapes(tmp_path):
     text = generate.render_family("rms_norm", generate.op_families()["rms_norm"], variants["rms_norm"])
     launcher = text[text.index(f"def rms_norm_fwd__{vid}"):]
     assert "8192" in launcher.split("\n\n")[0]
+
+
+def test_kernels_are_defined_on_their_first_launch(rendered, tmp_path, device):
+    """Importing a generated module defines no Triton kernel (`triton.jit` reads and hashes each
+    kernel's source); a launcher's first call defines exactly the kernels it launches, which its
+    later calls reuse."""
+    import importlib.util
+
+    import torch
+    import triton.runtime.interpreter
+
+    path = tmp_path / "softmax.py"
+    path.write_text(rendered["softmax.py"])
+    spec = importlib.util.spec_from_file_location("_generated_lazy_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lazy = {name for name, value in vars(module).items() if isinstance(value, module._LazyKernel)}
+    assert lazy and all(name.startswith("_softmax_") for name in lazy)
+    triton_kernels = (triton.runtime.JITFunction, triton.runtime.interpreter.InterpretedFunction)
+    assert not [v for v in vars(module).values() if isinstance(v, triton_kernels)]
+    from helion_kernels._dispatch import DISPATCHER
+
+    x = torch.randn(3, 77, device=device)
+    chosen = DISPATCHER.select("softmax_fwd", x.device, x.dtype, ("M", "N"), tuple(x.shape)).variant
+    launcher = module.VARIANTS["softmax_fwd"][chosen]
+    torch.testing.assert_close(launcher(x, torch.float32), torch.softmax(x, -1))
+    defined = {name for name in lazy if not isinstance(vars(module)[name], module._LazyKernel)}
+    assert defined and defined == {name for name in lazy if name in launcher.__code__.co_names}
+    kernels = {name: vars(module)[name] for name in defined}
+    launcher(x, torch.float32)
+    assert all(vars(module)[name] is kernel for name, kernel in kernels.items())
