@@ -336,10 +336,9 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
         return
     # keyed by id (hashing a JITFunction is slow); the entry holds the kernel, so the id stays its own
     state = _LAUNCHES.get(id(kernel))
-    if state is None:
-        if kernel.__class__ is _LazyKernel:  # its first launch: defined now, its module global after
-            kernel = kernel.define()
-            state = _LAUNCHES.get(id(kernel))
+    if state is None and kernel.__class__ is _LazyKernel:  # its first launch: defined now, its global after
+        kernel = kernel.define()
+        state = _LAUNCHES.get(id(kernel))
     if state is None:
         # CPU-only torch builds (cross-compiling on a machine without a GPU) have no CUDA device API
         fast = isinstance(kernel, triton.runtime.jit.JITFunction) and hasattr(torch._C, "_cuda_getDevice")
