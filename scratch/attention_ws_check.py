@@ -1,0 +1,43 @@
+"""Check: the attention forward's warp-specialized configs (scratch/attention_ws_jobs.json, applied
+to the table entry they name) against a float64 reference at sequence lengths the key block does
+and does not divide, on a GPU (Triton 3.6's Hopper warp specialization has given wrong results
+for some loops). Prints the max error per config and shape, and the op's tolerance.
+The configs need the DSL changes in scratch/attention_ws_dsl.patch (descriptors over a tensor's
+scalar-indexed slice; a warp-specialized peeled loop split on a launch-time divisibility flag),
+which main does not carry: `git apply scratch/attention_ws_dsl.patch` first.
+Run: python3 scratch/attention_ws_check.py [JOBS.json] [TABLE]"""
+import json, sys
+sys.path.insert(0, ".")
+import torch
+from build_tools.dsl.config import Config
+from tools.config_probe import _entry, _spec
+
+
+def main():
+    jobs = json.load(open(sys.argv[1] if len(sys.argv) > 1 else "scratch/attention_ws_jobs.json"))
+    table = json.load(open(sys.argv[2] if len(sys.argv) > 2 else "tuned_configs/sm_90.json"))
+    spec = _spec("attention_fwd")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for job in jobs:
+        entry = _entry(table, job["op"], job["dtype"], job["shape"])
+        dtype = getattr(torch, job["dtype"])
+        rtol, atol = spec.tolerance(dtype)
+        for b, h, s, d in [(2, 3, 4096, 128), (2, 3, 1000, 128), (1, 2, 77, 128), (3, 2, 129, 128), (1, 1, 1, 128)]:
+            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dtype, generator=g) for _ in range(3))
+            args = (q, k, v, False, d ** -0.5)
+            ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double())
+            spec.kernel.reset()
+            bound = spec.kernel.bind(args)
+            for label, overrides in {"tuned": {}, **job["variants"]}.items():
+                config = bound.config_spec.normalize(Config({**entry["config"], **overrides}))
+                try:
+                    out, lse = bound.compile_config(config)(*args)
+                    err = (out.double() - ref).abs().max().item()
+                    ok = torch.allclose(out.double(), ref, rtol=rtol, atol=atol)
+                except Exception as error:  # a config that does not compile is reported
+                    err, ok = f"{type(error).__name__}: {str(error)[-150:]}", False
+                print(json.dumps({"shape": [b, h, s, d], "config": label, "max_err": err, "ok": ok, "atol": atol}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
