@@ -6,7 +6,11 @@ out with 12 warps (a producer warpgroup issuing the TMA loads and two consumer w
 split the block's rows, with `setmaxnreg`), while at num_warps=8 the flag leaves the PTX without
 `setmaxnreg`. Pointer loads crash the pass (NVGPUWarpSpecialization, a dominance assertion).
 This times warp-specialized variants against the plain schedule, the library and cuDNN / cuBLAS
-in one process (benchmarks.timing.Timer: CUDA events, L2 flushed, alternating rounds).
+in one process (benchmarks.timing.Timer: CUDA events, L2 flushed, alternating rounds). Outputs
+are poisoned since the nineteenth session's bisect (scratch/ws_bisect_probe.py): the timings in
+ws_probe_h100.json / ws_probe_masked_h100.json were taken with empty outputs, so the correctness
+of their variants other than [128, 128] and [128, 64] at 2 stages (right in the bisect) and
+[128, 64] at 3 stages (wrong there) is not established.
 Run: python3 scratch/ws_probe.py (writes $OUT/ws_probe.json)."""
 import json, os, statistics, sys
 sys.path.insert(0, ".")
@@ -112,7 +116,7 @@ def attention_rows(timer, device):
         errors = {}
         for label, (bm, bn, ws, warps, stages, masked) in ATTN.items():
             def run(bm=bm, bn=bn, ws=ws, warps=warps, stages=stages, masked=masked):
-                out = torch.empty_like(q)
+                out = torch.full_like(q, float("nan"))  # unwritten elements show
                 attn_fwd[(triton.cdiv(s, bm), b * h)](q, k, v, out, scale * 1.4426950408889634, b * h, s, D=d,
                                                       BM=bm, BN=bn, WS=ws, MASKED=masked, num_warps=warps,
                                                       num_stages=stages)
@@ -147,7 +151,7 @@ def matmul_rows(timer, device):
         errors = {}
         for label, (bm, bn, bk, flat, ws, warps, stages) in MM.items():
             def run(bm=bm, bn=bn, bk=bk, flat=flat, ws=ws, warps=warps, stages=stages):
-                out = torch.empty(m, n, device=device, dtype=a.dtype)
+                out = torch.full((m, n), float("nan"), device=device, dtype=a.dtype)  # unwritten elements show
                 grid = (min(sms, triton.cdiv(m, bm) * triton.cdiv(n, bn)),)
                 persistent_mm[grid](a, w, out, m, n, k, BM=bm, BN=bn, BK=bk, FLATTEN=flat, WS=ws,
                                     num_warps=warps, num_stages=stages)

@@ -462,6 +462,10 @@ class DeviceCompiler(PointwiseMixin):
         flatten = self.session.flatten(len(spec.ends))
         order = list(range(len(spec.ends)))
         opts = self.session.range_options(loop_index)
+        specialize = f"_WARP_SPECIALIZE_{loop_index}" if "warp_specialize=True" in opts else None
+        if specialize:
+            opts = opts.replace("warp_specialize=True", f"warp_specialize={specialize}")
+            b.warp_specialize_flags.append(specialize)
         if self.tail_masked(spec, block_infos):
             self.session.mark_peelable(loop_index)
             if self.session.peel_tail(loop_index):
@@ -500,6 +504,18 @@ class DeviceCompiler(PointwiseMixin):
         self.uncarry(carried)
         self.drop_inner_values(assigned, before, carried)
 
+    def define_warp_specialize(self) -> None:
+        """The constexprs the kernel's warp-specialized loops take as `warp_specialize` (called once
+        its code is complete): Triton 3.6's Hopper warp specialization aborts compiling a kernel that
+        loads through pointers (a dominance assertion), so the launcher passes True only where
+        every load of the kernel uses a tensor descriptor (their TMA flags all hold); a kernel with
+        a pointer-only load never specializes."""
+        flags = self.builder.load_flags
+        expr = "False" if any(f is None for f in flags) else " and ".join(
+            f"({self.builder.params[f].host_expr})" for f in flags) or "True"
+        for name in self.builder.warp_specialize_flags:
+            self.builder.constexpr(name, expr)
+
     def tail_masked(self, spec: LoopSpec, block_infos: list) -> bool:
         """Whether a loop over one tile dimension may end in a partial tile: its end is not provably
         `begin` plus a multiple of its block (then every tile carries a tail mask)."""
@@ -518,6 +534,10 @@ class DeviceCompiler(PointwiseMixin):
         begin, end = spec.begins[0], spec.ends[0]
         bs = info[2]
         begin_s = self.atom(begin)
+        if "warp_specialize=" in opts and all(isinstance(v, (int, HostScalar)) for v in (begin, end)):
+            self.divisibility_split_loop(node, spec, info, opts, loop_index)
+            self.uncarry(carried)
+            return
         whole_end = b.assign(f"{begin_s} + {self.loop_span(begin, end)} // {bs} * {bs}", "whole_end")
         for masked, start, stop, options in ((False, begin_s, whole_end, opts), (True, whole_end, self.atom(end), "")):
             if masked:
@@ -530,6 +550,29 @@ class DeviceCompiler(PointwiseMixin):
             self.loop_body(loop_index, node.body)
             b.depth -= 1
         self.uncarry(carried)
+
+    def divisibility_split_loop(self, node: ast.For, spec: LoopSpec, info: tuple, opts: str, loop_index: int) -> None:
+        """range_peel_tails for a warp-specialized loop: Triton 3.6's Hopper warp specialization
+        aborts on a kernel with a second loop after the specialized one (the peeled tail), so the
+        loop stays one loop, and the launcher passes whether its span is a multiple of the block (a
+        constexpr; host bounds only). The kernel compiles the branch it takes: without tail masks
+        where every tile is whole, with them elsewhere. Both branches start from the loop's
+        carried variables."""
+        b = self.builder
+        begin, end = spec.begins[0], spec.ends[0]
+        bs = info[2]
+        block = self.builder.params.get(bs)
+        span = f"({self.host_expr_of(end)}) - ({self.host_expr_of(begin)})"
+        flag = b.constexpr(f"_WHOLE_TILES_{loop_index}", f"({span}) % ({block.host_expr if block else bs}) == 0")
+        for masked in (False, True):
+            b.emit("else:" if masked else f"if {flag}:")
+            with b.block():
+                var = b.fresh("offset")
+                end_s = self.loop_end(begin, end, self.session.unroll_factor(loop_index))
+                b.emit(f"for {var} in tl.range({self.atom(begin)}, {end_s}, {bs}{opts}):")
+                with b.block():
+                    self.bind_loop_target(node.target, [self.loop_tile(spec, 0, info, var, masked)], spec.kind)
+                    self.loop_body(loop_index, node.body)
 
     def loop_end(self, begin: Any, end: Any, unroll: int) -> str:
         """The end of a `tl.range` from `begin` to `end`. Triton 3.6 unrolls a loop whose bounds are

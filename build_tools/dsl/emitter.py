@@ -27,6 +27,8 @@ class KernelBuilder:
         self.launch_constants: dict[str, str] = {}  # constexpr param -> launcher expression
         self.prologue_lines: list[str] = []  # launcher lines run before the launch
         self.uses_tensor_descriptors = False
+        self.load_flags: list[str | None] = []  # each load's TMA flag (a constexpr), None for pointers
+        self.warp_specialize_flags: list[str] = []  # constexprs of warp-specialized loops (DeviceCompiler.define_warp_specialize)
         self.programs_wait = False  # programs wait for each other (hl.wait): they must run concurrently
 
     def emit(self, line: str) -> None:

@@ -21,7 +21,10 @@ class Address:
     block_ok: bool = True
     block_offsets: list = field(default_factory=list)
     block_dims: list = field(default_factory=list)
-    tensor_dims: list = field(default_factory=list)
+    tensor_dims: list = field(default_factory=list)  # the dims a block access spans
+    # leading dims indexed by scalars (`k[b, h, tile, :]`): a descriptor merges them into the rows of
+    # the first block dim
+    row_terms: list = field(default_factory=list)
 
 
 class MemoryMixin:
@@ -168,10 +171,16 @@ class MemoryMixin:
             elif isinstance(item, (int, HostScalar, TVal)) and not isinstance(item, bool):
                 if isinstance(item, TVal):
                     addr.children.append(item)
-                    addr.terms.append((len(addr.children) - 1, [], stride, None))
+                    term = (len(addr.children) - 1, [], stride, None)
                 else:
-                    addr.terms.append((self.atom(item), [], stride, None))
-                addr.block_ok = False
+                    term = (self.atom(item), [], stride, None)
+                addr.terms.append(term)
+                if addr.tensor_dims or shape:
+                    addr.block_ok = False
+                else:
+                    addr.row_terms.append(term)
+                d += 1
+                continue
             else:
                 raise self.error(exc.NotSupported, f"index of type {type(item).__name__}", node)
             addr.tensor_dims.append(d)
@@ -245,10 +254,12 @@ class MemoryMixin:
                 children.append(extra_mask)
                 mask_child = len(children) - 1
         big = self.index_width(tensor)
-        use_block = strategy != "pointer" and addr.block_ok and extra_mask is None and addr.shape and tensor.meta.dtype != torch.bool
+        use_block = (strategy != "pointer" and addr.block_ok and extra_mask is None and addr.shape
+                     and tensor.meta.dtype != torch.bool and (strategy == "tensor_descriptor" or not addr.row_terms))
         shape = addr.shape
 
         tma_flag = self.tma_flag(tensor, addr, load=True) if use_block and strategy == "tensor_descriptor" else None
+        self.builder.load_flags.append(tma_flag if tma_flag != "False" else None)
 
         def render(atoms: list[str]) -> str:
             evict = fixed_evict
@@ -260,7 +271,11 @@ class MemoryMixin:
                     fallback_offset, fallback_mask = self.render_address(addr, atoms, None, big)
                     fallback_masked = f", mask={fallback_mask}, other=0" if fallback_mask else ""
                     fallback = f"tl.load({tensor.param} + ({fallback_offset}){fallback_masked}{evict})"
-                    return f"({bp}.load([{', '.join(addr.block_offsets)}]) if {tma_flag} else {fallback})"
+                    loaded = f"{bp}.load([{', '.join(self.block_offsets_of(tensor, addr, atoms))}])"
+                    first = addr.block_dims[0]
+                    if addr.row_terms and first.mask:  # a partial tile's rows past the slice are the next slice's
+                        loaded = f"tl.where({place(first.mask, [0], len(shape))}, {loaded}, 0)"
+                    return f"({loaded} if {tma_flag} else {fallback})"
                 checks = [i for i, dim in enumerate(addr.block_dims) if dim.mask]
                 bc = f", boundary_check={tuple(checks)}, padding_option='zero'" if checks else ""
                 return f"tl.load({bp}{bc}{evict})"
@@ -275,8 +290,13 @@ class MemoryMixin:
 
     def block_pointer(self, tensor: HostTensor, addr: Address, strategy: str, pieces: int = 1) -> str:
         """A block pointer or tensor descriptor over the access's block; a descriptor for a store
-        written in `pieces` covers 1/pieces of the block's last dimension."""
+        written in `pieces` covers 1/pieces of the block's last dimension. Leading dims indexed by
+        scalars are merged into the first block dim: `k[b, h, tile_n, :]` is a 2-D descriptor over
+        k's rows as [B * H * S, D] (block_offsets_of places the tile)."""
+        merged = len(addr.row_terms)
         sizes = [self.atom(self.session.tensor_size(tensor, d, self.builder)) for d in addr.tensor_dims]
+        if merged:
+            sizes[0] = " * ".join(self.atom(self.session.tensor_size(tensor, d, self.builder)) for d in range(merged + 1))
         strides = [self.builder.param(f"{tensor.host_expr}.stride({d})", f"{tensor.param}_stride_{d}") for d in addr.tensor_dims]
         blocks = [d.size_expr for d in addr.block_dims]
         if pieces > 1:
@@ -288,6 +308,20 @@ class MemoryMixin:
             f"tl.make_block_ptr({tensor.param}, [{', '.join(sizes)}], [{', '.join(strides)}], "
             f"[{', '.join(addr.block_offsets)}], [{', '.join(blocks)}], {order})"
         )
+
+    def block_offsets_of(self, tensor: HostTensor, addr: Address, atoms: list[str]) -> list[str]:
+        """A descriptor access's offsets; with merged leading dims, the first is the row of the
+        scalar indices' slice plus the tile's offset within it."""
+        offsets = list(addr.block_offsets)
+        row = None
+        for d, (source, _, _, _) in enumerate(addr.row_terms):
+            index = atoms[source] if isinstance(source, int) else source
+            size = self.atom(self.session.tensor_size(tensor, d, self.builder))
+            row = index if row is None else f"({row}) * {size} + {index}"
+        if row is not None:
+            size = self.atom(self.session.tensor_size(tensor, len(addr.row_terms), self.builder))
+            offsets[0] = f"({row}) * {size} + {offsets[0]}"
+        return offsets
 
     def tma_flag(self, tensor: HostTensor, addr: Address, pieces: int = 1, load: bool = False) -> str:
         """A constexpr the launcher computes: may this access use a TMA tensor descriptor? TMA needs
@@ -304,6 +338,10 @@ class MemoryMixin:
         dims = addr.tensor_dims
         conds = [f"{host}.stride({dims[-1]}) == 1", f"{host}.data_ptr() % 16 == 0"]
         conds += [f"{host}.stride({d}) * {size} % 16 == 0" for d in dims[:-1]]
+        merged = len(addr.row_terms)
+        if merged:  # the leading dims and the first block dim form one run of rows
+            conds += [f"{host}.stride({d}) == {host}.size({d + 1}) * {host}.stride({d + 1})" for d in range(merged)]
+            conds.append(f"{' * '.join(f'{host}.size({d})' for d in range(merged + 1))} < 2**31")
         blocks = []
         for dim in addr.block_dims:
             param = self.builder.params.get(dim.size_expr)
@@ -313,7 +351,7 @@ class MemoryMixin:
         if load:
             conds.append(f"{' * '.join(blocks)} * {size} % 128 == 0")
         conds.append("_descriptors_fit")
-        if len(dims) != tensor.meta.dim() or len(dims) > 5:
+        if len(dims) + len(addr.row_terms) != tensor.meta.dim() or len(dims) > 5:
             return "False"
         flag = f"_TMA_{tensor.param}_{len(self.builder.params)}"
         return self.builder.constexpr(flag, "(" + " and ".join(conds) + ")")
@@ -366,7 +404,10 @@ class MemoryMixin:
         if len(value.shape) < len(addr.shape) and value.shape:
             val = self.expand_to(TVal(value.dtype, value.shape, name=val), addr.shape)
         b = self.builder
-        use_block = strategy != "pointer" and addr.block_ok and extra is None and addr.shape and tensor.meta.dtype != torch.bool
+        # merged leading dims (see block_pointer) take whole tiles only: a partial one would write
+        # into the next slice
+        use_block = (strategy != "pointer" and addr.block_ok and extra is None and addr.shape and tensor.meta.dtype != torch.bool
+                     and (not addr.row_terms or (strategy == "tensor_descriptor" and not addr.block_dims[0].mask)))
         if use_block:
             if value.shape != addr.shape:
                 sizes = ", ".join(d.size_expr for d in addr.shape)
@@ -374,7 +415,7 @@ class MemoryMixin:
             if strategy == "tensor_descriptor":
                 b.emit(f"if {self.tma_flag(tensor, addr, pieces)}:")
                 with b.block():
-                    self.emit_descriptor_store(tensor, addr, val, pieces)
+                    self.emit_descriptor_store(tensor, addr, val, pieces, atoms)
                 b.emit("else:")
                 b.depth += 1
                 self.emit_pointer_write(tensor, addr, atoms, val, None)
@@ -386,12 +427,12 @@ class MemoryMixin:
             return
         self.emit_pointer_write(tensor, addr, atoms, val, self.atom(extra) if extra is not None else None)
 
-    def emit_descriptor_store(self, tensor: HostTensor, addr: Address, val: str, pieces: int) -> None:
+    def emit_descriptor_store(self, tensor: HostTensor, addr: Address, val: str, pieces: int, atoms: list[str]) -> None:
         """A tensor-descriptor store of the tile `val`; in `pieces` > 1, the tile is halved along its
         last dimension (reshape, move the halves' axis last, tl.split) until there are `pieces`
         parts, each stored at its offset through a descriptor of the part's shape."""
         b = self.builder
-        offsets = list(addr.block_offsets)
+        offsets = self.block_offsets_of(tensor, addr, atoms)
         if pieces == 1:
             b.emit(f"{self.block_pointer(tensor, addr, 'tensor_descriptor')}.store([{', '.join(offsets)}], {val})")
             return

@@ -636,6 +636,7 @@ class CompileSession:
         token = TENSOR_SHAPES_SEEN.set(self.found.tensor_shapes)
         try:
             compiler.compile_top_loop(stmt, self.top_loop_index)
+            compiler.define_warp_specialize()
         finally:
             TENSOR_SHAPES_SEEN.reset(token)
         self.top_loop_index += 1

@@ -14,6 +14,7 @@ import build_tools.dsl.language as hl
 from ._harness import check_kernel, randn, results_without_interpreter
 from .test_compat import softmax_two_pass
 from .test_control_flow import last_row, matmul_bias_on_first_k, row_sums_and_shifted_rows
+from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_reductions import online_softmax
 
 
@@ -33,6 +34,7 @@ MATMUL_UNROLLED = {
     "block_sizes": [32, 32, 16], "indexing": ["pointer"] * 4, "range_unroll_factors": [2],
 }
 NEGATED_SUMS = {"block_sizes": [16, 256], "num_warps": 4}
+WARP_SPECIALIZED_WGMMA = {**WARP_SPECIALIZED, "block_sizes": [128, 128, 64]}  # tiles for Hopper's wgmma
 
 
 @helion.kernel()
@@ -56,6 +58,12 @@ CASES = {
     "negated_row_sums": (negated_row_sums, lambda: (torch.randn(64, 512),), NEGATED_SUMS),
     "name_reused_after_a_loop": (row_sums_and_shifted_rows, lambda: (torch.randn(5, 300), 2), None),
     "value_read_after_its_loop": (last_row, lambda: (torch.randn(6, 70),), None),
+    # Hopper warp specialization: taken where every load uses a descriptor (k = 64: 16-byte rows),
+    # off where one cannot (k = 37), which Triton 3.6 would abort compiling
+    "warp_specialized_loop": (batched_matmul, lambda: (torch.randn(2, 128, 64).half(), torch.randn(2, 64, 128).half()),
+                              WARP_SPECIALIZED_WGMMA),
+    "warp_specialization_off": (batched_matmul, lambda: (torch.randn(2, 128, 37).half(), torch.randn(2, 37, 128).half()),
+                                WARP_SPECIALIZED_WGMMA),
 }
 
 
@@ -75,6 +83,7 @@ def cross_compile_cases() -> dict:
             "kernels": len(compiled),
             "thread_locality_rewrite": any("efficient_layout" in c.asm["ttgir"] for c in compiled),
             "fma_in_llvm_ir": any("llvm.fma" in c.asm["llir"] for c in compiled),
+            "warp_specialized": any("ttg.warp_specialize" in c.asm["ttgir"] for c in compiled),
         }
     return results
 
@@ -89,6 +98,8 @@ def test_cases_compile_for_sm90():
     # the emitted identity keeps that pass off, and LLVM removes the identity.
     assert not results["negated_row_sums"]["thread_locality_rewrite"]
     assert not results["negated_row_sums"]["fma_in_llvm_ir"]
+    assert results["warp_specialized_loop"]["warp_specialized"]
+    assert not results["warp_specialization_off"]["warp_specialized"]
 
 
 def test_reductions_of_loads_in_loops_read_through_an_identity():
