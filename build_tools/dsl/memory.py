@@ -353,6 +353,11 @@ class MemoryMixin:
         conds.append("_descriptors_fit")
         if len(dims) + len(addr.row_terms) != tensor.meta.dim() or len(dims) > 5:
             return "False"
+        if addr.row_terms and len(dims) < 2:
+            # merged rows as the innermost dim: a slice's start is rarely 16-byte aligned (777 fp32
+            # values a slice), and such a load ran into CUDA's illegal instruction (H200,
+            # scratch/merged_rows_bisect.py); these accesses keep pointers
+            return "False"
         flag = f"_TMA_{tensor.param}_{len(self.builder.params)}"
         return self.builder.constexpr(flag, "(" + " and ".join(conds) + ")")
 

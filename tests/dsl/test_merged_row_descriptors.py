@@ -94,6 +94,30 @@ def test_merged_rows_need_leading_dims_that_form_one_run_of_rows(device):
     assert flags(constants, "_TMA_x") == [True]
 
 
+@helion.kernel(static_shapes=False)
+def scaled_by_slice_values(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    """out[b, i, :] = x[b, i, :] * s[b, i]: s's tile is one merged dim."""
+    batch, m, n = x.size()
+    n = hl.specialize(n)
+    out = torch.empty_like(x)
+    for tile_m, tile_b in hl.tile([m, batch], block_size=[None, 1]):
+        b = tile_b.begin
+        out[b, tile_m, :] = x[b, tile_m, :] * s[b, tile_m][:, None]
+    return out
+
+
+def test_one_dimensional_merged_rows_keep_pointers(device):
+    """A merged dim that is the innermost one starts its slices off 16-byte boundaries (9 fp32
+    values a slice here): no descriptor."""
+    x, s = randn(3, 9, 16, device=device), randn(3, 9, device=device)
+    config = helion.Config(block_sizes=[8], indexing=["tensor_descriptor"] * 3)
+    check_kernel(scaled_by_slice_values, (x, s), lambda x, s: x * s[:, :, None], extra_configs=[config], n_random=0)
+    _, launched = launches_of(scaled_by_slice_values, (x, s), config, run=False)
+    ((_, constants),) = launched
+    assert flags(constants, "_TMA_s") == []  # statically False: no flag for the launcher to compute
+    assert flags(constants, "_TMA_x") == [True]
+
+
 def test_merged_row_accesses_emit_descriptors_over_merged_rows_and_zero_tail_rows():
     x, y = randn(2, 3, 20, 16, dtype=torch.float16), randn(2, 3, 13, 16, dtype=torch.float16)
     source = code_without_comments(slice_sums_times_rows.bind((x, y)).to_triton_code(DESCRIBED))
