@@ -462,14 +462,13 @@ class DeviceCompiler(PointwiseMixin):
         flatten = self.session.flatten(len(spec.ends))
         order = list(range(len(spec.ends)))
         opts = self.session.range_options(loop_index)
-        specialize = f"_WARP_SPECIALIZE_{loop_index}" if "warp_specialize=True" in opts else None
+        specialize = self.session.warp_specialize_flag(loop_index)
         if specialize:
-            opts = opts.replace("warp_specialize=True", f"warp_specialize={specialize}")
             b.warp_specialize_flags.append(specialize)
         if self.tail_masked(spec, block_infos):
             self.session.mark_peelable(loop_index)
             if self.session.peel_tail(loop_index):
-                self.peeled_loop(node, spec, block_infos[0], opts, loop_index, carried_names, carried)
+                self.peeled_loop(node, spec, block_infos[0], opts, loop_index, carried_names, carried, bool(specialize))
                 self.drop_inner_values(assigned, before, carried)
                 return
         if flatten:
@@ -511,8 +510,9 @@ class DeviceCompiler(PointwiseMixin):
         every load of the kernel uses a tensor descriptor (their TMA flags all hold); a kernel with
         a pointer-only load never specializes."""
         flags = self.builder.load_flags
-        expr = "False" if any(f is None for f in flags) else " and ".join(
-            f"({self.builder.params[f].host_expr})" for f in flags) or "True"
+        # a tensor loaded at several sites under the same conditions is checked once
+        conditions = dict.fromkeys(self.builder.params[f].host_expr for f in flags if f is not None)
+        expr = "False" if None in flags else " and ".join(conditions) or "True"
         for name in self.builder.warp_specialize_flags:
             self.builder.constexpr(name, expr)
 
@@ -525,7 +525,7 @@ class DeviceCompiler(PointwiseMixin):
         return not whole_tiles(spec.begins[0], spec.ends[0], fixed or self.session.block_value(block_id))
 
     def peeled_loop(self, node: ast.For, spec: LoopSpec, info: tuple, opts: str, loop_index: int,
-                    carried_names: list[str], carried: dict) -> None:
+                    carried_names: list[str], carried: dict, specialized: bool) -> None:
         """A one-dimensional tile loop as two loops over the same body (range_peel_tails): the whole
         tiles, without a tail mask (and with the loop's range options), then the partial last tile
         if there is one (a loop of at most one iteration, masked). The carried values flow from the
@@ -534,7 +534,7 @@ class DeviceCompiler(PointwiseMixin):
         begin, end = spec.begins[0], spec.ends[0]
         bs = info[2]
         begin_s = self.atom(begin)
-        if "warp_specialize=" in opts and all(isinstance(v, (int, HostScalar)) for v in (begin, end)):
+        if specialized and all(isinstance(v, (int, HostScalar)) for v in (begin, end)):
             self.divisibility_split_loop(node, spec, info, opts, loop_index)
             self.uncarry(carried)
             return

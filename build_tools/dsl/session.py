@@ -456,6 +456,11 @@ class CompileSession:
         partial tile in a second loop (range_peel_tails)."""
         return bool(self.knob("range_peel_tails", index, False))
 
+    def warp_specialize_flag(self, index: int) -> str | None:
+        """The launcher constexpr that device loop `index` takes as `warp_specialize`
+        (DeviceCompiler.define_warp_specialize), or None when its knob is off."""
+        return f"_WARP_SPECIALIZE_{index}" if self.knob("range_warp_specializes", index, None) else None
+
     def range_options(self, index: int) -> str:
         opts = []
         unroll = self.unroll_factor(index)
@@ -464,9 +469,9 @@ class CompileSession:
         stages = self.knob("range_num_stages", index, 0)
         if stages:
             opts.append(f"num_stages={int(stages)}")
-        ws = self.knob("range_warp_specializes", index, None)
-        if ws:
-            opts.append("warp_specialize=True")
+        flag = self.warp_specialize_flag(index)
+        if flag:
+            opts.append(f"warp_specialize={flag}")
         return "".join(", " + o for o in opts)
 
     # ------------------------------------------------------------------ program ids
