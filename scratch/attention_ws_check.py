@@ -1,7 +1,8 @@
 """Check: the attention forward's warp-specialized configs (scratch/attention_ws_jobs.json, applied
-to the table entry they name) against a float64 reference at sequence lengths the key block does
-and does not divide, on a GPU (Triton 3.6's Hopper warp specialization has given wrong results
-for some loops). Prints the max error per config and shape, and the op's tolerance.
+to the table entry they name; causal or not as the entry) against a float64 reference at sequence
+lengths the key block does and does not divide, query and key lengths equal and not, on a GPU
+(Triton 3.6's Hopper warp specialization has given wrong results for some loops). Outputs are
+poisoned. Prints the max error of out and lse per config and shape, and the op's tolerance.
 Run: python3 scratch/attention_ws_check.py [JOBS.json] [TABLE]"""
 import json, sys
 sys.path.insert(0, ".")
@@ -19,25 +20,31 @@ def main():
         entry = _entry(table, job["op"], job["dtype"], job["shape"])
         dtype = getattr(torch, job["dtype"])
         rtol, atol = spec.tolerance(dtype)
-        for b, h, s, d in [(2, 3, 4096, 128), (2, 3, 1000, 128), (1, 2, 77, 128), (3, 2, 129, 128), (1, 1, 1, 128),
-                           (1, 3, 2048, 128)]:
-            q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dtype, generator=g) for _ in range(3))
-            args = (q, k, v, False, d ** -0.5)
-            ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double())
+        causal = job["shape"]["causal"]
+        for b, h, sq, sk, d in [(2, 3, 4096, 4096, 128), (2, 3, 1000, 1000, 128), (1, 2, 77, 77, 128),
+                                (3, 2, 129, 129, 128), (1, 1, 1, 1, 128), (1, 3, 2048, 2048, 128),
+                                (2, 3, 1000, 777, 128), (1, 2, 300, 1200, 128)]:
+            q = torch.randn(b, h, sq, d, device="cuda", dtype=dtype, generator=g)
+            k, v = (torch.randn(b, h, sk, d, device="cuda", dtype=dtype, generator=g) for _ in range(2))
+            args = (q, k, v, causal, d ** -0.5)
+            ref, ref_lse = spec.reference(*args)
             spec.kernel.reset()
             bound = spec.kernel.bind(args)
             for label, overrides in {"tuned": {}, **job["variants"]}.items():
                 config = bound.config_spec.normalize(Config({**entry["config"], **overrides}))
                 # poison the blocks the launcher's outputs will reuse, so unwritten elements show
-                torch.full((b * h * s * d,), float("nan"), device="cuda", dtype=dtype)
-                torch.full((b * h * s,), float("nan"), device="cuda", dtype=torch.float32)
+                torch.full((b * h * sq * d,), float("nan"), device="cuda", dtype=dtype)
+                torch.full((b * h * sq,), float("nan"), device="cuda", dtype=torch.float32)
                 try:
                     out, lse = bound.compile_config(config)(*args)
                     err = (out.double() - ref).abs().max().item()
-                    ok = torch.allclose(out.double(), ref, rtol=rtol, atol=atol)
+                    lse_err = (lse.double() - ref_lse).abs().max().item()
+                    ok = torch.allclose(out.double(), ref, rtol=rtol, atol=atol) and \
+                        torch.allclose(lse.double(), ref_lse, rtol=rtol, atol=atol)
                 except Exception as error:  # a config that does not compile is reported
-                    err, ok = f"{type(error).__name__}: {str(error)[-150:]}", False
-                print(json.dumps({"shape": [b, h, s, d], "config": label, "max_err": err, "ok": ok, "atol": atol}), flush=True)
+                    err, lse_err, ok = f"{type(error).__name__}: {str(error)[-150:]}", None, False
+                print(json.dumps({"shape": [b, h, sq, sk, d], "config": label, "max_err": err, "lse_err": lse_err,
+                                  "ok": ok, "atol": atol}), flush=True)
 
 
 if __name__ == "__main__":

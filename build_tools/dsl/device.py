@@ -478,7 +478,7 @@ class DeviceCompiler(PointwiseMixin):
                 counts.append(span if block_infos[i] is None else f"tl.cdiv({span}, {block_infos[i][2]})")
             total = " * ".join(counts)
             flat = b.fresh("flat")
-            b.emit(f"for {flat} in tl.range(0, {total}{opts}):")
+            b.emit_loop(f"for {flat} in tl.range(0, {total}{opts}):")
             b.depth += 1
             rest = flat
             for i in order:
@@ -494,7 +494,7 @@ class DeviceCompiler(PointwiseMixin):
                 end_s = self.loop_end(spec.begins[i], spec.ends[i], self.session.unroll_factor(loop_index))
                 var = b.fresh("offset" if block_infos[i] else "idx")
                 step = block_infos[i][2] if block_infos[i] else "1"
-                b.emit(f"for {var} in tl.range({begin_s}, {end_s}, {step}{opts}):")
+                b.emit_loop(f"for {var} in tl.range({begin_s}, {end_s}, {step}{opts}):")
                 b.depth += 1
                 tiles.append(self.loop_tile(spec, i, block_infos[i], var))
             self.bind_loop_target(node.target, tiles, spec.kind)
@@ -508,11 +508,13 @@ class DeviceCompiler(PointwiseMixin):
         its code is complete): Triton 3.6's Hopper warp specialization aborts compiling a kernel that
         loads through pointers (a dominance assertion), so the launcher passes True only where
         every load of the kernel uses a tensor descriptor (their TMA flags all hold); a kernel with
-        a pointer-only load never specializes."""
+        a pointer-only load never specializes. Nor does a kernel of several loops (a peeled tail, a
+        looped reduction, a second tile loop): the same pass aborts on a loop after the specialized
+        one."""
         flags = self.builder.load_flags
         # a tensor loaded at several sites under the same conditions is checked once
         conditions = dict.fromkeys(self.builder.params[f].host_expr for f in flags if f is not None)
-        expr = "False" if None in flags else " and ".join(conditions) or "True"
+        expr = "False" if None in flags or self.builder.loops > 1 else " and ".join(conditions) or "True"
         for name in self.builder.warp_specialize_flags:
             self.builder.constexpr(name, expr)
 
@@ -544,7 +546,7 @@ class DeviceCompiler(PointwiseMixin):
                 self.uncarry(carried)
                 carried = self.carry(carried_names)
             var = b.fresh("offset")
-            b.emit(f"for {var} in tl.range({start}, {stop}, {bs}{options}):")
+            b.emit_loop(f"for {var} in tl.range({start}, {stop}, {bs}{options}):")
             b.depth += 1
             self.bind_loop_target(node.target, [self.loop_tile(spec, 0, info, var, masked)], spec.kind)
             self.loop_body(loop_index, node.body)
@@ -569,7 +571,7 @@ class DeviceCompiler(PointwiseMixin):
             with b.block():
                 var = b.fresh("offset")
                 end_s = self.loop_end(begin, end, self.session.unroll_factor(loop_index))
-                b.emit(f"for {var} in tl.range({self.atom(begin)}, {end_s}, {bs}{opts}):")
+                b.emit_loop(f"for {var} in tl.range({self.atom(begin)}, {end_s}, {bs}{opts}):", counted=not masked)
                 with b.block():
                     self.bind_loop_target(node.target, [self.loop_tile(spec, 0, info, var, masked)], spec.kind)
                     self.loop_body(loop_index, node.body)

@@ -29,10 +29,16 @@ class KernelBuilder:
         self.uses_tensor_descriptors = False
         self.load_flags: list[str | None] = []  # each load's TMA flag (a constexpr), None for pointers
         self.warp_specialize_flags: list[str] = []  # constexprs of warp-specialized loops (DeviceCompiler.define_warp_specialize)
+        self.loops = 0  # the kernel's loops, not counting a program's persistent loop
         self.programs_wait = False  # programs wait for each other (hl.wait): they must run concurrently
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
+
+    def emit_loop(self, header: str, counted: bool = True) -> None:
+        """A loop's `for` line; `counted=False`: another compiled branch of a loop already counted."""
+        self.loops += counted
+        self.emit(header)
 
     @contextlib.contextmanager
     def block(self) -> Iterator[None]:

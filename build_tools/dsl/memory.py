@@ -25,6 +25,10 @@ class Address:
     # leading dims indexed by scalars (`k[b, h, tile, :]`): a descriptor merges them into the rows of
     # the first block dim
     row_terms: list = field(default_factory=list)
+    # block dims (by position) of tiles that end inside the tensor, at a bound other than its size
+    # (`hl.tile(0, min(tile_m.end, n))`): a block load reads the tensor past the tile's end, and the
+    # rows there are zeroed after it, as a masked pointer load leaves them
+    inner_ends: list = field(default_factory=list)
 
 
 class MemoryMixin:
@@ -139,7 +143,8 @@ class MemoryMixin:
                     addr.masks.append((item.dim.mask, [len(shape) - 1]))
                 size_value = self.session.tile_extent(item)
                 if size_value is None or size_value != meta.size(d):
-                    addr.block_ok = False
+                    if item.dim.mask:
+                        addr.inner_ends.append(len(addr.block_dims) - 1)
                 else:  # block indexing bounds the tile by the tensor's size
                     self.guard_equal(item.end_host, self.session.size_host_expr(tensor, d))
             elif isinstance(item, slice):
@@ -261,6 +266,13 @@ class MemoryMixin:
         tma_flag = self.tma_flag(tensor, addr, load=True) if use_block and strategy == "tensor_descriptor" else None
         self.builder.load_flags.append(tma_flag if tma_flag != "False" else None)
 
+        def zeroed_past_ends(loaded: str, axes: list[int]) -> str:
+            """`loaded` with the elements past the tile ends of `axes` (inside the tensor) zeroed."""
+            if not axes:
+                return loaded
+            masks = " & ".join(place(addr.block_dims[a].mask, [a], len(shape)) for a in axes)
+            return f"tl.where({masks}, {loaded}, 0)"
+
         def render(atoms: list[str]) -> str:
             evict = fixed_evict
             if policy == "reread":  # decided per materialization: a looped reduction's pass or not
@@ -272,13 +284,13 @@ class MemoryMixin:
                     fallback_masked = f", mask={fallback_mask}, other=0" if fallback_mask else ""
                     fallback = f"tl.load({tensor.param} + ({fallback_offset}){fallback_masked}{evict})"
                     loaded = f"{bp}.load([{', '.join(self.block_offsets_of(tensor, addr, atoms))}])"
-                    first = addr.block_dims[0]
-                    if addr.row_terms and first.mask:  # a partial tile's rows past the slice are the next slice's
-                        loaded = f"tl.where({place(first.mask, [0], len(shape))}, {loaded}, 0)"
+                    # a partial tile's rows past a merged slice are the next slice's
+                    merged_end = [0] if addr.row_terms and addr.block_dims[0].mask and 0 not in addr.inner_ends else []
+                    loaded = zeroed_past_ends(loaded, merged_end + addr.inner_ends)
                     return f"({loaded} if {tma_flag} else {fallback})"
                 checks = [i for i, dim in enumerate(addr.block_dims) if dim.mask]
                 bc = f", boundary_check={tuple(checks)}, padding_option='zero'" if checks else ""
-                return f"tl.load({bp}{bc}{evict})"
+                return zeroed_past_ends(f"tl.load({bp}{bc}{evict})", addr.inner_ends)
             extra = atoms[mask_child] if mask_child is not None else (None if extra_mask is None else self.atom(extra_mask))
             offset, mask = self.render_address(addr, atoms, extra, big)
             masked = f", mask={mask}, other=0" if mask else ""
@@ -382,7 +394,7 @@ class MemoryMixin:
         addr = self.address(tensor, index, node)
         site = self.session.memory_site("store")
         strategy = self.session.indexing(site)
-        splittable = (addr.block_ok and extra_mask is None and len(addr.block_dims) == len(addr.shape) >= 2
+        splittable = (addr.block_ok and not addr.inner_ends and extra_mask is None and len(addr.block_dims) == len(addr.shape) >= 2
                       and tensor.meta.dtype != torch.bool)
         pieces = self.session.store_pieces(splittable)
         value = self.fit_value(value, addr.shape, node)
@@ -410,8 +422,9 @@ class MemoryMixin:
             val = self.expand_to(TVal(value.dtype, value.shape, name=val), addr.shape)
         b = self.builder
         # merged leading dims (see block_pointer) take whole tiles only: a partial one would write
-        # into the next slice
-        use_block = (strategy != "pointer" and addr.block_ok and extra is None and addr.shape and tensor.meta.dtype != torch.bool
+        # into the next slice; a tile ending inside the tensor would write past its end
+        use_block = (strategy != "pointer" and addr.block_ok and not addr.inner_ends and extra is None and addr.shape
+                     and tensor.meta.dtype != torch.bool
                      and (not addr.row_terms or (strategy == "tensor_descriptor" and not addr.block_dims[0].mask)))
         if use_block:
             if value.shape != addr.shape:

@@ -53,7 +53,7 @@ class ReduceMixin:
             raise exc.NotLoopable("nested looped reductions", self.session.location(self.current_node)).with_rdims([rdim.rdim_id])
         b = self.builder
         offset = f"roffset_{rdim.rdim_id}"
-        b.emit(f"for {offset} in tl.range(0, {rdim.size_param}, {rdim.size_expr}):")
+        b.emit_loop(f"for {offset} in tl.range(0, {rdim.size_param}, {rdim.size_expr}):")
         b.depth += 1
         b.emit(f"{rdim.index} = {offset} + tl.arange(0, {rdim.size_expr})")
         if rdim.mask:

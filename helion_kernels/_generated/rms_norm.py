@@ -4174,6 +4174,34 @@ def rms_norm_bwd__0138192cf283(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
+# rms_norm_bwd variant 038d81832fde
+# config: {"block_sizes":[2,256,64,64],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[false,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","tensor_descriptor","block_ptr","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,4],"load_eviction_policies":["","first","","first","first","first","first","last",""],"loop_orders":[[1,0],[0,1]],"num_stages":4,"num_warps":2,"pid_type":"flat","range_num_stages":[4,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":16384,"N":2048}
+def rms_norm_bwd__038d81832fde(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 2)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 2
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_f23a94df1c, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(sum_columns, 64),), 1)
+    _ensure_allocator()
+    grad_weight_partial_sizes = grad_weight_partial.size()
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (64, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant 07de1c1ec0dc
 # config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -4193,30 +4221,6 @@ def rms_norm_bwd__07de1c1ec0dc(grad_out, x, weight, inv_rms):
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_bb7508326b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 0d7c5a70457f
-# config: {"block_sizes":[1,512,64,64],"dweight_partials":128,"finish_dweight":"last_programs","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","block_ptr","pointer","block_ptr","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[2,1],"load_eviction_policies":["","last","first","","","","","first",""],"loop_orders":[[0,1],[1,0]],"num_stages":1,"num_warps":16,"pid_type":"persistent_blocked","range_num_stages":[2,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":16384}
-def rms_norm_bwd__0d7c5a70457f(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    run = steps
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    finishers = min(16, programs, _cdiv(n, 512))
-    finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
-    arrivals = _counters(_cdiv(n, 512) + 1, x.device)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_a2ca3fff9c, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
-    return (grad_x, grad_weight)
 
 
 # rms_norm_bwd variant 16c9d31fe9c6
@@ -4294,28 +4298,28 @@ def rms_norm_bwd__224666cedf0a(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 230a8a0a3675
-# config: {"block_sizes":[1,512,1,64],"dweight_partials":128,"finish_dweight":"last_programs","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","block_ptr","block_ptr","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,2],"load_eviction_policies":["","last","first","first","last","","first","reread",""],"loop_orders":[[0,1],[1,0]],"num_stages":4,"num_warps":8,"pid_type":"persistent_blocked","range_num_stages":[0,0,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":16384,"N":16384}
-def rms_norm_bwd__230a8a0a3675(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 25256d77a911
+# config: {"block_sizes":[8,256,1,64],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first",""],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"xyz","range_num_stages":[2,4,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":4096,"N":768}
+def rms_norm_bwd__25256d77a911(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
+    row_blocks = _cdiv(m, 8)
+    programs = min(132, row_blocks)
     steps = _cdiv(row_blocks, programs)
     runs = steps
-    stride = programs
+    stride = programs * 8
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
-    finishers = min(16, programs, _cdiv(n, 512))
-    finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
-    arrivals = _counters(_cdiv(n, 512) + 1, x.device)
+    sum_columns = n
     grad_out_strides = grad_out.stride()
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c254239f28, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 1), 8, 4)
+    _launch(_rms_norm_bwd_kernel_a1d22af713, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8), 4, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_e4d86e4bd1, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1), 4, 3)
     return (grad_x, grad_weight)
 
 
@@ -4379,31 +4383,6 @@ def rms_norm_bwd__2de1b5f9fd9e(grad_out, x, weight, inv_rms):
     _x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_777d45b0e0, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 3152739e378c
-# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","pointer","pointer","tensor_descriptor"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[1,3,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":1,"N":4096}
-def rms_norm_bwd__3152739e378c(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_e970efa0c4, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_bc2964326d, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
-    return (grad_x, grad_weight)
 
 
 # rms_norm_bwd variant 32fff0b99b6f
@@ -4482,6 +4461,31 @@ def rms_norm_bwd__3c6c7e7d58c2(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
+# rms_norm_bwd variant 41aeac77d5c7
+# config: {"block_sizes":[1,512,1,64],"dweight_partials":128,"finish_dweight":"last_programs","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,2],"load_eviction_policies":["","last","first","first","last","","first","reread",""],"loop_orders":[[0,1],[1,0]],"num_stages":4,"num_warps":8,"pid_type":"persistent_blocked","range_num_stages":[0,0,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":16384,"N":16384}
+def rms_norm_bwd__41aeac77d5c7(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    finishers = min(16, programs, _cdiv(n, 512))
+    finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
+    arrivals = _counters(_cdiv(n, 512) + 1, x.device)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_c254239f28, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 1), 8, 4)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant 568e26bd0257
 # config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4553,16 +4557,17 @@ def rms_norm_bwd__6046ca56313c(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 6453c7d1ab24
-# config: {"block_sizes":[2,256,64,128],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[false,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","tensor_descriptor","tensor_descriptor","tensor_descriptor","block_ptr","tensor_descriptor","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","first","","first","first","first","first","last",""],"loop_orders":[[1,0],[0,1]],"num_stages":4,"num_warps":2,"pid_type":"flat","range_num_stages":[4,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":16384,"N":1024}
-def rms_norm_bwd__6453c7d1ab24(grad_out, x, weight, inv_rms):
+# rms_norm_bwd variant 60db97daa517
+# config: {"block_sizes":[1,1024,1,128],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","last","last","last","",""],"loop_orders":[[1,0],[0,1]],"num_stages":1,"num_warps":16,"pid_type":"flat","range_num_stages":[4,0,0],"range_peel_tails":[false,true,false],"range_unroll_factors":[0,4,1],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":1,"N":4096}
+def rms_norm_bwd__60db97daa517(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = _cdiv(m, 2)
+    row_blocks = m
     programs = min(512, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    run = steps * 2
+    runs = steps
+    stride = programs
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
@@ -4571,39 +4576,9 @@ def rms_norm_bwd__6453c7d1ab24(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_9f092d4036, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(sum_columns, 128),), 1)
-    _ensure_allocator()
-    grad_weight_partial_sizes = grad_weight_partial.size()
+    _launch(_rms_norm_bwd_kernel_7f558c1568, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 1), 16, 1)
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 6a3b548fae65
-# config: {"block_sizes":[2,256,64,128],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[false,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","tensor_descriptor","tensor_descriptor","tensor_descriptor","block_ptr","tensor_descriptor","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","first","","first","first","first","first","last",""],"loop_orders":[[1,0],[0,1]],"num_stages":4,"num_warps":2,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[4,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":16384,"N":1024}
-def rms_norm_bwd__6a3b548fae65(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 2)
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    run = steps * 2
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_9f092d4036, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(sum_columns, 128),), 1)
-    _ensure_allocator()
-    grad_weight_partial_sizes = grad_weight_partial.size()
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
+    _launch(_rms_norm_bwd_kernel_38703a614a, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 16, 1)
     return (grad_x, grad_weight)
 
 
@@ -4630,59 +4605,11 @@ def rms_norm_bwd__6f439231d65a(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 78682c78629f
-# config: {"block_sizes":[1,512,1,256],"dweight_partials":1024,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","tensor_descriptor","tensor_descriptor","pointer","block_ptr","pointer","tensor_descriptor","pointer","tensor_descriptor","pointer"],"interleave_rows":false,"l2_groupings":[64,4],"load_eviction_policies":["reread","","","","reread","last","reread","",""],"loop_orders":[[1,0],[0,1]],"num_stages":3,"num_warps":2,"pid_type":"persistent_blocked","range_num_stages":[4,0,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[4,1,1],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":4096,"N":768}
-def rms_norm_bwd__78682c78629f(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(1024, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    run = steps
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_4151dab3bc, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 2, 3)
-    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
-
-
-# rms_norm_bwd variant 8012354c4c41
-# config: {"block_sizes":[2,256,64,64],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[false,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","tensor_descriptor","tensor_descriptor","tensor_descriptor","block_ptr","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,4],"load_eviction_policies":["","first","","first","first","first","first","last",""],"loop_orders":[[1,0],[0,1]],"num_stages":4,"num_warps":2,"pid_type":"flat","range_num_stages":[4,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":16384,"N":2048}
-def rms_norm_bwd__8012354c4c41(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 2)
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 2
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f23a94df1c, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(sum_columns, 64),), 1)
-    _ensure_allocator()
-    grad_weight_partial_sizes = grad_weight_partial.size()
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (64, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 84bf6aef319b
-# config: {"block_sizes":[2,1024,1,64],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,true],"indexing":["pointer","block_ptr","tensor_descriptor","tensor_descriptor","block_ptr","pointer","pointer","block_ptr","block_ptr","block_ptr","block_ptr","pointer","pointer"],"interleave_rows":false,"l2_groupings":[4,32],"load_eviction_policies":["last","","first","last","","","last","",""],"loop_orders":[[0,1],[0,1]],"num_stages":5,"num_warps":2,"pid_type":"xyz","range_num_stages":[2,3,0],"range_unroll_factors":[2,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_columns":false}
+# rms_norm_bwd variant 746bc21e3290
+# config: {"block_sizes":[2,1024,1,64],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,true],"indexing":["pointer","block_ptr","pointer","tensor_descriptor","pointer","pointer","pointer","block_ptr","block_ptr","block_ptr","block_ptr","pointer","pointer"],"interleave_rows":false,"l2_groupings":[4,32],"load_eviction_policies":["last","","first","last","","","last","",""],"loop_orders":[[0,1],[0,1]],"num_stages":5,"num_warps":2,"pid_type":"xyz","range_num_stages":[2,3,0],"range_unroll_factors":[2,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_columns":false}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"M":16384,"N":2048}
-def rms_norm_bwd__84bf6aef319b(grad_out, x, weight, inv_rms):
+def rms_norm_bwd__746bc21e3290(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = _cdiv(m, 2)
     programs = min(512, row_blocks)
@@ -4698,17 +4625,16 @@ def rms_norm_bwd__84bf6aef319b(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant 97eada3dee07
-# config: {"block_sizes":[8,256,1,64],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first",""],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"xyz","range_num_stages":[2,4,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
+# rms_norm_bwd variant 77006cbb4274
+# config: {"block_sizes":[2,256,64,128],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[false,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","tensor_descriptor","block_ptr","tensor_descriptor","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","first","","first","first","first","first","last",""],"loop_orders":[[1,0],[0,1]],"num_stages":4,"num_warps":2,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[4,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":4096,"N":768}
-def rms_norm_bwd__97eada3dee07(grad_out, x, weight, inv_rms):
+# used by: sm_90.json bfloat16 {"M":16384,"N":1024}
+def rms_norm_bwd__77006cbb4274(grad_out, x, weight, inv_rms):
     m, n = x.size()
-    row_blocks = _cdiv(m, 8)
-    programs = min(132, row_blocks)
+    row_blocks = _cdiv(m, 2)
+    programs = min(512, row_blocks)
     steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 8
+    run = steps * 2
     grad_x = torch.empty_like(x)
     grad_weight_partial = _new_empty(x, torch.float32, programs, n)
     grad_weight = torch.empty_like(weight)
@@ -4717,9 +4643,83 @@ def rms_norm_bwd__97eada3dee07(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_a1d22af713, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8), 4, 3)
+    _launch(_rms_norm_bwd_kernel_9f092d4036, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(sum_columns, 128),), 1)
+    _ensure_allocator()
+    grad_weight_partial_sizes = grad_weight_partial.size()
     _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_e4d86e4bd1, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1), 4, 3)
+    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 7d008c3ba198
+# config: {"block_sizes":[1,512,1,256],"dweight_partials":1024,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","block_ptr","pointer","tensor_descriptor","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[64,4],"load_eviction_policies":["reread","","","","reread","last","reread","",""],"loop_orders":[[1,0],[0,1]],"num_stages":3,"num_warps":2,"pid_type":"persistent_blocked","range_num_stages":[4,0,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[4,1,1],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":4096,"N":768}
+def rms_norm_bwd__7d008c3ba198(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(1024, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    run = steps
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_4151dab3bc, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 2, 3)
+    return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
+
+
+# rms_norm_bwd variant 910b4856cc36
+# config: {"block_sizes":[1,512,64,64],"dweight_partials":128,"finish_dweight":"last_programs","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[2,1],"load_eviction_policies":["","last","first","","","","","first",""],"loop_orders":[[0,1],[1,0]],"num_stages":1,"num_warps":16,"pid_type":"persistent_blocked","range_num_stages":[2,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":16384,"N":16384}
+def rms_norm_bwd__910b4856cc36(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    run = steps
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    finishers = min(16, programs, _cdiv(n, 512))
+    finish_columns = _cdiv(_cdiv(n, finishers), 512) * 512
+    arrivals = _counters(_cdiv(n, 512) + 1, x.device)
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_a2ca3fff9c, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant a250e896b85c
+# config: {"block_sizes":[2,256,64,128],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[false,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","tensor_descriptor","block_ptr","tensor_descriptor","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","first","","first","first","first","first","last",""],"loop_orders":[[1,0],[0,1]],"num_stages":4,"num_warps":2,"pid_type":"flat","range_num_stages":[4,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":16384,"N":1024}
+def rms_norm_bwd__a250e896b85c(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 2)
+    programs = min(512, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    run = steps * 2
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_9f092d4036, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(sum_columns, 128),), 1)
+    _ensure_allocator()
+    grad_weight_partial_sizes = grad_weight_partial.size()
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (128, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
     return (grad_x, grad_weight)
 
 
@@ -4803,6 +4803,31 @@ def rms_norm_bwd__b94beabc4ec2(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_edd808667f, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - finishers, finish_columns, grad_weight, grad_weight.stride(0), finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant bcaf16eb79fa
+# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"pid_type":"flat","range_num_stages":[1,3,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":true,"split_columns":false}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":1,"N":4096}
+def rms_norm_bwd__bcaf16eb79fa(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_e970efa0c4, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_bc2964326d, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
     return (grad_x, grad_weight)
 
 
@@ -4931,31 +4956,6 @@ def rms_norm_bwd__dabba025f34c(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant df14ab40f4bd
-# config: {"block_sizes":[1,1024,1,128],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","tensor_descriptor","pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","tensor_descriptor","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","last","last","last","",""],"loop_orders":[[1,0],[0,1]],"num_stages":1,"num_warps":16,"pid_type":"flat","range_num_stages":[4,0,0],"range_peel_tails":[false,true,false],"range_unroll_factors":[0,4,1],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":1,"N":4096}
-def rms_norm_bwd__df14ab40f4bd(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(512, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_7f558c1568, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 1), 16, 1)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_38703a614a, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 16, 1)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant dfd5433a85fe
 # config: {"block_sizes":[1,4096,1,64],"dweight_partials":264,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"pid_type":"flat","range_num_stages":[0,0,0],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -5023,11 +5023,11 @@ def rms_norm_bwd__ea082de972db(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype))
 
 
-# rms_norm_bwd variant f7e13726830b
-# config: {"block_sizes":[1,512,1,64],"dweight_partials":1024,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","tensor_descriptor","pointer","pointer","pointer","block_ptr","pointer","tensor_descriptor","pointer"],"interleave_rows":true,"l2_groupings":[2,4],"load_eviction_policies":["reread","","","","reread","","first","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":1,"pid_type":"xyz","range_num_stages":[3,0,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[2,1,1],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
+# rms_norm_bwd variant ee2abc603a0f
+# config: {"block_sizes":[1,512,1,64],"dweight_partials":1024,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,4],"load_eviction_policies":["reread","","","","reread","","first","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":1,"pid_type":"xyz","range_num_stages":[3,0,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[2,1,1],"range_warp_specializes":[null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":false}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":16384,"N":1024}
-def rms_norm_bwd__f7e13726830b(grad_out, x, weight, inv_rms):
+def rms_norm_bwd__ee2abc603a0f(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
     programs = min(1024, row_blocks)
@@ -5285,11 +5285,11 @@ def rms_norm_fwd__7aa026a11b07(x, weight, eps):
     return (out, inv_rms)
 
 
-# rms_norm_fwd variant 8c519fae4995
-# config: {"block_sizes":[2,1],"flatten_loops":[true,true],"indexing":["tensor_descriptor","pointer","pointer","pointer","pointer","tensor_descriptor"],"l2_groupings":[32,1],"load_eviction_policies":["last","","last"],"load_weight_first":true,"loop_orders":[[1,0],[0,1]],"num_stages":3,"num_warps":2,"pid_type":"xyz","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
+# rms_norm_fwd variant 83e31123dd3d
+# config: {"block_sizes":[2,1],"flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","pointer","pointer","tensor_descriptor"],"l2_groupings":[32,1],"load_eviction_policies":["last","","last"],"load_weight_first":true,"loop_orders":[[1,0],[0,1]],"num_stages":3,"num_warps":2,"pid_type":"xyz","range_num_stages":[],"range_peel_tails":[],"range_unroll_factors":[],"range_warp_specializes":[],"reduction_loops":[null],"split_columns":false}
 # specialization: {"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":4096,"N":768}
-def rms_norm_fwd__8c519fae4995(x, weight, eps):
+def rms_norm_fwd__83e31123dd3d(x, weight, eps):
     m, n = x.size()
     out = torch.empty_like(x)
     inv_rms = _new_empty(x, torch.float32, m)
@@ -5896,7 +5896,7 @@ VARIANTS = {
         '71212f0ca7ea': rms_norm_fwd__71212f0ca7ea,
         '73635f8de1b1': rms_norm_fwd__73635f8de1b1,
         '7aa026a11b07': rms_norm_fwd__7aa026a11b07,
-        '8c519fae4995': rms_norm_fwd__8c519fae4995,
+        '83e31123dd3d': rms_norm_fwd__83e31123dd3d,
         '8fd5e1375fe3': rms_norm_fwd__8fd5e1375fe3,
         '97bffe96f1f0': rms_norm_fwd__97bffe96f1f0,
         '97c57e59142f': rms_norm_fwd__97c57e59142f,
@@ -5913,41 +5913,41 @@ VARIANTS = {
     },
     'rms_norm_bwd': {
         '0138192cf283': rms_norm_bwd__0138192cf283,
+        '038d81832fde': rms_norm_bwd__038d81832fde,
         '07de1c1ec0dc': rms_norm_bwd__07de1c1ec0dc,
-        '0d7c5a70457f': rms_norm_bwd__0d7c5a70457f,
         '16c9d31fe9c6': rms_norm_bwd__16c9d31fe9c6,
         '20be91d57598': rms_norm_bwd__20be91d57598,
         '224666cedf0a': rms_norm_bwd__224666cedf0a,
-        '230a8a0a3675': rms_norm_bwd__230a8a0a3675,
+        '25256d77a911': rms_norm_bwd__25256d77a911,
         '292299b6ebc9': rms_norm_bwd__292299b6ebc9,
         '2de1b5f9fd9e': rms_norm_bwd__2de1b5f9fd9e,
-        '3152739e378c': rms_norm_bwd__3152739e378c,
         '32fff0b99b6f': rms_norm_bwd__32fff0b99b6f,
         '3a9355d34e57': rms_norm_bwd__3a9355d34e57,
         '3c6c7e7d58c2': rms_norm_bwd__3c6c7e7d58c2,
+        '41aeac77d5c7': rms_norm_bwd__41aeac77d5c7,
         '568e26bd0257': rms_norm_bwd__568e26bd0257,
         '5e7b1ca5352f': rms_norm_bwd__5e7b1ca5352f,
         '6046ca56313c': rms_norm_bwd__6046ca56313c,
-        '6453c7d1ab24': rms_norm_bwd__6453c7d1ab24,
-        '6a3b548fae65': rms_norm_bwd__6a3b548fae65,
+        '60db97daa517': rms_norm_bwd__60db97daa517,
         '6f439231d65a': rms_norm_bwd__6f439231d65a,
-        '78682c78629f': rms_norm_bwd__78682c78629f,
-        '8012354c4c41': rms_norm_bwd__8012354c4c41,
-        '84bf6aef319b': rms_norm_bwd__84bf6aef319b,
-        '97eada3dee07': rms_norm_bwd__97eada3dee07,
+        '746bc21e3290': rms_norm_bwd__746bc21e3290,
+        '77006cbb4274': rms_norm_bwd__77006cbb4274,
+        '7d008c3ba198': rms_norm_bwd__7d008c3ba198,
+        '910b4856cc36': rms_norm_bwd__910b4856cc36,
+        'a250e896b85c': rms_norm_bwd__a250e896b85c,
         'b3a91e1e215c': rms_norm_bwd__b3a91e1e215c,
         'b7d795fd0ca8': rms_norm_bwd__b7d795fd0ca8,
         'b94beabc4ec2': rms_norm_bwd__b94beabc4ec2,
+        'bcaf16eb79fa': rms_norm_bwd__bcaf16eb79fa,
         'c64911f7abfd': rms_norm_bwd__c64911f7abfd,
         'c6ad754e027b': rms_norm_bwd__c6ad754e027b,
         'c74e2ac1f489': rms_norm_bwd__c74e2ac1f489,
         'cf67d53f2c3a': rms_norm_bwd__cf67d53f2c3a,
         'dabba025f34c': rms_norm_bwd__dabba025f34c,
-        'df14ab40f4bd': rms_norm_bwd__df14ab40f4bd,
         'dfd5433a85fe': rms_norm_bwd__dfd5433a85fe,
         'e8449e17427a': rms_norm_bwd__e8449e17427a,
         'ea082de972db': rms_norm_bwd__ea082de972db,
-        'f7e13726830b': rms_norm_bwd__f7e13726830b,
+        'ee2abc603a0f': rms_norm_bwd__ee2abc603a0f,
         'fa1dd47422d9': rms_norm_bwd__fa1dd47422d9,
         'fddba6120952': rms_norm_bwd__fddba6120952,
     },
@@ -5982,21 +5982,21 @@ VARIANTS = {
 
 
 REPLAYABLE = frozenset({
-    'rms_norm_bwd__0d7c5a70457f',
     'rms_norm_bwd__16c9d31fe9c6',
     'rms_norm_bwd__20be91d57598',
     'rms_norm_bwd__224666cedf0a',
-    'rms_norm_bwd__230a8a0a3675',
-    'rms_norm_bwd__3152739e378c',
+    'rms_norm_bwd__25256d77a911',
+    'rms_norm_bwd__41aeac77d5c7',
     'rms_norm_bwd__5e7b1ca5352f',
     'rms_norm_bwd__6046ca56313c',
-    'rms_norm_bwd__97eada3dee07',
+    'rms_norm_bwd__60db97daa517',
+    'rms_norm_bwd__910b4856cc36',
     'rms_norm_bwd__b7d795fd0ca8',
     'rms_norm_bwd__b94beabc4ec2',
+    'rms_norm_bwd__bcaf16eb79fa',
     'rms_norm_bwd__c64911f7abfd',
     'rms_norm_bwd__cf67d53f2c3a',
     'rms_norm_bwd__dabba025f34c',
-    'rms_norm_bwd__df14ab40f4bd',
     'rms_norm_bwd__fddba6120952',
     'rms_norm_fwd__0a2e4e814cb7',
     'rms_norm_fwd__1aaf4b38ec35',

@@ -3029,6 +3029,31 @@ def softmax_bwd__00d706468d49(grad_out, out, grad_in_dtype):
     return grad_in
 
 
+# softmax_bwd variant 0164d9be01f0
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","block_ptr","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","last","last","last","","","first"],"loop_orders":[],"num_stages":1,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"xyz","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[2,1,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[16],"reload_rows":false,"split_rows":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":256,"N":262144}
+def softmax_bwd__0164d9be01f0(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 8192)
+    split_m = m if pieces <= 64 else 0
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_afcad2d40a, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 8, 1)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_823e5b0d4a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 8, 1)
+    return grad_in
+
+
 # softmax_bwd variant 064dcec769a8
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float16","rank":2},"out":{"dtype":"float16","rank":2}}
@@ -3041,6 +3066,31 @@ def softmax_bwd__064dcec769a8(grad_out, out, grad_in_dtype):
     out_sizes = out.size()
     out_strides = out.stride()
     _launch(_softmax_bwd_kernel_e05a52e758, (m,), (m, out, out_strides[0], out_strides[1], out_sizes[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, _next_power_of_2(max(1, out_sizes[1]))), 32, 2)
+    return grad_in
+
+
+# softmax_bwd variant 089fd20b2288
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","block_ptr","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","last","last","last","","","first"],"loop_orders":[],"num_stages":1,"num_warps":16,"pid_type":"xyz","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[2,1,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[16],"split_rows":true,"two_pass_rows":true}
+# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":256,"N":262144}
+def softmax_bwd__089fd20b2288(grad_out, out, grad_in_dtype):
+    m, n = out.size()
+    grad_in = _new_empty(out, grad_in_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 8192)
+    split_m = m if pieces <= 64 else 0
+    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
+    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
+    grad_in_strides = grad_in.stride()
+    grad_out_strides = grad_out.stride()
+    out_strides = out.stride()
+    _launch(_softmax_bwd_kernel_afcad2d40a, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
+    _grad_in_strides = grad_in.stride()
+    _grad_out_strides = grad_out.stride()
+    _out_strides = out.stride()
+    piece_dot_sizes = piece_dot.size()
+    piece_dot_strides = piece_dot.stride()
+    _launch(_softmax_bwd_kernel_823e5b0d4a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -3427,56 +3477,6 @@ def softmax_bwd__c5b83d84cafb(grad_out, out, grad_in_dtype):
     return grad_in
 
 
-# softmax_bwd variant c5e19622ed4c
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","block_ptr","pointer","pointer","block_ptr","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","last","last","last","","","first"],"loop_orders":[],"num_stages":1,"num_warps":16,"pid_type":"xyz","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[2,1,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[16],"split_rows":true,"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":256,"N":262144}
-def softmax_bwd__c5e19622ed4c(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 8192)
-    split_m = m if pieces <= 64 else 0
-    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_afcad2d40a, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 16, 1)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_823e5b0d4a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
-    return grad_in
-
-
-# softmax_bwd variant cdfafe767af6
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","block_ptr","pointer","pointer","block_ptr","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","last","last","last","","","first"],"loop_orders":[],"num_stages":1,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"xyz","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[2,1,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[16],"reload_rows":false,"split_rows":true,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
-# specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"bfloat16","rank":2},"out":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":256,"N":262144}
-def softmax_bwd__cdfafe767af6(grad_out, out, grad_in_dtype):
-    m, n = out.size()
-    grad_in = _new_empty(out, grad_in_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 8192)
-    split_m = m if pieces <= 64 else 0
-    piece_dot = _new_empty(out, torch.float32, split_m, pieces)
-    sync = out.new_zeros(split_m + 1, dtype=torch.int32)
-    grad_in_strides = grad_in.stride()
-    grad_out_strides = grad_out.stride()
-    out_strides = out.stride()
-    _launch(_softmax_bwd_kernel_afcad2d40a, (m - split_m,), (m - split_m, padded, padded - 4096, n, out, out_strides[0], out_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], grad_in, grad_in_strides[0], grad_in_strides[1]), (1, 4096), 8, 1)
-    _grad_in_strides = grad_in.stride()
-    _grad_out_strides = grad_out.stride()
-    _out_strides = out.stride()
-    piece_dot_sizes = piece_dot.size()
-    piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_823e5b0d4a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 8, 1)
-    return grad_in
-
-
 # softmax_bwd variant d384de0de13a
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
@@ -3703,6 +3703,31 @@ def softmax_fwd__3c90e770a2f1(x, out_dtype):
     return out
 
 
+# softmax_fwd variant 438d9cea5253
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","block_ptr","tensor_descriptor","block_ptr","block_ptr","block_ptr","pointer","block_ptr"],"l2_groupings":[],"load_eviction_policies":["first","last","","","","last"],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[1,2,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":256,"N":262144}
+def softmax_fwd__438d9cea5253(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 16384)
+    split_m = m if pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b56fca2c0c, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_7b9ca60e53, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
 # softmax_fwd variant 47234ebae983
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
@@ -3796,6 +3821,31 @@ def softmax_fwd__77c17041d217(x, out_dtype):
     x_sizes = x.size()
     x_strides = x.stride()
     _launch(_softmax_fwd_kernel_b3f8b43f8c, (m,), (m, x, x_strides[0], x_strides[1], x_sizes[1], out, out_strides[0], out_strides[1]), (1, _next_power_of_2(max(1, x_sizes[1]))), 16, 2)
+    return out
+
+
+# softmax_fwd variant 821cb518ea2e
+# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["tensor_descriptor","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","block_ptr"],"l2_groupings":[],"load_eviction_policies":["last","last","last","","","last"],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[2,2,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
+# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":256,"N":262144}
+def softmax_fwd__821cb518ea2e(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 8192) * 8192
+    pieces = _cdiv(n, 8192)
+    split_m = m if pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_b6fc84b4b3, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_487b1a3313, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -3982,56 +4032,6 @@ def softmax_fwd__d1a9fa2e0d74(x, out_dtype):
     return out
 
 
-# softmax_fwd variant e0e9abc85d6e
-# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["tensor_descriptor","tensor_descriptor","pointer","tensor_descriptor","block_ptr","pointer","tensor_descriptor","pointer","pointer","block_ptr"],"l2_groupings":[],"load_eviction_policies":["last","last","last","","","last"],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[2,2,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
-# specialization: {"out_dtype":"float32","x":{"dtype":"float32","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json float32 {"M":256,"N":262144}
-def softmax_fwd__e0e9abc85d6e(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 8192) * 8192
-    pieces = _cdiv(n, 8192)
-    split_m = m if pieces <= 64 else 0
-    piece_max = _new_empty(x, torch.float32, split_m, pieces)
-    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b6fc84b4b3, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_487b1a3313, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
-    return out
-
-
-# softmax_fwd variant e56a0dbf6ddb
-# config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","block_ptr","pointer","block_ptr","tensor_descriptor","block_ptr","block_ptr","block_ptr","pointer","block_ptr"],"l2_groupings":[],"load_eviction_policies":["first","last","","","","last"],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[1,2,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":256,"N":262144}
-def softmax_fwd__e56a0dbf6ddb(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 8192) * 8192
-    pieces = _cdiv(n, 16384)
-    split_m = m if pieces <= 64 else 0
-    piece_max = _new_empty(x, torch.float32, split_m, pieces)
-    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b56fca2c0c, (m - split_m,), (m - split_m, padded, padded - 8192, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 8192), 8, 1)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_7b9ca60e53, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
-    return out
-
-
 # softmax_fwd variant eb8e3ecd547e
 # config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
@@ -4096,12 +4096,14 @@ VARIANTS = {
         '3046aac69839': softmax_fwd__3046aac69839,
         '3b5b83d060fc': softmax_fwd__3b5b83d060fc,
         '3c90e770a2f1': softmax_fwd__3c90e770a2f1,
+        '438d9cea5253': softmax_fwd__438d9cea5253,
         '47234ebae983': softmax_fwd__47234ebae983,
         '4f1df1acef25': softmax_fwd__4f1df1acef25,
         '52a704ff4758': softmax_fwd__52a704ff4758,
         '5ba708ea76da': softmax_fwd__5ba708ea76da,
         '69b5aba3beb9': softmax_fwd__69b5aba3beb9,
         '77c17041d217': softmax_fwd__77c17041d217,
+        '821cb518ea2e': softmax_fwd__821cb518ea2e,
         '8805a55a818c': softmax_fwd__8805a55a818c,
         '88e785abb65a': softmax_fwd__88e785abb65a,
         '98fe91594199': softmax_fwd__98fe91594199,
@@ -4114,15 +4116,15 @@ VARIANTS = {
         'c279de994424': softmax_fwd__c279de994424,
         'cb6ce43a54a0': softmax_fwd__cb6ce43a54a0,
         'd1a9fa2e0d74': softmax_fwd__d1a9fa2e0d74,
-        'e0e9abc85d6e': softmax_fwd__e0e9abc85d6e,
-        'e56a0dbf6ddb': softmax_fwd__e56a0dbf6ddb,
         'eb8e3ecd547e': softmax_fwd__eb8e3ecd547e,
         'f1d46eb618eb': softmax_fwd__f1d46eb618eb,
         'f936cdae5dd0': softmax_fwd__f936cdae5dd0,
     },
     'softmax_bwd': {
         '00d706468d49': softmax_bwd__00d706468d49,
+        '0164d9be01f0': softmax_bwd__0164d9be01f0,
         '064dcec769a8': softmax_bwd__064dcec769a8,
+        '089fd20b2288': softmax_bwd__089fd20b2288,
         '0e1741815e3c': softmax_bwd__0e1741815e3c,
         '12333abfc0a2': softmax_bwd__12333abfc0a2,
         '14243df4d434': softmax_bwd__14243df4d434,
@@ -4146,8 +4148,6 @@ VARIANTS = {
         'b011c62e6f3e': softmax_bwd__b011c62e6f3e,
         'c50a279340d9': softmax_bwd__c50a279340d9,
         'c5b83d84cafb': softmax_bwd__c5b83d84cafb,
-        'c5e19622ed4c': softmax_bwd__c5e19622ed4c,
-        'cdfafe767af6': softmax_bwd__cdfafe767af6,
         'd384de0de13a': softmax_bwd__d384de0de13a,
         'e12c3b7f95ef': softmax_bwd__e12c3b7f95ef,
         'fc6667f9f6d5': softmax_bwd__fc6667f9f6d5,

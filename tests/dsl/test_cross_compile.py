@@ -15,7 +15,9 @@ from ._harness import check_kernel, randn, results_without_interpreter
 from .test_compat import softmax_two_pass
 from .test_control_flow import last_row, matmul_bias_on_first_k, row_sums_and_shifted_rows
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
+from .test_inner_tile_ends import lower_triangular_product
 from .test_reductions import online_softmax
+from kernels_src.attention import attention_fwd
 
 
 TWO_PASS_SOFTMAX = {
@@ -35,6 +37,10 @@ MATMUL_UNROLLED = {
 }
 NEGATED_SUMS = {"block_sizes": [16, 256], "num_warps": 4}
 WARP_SPECIALIZED_WGMMA = {**WARP_SPECIALIZED, "block_sizes": [128, 128, 64]}  # tiles for Hopper's wgmma
+CAUSAL_WARP_SPECIALIZED = {"block_sizes": [128, 128], "indexing": ["tensor_descriptor"] * 7, "num_warps": 4,
+                           "num_stages": 1, "range_warp_specializes": [True, None], "range_peel_tails": [False, False]}
+ONE_LOOP_WARP_SPECIALIZED = {"block_sizes": [64, 64], "indexing": ["tensor_descriptor"] * 3, "num_warps": 4,
+                             "range_warp_specializes": [True], "range_peel_tails": [False]}
 
 
 @helion.kernel()
@@ -64,6 +70,13 @@ CASES = {
                               WARP_SPECIALIZED_WGMMA),
     "warp_specialization_off": (batched_matmul, lambda: (torch.randn(2, 128, 37).half(), torch.randn(2, 37, 128).half()),
                                 WARP_SPECIALIZED_WGMMA),
+    # a loop ending inside its tensors (`min(tile_m.end, n)`) loads through descriptors and, alone in
+    # its kernel, specializes; the causal attention forward's two loops (unmasked, then the
+    # diagonal, descriptors in both) must not, or Triton 3.6 aborts on the loop after the first
+    "one_loop_ending_inside": (lower_triangular_product, lambda: (torch.randn(256, 256).half(), torch.randn(256, 64).half()),
+                               ONE_LOOP_WARP_SPECIALIZED),
+    "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
+                                   CAUSAL_WARP_SPECIALIZED),
 }
 
 
@@ -100,6 +113,8 @@ def test_cases_compile_for_sm90():
     assert not results["negated_row_sums"]["fma_in_llvm_ir"]
     assert results["warp_specialized_loop"]["warp_specialized"]
     assert not results["warp_specialization_off"]["warp_specialized"]
+    assert results["one_loop_ending_inside"]["warp_specialized"]
+    assert not results["causal_attention_two_loops"]["warp_specialized"]
 
 
 def test_reductions_of_loads_in_loops_read_through_an_identity():
