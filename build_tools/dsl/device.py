@@ -128,7 +128,9 @@ class DeviceCompiler(PointwiseMixin):
         mask = b.assign(f"{index} < {end_s}", "mask") if needs_mask else None
         dim = BlockDim(block_id, bs, index, mask, bs)
         end_value = end if isinstance(end, int) else end.value if isinstance(end, HostScalar) else None
-        return TileVal(dim, offset, end_s, begin_s, end_value, None if end_value is None else self.host_expr_of(end))
+        begin_host = self.host_expr_of(begin) if isinstance(begin, (int, HostScalar)) else None
+        return TileVal(dim, offset, end_s, begin_s, end_value, None if end_value is None else self.host_expr_of(end),
+                       begin_host)
 
     def block_constexpr(self, block_id: int, fixed: int | None) -> str:
         if fixed is not None:

@@ -29,6 +29,9 @@ class Address:
     # (`hl.tile(0, min(tile_m.end, n))`): a block load reads the tensor past the tile's end, and the
     # rows there are zeroed after it, as a masked pointer load leaves them
     inner_ends: list = field(default_factory=list)
+    # where the innermost block dim's tiles start from: a launcher expression (their offsets are it
+    # plus multiples of the block), None for a device value
+    innermost_begin: str | None = "0"
 
 
 class MemoryMixin:
@@ -136,6 +139,7 @@ class MemoryMixin:
             stride = self.builder.param(f"{tensor.host_expr}.stride({d})", f"{tensor.param}_stride_{d}")
             if isinstance(item, TileVal):
                 shape.append(item.dim)
+                addr.innermost_begin = item.begin_host
                 addr.terms.append((item.dim.index, [len(shape) - 1], stride, None))
                 addr.block_offsets.append(item.offset)
                 addr.block_dims.append(item.dim)
@@ -155,6 +159,7 @@ class MemoryMixin:
                     addr.block_ok = False
                 else:
                     shape.append(rdim)
+                    addr.innermost_begin = "0"
                     addr.terms.append((rdim.index, [len(shape) - 1], stride, start))
                     if rdim.mask:
                         addr.masks.append((rdim.mask, [len(shape) - 1]))
@@ -370,6 +375,13 @@ class MemoryMixin:
             # values a slice), and such a load ran into CUDA's illegal instruction (H200,
             # scratch/merged_rows_bisect.py); these accesses keep pointers
             return "False"
+        # likewise a tile of the innermost dim must start 16-byte aligned: split-K chunks' tiles at
+        # device offsets raised CUDA's illegal instruction on an H100 (tests/dsl/test_matmul.py,
+        # 2026-11-27); a device start is not known aligned
+        if addr.innermost_begin is None:
+            return "False"
+        if addr.innermost_begin != "0":
+            conds.append(f"({addr.innermost_begin}) * {size} % 16 == 0")
         flag = f"_TMA_{tensor.param}_{len(self.builder.params)}"
         return self.builder.constexpr(flag, "(" + " and ".join(conds) + ")")
 

@@ -149,6 +149,7 @@ class TileVal:
     begin: str  # Triton scalar: start of the iteration space
     end_value: int | None = None  # bind-time end of the iteration space, when known on the host
     end_host: str | None = None  # launcher-side expression of `end_value`
+    begin_host: str | None = None  # launcher-side expression of `begin`; None when a device value
 
 
 @dataclass(eq=False)

@@ -2298,7 +2298,7 @@ def _matmul_kernel_0f7d7e1e5c(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_s
     tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_18, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
 @_jit_on_first_launch
-def _matmul_kernel_1a9ef2e0ad(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_11: tl.constexpr, _TMA_b_17: tl.constexpr, _TMA_partial_28: tl.constexpr):
+def _matmul_kernel_287cfce6a8(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_b_16: tl.constexpr, _TMA_partial_27: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))
     pid_3 = (pid_1 // (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))) % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
@@ -2320,8 +2320,8 @@ def _matmul_kernel_1a9ef2e0ad(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_
     for offset_19 in tl.range(v_14, v_17, _BLOCK_SIZE_2):
         indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_2)
         mask_21 = indices_20 < v_17
-        load_22 = (tl.where(mask_7[:, None] & mask_21[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_5, offset_19]), 0) if _TMA_a_11 else tl.load(a + (indices_6[:, None] * a_stride_0 + indices_20[None, :] * a_stride_1), mask=(mask_7[:, None]) & (mask_21[None, :]), other=0))
-        load_23 = (tl.where(mask_21[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_19, offset_8]), 0) if _TMA_b_17 else tl.load(b + (indices_20[:, None] * b_stride_0 + indices_9[None, :] * b_stride_1), mask=(mask_21[:, None]) & (mask_10[None, :]), other=0))
+        load_22 = (tl.where(mask_7[:, None] & mask_21[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_5, offset_19]), 0) if False else tl.load(a + (indices_6[:, None] * a_stride_0 + indices_20[None, :] * a_stride_1), mask=(mask_7[:, None]) & (mask_21[None, :]), other=0))
+        load_23 = (tl.where(mask_21[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_19, offset_8]), 0) if _TMA_b_16 else tl.load(b + (indices_20[:, None] * b_stride_0 + indices_9[None, :] * b_stride_1), mask=(mask_21[:, None]) & (mask_10[None, :]), other=0))
         dot_24 = tl.dot(load_22, load_23, acc=acc_18)
         acc_18 = dot_24
     tl.store(partial + (offset_11 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), acc_18, mask=(mask_7[:, None]) & (mask_10[None, :]))
@@ -2337,11 +2337,12 @@ def _matmul_kernel_1a9ef2e0ad(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_
         total_32 = v_31
         for idx_33 in tl.range(0, split_k, 1):
             idx_34 = idx_33
-            load_35 = (tl.where(mask_7[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_34) * partial_size_1 + offset_5, offset_8]), 0) if _TMA_partial_28 else tl.load(partial + (idx_34 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0))
+            load_35 = (tl.where(mask_7[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_34) * partial_size_1 + offset_5, offset_8]), 0) if _TMA_partial_27 else tl.load(partial + (idx_34 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0))
             v_36 = (total_32 + load_35)
             total_32 = v_36
-        tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), total_32, mask=(mask_7[:, None]) & (mask_10[None, :]))
-        old_37 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
+        v_37 = total_32.to(tl.bfloat16)
+        tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), v_37, mask=(mask_7[:, None]) & (mask_10[None, :]))
+        old_38 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
 @_jit_on_first_launch
 def _matmul_kernel_39ee950c78(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
@@ -2399,61 +2400,6 @@ def _matmul_kernel_3f77d160b2(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
             tl.make_tensor_descriptor(out, [out_size_0, out_size_1], [out_stride_0, out_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).store([offset_11, offset_14], v_25)
         else:
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_25, mask=(mask_13[:, None]) & (mask_16[None, :]))
-
-@_jit_on_first_launch
-def _matmul_kernel_400671bda5(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_11: tl.constexpr, _TMA_b_17: tl.constexpr, _TMA_partial_28: tl.constexpr):
-    total_1 = (tl.cdiv(split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1)) * (tl.cdiv(split_k - 0, 1))
-    for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
-        num_pid_2 = tl.cdiv(split_m - 0, _BLOCK_SIZE_0)
-        num_pid_3 = tl.cdiv(n - 0, _BLOCK_SIZE_1)
-        in_group_4 = 8 * num_pid_3
-        inner_5 = virtual_pid % (num_pid_2 * num_pid_3)
-        group_6 = inner_5 // in_group_4
-        first_7 = group_6 * 8
-        gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
-        pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-        pid_10 = (inner_5 % in_group_4) // gsize_8
-        pid_11 = (virtual_pid // (num_pid_2 * num_pid_3))
-        offset_12 = 0 + pid_9 * _BLOCK_SIZE_0
-        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_14 = indices_13 < split_m
-        offset_15 = 0 + pid_10 * _BLOCK_SIZE_1
-        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_17 = indices_16 < n
-        offset_18 = 0 + pid_11 * 1
-        indices_19 = offset_18 + tl.arange(0, 1)
-        mask_20 = indices_19 < split_k
-        v_21 = (offset_18 * k_chunk)
-        v_22 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
-        v_23 = (v_21 + k_chunk)
-        v_24 = tl.minimum(v_23, k)
-        acc_25 = v_22
-        for offset_26 in tl.range(v_21, v_24, _BLOCK_SIZE_2):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_2)
-            mask_28 = indices_27 < v_24
-            load_29 = (tl.where(mask_14[:, None] & mask_28[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_12, offset_26]), 0) if _TMA_a_11 else tl.load(a + (indices_13[:, None] * a_stride_0 + indices_27[None, :] * a_stride_1), mask=(mask_14[:, None]) & (mask_28[None, :]), other=0))
-            load_30 = (tl.where(mask_28[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_26, offset_15]), 0) if _TMA_b_17 else tl.load(b + (indices_27[:, None] * b_stride_0 + indices_16[None, :] * b_stride_1), mask=(mask_28[:, None]) & (mask_17[None, :]), other=0))
-            dot_31 = tl.dot(load_29, load_30, acc=acc_25)
-            acc_25 = dot_31
-        tl.store(partial + (offset_18 * partial_stride_0 + indices_13[:, None] * partial_stride_1 + indices_16[None, :] * partial_stride_2), acc_25, mask=(mask_14[:, None]) & (mask_17[None, :]))
-        tid_32 = (offset_12 - 0) // _BLOCK_SIZE_0
-        v_33 = (tid_32 * tiles_n)
-        tid_34 = (offset_15 - 0) // _BLOCK_SIZE_1
-        v_35 = (v_33 + tid_34)
-        tl.debug_barrier()
-        old_36 = tl.atomic_add(arrivals + (v_35 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_37 = (old_36 == split_k_1)
-        if v_37:
-            v_38 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
-            total_39 = v_38
-            for idx_40 in tl.range(0, split_k, 1):
-                idx_41 = idx_40
-                load_42 = (tl.where(mask_14[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_41) * partial_size_1 + offset_12, offset_15]), 0) if _TMA_partial_28 else tl.load(partial + (idx_41 * partial_stride_0 + indices_13[:, None] * partial_stride_1 + indices_16[None, :] * partial_stride_2), mask=(mask_14[:, None]) & (mask_17[None, :]), other=0))
-                v_43 = (total_39 + load_42)
-                total_39 = v_43
-            v_44 = total_39.to(tl.float16)
-            tl.store(out + (indices_13[:, None] * out_stride_0 + indices_16[None, :] * out_stride_1), v_44, mask=(mask_14[:, None]) & (mask_17[None, :]))
-            old_45 = tl.atomic_xchg(arrivals + (v_35 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
 @_jit_on_first_launch
 def _matmul_kernel_440c9b7956(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
@@ -2601,6 +2547,61 @@ def _matmul_kernel_504af658f5(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), v_18, mask=(mask_6[:, None]) & (mask_9[None, :]))
 
 @_jit_on_first_launch
+def _matmul_kernel_9302651b8c(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_b_16: tl.constexpr, _TMA_partial_27: tl.constexpr):
+    total_1 = (tl.cdiv(split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1)) * (tl.cdiv(split_k - 0, 1))
+    for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
+        num_pid_2 = tl.cdiv(split_m - 0, _BLOCK_SIZE_0)
+        num_pid_3 = tl.cdiv(n - 0, _BLOCK_SIZE_1)
+        in_group_4 = 8 * num_pid_3
+        inner_5 = virtual_pid % (num_pid_2 * num_pid_3)
+        group_6 = inner_5 // in_group_4
+        first_7 = group_6 * 8
+        gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
+        pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+        pid_10 = (inner_5 % in_group_4) // gsize_8
+        pid_11 = (virtual_pid // (num_pid_2 * num_pid_3))
+        offset_12 = 0 + pid_9 * _BLOCK_SIZE_0
+        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_14 = indices_13 < split_m
+        offset_15 = 0 + pid_10 * _BLOCK_SIZE_1
+        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_17 = indices_16 < n
+        offset_18 = 0 + pid_11 * 1
+        indices_19 = offset_18 + tl.arange(0, 1)
+        mask_20 = indices_19 < split_k
+        v_21 = (offset_18 * k_chunk)
+        v_22 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+        v_23 = (v_21 + k_chunk)
+        v_24 = tl.minimum(v_23, k)
+        acc_25 = v_22
+        for offset_26 in tl.range(v_21, v_24, _BLOCK_SIZE_2):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_2)
+            mask_28 = indices_27 < v_24
+            load_29 = (tl.where(mask_14[:, None] & mask_28[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_12, offset_26]), 0) if False else tl.load(a + (indices_13[:, None] * a_stride_0 + indices_27[None, :] * a_stride_1), mask=(mask_14[:, None]) & (mask_28[None, :]), other=0))
+            load_30 = (tl.where(mask_28[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_26, offset_15]), 0) if _TMA_b_16 else tl.load(b + (indices_27[:, None] * b_stride_0 + indices_16[None, :] * b_stride_1), mask=(mask_28[:, None]) & (mask_17[None, :]), other=0))
+            dot_31 = tl.dot(load_29, load_30, acc=acc_25)
+            acc_25 = dot_31
+        tl.store(partial + (offset_18 * partial_stride_0 + indices_13[:, None] * partial_stride_1 + indices_16[None, :] * partial_stride_2), acc_25, mask=(mask_14[:, None]) & (mask_17[None, :]))
+        tid_32 = (offset_12 - 0) // _BLOCK_SIZE_0
+        v_33 = (tid_32 * tiles_n)
+        tid_34 = (offset_15 - 0) // _BLOCK_SIZE_1
+        v_35 = (v_33 + tid_34)
+        tl.debug_barrier()
+        old_36 = tl.atomic_add(arrivals + (v_35 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_37 = (old_36 == split_k_1)
+        if v_37:
+            v_38 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+            total_39 = v_38
+            for idx_40 in tl.range(0, split_k, 1):
+                idx_41 = idx_40
+                load_42 = (tl.where(mask_14[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_41) * partial_size_1 + offset_12, offset_15]), 0) if _TMA_partial_27 else tl.load(partial + (idx_41 * partial_stride_0 + indices_13[:, None] * partial_stride_1 + indices_16[None, :] * partial_stride_2), mask=(mask_14[:, None]) & (mask_17[None, :]), other=0))
+                v_43 = (total_39 + load_42)
+                total_39 = v_43
+            v_44 = total_39.to(tl.bfloat16)
+            tl.store(out + (indices_13[:, None] * out_stride_0 + indices_16[None, :] * out_stride_1), v_44, mask=(mask_14[:, None]) & (mask_17[None, :]))
+            old_45 = tl.atomic_xchg(arrivals + (v_35 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+@_jit_on_first_launch
 def _matmul_kernel_95702e77ff(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     total_1 = (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1))
     for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
@@ -2635,6 +2636,53 @@ def _matmul_kernel_95702e77ff(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_25, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
 @_jit_on_first_launch
+def _matmul_kernel_a456d3ca5c(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_b_16: tl.constexpr, _TMA_partial_27: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))) % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
+    pid_4 = ((pid_1 // (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))) // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < split_m
+    offset_8 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < n
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < split_k
+    v_14 = (offset_11 * k_chunk)
+    v_15 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+    v_16 = (v_14 + k_chunk)
+    v_17 = tl.minimum(v_16, k)
+    acc_18 = v_15
+    for offset_19 in tl.range(v_14, v_17, _BLOCK_SIZE_2):
+        indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_21 = indices_20 < v_17
+        load_22 = (tl.where(mask_7[:, None] & mask_21[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_5, offset_19]), 0) if False else tl.load(a + (indices_6[:, None] * a_stride_0 + indices_20[None, :] * a_stride_1), mask=(mask_7[:, None]) & (mask_21[None, :]), other=0))
+        load_23 = (tl.where(mask_21[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_19, offset_8]), 0) if _TMA_b_16 else tl.load(b + (indices_20[:, None] * b_stride_0 + indices_9[None, :] * b_stride_1), mask=(mask_21[:, None]) & (mask_10[None, :]), other=0))
+        dot_24 = tl.dot(load_22, load_23, acc=acc_18)
+        acc_18 = dot_24
+    tl.store(partial + (offset_11 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), acc_18, mask=(mask_7[:, None]) & (mask_10[None, :]))
+    tid_25 = (offset_5 - 0) // _BLOCK_SIZE_0
+    v_26 = (tid_25 * tiles_n)
+    tid_27 = (offset_8 - 0) // _BLOCK_SIZE_1
+    v_28 = (v_26 + tid_27)
+    tl.debug_barrier()
+    old_29 = tl.atomic_add(arrivals + (v_28 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+    v_30 = (old_29 == split_k_1)
+    if v_30:
+        v_31 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+        total_32 = v_31
+        for idx_33 in tl.range(0, split_k, 1):
+            idx_34 = idx_33
+            load_35 = (tl.where(mask_7[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_34) * partial_size_1 + offset_5, offset_8]), 0) if _TMA_partial_27 else tl.load(partial + (idx_34 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0))
+            v_36 = (total_32 + load_35)
+            total_32 = v_36
+        v_37 = total_32.to(tl.float16)
+        tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), v_37, mask=(mask_7[:, None]) & (mask_10[None, :]))
+        old_38 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+@_jit_on_first_launch
 def _matmul_kernel_a7664d39c2(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m_split_m - 0, _BLOCK_SIZE_0))
@@ -2658,108 +2706,6 @@ def _matmul_kernel_a7664d39c2(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
         tl.make_tensor_descriptor(out, [out_size_0, out_size_1], [out_stride_0, out_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).store([offset_4, offset_7], acc_11)
     else:
         tl.store(out + (indices_5[:, None] * out_stride_0 + indices_8[None, :] * out_stride_1), acc_11, mask=(mask_6[:, None]) & (mask_9[None, :]))
-
-@_jit_on_first_launch
-def _matmul_kernel_b20f57affb(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_11: tl.constexpr, _TMA_b_17: tl.constexpr, _TMA_partial_28: tl.constexpr):
-    total_1 = (tl.cdiv(split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1)) * (tl.cdiv(split_k - 0, 1))
-    for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
-        num_pid_2 = tl.cdiv(split_m - 0, _BLOCK_SIZE_0)
-        num_pid_3 = tl.cdiv(n - 0, _BLOCK_SIZE_1)
-        in_group_4 = 8 * num_pid_3
-        inner_5 = virtual_pid % (num_pid_2 * num_pid_3)
-        group_6 = inner_5 // in_group_4
-        first_7 = group_6 * 8
-        gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
-        pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-        pid_10 = (inner_5 % in_group_4) // gsize_8
-        pid_11 = (virtual_pid // (num_pid_2 * num_pid_3))
-        offset_12 = 0 + pid_9 * _BLOCK_SIZE_0
-        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_14 = indices_13 < split_m
-        offset_15 = 0 + pid_10 * _BLOCK_SIZE_1
-        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_17 = indices_16 < n
-        offset_18 = 0 + pid_11 * 1
-        indices_19 = offset_18 + tl.arange(0, 1)
-        mask_20 = indices_19 < split_k
-        v_21 = (offset_18 * k_chunk)
-        v_22 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
-        v_23 = (v_21 + k_chunk)
-        v_24 = tl.minimum(v_23, k)
-        acc_25 = v_22
-        for offset_26 in tl.range(v_21, v_24, _BLOCK_SIZE_2):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_2)
-            mask_28 = indices_27 < v_24
-            load_29 = (tl.where(mask_14[:, None] & mask_28[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_12, offset_26]), 0) if _TMA_a_11 else tl.load(a + (indices_13[:, None] * a_stride_0 + indices_27[None, :] * a_stride_1), mask=(mask_14[:, None]) & (mask_28[None, :]), other=0))
-            load_30 = (tl.where(mask_28[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_26, offset_15]), 0) if _TMA_b_17 else tl.load(b + (indices_27[:, None] * b_stride_0 + indices_16[None, :] * b_stride_1), mask=(mask_28[:, None]) & (mask_17[None, :]), other=0))
-            dot_31 = tl.dot(load_29, load_30, acc=acc_25)
-            acc_25 = dot_31
-        tl.store(partial + (offset_18 * partial_stride_0 + indices_13[:, None] * partial_stride_1 + indices_16[None, :] * partial_stride_2), acc_25, mask=(mask_14[:, None]) & (mask_17[None, :]))
-        tid_32 = (offset_12 - 0) // _BLOCK_SIZE_0
-        v_33 = (tid_32 * tiles_n)
-        tid_34 = (offset_15 - 0) // _BLOCK_SIZE_1
-        v_35 = (v_33 + tid_34)
-        tl.debug_barrier()
-        old_36 = tl.atomic_add(arrivals + (v_35 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_37 = (old_36 == split_k_1)
-        if v_37:
-            v_38 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
-            total_39 = v_38
-            for idx_40 in tl.range(0, split_k, 1):
-                idx_41 = idx_40
-                load_42 = (tl.where(mask_14[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_41) * partial_size_1 + offset_12, offset_15]), 0) if _TMA_partial_28 else tl.load(partial + (idx_41 * partial_stride_0 + indices_13[:, None] * partial_stride_1 + indices_16[None, :] * partial_stride_2), mask=(mask_14[:, None]) & (mask_17[None, :]), other=0))
-                v_43 = (total_39 + load_42)
-                total_39 = v_43
-            v_44 = total_39.to(tl.bfloat16)
-            tl.store(out + (indices_13[:, None] * out_stride_0 + indices_16[None, :] * out_stride_1), v_44, mask=(mask_14[:, None]) & (mask_17[None, :]))
-            old_45 = tl.atomic_xchg(arrivals + (v_35 * arrivals_stride_0), 0, sem='release', scope='gpu')
-
-@_jit_on_first_launch
-def _matmul_kernel_c37fb8ad82(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_11: tl.constexpr, _TMA_b_17: tl.constexpr, _TMA_partial_28: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))) % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
-    pid_4 = ((pid_1 // (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))) // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < split_m
-    offset_8 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_10 = indices_9 < n
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < split_k
-    v_14 = (offset_11 * k_chunk)
-    v_15 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
-    v_16 = (v_14 + k_chunk)
-    v_17 = tl.minimum(v_16, k)
-    acc_18 = v_15
-    for offset_19 in tl.range(v_14, v_17, _BLOCK_SIZE_2):
-        indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_21 = indices_20 < v_17
-        load_22 = (tl.where(mask_7[:, None] & mask_21[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_5, offset_19]), 0) if _TMA_a_11 else tl.load(a + (indices_6[:, None] * a_stride_0 + indices_20[None, :] * a_stride_1), mask=(mask_7[:, None]) & (mask_21[None, :]), other=0))
-        load_23 = (tl.where(mask_21[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_19, offset_8]), 0) if _TMA_b_17 else tl.load(b + (indices_20[:, None] * b_stride_0 + indices_9[None, :] * b_stride_1), mask=(mask_21[:, None]) & (mask_10[None, :]), other=0))
-        dot_24 = tl.dot(load_22, load_23, acc=acc_18)
-        acc_18 = dot_24
-    tl.store(partial + (offset_11 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), acc_18, mask=(mask_7[:, None]) & (mask_10[None, :]))
-    tid_25 = (offset_5 - 0) // _BLOCK_SIZE_0
-    v_26 = (tid_25 * tiles_n)
-    tid_27 = (offset_8 - 0) // _BLOCK_SIZE_1
-    v_28 = (v_26 + tid_27)
-    tl.debug_barrier()
-    old_29 = tl.atomic_add(arrivals + (v_28 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-    v_30 = (old_29 == split_k_1)
-    if v_30:
-        v_31 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
-        total_32 = v_31
-        for idx_33 in tl.range(0, split_k, 1):
-            idx_34 = idx_33
-            load_35 = (tl.where(mask_7[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_34) * partial_size_1 + offset_5, offset_8]), 0) if _TMA_partial_28 else tl.load(partial + (idx_34 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0))
-            v_36 = (total_32 + load_35)
-            total_32 = v_36
-        v_37 = total_32.to(tl.bfloat16)
-        tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), v_37, mask=(mask_7[:, None]) & (mask_10[None, :]))
-        old_38 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
 @_jit_on_first_launch
 def _matmul_kernel_c497708cae(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_9: tl.constexpr, _TMA_b_15: tl.constexpr, _TMA_out_21: tl.constexpr):
@@ -2800,7 +2746,7 @@ def _matmul_kernel_c497708cae(m_split_m, n, k, a, a_stride_0, a_stride_1, a_size
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_25, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
 @_jit_on_first_launch
-def _matmul_kernel_cc46d49aee(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_a_11: tl.constexpr, _TMA_b_17: tl.constexpr, _TMA_partial_28: tl.constexpr):
+def _matmul_kernel_c5cbe7163f(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_b_16: tl.constexpr, _TMA_partial_27: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))
     pid_3 = (pid_1 // (tl.cdiv(split_m - 0, _BLOCK_SIZE_0))) % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
@@ -2822,8 +2768,8 @@ def _matmul_kernel_cc46d49aee(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_
     for offset_19 in tl.range(v_14, v_17, _BLOCK_SIZE_2):
         indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_2)
         mask_21 = indices_20 < v_17
-        load_22 = (tl.where(mask_7[:, None] & mask_21[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_5, offset_19]), 0) if _TMA_a_11 else tl.load(a + (indices_6[:, None] * a_stride_0 + indices_20[None, :] * a_stride_1), mask=(mask_7[:, None]) & (mask_21[None, :]), other=0))
-        load_23 = (tl.where(mask_21[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_19, offset_8]), 0) if _TMA_b_17 else tl.load(b + (indices_20[:, None] * b_stride_0 + indices_9[None, :] * b_stride_1), mask=(mask_21[:, None]) & (mask_10[None, :]), other=0))
+        load_22 = (tl.where(mask_7[:, None] & mask_21[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_5, offset_19]), 0) if False else tl.load(a + (indices_6[:, None] * a_stride_0 + indices_20[None, :] * a_stride_1), mask=(mask_7[:, None]) & (mask_21[None, :]), other=0))
+        load_23 = (tl.where(mask_21[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_19, offset_8]), 0) if _TMA_b_16 else tl.load(b + (indices_20[:, None] * b_stride_0 + indices_9[None, :] * b_stride_1), mask=(mask_21[:, None]) & (mask_10[None, :]), other=0))
         dot_24 = tl.dot(load_22, load_23, acc=acc_18)
         acc_18 = dot_24
     tl.store(partial + (offset_11 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), acc_18, mask=(mask_7[:, None]) & (mask_10[None, :]))
@@ -2839,12 +2785,11 @@ def _matmul_kernel_cc46d49aee(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_
         total_32 = v_31
         for idx_33 in tl.range(0, split_k, 1):
             idx_34 = idx_33
-            load_35 = (tl.where(mask_7[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_34) * partial_size_1 + offset_5, offset_8]), 0) if _TMA_partial_28 else tl.load(partial + (idx_34 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0))
+            load_35 = (tl.where(mask_7[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_34) * partial_size_1 + offset_5, offset_8]), 0) if _TMA_partial_27 else tl.load(partial + (idx_34 * partial_stride_0 + indices_6[:, None] * partial_stride_1 + indices_9[None, :] * partial_stride_2), mask=(mask_7[:, None]) & (mask_10[None, :]), other=0))
             v_36 = (total_32 + load_35)
             total_32 = v_36
-        v_37 = total_32.to(tl.float16)
-        tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), v_37, mask=(mask_7[:, None]) & (mask_10[None, :]))
-        old_38 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
+        tl.store(out + (indices_6[:, None] * out_stride_0 + indices_9[None, :] * out_stride_1), total_32, mask=(mask_7[:, None]) & (mask_10[None, :]))
+        old_37 = tl.atomic_xchg(arrivals + (v_28 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
 @_jit_on_first_launch
 def _matmul_kernel_d9dd6e19bd(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
@@ -2896,6 +2841,61 @@ def _matmul_kernel_e059282da5(m_split_m, n, k, a, a_stride_0, a_stride_1, b, b_s
         dot_24 = tl.dot(load_22, load_23, acc=acc_18)
         acc_18 = dot_24
     tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), acc_18, mask=(mask_13[:, None]) & (mask_16[None, :]))
+
+@_jit_on_first_launch
+def _matmul_kernel_e7de8f87d8(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, a_size_0, a_size_1, b, b_stride_0, b_stride_1, b_size_0, b_size_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, partial_size_1, partial_size_2, partial_size_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_b_16: tl.constexpr, _TMA_partial_27: tl.constexpr):
+    total_1 = (tl.cdiv(split_m - 0, _BLOCK_SIZE_0)) * (tl.cdiv(n - 0, _BLOCK_SIZE_1)) * (tl.cdiv(split_k - 0, 1))
+    for virtual_pid in tl.range(tl.program_id(0), total_1, tl.num_programs(0)):
+        num_pid_2 = tl.cdiv(split_m - 0, _BLOCK_SIZE_0)
+        num_pid_3 = tl.cdiv(n - 0, _BLOCK_SIZE_1)
+        in_group_4 = 8 * num_pid_3
+        inner_5 = virtual_pid % (num_pid_2 * num_pid_3)
+        group_6 = inner_5 // in_group_4
+        first_7 = group_6 * 8
+        gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
+        pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+        pid_10 = (inner_5 % in_group_4) // gsize_8
+        pid_11 = (virtual_pid // (num_pid_2 * num_pid_3))
+        offset_12 = 0 + pid_9 * _BLOCK_SIZE_0
+        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_14 = indices_13 < split_m
+        offset_15 = 0 + pid_10 * _BLOCK_SIZE_1
+        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_17 = indices_16 < n
+        offset_18 = 0 + pid_11 * 1
+        indices_19 = offset_18 + tl.arange(0, 1)
+        mask_20 = indices_19 < split_k
+        v_21 = (offset_18 * k_chunk)
+        v_22 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+        v_23 = (v_21 + k_chunk)
+        v_24 = tl.minimum(v_23, k)
+        acc_25 = v_22
+        for offset_26 in tl.range(v_21, v_24, _BLOCK_SIZE_2):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_2)
+            mask_28 = indices_27 < v_24
+            load_29 = (tl.where(mask_14[:, None] & mask_28[None, :], tl.make_tensor_descriptor(a, [a_size_0, a_size_1], [a_stride_0, a_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_2]).load([offset_12, offset_26]), 0) if False else tl.load(a + (indices_13[:, None] * a_stride_0 + indices_27[None, :] * a_stride_1), mask=(mask_14[:, None]) & (mask_28[None, :]), other=0))
+            load_30 = (tl.where(mask_28[:, None], tl.make_tensor_descriptor(b, [b_size_0, b_size_1], [b_stride_0, b_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_1]).load([offset_26, offset_15]), 0) if _TMA_b_16 else tl.load(b + (indices_27[:, None] * b_stride_0 + indices_16[None, :] * b_stride_1), mask=(mask_28[:, None]) & (mask_17[None, :]), other=0))
+            dot_31 = tl.dot(load_29, load_30, acc=acc_25)
+            acc_25 = dot_31
+        tl.store(partial + (offset_18 * partial_stride_0 + indices_13[:, None] * partial_stride_1 + indices_16[None, :] * partial_stride_2), acc_25, mask=(mask_14[:, None]) & (mask_17[None, :]))
+        tid_32 = (offset_12 - 0) // _BLOCK_SIZE_0
+        v_33 = (tid_32 * tiles_n)
+        tid_34 = (offset_15 - 0) // _BLOCK_SIZE_1
+        v_35 = (v_33 + tid_34)
+        tl.debug_barrier()
+        old_36 = tl.atomic_add(arrivals + (v_35 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_37 = (old_36 == split_k_1)
+        if v_37:
+            v_38 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+            total_39 = v_38
+            for idx_40 in tl.range(0, split_k, 1):
+                idx_41 = idx_40
+                load_42 = (tl.where(mask_14[:, None], tl.make_tensor_descriptor(partial, [partial_size_0 * partial_size_1, partial_size_2], [partial_stride_1, partial_stride_2], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([(idx_41) * partial_size_1 + offset_12, offset_15]), 0) if _TMA_partial_27 else tl.load(partial + (idx_41 * partial_stride_0 + indices_13[:, None] * partial_stride_1 + indices_16[None, :] * partial_stride_2), mask=(mask_14[:, None]) & (mask_17[None, :]), other=0))
+                v_43 = (total_39 + load_42)
+                total_39 = v_43
+            v_44 = total_39.to(tl.float16)
+            tl.store(out + (indices_13[:, None] * out_stride_0 + indices_16[None, :] * out_stride_1), v_44, mask=(mask_14[:, None]) & (mask_17[None, :]))
+            old_45 = tl.atomic_xchg(arrivals + (v_35 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
 @_jit_on_first_launch
 def _matmul_kernel_f685a2308f(split_m, n, split_k, k_chunk, k, a, a_stride_0, a_stride_1, b, b_stride_0, b_stride_1, partial, partial_stride_0, partial_stride_1, partial_stride_2, tiles_n, arrivals, arrivals_stride_0, split_k_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
@@ -3699,7 +3699,7 @@ def matmul__40c084fdf04f(a, b):
     _out_strides = out.stride()
     partial_sizes = partial.size()
     partial_strides = partial.stride()
-    _launch(_matmul_kernel_400671bda5, (min(_num_sms(_device), 0 * _cdiv(n, 256)),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 256, 64, _a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (_a_strides[0] * 2 % 16 == 0) and _descriptors_fit, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 2 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_e7de8f87d8, (min(_num_sms(_device), 0 * _cdiv(n, 256)),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 256, 64, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 2 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3769,7 +3769,7 @@ def matmul__522903c60701(a, b):
     _out_strides = out.stride()
     partial_sizes = partial.size()
     partial_strides = partial.stride()
-    _launch(_matmul_kernel_cc46d49aee, (0 * _cdiv(n, 128),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 128, 64, _a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (_a_strides[0] * 2 % 16 == 0) and _descriptors_fit, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 2 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_a456d3ca5c, (0 * _cdiv(n, 128),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 128, 64, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 2 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3857,7 +3857,7 @@ def matmul__8bc0a311a07d(a, b):
     _out_strides = out.stride()
     partial_sizes = partial.size()
     partial_strides = partial.stride()
-    _launch(_matmul_kernel_1a9ef2e0ad, (0 * _cdiv(n, 128),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 128, 32, _a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (_a_strides[0] * 4 % 16 == 0) and _descriptors_fit, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 4 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_c5cbe7163f, (0 * _cdiv(n, 128),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 128, 32, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 4 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 4)
     return out
 
 
@@ -3908,7 +3908,7 @@ def matmul__975889db5139(a, b):
     _out_strides = out.stride()
     partial_sizes = partial.size()
     partial_strides = partial.stride()
-    _launch(_matmul_kernel_b20f57affb, (min(_num_sms(_device), 0 * _cdiv(n, 256)),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 256, 64, _a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (_a_strides[0] * 2 % 16 == 0) and _descriptors_fit, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 2 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 3)
+    _launch(_matmul_kernel_9302651b8c, (min(_num_sms(_device), 0 * _cdiv(n, 256)),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 256, 64, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 2 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 3)
     return out
 
 
@@ -3942,7 +3942,7 @@ def matmul__98e7c24d8773(a, b):
     _out_strides = out.stride()
     partial_sizes = partial.size()
     partial_strides = partial.stride()
-    _launch(_matmul_kernel_c37fb8ad82, (0 * _cdiv(n, 128),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 128, 64, _a_strides[1] == 1 and a.data_ptr() % 16 == 0 and (_a_strides[0] * 2 % 16 == 0) and _descriptors_fit, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 2 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 4)
+    _launch(_matmul_kernel_287cfce6a8, (0 * _cdiv(n, 128),), (0, n, 1, k_chunk, k, a, _a_strides[0], _a_strides[1], _a_sizes[0], _a_sizes[1], b, _b_strides[0], _b_strides[1], _b_sizes[0], _b_sizes[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 0, partial_sizes[1], partial_sizes[2], partial_sizes[0], out, _out_strides[0], _out_strides[1]), (128, 128, 64, _b_strides[1] == 1 and b.data_ptr() % 16 == 0 and (_b_strides[0] * 2 % 16 == 0) and _descriptors_fit, partial_strides[2] == 1 and partial.data_ptr() % 16 == 0 and (partial_strides[1] * 4 % 16 == 0) and (partial_strides[0] == partial_sizes[1] * partial_strides[1]) and (partial_sizes[0] * partial_sizes[1] < 2 ** 31) and _descriptors_fit), 8, 4)
     return out
 
 

@@ -2,8 +2,9 @@
 `hl.tile(0, end)` whose end is not the tensor's size (a length read on the device, a causal
 `min(tile_m.end, n)`). The block reads past the tile's end, up to the tensor's bound, and the
 elements there are zeroed after the load, as a masked pointer load leaves them; stores of such
-tiles go through pointers. Also the rule that keeps Triton 3.6's Hopper warp specialization from
-aborting: only a kernel of one loop specializes it."""
+tiles go through pointers, and so do tiles of the innermost dim that may start off a 16-byte
+boundary. Also the rule that keeps Triton 3.6's Hopper warp specialization from aborting: only a
+kernel of one loop specializes it."""
 import pytest
 import torch
 
@@ -12,6 +13,7 @@ import build_tools.dsl.language as hl
 
 from ._harness import check_kernel, code_without_comments, randn
 from .test_launch_limits import launches_of
+from .test_matmul import matmul_split_k, matmul_tolerance
 from .test_merged_row_descriptors import flags
 
 
@@ -132,3 +134,18 @@ def test_only_a_kernel_of_one_loop_is_warp_specialized(peel, m, n, device):
     ((_, constants),) = launched
     aligned = n * 2 % 16 == 0  # w's rows: 16-byte aligned for a descriptor
     assert constants["_WARP_SPECIALIZE_0"] is (aligned and not peel)
+
+
+@pytest.mark.parametrize("split", [2, 32])
+def test_tiles_of_the_innermost_dim_start_16_byte_aligned_or_keep_pointers(split, device):
+    """A split-K chunk's tiles start at a device offset (multiples of 2 fp32 values, 8 bytes, at
+    split 2). Split-K descriptor loads along the innermost dim raised CUDA's illegal instruction on
+    an H100; a device offset is not known 16-byte aligned, so x keeps pointers; y's chunk runs
+    along its rows, where any start is fine."""
+    x, y = randn(16, 150), randn(150, 24)
+    config = helion.Config(block_sizes=[16, 16, split, 16], indexing=["tensor_descriptor"] * 2)
+    check_kernel(matmul_split_k, (x.to(device), y.to(device)), lambda x, y: x @ y, extra_configs=[config],
+                 n_random=0, **matmul_tolerance(device))
+    _, launched = launches_of(matmul_split_k, (x, y), config, run=False)
+    ((_, constants),) = launched
+    assert flags(constants, "_TMA_x") == [] and flags(constants, "_TMA_y") == [True]
