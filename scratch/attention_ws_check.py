@@ -21,9 +21,9 @@ def main():
         dtype = getattr(torch, job["dtype"])
         rtol, atol = spec.tolerance(dtype)
         causal = job["shape"]["causal"]
-        for b, h, sq, sk, d in [(2, 3, 4096, 4096, 128), (2, 3, 1000, 1000, 128), (1, 2, 77, 77, 128),
-                                (3, 2, 129, 129, 128), (1, 1, 1, 1, 128), (1, 3, 2048, 2048, 128),
-                                (2, 3, 1000, 777, 128), (1, 2, 300, 1200, 128)]:
+        d = job["shape"]["D"]
+        for b, h, sq, sk in [(2, 3, 4096, 4096), (2, 3, 1000, 1000), (1, 2, 77, 77), (3, 2, 129, 129), (1, 1, 1, 1),
+                             (1, 3, 2048, 2048), (2, 3, 1000, 777), (1, 2, 300, 1200)]:
             q = torch.randn(b, h, sq, d, device="cuda", dtype=dtype, generator=g)
             k, v = (torch.randn(b, h, sk, d, device="cuda", dtype=dtype, generator=g) for _ in range(2))
             args = (q, k, v, causal, d ** -0.5)
