@@ -252,7 +252,7 @@ class MemoryMixin:
     # ------------------------------------------------------------------ loads and stores
     def load(self, tensor: HostTensor, index: list, extra_mask: Any, node: ast.AST, eviction_policy: str | None = None) -> TVal:
         addr = self.address(tensor, index, node)
-        site = self.session.memory_site("load")
+        site = self.session.memory_site("load", (node, tensor.param))
         strategy = self.session.indexing(site)
         policy = eviction_policy or self.session.eviction(site)
         fixed_evict = f", eviction_policy={policy!r}" if policy and policy != "reread" else ""
@@ -404,7 +404,7 @@ class MemoryMixin:
 
     def store(self, tensor: HostTensor, index: list, value: Any, extra_mask: Any, node: ast.AST) -> None:
         addr = self.address(tensor, index, node)
-        site = self.session.memory_site("store")
+        site = self.session.memory_site("store", (node, tensor.param))
         strategy = self.session.indexing(site)
         splittable = (addr.block_ok and not addr.inner_ends and extra_mask is None and len(addr.block_dims) == len(addr.shape) >= 2
                       and tensor.meta.dtype != torch.bool)

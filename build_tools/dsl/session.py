@@ -118,6 +118,9 @@ class CompileSession:
         for name, value in args.items():
             self.env[name] = value.to("meta") if isinstance(value, torch.Tensor) else value
         self.found = Discovery()
+        # (kind, access) -> (position in `indexing`, position among that kind's accesses): see memory_site
+        self.memory_sites: dict[tuple, tuple[int, int]] = {}
+        self.last_memory_site = {"load": 0, "store": 0}
         self.static_names = set(parsed.constexpr_params) | {n for n, v in args.items() if isinstance(v, bool) or v is None}
         self.runtime_scalars = {
             n for n, v in args.items()
@@ -394,21 +397,30 @@ class CompileSession:
         self.rdim_host[id(rdim)] = (host_expr, static)
         self.found.runtime_rdims |= not static
 
-    def memory_site(self, kind: str) -> int:
-        if kind == "load":
-            self.found.loads += 1
-            site = self.found.loads + self.found.stores - 1
-            self._last_load = self.found.loads - 1
-        else:
-            self.found.stores += 1
-            site = self.found.loads + self.found.stores - 1
-            self.found.store_sites.append(site)
-        return site
+    def memory_site(self, kind: str, access: tuple) -> int:
+        """The position in `indexing` of a load or store ("load"/"store"), given at the first
+        emission of `access` (its source node and tensor) in the order accesses are first emitted.
+        A structure that emits one access more than once (a peeled loop's tail, the two copies of a
+        warp-specialized loop, a looped reduction's second pass, a prefetched first tile) gives
+        every copy the access's knobs (`indexing`, `load_eviction_policies`, `store_subtiles`), so
+        the positions of later accesses do not depend on such structures."""
+        known = self.memory_sites.get((kind, access))
+        if known is None:
+            if kind == "load":
+                self.found.loads += 1
+                known = (self.found.loads + self.found.stores - 1, self.found.loads - 1)
+            else:
+                self.found.stores += 1
+                known = (self.found.loads + self.found.stores - 1, self.found.stores - 1)
+                self.found.store_sites.append(known[0])
+            self.memory_sites[(kind, access)] = known
+        self.last_memory_site[kind] = known[1]
+        return known[0]
 
     def store_pieces(self, splittable: bool) -> int:
         """Into how many pieces along its last dimension the latest store writes its tile
         (store_subtiles; 1 unless the store is `splittable`)."""
-        store = self.found.stores - 1
+        store = self.last_memory_site["store"]
         if not splittable:
             return 1
         self.found.splittable_stores.add(store)
@@ -421,7 +433,7 @@ class CompileSession:
         return value or "pointer"
 
     def eviction(self, site: int) -> str:
-        index = self._last_load
+        index = self.last_memory_site["load"]
         value = self.knob("load_eviction_policies", index, "")
         return {"first": "evict_first", "last": "evict_last"}.get(value, value or "")  # "reread": see memory.load
 
