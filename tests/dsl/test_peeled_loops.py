@@ -109,3 +109,20 @@ def test_peel_knob_only_for_loops_that_can_end_in_a_partial_tile():
     static = helion.kernel(static_shapes=True)(matmul_k_loop.fn).bind((torch.randn(16, 64), torch.randn(64, 16)))
     config = static.config_spec.normalize(helion.Config(block_sizes=[16, 16, 16], range_peel_tails=[True]))
     assert list(config["range_peel_tails"]) == [False]
+
+
+@pytest.mark.parametrize("n", [64, 100])
+def test_peeled_copies_share_their_access_knobs(n, device):
+    """A peeled loop emits its body's loads twice; both copies take the access's one `indexing`
+    and eviction position, so the store after the loop keeps position 1 (before the twenty-first
+    session the tail's copy took position 1 and pushed the store past the list)."""
+    x = randn(12, n, device=device) - 3.0
+    config = helion.Config(block_sizes=[4, 32], range_peel_tails=[True], indexing=["pointer", "block_ptr"],
+                           load_eviction_policies=["last"])
+    bound = row_max_and_softmax_sum.bind((x,))
+    code = code_without_comments(bound.to_triton_code(config))
+    assert bound.config_spec.found.loads + bound.config_spec.found.stores == 2
+    assert code.count("tl.load(") == 2 and code.count("eviction_policy='evict_last'") == 2  # both copies
+    assert code.count("tl.make_block_ptr(") == 1 and "tl.store(tl.make_block_ptr(" in code.replace("\n", "")
+    torch.testing.assert_close(bound.compile_config(config)(x), torch.logsumexp(x.double(), dim=1).float(),
+                               rtol=1e-5, atol=1e-5)
