@@ -60,8 +60,6 @@ def dump(out: str) -> None:
 
 
 def migrate(old_codes: str) -> None:
-    from build_tools.autotune.table import write_table
-    from helion_kernels._variant import variant_id
     old = json.loads(Path(old_codes).read_text())
     found = specs()
     for path in sorted(generate.TABLE_DIR.glob("*.json")):
@@ -88,11 +86,18 @@ def migrate(old_codes: str) -> None:
             print(label(path, entry, key), config["indexing"], "->", trial["indexing"])
             entry[key] = trial
             changed += 1
-        for entry in table["entries"]:
-            entry["variant"] = variant_id(entry["op"], entry["config"], entry["specialization"])
-        if changed:
-            write_table(path, table)
-        print(path.name, "configs changed:", changed)
+        save(path, table, changed)
+
+
+def save(path: Path, table: dict, changed: int) -> None:
+    """Writes `table` back to `path` with its entries' variant ids recomputed, if `changed` configs."""
+    from build_tools.autotune.table import write_table
+    from helion_kernels._variant import variant_id
+    for entry in table["entries"]:
+        entry["variant"] = variant_id(entry["op"], entry["config"], entry["specialization"])
+    if changed:
+        write_table(path, table)
+    print(path.name, "configs changed:", changed)
 
 
 if __name__ == "__main__":

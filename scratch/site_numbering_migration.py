@@ -91,8 +91,7 @@ def renumbered(config: dict, accesses: list) -> dict:
 
 
 def migrate(emissions_file: str) -> None:
-    from build_tools.autotune.table import write_table
-    from helion_kernels._variant import to_plain, variant_id
+    from helion_kernels._variant import to_plain
     accesses = json.loads(Path(emissions_file).read_text())
     found = tables.specs()
     for path in sorted(generate.TABLE_DIR.glob("*.json")):
@@ -114,11 +113,7 @@ def migrate(emissions_file: str) -> None:
             if config != entry[key]:
                 entry[key] = config
                 changed += 1
-        for entry in table["entries"]:
-            entry["variant"] = variant_id(entry["op"], entry["config"], entry["specialization"])
-        if changed:
-            write_table(path, table)
-        print(f"{path.name}: {changed} configs renumbered")
+        tables.save(path, table, changed)
 
 
 if __name__ == "__main__":

@@ -252,9 +252,9 @@ class MemoryMixin:
     # ------------------------------------------------------------------ loads and stores
     def load(self, tensor: HostTensor, index: list, extra_mask: Any, node: ast.AST, eviction_policy: str | None = None) -> TVal:
         addr = self.address(tensor, index, node)
-        site = self.session.memory_site("load", (node, tensor.param))
+        site, position = self.session.memory_site("load", (node, tensor.param))
         strategy = self.session.indexing(site)
-        policy = eviction_policy or self.session.eviction(site)
+        policy = eviction_policy or self.session.eviction(position)
         fixed_evict = f", eviction_policy={policy!r}" if policy and policy != "reread" else ""
         children = list(addr.children)
         mask_child = None
@@ -404,11 +404,11 @@ class MemoryMixin:
 
     def store(self, tensor: HostTensor, index: list, value: Any, extra_mask: Any, node: ast.AST) -> None:
         addr = self.address(tensor, index, node)
-        site = self.session.memory_site("store", (node, tensor.param))
+        site, position = self.session.memory_site("store", (node, tensor.param))
         strategy = self.session.indexing(site)
         splittable = (addr.block_ok and not addr.inner_ends and extra_mask is None and len(addr.block_dims) == len(addr.shape) >= 2
                       and tensor.meta.dtype != torch.bool)
-        pieces = self.session.store_pieces(splittable)
+        pieces = self.session.store_pieces(position, splittable)
         value = self.fit_value(value, addr.shape, node)
         extra = self.to_tval(extra_mask) if extra_mask is not None and not isinstance(extra_mask, bool) else None
         looped = [d for d in addr.shape if isinstance(d, RDim) and d.looped] + value.looped_rdims()

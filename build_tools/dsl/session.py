@@ -120,7 +120,6 @@ class CompileSession:
         self.found = Discovery()
         # (kind, access) -> (position in `indexing`, position among that kind's accesses): see memory_site
         self.memory_sites: dict[tuple, tuple[int, int]] = {}
-        self.last_memory_site = {"load": 0, "store": 0}
         self.static_names = set(parsed.constexpr_params) | {n for n, v in args.items() if isinstance(v, bool) or v is None}
         self.runtime_scalars = {
             n for n, v in args.items()
@@ -397,9 +396,10 @@ class CompileSession:
         self.rdim_host[id(rdim)] = (host_expr, static)
         self.found.runtime_rdims |= not static
 
-    def memory_site(self, kind: str, access: tuple) -> int:
-        """The position in `indexing` of a load or store ("load"/"store"), given at the first
-        emission of `access` (its source node and tensor) in the order accesses are first emitted.
+    def memory_site(self, kind: str, access: tuple) -> tuple[int, int]:
+        """The positions of a load or store ("load"/"store") in `indexing` and among its kind's
+        accesses (`load_eviction_policies` / `store_subtiles`), given at the first emission of
+        `access` (its source node and tensor) in the order accesses are first emitted.
         A structure that emits one access more than once (a peeled loop's tail, the two copies of a
         warp-specialized loop, a looped reduction's second pass, a prefetched first tile) gives
         every copy the access's knobs (`indexing`, `load_eviction_policies`, `store_subtiles`), so
@@ -414,13 +414,11 @@ class CompileSession:
                 known = (self.found.loads + self.found.stores - 1, self.found.stores - 1)
                 self.found.store_sites.append(known[0])
             self.memory_sites[(kind, access)] = known
-        self.last_memory_site[kind] = known[1]
-        return known[0]
+        return known
 
-    def store_pieces(self, splittable: bool) -> int:
-        """Into how many pieces along its last dimension the latest store writes its tile
-        (store_subtiles; 1 unless the store is `splittable`)."""
-        store = self.last_memory_site["store"]
+    def store_pieces(self, store: int, splittable: bool) -> int:
+        """Into how many pieces along its last dimension store `store` (its position among the
+        stores) writes its tile (store_subtiles; 1 unless the store is `splittable`)."""
         if not splittable:
             return 1
         self.found.splittable_stores.add(store)
@@ -432,9 +430,9 @@ class CompileSession:
             value = value[site] if site < len(value) else "pointer"
         return value or "pointer"
 
-    def eviction(self, site: int) -> str:
-        index = self.last_memory_site["load"]
-        value = self.knob("load_eviction_policies", index, "")
+    def eviction(self, load: int) -> str:
+        """The eviction policy of load `load` (its position among the loads)."""
+        value = self.knob("load_eviction_policies", load, "")
         return {"first": "evict_first", "last": "evict_last"}.get(value, value or "")  # "reread": see memory.load
 
     def next_device_loop(self, has_dot: bool) -> int:
