@@ -76,7 +76,7 @@ def _rms_norm_fwd_rule(n: int) -> dict:
     if n <= 16384:
         return {"split_columns": False, "num_warps": 4 if n <= 1024 else 8, "reduction_loops": [None]}
     return {"split_columns": True, "block_sizes": [2, 2048], "num_warps": 8, "reduction_loops": [16],
-            "load_eviction_policies": ["last", "", "first"]}
+            "load_eviction_policies": ["last", "", "first", ""]}
 
 
 def _rms_norm_bwd_rule(n: int) -> dict:
@@ -200,15 +200,20 @@ def _pick(choices, wanted, default):
 def heuristic_config(config_spec, overrides: dict) -> tuple:
     """(normalized config dict, notes on wanted values that had to be adjusted)."""
     from build_tools.dsl import Config, exc
+    from build_tools.dsl.config_spec import PER_STRUCTURE_KNOBS
 
-    choices = {(knob.name, knob.index): tuple(knob.choices) for knob in config_spec.knobs()}
     default = to_plain(config_spec.default_config())
+    knobs = config_spec.knobs_of({**default, **overrides})
+    choices = {(knob.name, knob.index): tuple(knob.choices) for knob in knobs}
     config, adjusted = dict(default), []
     for name, wanted in overrides.items():
         if name not in default:
             adjusted.append(f"{name}: not a knob of this kernel")
             continue
         current = default[name]
+        if name in PER_STRUCTURE_KNOBS:  # one entry per position of the structure the overrides compile
+            current = [current[i] if i < len(current) else knob.choices[0]
+                       for i, knob in enumerate(k for k in knobs if k.name == name)]
         if isinstance(current, list):
             wanted = [wanted[min(i, len(wanted) - 1)] for i in range(len(current))]
             value = [_pick(choices.get((name, i)), w, c) for i, (w, c) in enumerate(zip(wanted, current))]

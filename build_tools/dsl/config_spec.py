@@ -2,6 +2,7 @@
 and the flat (knob-by-knob) view the autotuner searches over."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from dataclasses import dataclass
@@ -48,6 +49,28 @@ MAX_ELEMENTS_PER_THREAD = 128
 MAX_DOT_ELEMENTS_PER_THREAD = 128
 
 
+# Knobs with one entry per device loop, memory access or reduction dim of the structure a config
+# compiles: the positions of one structure (numbered in the order the compile first meets them, see
+# session.memory_site) mean nothing in another, so `normalize` sizes these lists by the structure
+# the config's tunables compile, and the search offers positions up to the most any structure has.
+RANGE_KNOBS = ("range_unroll_factors", "range_num_stages", "range_warp_specializes", "range_peel_tails")
+PER_STRUCTURE_KNOBS = ("reduction_loops", *RANGE_KNOBS, "indexing", "load_eviction_policies", "store_subtiles")
+
+
+def positions(found: Discovery) -> dict[str, int]:
+    """How many entries each of PER_STRUCTURE_KNOBS has in the structure `found`."""
+    loops = len(found.device_loops)
+    return {"reduction_loops": len(found.rdims), **{name: loops for name in RANGE_KNOBS},
+            "indexing": found.loads + found.stores, "load_eviction_policies": found.loads,
+            "store_subtiles": found.stores}
+
+
+def structure_signature(found: Discovery) -> tuple:
+    """What the knobs of a structure depend on: its device loops, memory accesses and reduction dims."""
+    return (tuple(dataclasses.astuple(loop) for loop in found.device_loops), found.loads, found.stores, tuple(found.rdims),
+            frozenset(found.not_loopable), frozenset(found.splittable_stores))
+
+
 @dataclass(frozen=True)
 class Knob:
     name: str
@@ -71,7 +94,8 @@ class ConfigSpec:
         self.found = found
         self._discover = discover
         self._found_by_tunables = {self._tunable_key({}): found}
-        self._knobs = self._build_knobs()
+        self._structures: list[Discovery] | None = None
+        self._knob_list: list[Knob] | None = None
 
     def _tunable_key(self, fields: dict) -> tuple:
         return tuple((name, repr(fields.get(name, fragment.default()))) for name, fragment in sorted(self.found.tunables.items()))
@@ -83,6 +107,35 @@ class ConfigSpec:
             tunables = {name: fields.get(name, fragment.default()) for name, fragment in self.found.tunables.items()}
             self._found_by_tunables[key] = self._discover(tunables) if self._discover else self.found
         return self._found_by_tunables[key]
+
+    def structures(self) -> list[Discovery]:
+        """The distinct structures the tunables compile, the default tunables' first: from each
+        assignment that compiled a new structure, every single tunable is moved to each of its
+        other values (a structure that needs two tunables moved at once from assignments that
+        compile known structures is not found)."""
+        if self._structures is None:
+            tunables = self.found.tunables
+            start = {name: fragment.default() for name, fragment in tunables.items()}
+            found = {structure_signature(self.found): self.found}
+            pending = [start]
+            while pending:
+                assignment = pending.pop()
+                for name, fragment in sorted(tunables.items()):
+                    for value in fragment.choices():
+                        moved = {**assignment, name: value}
+                        structure = self.found_for(moved)
+                        signature = structure_signature(structure)
+                        if signature not in found:
+                            found[signature] = structure
+                            pending.append(moved)
+            self._structures = list(found.values())
+        return self._structures
+
+    @property
+    def _knobs(self) -> list[Knob]:
+        if self._knob_list is None:
+            self._knob_list = self._build_knobs(self.structures())
+        return self._knob_list
 
     # ------------------------------------------------------------------ knobs
     def block_range(self, i: int) -> list[int]:
@@ -119,10 +172,14 @@ class ConfigSpec:
             return self.reduction_range(r)
         return [None] + pow2_range(16, MAX_REDUCTION_CHUNK)
 
-    def _build_knobs(self) -> list[Knob]:
+    def _build_knobs(self, structures: list[Discovery]) -> list[Knob]:
+        """The knobs over `structures`: PER_STRUCTURE_KNOBS up to the most entries any of them has,
+        each position offering what it offers in any of them that has it (normalize clamps a value
+        to the structure the config compiles)."""
         f = self.found
+        most = {name: max(positions(s)[name] for s in structures) for name in PER_STRUCTURE_KNOBS}
         knobs = [Knob("block_sizes", i, tuple(self.block_range(i))) for i in range(len(f.blocks))]
-        knobs += [Knob("reduction_loops", r, tuple(self.reduction_choices(r))) for r in range(len(f.rdims))]
+        knobs += [Knob("reduction_loops", r, tuple(self.reduction_choices(r))) for r in range(most["reduction_loops"])]
         for i, ndims in enumerate(f.top_loops):
             if ndims > 1:
                 knobs.append(Knob("loop_orders", i, tuple(tuple(p) for p in itertools.permutations(range(ndims)))))
@@ -131,39 +188,53 @@ class ConfigSpec:
             knobs.append(Knob("flatten_loops", i, (False, True)))
         for i in range(len(f.top_loops)):
             knobs.append(Knob("persistent_flattens", i, (False, True)))
-            knobs.append(Knob("tile_reversals", i, (False,) if i in f.waiting_loops else (False, True)))
-        for i, loop in enumerate(f.device_loops):
-            unrolls = (0,) if loop.has_branch else (0, 1) if loop.has_dot else (0, 1, 2, 4)
+            waits = all(i in s.waiting_loops for s in structures)
+            knobs.append(Knob("tile_reversals", i, (False,) if waits else (False, True)))
+        for i in range(most["range_num_stages"]):
+            loops = [s.device_loops[i] for s in structures if i < len(s.device_loops)]
+            dot = any(loop.has_dot for loop in loops)
+            unrolls = (0, 1, 2, 4) if any(not (loop.has_branch or loop.has_dot) for loop in loops) \
+                else (0, 1) if any(loop.has_dot and not loop.has_branch for loop in loops) else (0,)
             knobs.append(Knob("range_unroll_factors", i, unrolls))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
-            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if loop.has_dot else (None,)))
-            knobs.append(Knob("range_peel_tails", i, (False, True) if loop.peelable else (False,)))
+            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if dot else (None,)))
+            knobs.append(Knob("range_peel_tails", i, (False, True) if any(loop.peelable for loop in loops) else (False,)))
         if f.runtime_rdims or f.tunables:
             knobs.append(Knob("static_reduction_sizes", None, (False, True)))
         knobs.append(Knob("num_warps", None, (1, 2, 4, 8, 16, 32)))
         knobs.append(Knob("num_stages", None, (1, 2, 3, 4, 5)))
         max_dims = max(f.top_loops, default=1)
         knobs.append(Knob("pid_type", None, tuple(p for p in PID_TYPES if p != "xyz" or max_dims <= 3)))
-        for site in range(f.loads + f.stores):
+        for site in range(most["indexing"]):
             knobs.append(Knob("indexing", site, tuple(INDEXING)))
-        for site in range(f.loads):
+        for site in range(most["load_eviction_policies"]):
             knobs.append(Knob("load_eviction_policies", site, tuple(EVICTION)))
-        for store in range(f.stores):
-            knobs.append(Knob("store_subtiles", store, STORE_SUBTILES if store in f.splittable_stores else (1,)))
+        for store in range(most["store_subtiles"]):
+            splittable = any(store in s.splittable_stores for s in structures)
+            knobs.append(Knob("store_subtiles", store, STORE_SUBTILES if splittable else (1,)))
         for name, fragment in sorted(f.tunables.items()):
             knobs.append(Knob(name, None, tuple(fragment.choices())))
         return knobs
 
     def knobs(self) -> list[Knob]:
+        """The search's knobs: over every structure the tunables compile (see structures)."""
         return list(self._knobs)
+
+    def knobs_of(self, fields: dict) -> list[Knob]:
+        """The knobs of the one structure that the tunable values in `fields` compile."""
+        return self._build_knobs([self.found_for(fields)])
 
     # ------------------------------------------------------------------ flat view
     def flatten(self, config: Config) -> list:
+        """The config's value of each knob; a position its structure lacks takes the knob's first
+        choice (no effect there)."""
         config = self.normalize(config)
         out = []
         for knob in self._knobs:
             value = config[knob.name]
-            out.append(value[knob.index] if knob.index is not None else value)
+            if knob.index is not None:
+                value = value[knob.index] if knob.index < len(value) else knob.choices[0]
+            out.append(value)
         return [tuple(v) if isinstance(v, list) else v for v in out]
 
     def unflatten(self, values: list) -> Config:
@@ -223,13 +294,14 @@ class ConfigSpec:
         if unknown:
             raise exc.InvalidConfig(f"unknown config field(s) {unknown}")
         fields = config.to_dict()
-        self._check_lengths(fields)
         for name, fragment in self.found.tunables.items():
             if name not in fields:
                 fields[name] = fragment.default()
             elif fields[name] not in fragment.choices():
                 raise exc.InvalidConfig(f"tunable {name}={fields[name]!r} is not one of {fragment.choices()}")
         compiled = self.found_for(fields)
+        self._check_lengths(fields, compiled)
+        sized = positions(compiled)
         blocks = list(fields.get("block_sizes") or [])
         defaults = None
         for i in range(len(self.found.blocks)):
@@ -243,14 +315,14 @@ class ConfigSpec:
             blocks[i] = min(max(value, choices[0]), max(choices[-1], value if not self.found.blocks[i].in_dot else choices[-1]))
         fields["block_sizes"] = self._cap_volume(blocks[: len(self.found.blocks)], fields.get("reduction_loops"), compiled)
         reductions = list(fields.get("reduction_loops") or [])
-        reductions += [None] * (len(self.found.rdims) - len(reductions))
-        for r in range(len(self.found.rdims)):
+        reductions += [None] * (sized["reduction_loops"] - len(reductions))
+        for r in range(sized["reduction_loops"]):
             legal = self.reduction_range(r, compiled)
             value = reductions[r]
             if value is not None and value not in legal:
                 value = None if len(legal) == 1 else max(c for c in legal[1:] if c <= max(value, 16)) if any(c for c in legal[1:] if c <= max(value, 16)) else legal[1]
             reductions[r] = value
-        fields["reduction_loops"] = reductions[: len(self.found.rdims)]
+        fields["reduction_loops"] = reductions[: sized["reduction_loops"]]
         n_multi = sum(1 for n in self.found.top_loops if n > 1)
         multi_dims = [n for n in self.found.top_loops if n > 1]
         orders = list(fields.get("loop_orders") or [])
@@ -262,15 +334,14 @@ class ConfigSpec:
         groups = fields.get("l2_groupings") or []
         groups = list(groups) + [1] * (n_multi - len(groups))
         fields["l2_groupings"] = [int(g) for g in groups[:n_multi]]
-        n_loops = len(self.found.device_loops)
+        n_loops = len(compiled.device_loops)
         flat = list(fields.get("flatten_loops") or [])
         fields["flatten_loops"] = [bool(v) for v in (flat + [False] * (self.found.flatten_count - len(flat)))[: self.found.flatten_count]]
-        for name, default in (("range_unroll_factors", 0), ("range_num_stages", 0), ("range_warp_specializes", None),
-                              ("range_peel_tails", False)):
+        for name, default in zip(RANGE_KNOBS, (0, 0, None, False)):
             values = list(fields.get(name) or [])
             values += [default] * (n_loops - len(values))
             fields[name] = values[:n_loops]
-        for i, loop in enumerate(self.found.device_loops):
+        for i, loop in enumerate(compiled.device_loops):
             if not loop.has_dot:
                 fields["range_warp_specializes"][i] = None
             if loop.has_branch or (loop.has_dot and fields["range_unroll_factors"][i] > 1):
@@ -293,7 +364,7 @@ class ConfigSpec:
             raise exc.InvalidConfig(f"pid_type {fields['pid_type']!r} is not one of {PID_TYPES}")
         if fields["pid_type"] == "xyz" and max(self.found.top_loops, default=1) > 3:
             fields["pid_type"] = "flat"
-        sites = self.found.loads + self.found.stores
+        sites = sized["indexing"]
         indexing = fields.get("indexing", "pointer")
         if isinstance(indexing, str):
             indexing = [indexing] * sites
@@ -303,21 +374,21 @@ class ConfigSpec:
                 raise exc.InvalidConfig(f"indexing {value!r} is not one of {INDEXING}")
         fields["indexing"] = indexing[:sites]
         eviction = list(fields.get("load_eviction_policies") or [])
-        eviction += [""] * (self.found.loads - len(eviction))
-        fields["load_eviction_policies"] = eviction[: self.found.loads]
+        eviction += [""] * (compiled.loads - len(eviction))
+        fields["load_eviction_policies"] = eviction[: compiled.loads]
         persistent = fields["pid_type"].startswith("persistent")
         n_top = len(self.found.top_loops)
         flattens = list(fields.get("persistent_flattens") or []) + [False] * n_top
         fields["persistent_flattens"] = [bool(v) and persistent for v in flattens[:n_top]]
         reversals = list(fields.get("tile_reversals") or []) + [False] * n_top
-        fields["tile_reversals"] = [bool(v) and i not in self.found.waiting_loops for i, v in enumerate(reversals[:n_top])]
-        subtiles = list(fields.get("store_subtiles") or []) + [1] * self.found.stores
-        subtiles = subtiles[: self.found.stores]
+        fields["tile_reversals"] = [bool(v) and i not in compiled.waiting_loops for i, v in enumerate(reversals[:n_top])]
+        subtiles = list(fields.get("store_subtiles") or []) + [1] * compiled.stores
+        subtiles = subtiles[: compiled.stores]
         for store, value in enumerate(subtiles):
             if value not in STORE_SUBTILES:
                 raise exc.InvalidConfig(f"store_subtiles[{store}]={value!r} is not one of {STORE_SUBTILES}")
-            described = fields["indexing"][self.found.store_sites[store]] == "tensor_descriptor"
-            subtiles[store] = value if described and store in self.found.splittable_stores else 1
+            described = fields["indexing"][compiled.store_sites[store]] == "tensor_descriptor"
+            subtiles[store] = value if described and store in compiled.splittable_stores else 1
         fields["store_subtiles"] = subtiles
         return Config(fields)
 
@@ -328,23 +399,31 @@ class ConfigSpec:
         return {"num_warps": 8 if biggest >= 4096 else 4, "num_stages": 3 if has_dot else 2, "pid_type": "flat",
                 "static_reduction_sizes": False}
 
-    def _check_lengths(self, fields: dict) -> None:
+    def _check_lengths(self, fields: dict, compiled: Discovery) -> None:
+        """A list knob has one entry per position; a list of PER_STRUCTURE_KNOBS may also be sized
+        by the default tunables' structure or by the search's knobs (the most of any structure)."""
         expected = {
             "block_sizes": len(self.found.blocks),
-            "reduction_loops": len(self.found.rdims),
             "loop_orders": sum(1 for n in self.found.top_loops if n > 1),
             "l2_groupings": sum(1 for n in self.found.top_loops if n > 1),
-            "indexing": self.found.loads + self.found.stores,
-            "load_eviction_policies": self.found.loads,
             "flatten_loops": self.found.flatten_count,
             "persistent_flattens": len(self.found.top_loops),
             "tile_reversals": len(self.found.top_loops),
-            "store_subtiles": self.found.stores,
         }
         for name, count in expected.items():
             value = fields.get(name)
             if isinstance(value, list) and value and len(value) != count:
                 raise exc.InvalidConfig(f"{name} has {len(value)} entries; this kernel has {count}")
+        for name in ("reduction_loops", "indexing", "load_eviction_policies", "store_subtiles"):
+            value = fields.get(name)
+            if not isinstance(value, list) or not value:
+                continue
+            allowed = {positions(compiled)[name], positions(self.found)[name]}
+            if len(value) not in allowed:
+                allowed |= {sum(1 for knob in self._knobs if knob.name == name)}
+            if len(value) not in allowed:
+                raise exc.InvalidConfig(f"{name} has {len(value)} entries; the structure these tunables compile "
+                                        f"has {positions(compiled)[name]}")
 
     def _default_blocks(self) -> list[int]:
         f = self.found

@@ -556,3 +556,51 @@ def test_reduction_chunks_are_legal_per_compiled_structure(device):
         torch.testing.assert_close(out.double().cpu(), wide.double().sum(1).cpu(), rtol=1e-5, atol=1e-4)
     out = bound.compile_config(spec.normalize({"use_wide": False}))(narrow, wide)
     torch.testing.assert_close(out.double().cpu(), narrow.double().sum(1).cpu(), rtol=1e-5, atol=1e-5)
+
+
+@helion.kernel(static_shapes=False)
+def row_sums_one_or_two_tensors(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """A tunable adds a structure: the row sums of x, or (`both`) of x and then y in a second
+    device loop, with a load the default structure lacks."""
+    m, n = x.size()
+    both = hl.register_tunable("both", helion.EnumFragment((False, True)))
+    block_n = hl.register_block_size(n)
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_n in hl.tile(n, block_size=block_n):
+            acc = acc + x[tile_m, tile_n].sum(1)
+        if both:
+            for tile_n in hl.tile(n, block_size=block_n):
+                acc = acc + y[tile_m, tile_n].sum(1)
+        out[tile_m] = acc
+    return out
+
+
+def test_knob_lists_are_sized_by_the_structure_the_tunables_compile(device):
+    """The second loop and the load of y exist only under `both`: a config for that structure sets
+    their knobs (before, every list had the default structure's one loop and two accesses, and the
+    second loop and the third access always took defaults); the search offers their positions;
+    lists sized for the default structure are padded with defaults."""
+    x, y = randn(37, 300, device=device), randn(37, 300, device=device)
+    bound = row_sums_one_or_two_tensors.bind((x, y))
+    spec = bound.config_spec
+    assert [len([k for k in spec.knobs() if k.name == name]) for name in ("range_num_stages", "indexing")] == [2, 3]
+    both = spec.normalize({"both": True, "block_sizes": [64, 8], "range_num_stages": [0, 3],
+                           "indexing": ["pointer", "block_ptr", "pointer"], "load_eviction_policies": ["", "first"]})
+    assert (list(both.range_num_stages), list(both.indexing)) == ([0, 3], ["pointer", "block_ptr", "pointer"])
+    code = bound.to_triton_code(both)
+    first, second = re.findall(r"for offset_\w+ in tl\.range\([^\n]*\):", code)
+    assert "num_stages" not in first and "num_stages=3" in second
+    assert re.search(r"tl\.make_block_ptr\(y\b", code) and not re.search(r"tl\.make_block_ptr\(x\b", code)
+    assert re.search(r"tl\.load\(tl\.make_block_ptr\(y\b[^\n]*eviction_policy='evict_first'", code)
+    one = spec.normalize({"both": False, "range_num_stages": [0, 3], "indexing": ["pointer", "block_ptr", "pointer"]})
+    assert (list(one.range_num_stages), list(one.indexing)) == ([0], ["pointer", "block_ptr"])
+    padded = spec.normalize({"both": True, "indexing": ["pointer", "block_ptr"]})
+    assert list(padded.indexing) == ["pointer", "block_ptr", "pointer"]
+    with pytest.raises(helion.exc.InvalidConfig):
+        spec.normalize({"both": True, "indexing": ["pointer"] * 4})
+    ran = check_kernel(row_sums_one_or_two_tensors, (x, y),
+                       lambda x, y, config: x.sum(1) + (y.sum(1) if config["both"] else 0),
+                       extra_configs=[both, one, helion.Config(both=True)], reference_takes_config=True)
+    assert sum(config["both"] for config in ran) >= 2
