@@ -400,8 +400,9 @@ class ConfigSpec:
                 "static_reduction_sizes": False}
 
     def _check_lengths(self, fields: dict, compiled: Discovery) -> None:
-        """A list knob has one entry per position; a list of PER_STRUCTURE_KNOBS may also be sized
-        by the default tunables' structure or by the search's knobs (the most of any structure)."""
+        """A list knob has one entry per position; a list of PER_STRUCTURE_KNOBS may be sized by any
+        structure the tunables compile (a config of one structure with its tunables moved to
+        another) or by the search's knobs (the most of any structure)."""
         expected = {
             "block_sizes": len(self.found.blocks),
             "loop_orders": sum(1 for n in self.found.top_loops if n > 1),
@@ -420,6 +421,7 @@ class ConfigSpec:
                 continue
             allowed = {positions(compiled)[name], positions(self.found)[name]}
             if len(value) not in allowed:
+                allowed |= {positions(s)[name] for s in self.structures()}
                 allowed |= {sum(1 for knob in self._knobs if knob.name == name)}
             if len(value) not in allowed:
                 raise exc.InvalidConfig(f"{name} has {len(value)} entries; the structure these tunables compile "

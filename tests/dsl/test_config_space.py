@@ -604,3 +604,32 @@ def test_knob_lists_are_sized_by_the_structure_the_tunables_compile(device):
                        lambda x, y, config: x.sum(1) + (y.sum(1) if config["both"] else 0),
                        extra_configs=[both, one, helion.Config(both=True)], reference_takes_config=True)
     assert sum(config["both"] for config in ran) >= 2
+
+
+@helion.kernel(static_shapes=False)
+def sum_of_one_two_or_three(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """`terms` picks a structure of 2, 3 or 4 accesses (1 to 3 loads and the store)."""
+    terms = hl.register_tunable("terms", helion.EnumFragment((1, 2, 3)))
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size()):
+        total = x[tile]
+        if terms >= 2:
+            total = total + y[tile]
+        if terms == 3:
+            total = total + z[tile]
+        out[tile] = total
+    return out
+
+
+def test_a_config_of_one_structure_moves_to_another(device):
+    """A config sized by one structure (3 accesses under terms=2) with its tunable moved to another
+    (4 under terms=3, 2 by default, 4 in the search) is padded, as a probe's override does."""
+    x, y, z = (randn(70, 130, device=device) for _ in range(3))
+    spec = sum_of_one_two_or_three.bind((x, y, z)).config_spec
+    two = spec.normalize({"terms": 2, "indexing": ["pointer", "block_ptr", "pointer"]})
+    three = spec.normalize({**two, "terms": 3})
+    assert list(three.indexing) == ["pointer", "block_ptr", "pointer", "pointer"]
+    with pytest.raises(helion.exc.InvalidConfig):
+        spec.normalize({"terms": 3, "indexing": ["pointer"] * 5})
+    check_kernel(sum_of_one_two_or_three, (x, y, z), lambda x, y, z, config: x + (y if config["terms"] >= 2 else 0)
+                 + (z if config["terms"] == 3 else 0), extra_configs=[two, three], reference_takes_config=True)
