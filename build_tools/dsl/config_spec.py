@@ -67,8 +67,14 @@ def positions(found: Discovery) -> dict[str, int]:
 
 def structure_signature(found: Discovery) -> tuple:
     """What the knobs of a structure depend on: its device loops, memory accesses and reduction dims."""
-    return (tuple(dataclasses.astuple(loop) for loop in found.device_loops), found.loads, found.stores, tuple(found.rdims),
-            frozenset(found.not_loopable), frozenset(found.splittable_stores))
+    return (tuple(dataclasses.astuple(loop) for loop in found.device_loops), found.loads, found.stores,
+            tuple(found.rdims), frozenset(found.not_loopable), frozenset(found.splittable_stores))
+
+
+def unroll_choices(loop) -> tuple:
+    """A device loop's `range_unroll_factors` choices: none with a run-time branch, at most 1 with a
+    dot (see DOT_ELEMENTS_PER_WARP's note on unrolled dot loops)."""
+    return (0,) if loop.has_branch else (0, 1) if loop.has_dot else (0, 1, 2, 4)
 
 
 @dataclass(frozen=True)
@@ -193,9 +199,7 @@ class ConfigSpec:
         for i in range(most["range_num_stages"]):
             loops = [s.device_loops[i] for s in structures if i < len(s.device_loops)]
             dot = any(loop.has_dot for loop in loops)
-            unrolls = (0, 1, 2, 4) if any(not (loop.has_branch or loop.has_dot) for loop in loops) \
-                else (0, 1) if any(loop.has_dot and not loop.has_branch for loop in loops) else (0,)
-            knobs.append(Knob("range_unroll_factors", i, unrolls))
+            knobs.append(Knob("range_unroll_factors", i, max((unroll_choices(loop) for loop in loops), key=len)))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
             knobs.append(Knob("range_warp_specializes", i, (None, False, True) if dot else (None,)))
             knobs.append(Knob("range_peel_tails", i, (False, True) if any(loop.peelable for loop in loops) else (False,)))
