@@ -89,25 +89,14 @@ def _capped_shapes(spec, shape: dict) -> list:
 
 
 def keeps_config(bound, config: dict) -> bool:
-    """True when the bound kernel's config spec accepts `config` without changing any given value.
-    A per-structure list (config_spec.PER_STRUCTURE_KNOBS) is sized by the structure the config's
-    tunables compile: it keeps its values over the positions that structure has."""
+    """True when the bound kernel's config spec accepts `config` without changing any given value."""
     from build_tools.dsl import Config, exc
-    from build_tools.dsl.config_spec import PER_STRUCTURE_KNOBS
 
     try:
         normalized = to_plain(bound.config_spec.normalize(Config(config)))
     except exc.InvalidConfig:
         return False
-
-    def kept(key, value) -> bool:
-        value, now = to_plain(value), normalized.get(key)
-        if key in PER_STRUCTURE_KNOBS and isinstance(value, list) and isinstance(now, list):
-            common = min(len(value), len(now))
-            return value[:common] == now[:common]
-        return now == value
-
-    return all(kept(key, value) for key, value in config.items())
+    return all(normalized.get(key) == to_plain(value) for key, value in config.items())
 
 
 def bind(spec, shape: dict, dtype: torch.dtype, specialization: dict | None = None, config: dict | None = None):
