@@ -34,18 +34,47 @@ SETMAXNREG = re.compile(r"setmaxnreg[.a-z0-9]*\s+[0-9]+")
 
 
 @gluon.jit
-def _loader(k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, kv_head, n_tiles,
-            BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
-    """Streams key tile j's K and V into ring slot j % STAGES once the consumers released it."""
-    for j in range(n_tiles):
-        slot = j % STAGES
-        phase = (j // STAGES) & 1
-        mbarrier.wait(k_empty.index(slot), phase ^ 1)
-        mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [kv_head, j * BLOCK_N, 0], k_ready.index(slot), k_smem.index(slot))
-        mbarrier.wait(v_empty.index(slot), phase ^ 1)
-        mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc, [kv_head, j * BLOCK_N, 0], v_ready.index(slot), v_smem.index(slot))
+def _item(item, n_m, seq_len, kv_len, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """Work item -> (query head, first row, unmasked key tiles, key tiles); the longest causal rows first."""
+    q_head = item // n_m
+    row0 = (n_m - 1 - item % n_m) * BLOCK_M
+    if CAUSAL:
+        n_unmasked = gl.minimum(row0, kv_len) // BLOCK_N
+        n_tiles = gl.cdiv(gl.minimum(row0 + BLOCK_M, kv_len), BLOCK_N)
+    else:
+        n_unmasked = kv_len // BLOCK_N
+        n_tiles = gl.cdiv(kv_len, BLOCK_N)
+    return q_head, row0, n_unmasked, n_tiles
+
+
+@gluon.jit
+def _loader(q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty,
+            first, n_items, step, n_m, group, q_len, kv_len, CAUSAL: gl.constexpr, ROWS: gl.constexpr,
+            BLOCK_N: gl.constexpr, STAGES: gl.constexpr, NUM_WG: gl.constexpr):
+    """Per work item: its query tile once the consumers are done with the previous one, then key tile
+    j's K and V into ring slot c % STAGES (c counting over all items) once the consumers released it."""
+    c = 0
+    count = 0
+    for item in range(first, n_items, step):
+        q_head, row0, n_unmasked, n_tiles = _item(item, n_m, q_len, kv_len, ROWS * NUM_WG, BLOCK_N, CAUSAL)
+        kv_head = q_head // group
+        mbarrier.wait(q_empty, (count & 1) ^ 1)
+        mbarrier.expect(q_ready, NUM_WG * q_desc.block_type.nbytes)
+        for i in gl.static_range(NUM_WG):
+            tma.async_copy_global_to_shared(q_desc, [q_head, row0 + i * ROWS, 0], q_ready, q_smem.index(i))
+        for j in range(n_tiles):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(k_empty.index(slot), phase ^ 1)
+            mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc, [kv_head, j * BLOCK_N, 0], k_ready.index(slot),
+                                            k_smem.index(slot))
+            mbarrier.wait(v_empty.index(slot), phase ^ 1)
+            mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc, [kv_head, j * BLOCK_N, 0], v_ready.index(slot),
+                                            v_smem.index(slot))
+            c += 1
+        count += 1
 
 
 @gluon.jit
@@ -79,18 +108,18 @@ def _pass_turn(turn, wg: gl.constexpr, NUM_WG: gl.constexpr):
 
 
 @gluon.jit
-def _step(q_smem, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, p, m_i, l_i, acc, s_zero, j, my_row0,
-          kv_len, qk_scale, wg: gl.constexpr, MASKED: gl.constexpr, CAUSAL: gl.constexpr, ROWS: gl.constexpr,
-          BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr, NUM_WG: gl.constexpr, s_layout: gl.constexpr,
-          o_layout: gl.constexpr, p_layout: gl.constexpr):
-    """Scores of key tile j and P·V of tile j - 1 in flight together; the softmax of tile j runs
-    while P·V is still on the tensor cores."""
-    slot = j % STAGES
-    prev = (j - 1) % STAGES
-    mbarrier.wait(k_ready.index(slot), (j // STAGES) & 1)
-    mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+def _step(q_smem, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, p, m_i, l_i, acc, s_zero, c, j, t,
+          my_row0, kv_len, qk_scale, wg: gl.constexpr, MASKED: gl.constexpr, CAUSAL: gl.constexpr,
+          ROWS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr,
+          NUM_WG: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
+    """Key tile j (ring counter c, turn t): its scores and the P·V of tile j - 1 in flight together;
+    the softmax of tile j runs while P·V is still on the tensor cores."""
+    slot = c % STAGES
+    prev = (c - 1) % STAGES
+    mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
+    mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
     p_op = gl.convert_layout(p.to(q_smem.dtype), p_layout)
-    _wait_turn(turn, wg, j, NUM_WG)
+    _wait_turn(turn, wg, t, NUM_WG)
     k_tile = k_smem.index(slot).reshape([BLOCK_N, HEAD_D])
     s_tok = warpgroup_mma(q_smem, k_tile.permute((1, 0)), s_zero, use_acc=False, is_async=True)
     acc_tok = warpgroup_mma(p_op, v_smem.index(prev).reshape([BLOCK_N, HEAD_D]), acc, is_async=True)
@@ -106,10 +135,10 @@ def _step(q_smem, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, p, m
 
 
 @gluon.jit
-def _consumer(wg: gl.constexpr, q_smem_all, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn,
-              lse_ptr, o_desc, q_head, row0, q_len, kv_len, n_unmasked, n_tiles, qk_scale, CAUSAL: gl.constexpr,
-              ROWS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr,
-              NUM_WG: gl.constexpr, WG_WARPS: gl.constexpr):
+def _consumer(wg: gl.constexpr, q_smem_all, o_smem_all, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
+              v_empty, turn, lse_ptr, o_desc, first, n_items, step, n_m, q_len, kv_len, qk_scale,
+              CAUSAL: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
+              STAGES: gl.constexpr, NUM_WG: gl.constexpr, WG_WARPS: gl.constexpr):
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WG_WARPS, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WG_WARPS, 1],
@@ -117,84 +146,92 @@ def _consumer(wg: gl.constexpr, q_smem_all, k_smem, v_smem, q_bar, k_ready, v_re
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     dtype: gl.constexpr = o_desc.dtype
     q_smem = q_smem_all.index(wg).reshape([ROWS, HEAD_D])
-    my_row0 = row0 + wg * ROWS
-
-    m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-    l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
-    acc = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
+    o_smem = o_smem_all.index(wg)
     s_zero = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    c = 0
+    t = 0
+    count = 0
+    for item in range(first, n_items, step):
+        q_head, row0, n_unmasked, n_tiles = _item(item, n_m, q_len, kv_len, ROWS * NUM_WG, BLOCK_N, CAUSAL)
+        my_row0 = row0 + wg * ROWS
+        m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
+        l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+        acc = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
 
-    mbarrier.wait(q_bar, 0)
-    mbarrier.wait(k_ready.index(0), 0)
-    _wait_turn(turn, wg, 0, NUM_WG)
-    k_tile = k_smem.index(0).reshape([BLOCK_N, HEAD_D])
-    s_tok = warpgroup_mma(q_smem, k_tile.permute((1, 0)), s_zero, use_acc=False, is_async=True)
-    _pass_turn(turn, wg, NUM_WG)
-    s = warpgroup_mma_wait(0, deps=(s_tok, ))
-    mbarrier.arrive(k_empty.index(0))
-    if n_unmasked > 0:
-        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, my_row0, kv_len, qk_scale, False, CAUSAL, ROWS,
-                                           BLOCK_N, s_layout)
-    else:
-        p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, my_row0, kv_len, qk_scale, True, CAUSAL, ROWS,
-                                           BLOCK_N, s_layout)
-    for j in range(1, n_unmasked):
-        p, m_i, l_i, acc = _step(q_smem, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, p, m_i, l_i, acc,
-                                 s_zero, j, my_row0, kv_len, qk_scale, wg, False, CAUSAL, ROWS, BLOCK_N, HEAD_D, STAGES,
-                                 NUM_WG, s_layout, o_layout, p_layout)
-    for j in range(gl.maximum(n_unmasked, 1), n_tiles):
-        p, m_i, l_i, acc = _step(q_smem, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, p, m_i, l_i, acc,
-                                 s_zero, j, my_row0, kv_len, qk_scale, wg, True, CAUSAL, ROWS, BLOCK_N, HEAD_D, STAGES,
-                                 NUM_WG, s_layout, o_layout, p_layout)
-    last = n_tiles - 1
-    mbarrier.wait(v_ready.index(last % STAGES), (last // STAGES) & 1)
-    p_op = gl.convert_layout(p.to(dtype), p_layout)
-    _wait_turn(turn, wg, n_tiles, NUM_WG)
-    acc = warpgroup_mma(p_op, v_smem.index(last % STAGES).reshape([BLOCK_N, HEAD_D]), acc, is_async=True)
-    _pass_turn(turn, wg, NUM_WG)
-    acc = warpgroup_mma_wait(0, deps=(acc, ))
+        mbarrier.wait(q_ready, count & 1)
+        mbarrier.wait(k_ready.index(c % STAGES), (c // STAGES) & 1)
+        _wait_turn(turn, wg, t, NUM_WG)
+        k_tile = k_smem.index(c % STAGES).reshape([BLOCK_N, HEAD_D])
+        s_tok = warpgroup_mma(q_smem, k_tile.permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        _pass_turn(turn, wg, NUM_WG)
+        s = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(k_empty.index(c % STAGES))
+        if n_unmasked > 0:
+            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, my_row0, kv_len, qk_scale, False, CAUSAL, ROWS,
+                                               BLOCK_N, s_layout)
+        else:
+            p, m_i, l_i, alpha = _softmax_step(s, m_i, l_i, 0, my_row0, kv_len, qk_scale, True, CAUSAL, ROWS,
+                                               BLOCK_N, s_layout)
+        for j in range(1, n_unmasked):
+            p, m_i, l_i, acc = _step(q_smem, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, p, m_i, l_i,
+                                     acc, s_zero, c + j, j, t + j, my_row0, kv_len, qk_scale, wg, False, CAUSAL,
+                                     ROWS, BLOCK_N, HEAD_D, STAGES, NUM_WG, s_layout, o_layout, p_layout)
+        for j in range(gl.maximum(n_unmasked, 1), n_tiles):
+            p, m_i, l_i, acc = _step(q_smem, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, turn, p, m_i, l_i,
+                                     acc, s_zero, c + j, j, t + j, my_row0, kv_len, qk_scale, wg, True, CAUSAL,
+                                     ROWS, BLOCK_N, HEAD_D, STAGES, NUM_WG, s_layout, o_layout, p_layout)
+        mbarrier.arrive(q_empty)  # every scores dot of this item has completed
+        last = c + n_tiles - 1
+        mbarrier.wait(v_ready.index(last % STAGES), (last // STAGES) & 1)
+        p_op = gl.convert_layout(p.to(dtype), p_layout)
+        _wait_turn(turn, wg, t + n_tiles, NUM_WG)
+        acc = warpgroup_mma(p_op, v_smem.index(last % STAGES).reshape([BLOCK_N, HEAD_D]), acc, is_async=True)
+        _pass_turn(turn, wg, NUM_WG)
+        acc = warpgroup_mma_wait(0, deps=(acc, ))
+        mbarrier.arrive(v_empty.index(last % STAGES))
+        c += n_tiles
+        t += n_tiles + 1
+        count += 1
 
-    l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
-    out = (acc / l_o[:, None]).to(dtype)
-    rows = my_row0 + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))
-    gl.store(lse_ptr + q_head.to(gl.int64) * q_len + rows, (m_i + gl.log2(l_i)) * 0.6931471805599453,
-             mask=rows < q_len)
-    q_smem.store(out)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [q_head, my_row0, 0], q_smem_all.index(wg))
+        l_o = gl.convert_layout(l_i, gl.SliceLayout(1, o_layout))
+        out = (acc / l_o[:, None]).to(dtype)
+        rows = my_row0 + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))
+        gl.store(lse_ptr + q_head.to(gl.int64) * q_len + rows, (m_i + gl.log2(l_i)) * 0.6931471805599453,
+                 mask=rows < q_len)
+        tma.store_wait(0)  # the previous item's output has left o_smem
+        o_smem.reshape([ROWS, HEAD_D]).store(out)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(o_desc, [q_head, my_row0, 0], o_smem)
     tma.store_wait(0)
 
 
 @gluon.jit
-def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_len, kv_len, group, qk_scale,
+def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_len, kv_len, group, n_heads, qk_scale,
                      CAUSAL: gl.constexpr, ROWS: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                      STAGES: gl.constexpr, NUM_WG: gl.constexpr, CONSUMER_REGS: gl.constexpr,
                      LOADER_WARPS: gl.constexpr, num_warps: gl.constexpr):
-    """One program per (query tile of NUM_WG * ROWS rows, batch x query head); q, k, v, out are
-    viewed as [batch x heads, S, D] so TMA zero-fills past each head's end."""
+    """Work items are (query tile of NUM_WG * ROWS rows, batch x query head); program p takes items p,
+    p + grid, ... (one item each when the grid covers them all, or a persistent grid). q, k, v, out
+    are viewed as [batch x heads, S, D] so TMA zero-fills past each head's end."""
     BLOCK_M: gl.constexpr = ROWS * NUM_WG
-    n_m = gl.num_programs(0)
-    pid_m = n_m - 1 - gl.program_id(0)  # the longest causal rows first
-    q_head = gl.program_id(1)
-    kv_head = q_head // group
-    row0 = pid_m * BLOCK_M
-    if CAUSAL:
-        n_unmasked = gl.minimum(row0, kv_len) // BLOCK_N
-        n_tiles = gl.cdiv(gl.minimum(row0 + BLOCK_M, kv_len), BLOCK_N)
-    else:
-        n_unmasked = kv_len // BLOCK_N
-        n_tiles = gl.cdiv(kv_len, BLOCK_N)
+    n_m = gl.cdiv(q_len, BLOCK_M)
+    n_items = n_m * n_heads
+    first = gl.program_id(0)
+    step = gl.num_programs(0)
 
     q_smem = gl.allocate_shared_memory(q_desc.dtype, [NUM_WG, 1, ROWS, HEAD_D], q_desc.layout)
+    o_smem = gl.allocate_shared_memory(o_desc.dtype, [NUM_WG, 1, ROWS, HEAD_D], o_desc.layout)
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [STAGES, 1, BLOCK_N, HEAD_D], k_desc.layout)
     v_smem = gl.allocate_shared_memory(v_desc.dtype, [STAGES, 1, BLOCK_N, HEAD_D], v_desc.layout)
-    q_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [NUM_WG, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(q_bar, count=1)
+    mbarrier.init(q_ready, count=1)
+    mbarrier.init(q_empty, count=NUM_WG)
     for i in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
@@ -202,49 +239,36 @@ def attention_fwd_ws(q_desc, k_desc, v_desc, o_desc, lse_ptr, q_len, kv_len, gro
         mbarrier.init(v_empty.index(i), count=NUM_WG)
     for i in gl.static_range(NUM_WG):
         mbarrier.init(turn.index(i), count=1)
-    mbarrier.expect(q_bar, NUM_WG * q_desc.block_type.nbytes)
-    for i in gl.static_range(NUM_WG):
-        tma.async_copy_global_to_shared(q_desc, [q_head, row0 + i * ROWS, 0], q_bar, q_smem.index(i))
 
     # constexprs stay constexprs only when passed directly (not through a tuple built here)
     if NUM_WG == 1:
         gl.warp_specialize([
-            (_consumer, (0, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, lse_ptr, o_desc,
-                         q_head, row0, q_len, kv_len, n_unmasked, n_tiles, qk_scale, CAUSAL, ROWS, BLOCK_N, HEAD_D,
-                         STAGES, NUM_WG, num_warps)),
-            (_loader, (k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, kv_head, n_tiles, BLOCK_N,
-                       STAGES)),
+            (_consumer, (0, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty,
+                         turn, lse_ptr, o_desc, first, n_items, step, n_m, q_len, kv_len, qk_scale, CAUSAL, ROWS,
+                         BLOCK_N, HEAD_D, STAGES, NUM_WG, num_warps)),
+            (_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
+                       v_empty, first, n_items, step, n_m, group, q_len, kv_len, CAUSAL, ROWS, BLOCK_N, STAGES,
+                       NUM_WG)),
         ], [LOADER_WARPS], [24])
-    elif NUM_WG == 2:
-        gl.warp_specialize([
-            (_consumer, (0, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, lse_ptr, o_desc,
-                         q_head, row0, q_len, kv_len, n_unmasked, n_tiles, qk_scale, CAUSAL, ROWS, BLOCK_N, HEAD_D,
-                         STAGES, NUM_WG, num_warps)),
-            (_consumer, (1, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, lse_ptr, o_desc,
-                         q_head, row0, q_len, kv_len, n_unmasked, n_tiles, qk_scale, CAUSAL, ROWS, BLOCK_N, HEAD_D,
-                         STAGES, NUM_WG, num_warps)),
-            (_loader, (k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, kv_head, n_tiles, BLOCK_N,
-                       STAGES)),
-        ], [num_warps, LOADER_WARPS], [CONSUMER_REGS, 24])
     else:
         gl.warp_specialize([
-            (_consumer, (0, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, lse_ptr, o_desc,
-                         q_head, row0, q_len, kv_len, n_unmasked, n_tiles, qk_scale, CAUSAL, ROWS, BLOCK_N, HEAD_D,
-                         STAGES, NUM_WG, num_warps)),
-            (_consumer, (1, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, lse_ptr, o_desc,
-                         q_head, row0, q_len, kv_len, n_unmasked, n_tiles, qk_scale, CAUSAL, ROWS, BLOCK_N, HEAD_D,
-                         STAGES, NUM_WG, num_warps)),
-            (_consumer, (2, q_smem, k_smem, v_smem, q_bar, k_ready, v_ready, k_empty, v_empty, turn, lse_ptr, o_desc,
-                         q_head, row0, q_len, kv_len, n_unmasked, n_tiles, qk_scale, CAUSAL, ROWS, BLOCK_N, HEAD_D,
-                         STAGES, NUM_WG, num_warps)),
-            (_loader, (k_desc, v_desc, k_smem, v_smem, k_ready, v_ready, k_empty, v_empty, kv_head, n_tiles, BLOCK_N,
-                       STAGES)),
-        ], [num_warps, num_warps, LOADER_WARPS], [CONSUMER_REGS, CONSUMER_REGS, 24])
+            (_consumer, (0, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty,
+                         turn, lse_ptr, o_desc, first, n_items, step, n_m, q_len, kv_len, qk_scale, CAUSAL, ROWS,
+                         BLOCK_N, HEAD_D, STAGES, NUM_WG, num_warps)),
+            (_consumer, (1, q_smem, o_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty, v_empty,
+                         turn, lse_ptr, o_desc, first, n_items, step, n_m, q_len, kv_len, qk_scale, CAUSAL, ROWS,
+                         BLOCK_N, HEAD_D, STAGES, NUM_WG, num_warps)),
+            (_loader, (q_desc, k_desc, v_desc, q_smem, k_smem, v_smem, q_ready, q_empty, k_ready, v_ready, k_empty,
+                       v_empty, first, n_items, step, n_m, group, q_len, kv_len, CAUSAL, ROWS, BLOCK_N, STAGES,
+                       NUM_WG)),
+        ], [num_warps, LOADER_WARPS], [CONSUMER_REGS, 24])
 
 
-def launch_args(q, k, v, causal, rows=64, block_n=128, stages=2, num_wg=2, regs=None, loader_warps=4):
+def launch_args(q, k, v, causal, rows=64, block_n=128, stages=2, num_wg=2, persistent=False, regs=None,
+                loader_warps=4):
     """(grid, args, kwargs, out, lse) for q of [B, Hq, Sq, D] and k, v of [B, Hkv, Sk, D]: `num_wg`
-    consumer warpgroups of `rows` query rows each (rows / 16 warps), ping-ponging when more than one."""
+    consumer warpgroups of `rows` query rows each (rows / 16 warps), ping-ponging when more than one;
+    `persistent`: one program per SM walking the work items."""
     B, Hq, Sq, D = q.shape
     Hkv, Sk = k.shape[1], k.shape[2]
     block_m = rows * num_wg
@@ -260,8 +284,13 @@ def launch_args(q, k, v, causal, rows=64, block_n=128, stages=2, num_wg=2, regs=
     v_desc = TensorDescriptor.from_tensor(v.reshape(B * Hkv, Sk, D), [1, block_n, D], kv_layout)
     o_desc = TensorDescriptor.from_tensor(out.reshape(B * Hq, Sq, D), [1, rows, D], q_layout)
     scale = 1.0 / math.sqrt(D)
-    grid = (triton.cdiv(Sq, block_m), B * Hq)
-    args = (q_desc, k_desc, v_desc, o_desc, lse, Sq, Sk, Hq // Hkv, scale * LOG2E)
+    items = triton.cdiv(Sq, block_m) * B * Hq
+    if persistent:
+        sms = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 132
+        grid = (min(items, sms), )
+    else:
+        grid = (items, )
+    args = (q_desc, k_desc, v_desc, o_desc, lse, Sq, Sk, Hq // Hkv, B * Hq, scale * LOG2E)
     kwargs = dict(CAUSAL=causal, ROWS=rows, BLOCK_N=block_n, HEAD_D=D, STAGES=stages, NUM_WG=num_wg,
                   CONSUMER_REGS=regs, LOADER_WARPS=loader_warps, num_warps=rows // 16)
     return grid, args, kwargs, out, lse
@@ -277,25 +306,25 @@ def cross(cases) -> None:
     target = GPUTarget("cuda", 90, 32)
     backend = make_backend(target)
     fn = attention_fwd_ws
-    for D, causal, rows, bn, stages, num_wg in cases:
+    for D, causal, rows, bn, stages, num_wg, persistent in cases:
         q = torch.empty(1, 2, 256, D, dtype=torch.bfloat16)
-        _, args, kwargs, _, _ = launch_args(q, q, q, causal, rows, bn, stages, num_wg)
+        _, args, kwargs, _, _ = launch_args(q, q, q, causal, rows, bn, stages, num_wg, persistent)
         binder = create_function_from_signature(fn.signature, fn.params, backend)
         bound_args, specialization, options = binder(*args, **kwargs)
         options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, options)
         compiled = triton.compile(GluonASTSource(fn, signature, constexprs, attrs), target=target,
                                   options=options.__dict__)
         info = CrossCompiled(fn.__name__, target, compiled.asm, 0)
-        print(f"D{D} causal={causal} {num_wg}x{rows} rows, {bn} keys, stages={stages}: {info.ptxas_info()} "
+        print(f"D{D} causal={causal} {num_wg}x{rows} rows, {bn} keys, stages={stages}, persistent={persistent}: "
+              f"{info.ptxas_info()} "
               f"setmaxnreg={sorted(set(' '.join(m.split()) for m in SETMAXNREG.findall(compiled.asm['ptx'])))}",
               flush=True)
 
 
-# (head dim, causal, rows per consumer warpgroup, key tile, stages, consumer warpgroups)
+# (head dim, causal, rows per consumer warpgroup, key tile, stages, consumer warpgroups, persistent grid)
 # (Triton 3.6's TMA blocks are powers of two: FlashAttention-3's 176- and 192-key tiles are not expressible.)
-CASES = [(128, False, 64, 128, 2, 2), (128, True, 64, 128, 2, 2), (64, False, 64, 128, 2, 2),
-         (64, True, 64, 128, 2, 2), (64, False, 64, 128, 2, 3), (64, True, 64, 128, 2, 3),
-         (64, False, 64, 128, 3, 3), (64, False, 64, 256, 2, 2)]
+CASES = [(D, causal, 64, 128, 2, 2, persistent) for D in (128, 64) for causal in (False, True)
+         for persistent in (False, True)]
 # (B, Hq, Hkv, Sq, Sk): checked, not timed: tails of every tile, grouped heads, Sq != Sk, one query or key
 CHECK_SHAPES = [(2, 8, 2, 1000, 1000), (1, 4, 4, 300, 777), (1, 4, 2, 777, 300), (1, 2, 2, 1, 129), (1, 2, 1, 65, 1)]
 
@@ -338,10 +367,10 @@ def run(out_dir: str, seqs, quick: bool) -> None:
     timer = Timer(torch.device("cuda"))
     results = []
     B, H = 4, 32
-    for D, causal, rows, bn, stages, num_wg in CASES:
+    for D, causal, rows, bn, stages, num_wg, persistent in CASES:
         def launch(q, k, v):
-            return launch_args(q, k, v, causal, rows, bn, stages, num_wg)
-        base = dict(D=D, causal=causal, rows=rows, num_wg=num_wg, block_n=bn, stages=stages)
+            return launch_args(q, k, v, causal, rows, bn, stages, num_wg, persistent)
+        base = dict(D=D, causal=causal, rows=rows, num_wg=num_wg, block_n=bn, stages=stages, persistent=persistent)
         case = dict(base, S="check")
         try:
             check(case, D, causal, launch)
