@@ -4,6 +4,8 @@ Runs a bound DSL kernel's host wrapper on CPU tensors with every `@triton.jit` l
 instead of executed, then hands each launch (its real argument specialization, constexprs and
 num_warps/num_stages) to `triton.compile` for a CUDA target. All of Triton's MLIR passes and the
 bundled ptxas run, so compiler assertions and ptxas failures of the GPU build show up here.
+`compile_launch` also takes a `gluon.jit` function (Triton's explicit-layout dialect), which has no
+interpreter: compiling it for sm_90 is all a machine without a GPU can check of it.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import triton.language as tl
 from triton import knobs
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, make_backend
+from triton.experimental.gluon._runtime import GluonASTSource
 from triton.runtime.jit import JITFunction, create_function_from_signature
 
 from build_tools.dsl.kernel import load_module
@@ -69,13 +72,14 @@ class CrossCompiled:
 
     def features(self) -> dict:
         """What the compiler chose, read off the TTGIR/PTX: wgmma, async copies, TMA loads, warp
-        specialization."""
+        specialization, and the register counts the warp groups move to (`setmaxnreg`)."""
         ttgir, ptx = self.asm["ttgir"], self.asm["ptx"]
         return {
             "wgmma": "wgmma.mma_async" in ptx,
             "async_copies": ttgir.count("ttg.async_copy_global_to_local"),
             "tma_loads": ttgir.count("async_tma_copy_global_to_local"),
             "warp_specialize": "ttg.warp_specialize" in ttgir,
+            "setmaxnreg": sorted({int(n) for n in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}),
         }
 
 
@@ -121,13 +125,14 @@ def _launches_captured(module) -> Iterator[list]:
 
 
 def compile_launch(fn: JITFunction, args: Sequence, kwargs: dict, target: GPUTarget = H100) -> CrossCompiled:
-    """Compile one captured launch the way `JITFunction.run` would on a `target` device."""
+    """Compile one launch of `fn` (a `triton.jit` or `gluon.jit` function) the way `JITFunction.run`
+    would on a `target` device."""
     backend = make_backend(target)
     binder = create_function_from_signature(fn.signature, fn.params, backend)
     kwargs = dict(kwargs)
     bound_args, specialization, options = binder(*args, **kwargs)
     options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, options)
-    source = ASTSource(fn, signature, constexprs, attrs)
+    source = (GluonASTSource if fn.is_gluon() else ASTSource)(fn, signature, constexprs, attrs)
     with tempfile.TemporaryFile() as log:
         try:
             with _stderr_into(log):

@@ -212,26 +212,15 @@ def backward(grid, args, kwargs, buffers, grad_out, out, dtype):
 
 def cross(cases) -> None:
     """Compile each case for sm_90 on this (GPU-less) machine and print ptxas's resource use."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import make_backend
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.runtime.jit import create_function_from_signature
-    from build_tools.cross_compile import CrossCompiled
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
+    from build_tools.cross_compile import compile_launch
     fn = attention_bwd_ws
     for D, causal, block_n, block_m, stages in cases:
         q = torch.empty(1, 2, 256, D, dtype=torch.bfloat16)
         lse = torch.empty(1, 2, 256, dtype=torch.float32)
         _, args, kwargs, _ = launch_args(q, q, q, q, q, lse, causal, block_n, block_m, stages)
-        binder = create_function_from_signature(fn.signature, fn.params, backend)
-        bound_args, specialization, options = binder(*args, **kwargs)
-        options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, options)
-        compiled = triton.compile(GluonASTSource(fn, signature, constexprs, attrs), target=target,
-                                  options=options.__dict__)
-        info = CrossCompiled(fn.__name__, target, compiled.asm, 0)
+        compiled = compile_launch(fn, args, kwargs)
         ptx = compiled.asm["ptx"]
-        print(f"D{D} causal={causal} keys {block_n} queries {block_m} stages {stages}: {info.ptxas_info()} "
+        print(f"D{D} causal={causal} keys {block_n} queries {block_m} stages {stages}: {compiled.ptxas_info()} "
               f"atomics={sorted(set(ATOMIC.findall(ptx)))} bar.sync={ptx.count('bar.sync')}", flush=True)
 
 

@@ -17,7 +17,6 @@ import argparse
 import json
 import math
 import os
-import re
 import sys
 import time
 
@@ -30,7 +29,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 
 LOG2E = 1.4426950408889634
-SETMAXNREG = re.compile(r"setmaxnreg[.a-z0-9]*\s+[0-9]+")
 
 
 @gluon.jit
@@ -298,26 +296,14 @@ def launch_args(q, k, v, causal, rows=64, block_n=128, stages=2, num_wg=2, persi
 
 def cross(cases) -> None:
     """Compile each case for sm_90 on this (GPU-less) machine and print ptxas's resource use."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import make_backend
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.runtime.jit import create_function_from_signature
-    from build_tools.cross_compile import CrossCompiled
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
+    from build_tools.cross_compile import compile_launch
     fn = attention_fwd_ws
     for D, causal, rows, bn, stages, num_wg, persistent in cases:
         q = torch.empty(1, 2, 256, D, dtype=torch.bfloat16)
         _, args, kwargs, _, _ = launch_args(q, q, q, causal, rows, bn, stages, num_wg, persistent)
-        binder = create_function_from_signature(fn.signature, fn.params, backend)
-        bound_args, specialization, options = binder(*args, **kwargs)
-        options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, options)
-        compiled = triton.compile(GluonASTSource(fn, signature, constexprs, attrs), target=target,
-                                  options=options.__dict__)
-        info = CrossCompiled(fn.__name__, target, compiled.asm, 0)
+        compiled = compile_launch(fn, args, kwargs)
         print(f"D{D} causal={causal} {num_wg}x{rows} rows, {bn} keys, stages={stages}, persistent={persistent}: "
-              f"{info.ptxas_info()} "
-              f"setmaxnreg={sorted(set(' '.join(m.split()) for m in SETMAXNREG.findall(compiled.asm['ptx'])))}",
+              f"{compiled.ptxas_info()} setmaxnreg={compiled.features()['setmaxnreg']}",
               flush=True)
 
 

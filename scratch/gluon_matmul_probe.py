@@ -107,23 +107,13 @@ CHECK_SHAPES = [(1000, 1000, 1000), (1, 129, 77), (300, 520, 4096)]
 
 
 def cross(cases) -> None:
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import make_backend
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.runtime.jit import create_function_from_signature
-    from build_tools.cross_compile import CrossCompiled
-    target = GPUTarget("cuda", 90, 32)
-    backend = make_backend(target)
+    from build_tools.cross_compile import compile_launch
     fn = matmul_ws
     for bm, bn, bk, stages in cases:
         a = torch.empty(512, 512, dtype=torch.bfloat16)
         _, args, kwargs, _ = launch_args(a, a, bm, bn, bk, stages)
-        binder = create_function_from_signature(fn.signature, fn.params, backend)
-        bound_args, specialization, options = binder(*args, **kwargs)
-        options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound_args, specialization, options)
-        compiled = triton.compile(GluonASTSource(fn, signature, constexprs, attrs), target=target,
-                                  options=options.__dict__)
-        print(f"[{bm}, {bn}, {bk}] stages {stages}: {CrossCompiled(fn.__name__, target, compiled.asm, 0).ptxas_info()}",
+        compiled = compile_launch(fn, args, kwargs)
+        print(f"[{bm}, {bn}, {bk}] stages {stages}: {compiled.ptxas_info()}",
               flush=True)
 
 

@@ -98,7 +98,21 @@ def cross_compile_cases() -> dict:
             "fma_in_llvm_ir": any("llvm.fma" in c.asm["llir"] for c in compiled),
             "warp_specialized": any("ttg.warp_specialize" in c.asm["ttgir"] for c in compiled),
         }
+    results["gluon_tile_product"] = gluon_case()
     return results
+
+
+def gluon_case() -> dict:
+    """A warp-specialized Gluon kernel (tests/dsl/_gluon_tile.py) through `compile_launch`."""
+    from build_tools.cross_compile import CrossCompileError, compile_launch
+    from ._gluon_tile import launch, tile_product
+
+    args, kwargs = launch()
+    try:
+        compiled = compile_launch(tile_product, args, kwargs)
+    except CrossCompileError as err:
+        return {"error": str(err)}
+    return {"kernels": 1, **compiled.features(), **compiled.ptxas_info()}
 
 
 @pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
@@ -115,6 +129,10 @@ def test_cases_compile_for_sm90():
     assert not results["warp_specialization_off"]["warp_specialized"]
     assert results["one_loop_ending_inside"]["warp_specialized"]
     assert not results["causal_attention_two_loops"]["warp_specialized"]
+    # Gluon: the loader partition is shrunk to its 24 registers, the product is one async wgmma
+    gluon = results["gluon_tile_product"]
+    assert gluon["wgmma"] and gluon["warp_specialize"] and 24 in gluon["setmaxnreg"]
+    assert gluon["spill_stores"] == 0
 
 
 def test_reductions_of_loads_in_loops_read_through_an_identity():
