@@ -29,6 +29,8 @@ FIELDS = (
     "load_eviction_policies",
     "store_subtiles",
     "static_reduction_sizes",
+    "backend",
+    "consumer_groups",
 )
 ALIASES = {"l2_grouping": "l2_groupings"}
 

@@ -14,6 +14,8 @@ from . import exc
 from .config import FIELDS, Config
 from .session import Discovery
 
+BACKENDS = ("triton", "gluon")
+CONSUMER_GROUPS = (1, 2)
 PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved"]
 INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
 # "reread": evict_last where a looped reduction's chunk loop reads the site (a later chunk loop
@@ -394,7 +396,23 @@ class ConfigSpec:
             described = fields["indexing"][compiled.store_sites[store]] == "tensor_descriptor"
             subtiles[store] = value if described and store in compiled.splittable_stores else 1
         fields["store_subtiles"] = subtiles
+        self._backend(fields)
         return Config(fields)
+
+    @staticmethod
+    def _backend(fields: dict) -> None:
+        """`backend`: "triton" (the default, left out of configs) or "gluon" (build_tools/dsl/
+        gluon_lowering.py: warp-specialized kernels for the two-dot loop form), with its
+        `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise)."""
+        backend = fields.pop("backend", "triton")
+        groups = fields.pop("consumer_groups", None)
+        if backend not in BACKENDS:
+            raise exc.InvalidConfig(f"backend {backend!r} is not one of {BACKENDS}")
+        if backend == "gluon":
+            groups = 2 if groups is None else groups
+            if groups not in CONSUMER_GROUPS:
+                raise exc.InvalidConfig(f"consumer_groups {groups!r} is not one of {CONSUMER_GROUPS}")
+            fields["backend"], fields["consumer_groups"] = backend, groups
 
     def _scalar_defaults(self) -> dict:
         f = self.found

@@ -31,6 +31,19 @@ def _ensure_allocator() -> None:
         triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
         _ALLOCATOR_SET.append(True)
 ''',
+    "_tma_operand": '''def _tma_operand(t: torch.Tensor) -> torch.Tensor:
+    """`t` as a TMA descriptor takes it: unit last stride, the other strides and the base address
+    multiples of 16 bytes. Other layouts are copied; rows that no copy aligns raise."""
+    def fits(u):
+        return u.stride(-1) == 1 and u.data_ptr() % 16 == 0 and \\
+            all(s * u.element_size() % 16 == 0 for s in u.stride()[:-1])
+    if fits(t):
+        return t
+    t = t.clone(memory_format=torch.contiguous_format)
+    if not fits(t):
+        raise ValueError(f"a TMA operand needs rows of a multiple of 16 bytes; got shape {tuple(t.shape)} of {t.dtype}")
+    return t
+''',
     "_descriptor_scratch_fits": '''_DESCRIPTOR_BYTES = 128
 _DESCRIPTOR_SCRATCH_LIMIT = 2**28
 

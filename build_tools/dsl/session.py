@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -665,12 +666,15 @@ class CompileSession:
         if self.config.get("static_reduction_sizes"):
             self.make_reduction_sizes_constexpr(compiler.rdims.values(), builder)
         name, source = builder.render()
+        gluon = self.config.get("backend") == "gluon"
+        if gluon:
+            name, source = self.gluon_kernel(builder, source)
         launch = self.current_launch
         args = []
         for p in builder.ordered_params():
             args.append(f"{p.name}={p.host_expr}" if p.constexpr else p.host_expr)
-        warps = int(self.config.get("num_warps", 4)) if "num_warps" in self.config else 4
-        stages = int(self.config.get("num_stages", 2)) if "num_stages" in self.config else 2
+        warps = int(self.config.get("num_warps", 4)) if "num_warps" in self.config and not gluon else 4
+        stages = int(self.config.get("num_stages", 2)) if "num_stages" in self.config and not gluon else 2
         first_tensor = next((p.host_expr for p in builder.params.values() if isinstance(self.try_eval(ast.parse(p.host_expr, mode="eval").body, self.env), torch.Tensor)), None)
         if "_num_sms" in launch["helpers"]:
             self.launcher_lines.append(f"_device = {first_tensor}.device" if first_tensor else "_device = torch.device('cpu')")
@@ -681,9 +685,49 @@ class CompileSession:
             self.launcher_lines.append(f"_descriptors_fit = _descriptor_scratch_fits({launch['grid']}, {sites})")
             self.launcher_lines.append("_ensure_allocator()")
             launch["helpers"].update(("_descriptor_scratch_fits", "_ensure_allocator"))
+        if gluon:  # its descriptors are built in the kernel, in a scratch buffer Triton allocates
+            self.launcher_lines.append("_ensure_allocator()")
+            launch["helpers"].update(("_ensure_allocator", "_tma_operand"))
         self.kernels.append(KernelLaunch(name, source, builder, launch["grid"], launch["helpers"]))
         call = f"{name}[{launch['grid']}]({', '.join(args + [f'num_warps={warps}', f'num_stages={stages}'])})"
         self.launcher_lines.append(call)
+
+    def gluon_kernel(self, builder: KernelBuilder, source: str) -> tuple[str, str]:
+        """(name, source) of the config's `backend: "gluon"` kernel: the emitted Triton kernel
+        lowered by gluon_lowering, which reads each TMA'd tensor's sizes from parameters added here."""
+        from .gluon_lowering import HEADER, Lowering, NotLowerable
+
+        groups = int(self.config["consumer_groups"])
+        try:
+            lowering = Lowering(source[source.index("def "):], groups)
+        except NotLowerable as err:
+            raise exc.NotSupported(f'backend "gluon": {err}') from None
+        rows = builder.params[lowering.rows].host_expr
+        if not rows.isdigit() or int(rows) != 64 * groups:
+            raise exc.InvalidConfig(f'backend "gluon" takes 64 rows per consumer warpgroup: the row block is '
+                                    f"{rows}, consumer_groups {groups}")
+        sizes = {}
+        for tensor, rank in lowering.tensors():
+            host = builder.params[tensor].host_expr
+            if not host.isidentifier():
+                raise exc.NotSupported(f'backend "gluon": the TMA operand {host} is not a name in host code')
+            self.launcher_lines.append(f"{host} = _tma_operand({host})")
+            dtype = self.try_eval(ast.parse(host, mode="eval").body, self.env).dtype
+            if dtype not in (torch.float16, torch.bfloat16):
+                raise exc.NotSupported(f'backend "gluon": {host} is {dtype}; its dots take float16 or bfloat16')
+            for d in range(rank):
+                sizes[(tensor, d)] = builder.param(f"{host}.size({d})", f"{tensor}_size_{d}")
+        builder.constexpr("GROUPS", str(groups))
+        builder.constexpr("STAGES", str(int(self.config.get("num_stages") or 2)))
+        builder.constexpr("CONSUMER_REGS", "240")
+        params = [(p.name, p.constexpr) for p in builder.ordered_params()]
+        digest = hashlib.sha1(source.encode() + repr(params).encode()).hexdigest()[:10]
+        name = f"_{self.parsed.fn.__name__}_gluon_{digest}"
+        try:
+            body = lowering.render(name, params, sizes)
+        except NotLowerable as err:
+            raise exc.NotSupported(f'backend "gluon": {err}') from None
+        return name, HEADER + "\n\n" + body
 
     def make_reduction_sizes_constexpr(self, rdims, builder: KernelBuilder) -> None:
         """static_reduction_sizes: the parameter carrying each run-time reduction extent becomes a

@@ -1,0 +1,668 @@
+"""Gluon lowering: rewrites a kernel the device compiler emitted as Triton source into a
+warp-specialized Gluon kernel with FlashAttention-3's schedule (notes/gluon_backend.md).
+
+The kernel must have the *two-dot loop form*. One top-level program tile has a row block M (its
+first tiled dimension); the other dimensions are single indices. Before its device loops it loads
+tiles used only as the first operand of a dot ("resident": TMA into shared memory, once). Each
+device loop over a key block N has two `tl.dot`s:
+- the first reads only a resident tile and a tile loaded in the loop (transposed or not);
+- the second takes a register operand, a tile loaded in the loop, and an accumulator carried by the
+  loop.
+Loads in the loops are used only as dot operands ("streamed": TMA through a ring in shared memory,
+fed by a loader partition). Everything else (elementwise ops, row reductions, masks, stores) is
+rewritten statement by statement with explicit layouts: scores in the first dot's wgmma layout,
+accumulators in the second's, and row and column vectors in their slices, converted where a row
+vector meets the other dot's layout.
+
+Schedule: a loader partition (4 warps) issues the TMA copies. The consumers are `groups`
+warpgroups of M / groups rows each; they take turns issuing their dots (ping-pong), and each keeps
+the next key tile's first dot in flight while it runs the statements between the dots. Each loop
+is rotated: step j issues dot 1 of tile j together with dot 2 of tile j - 1, waits for dot 1
+only, runs the statements that do not read the accumulator, then waits for dot 2 and runs the
+rest. Anything outside this form raises NotLowerable.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+ROW, COL = "row", "col"
+
+
+class NotLowerable(Exception):
+    """The kernel is not of the two-dot loop form; the message says what broke it."""
+
+
+@dataclass
+class Tma:
+    """A load lowered to a TMA copy: `coords[d]` is the kernel text of its start along dim d."""
+    name: str
+    tensor: str
+    coords: list
+    block: list
+    loop: int | None  # device loop index; None for a resident tile
+
+
+@dataclass
+class Loop:
+    var: str
+    begin: str
+    end: str
+    step: str
+    body: list
+    loads: list = field(default_factory=list)
+
+
+def _call(node: ast.AST) -> str | None:
+    """`f` of a call `tl.f(...)`, else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            isinstance(node.func.value, ast.Name) and node.func.value.id == "tl":
+        return node.func.attr
+    return None
+
+
+def _names(node: ast.AST) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _gl(text: str) -> str:
+    return re.sub(r"\btl\.", "gl.", text)
+
+
+def _terms(node: ast.AST) -> list:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _terms(node.left) + _terms(node.right)
+    return [node]
+
+
+class Lowering:
+    """One kernel's lowering. `source` is the emitted `def` (no decorator); `groups` the consumer
+    warpgroups. `rows` and `keys` become the row and key blocks' constexpr names."""
+
+    def __init__(self, source: str, groups: int):
+        self.fn = ast.parse(source).body[0]
+        if not isinstance(self.fn, ast.FunctionDef):
+            raise NotLowerable("not a kernel function")
+        self.groups = groups
+        self.params = [a.arg for a in self.fn.args.args]
+        self.constexprs = {a.arg for a in self.fn.args.args if a.annotation is not None}
+        self.defs: dict[str, ast.expr] = {}      # inlined index, mask and broadcast views
+        self.shapes: dict[str, tuple] = {}        # tensor name -> axes
+        self.axis_of: dict[str, str] = {}         # block constexpr -> "M" / "N" / "D"
+        self.tmas: dict[str, Tma] = {}
+        self.loops: list[Loop] = []
+        self.prologue: list[ast.stmt] = []        # statements before the first loop
+        self.between: list[list[ast.stmt]] = []   # statements after each loop
+        self._split()
+
+    # ------------------------------------------------------------------ analysis
+    def _split(self) -> None:
+        current = self.prologue
+        for stmt in self.fn.body:
+            if isinstance(stmt, ast.For):
+                self.loops.append(self._loop(stmt))
+                self.between.append([])
+                current = self.between[-1]
+            elif isinstance(stmt, (ast.Assign, ast.Expr)):
+                current.append(stmt)
+            else:
+                raise NotLowerable(f"statement {type(stmt).__name__} at top level")
+        if not self.loops:
+            raise NotLowerable("no device loop")
+        for stmt in self.prologue:
+            self._note(stmt, None)
+        rows = [v for k, v in self.axis_of.items() if v == "M"]
+        if len(rows) != 1:
+            raise NotLowerable("no row block")
+        self.rows = next(k for k, v in self.axis_of.items() if v == "M")
+        for i, loop in enumerate(self.loops):
+            self.axis_of[loop.step] = "N"
+            for stmt in loop.body:
+                self._note(stmt, i)
+            for stmt in self.between[i]:
+                self._note(stmt, None)
+        steps = {loop.step for loop in self.loops}
+        if len(steps) != 1:
+            raise NotLowerable("loops over different key blocks")
+        self.keys = steps.pop()
+        for tma in self.tmas.values():
+            if any(b not in ("1", self.rows, self.keys) and self.axis_of.get(b) != "D" for b in tma.block):
+                raise NotLowerable(f"load {tma.name}: a block that is not the row, key or whole dim")
+        for i, loop in enumerate(self.loops):
+            self._check_loop(i, loop)
+
+    def _loop(self, stmt: ast.For) -> Loop:
+        it = stmt.iter
+        if _call(it) != "range" or len(it.args) != 3 or not isinstance(stmt.target, ast.Name) or stmt.orelse:
+            raise NotLowerable("device loop is not `for x in tl.range(begin, end, block)`")
+        begin, end, step = (ast.unparse(a) for a in it.args)
+        if step not in self.constexprs:
+            raise NotLowerable("loop step is not a block size")
+        return Loop(stmt.target.id, begin, end, step, list(stmt.body))
+
+    def _note(self, stmt: ast.stmt, loop: int | None) -> None:
+        """Record definitions: index vectors, masks and views (inlined at each use), TMA loads and
+        the shapes of tensor values."""
+        if isinstance(stmt, ast.Expr):
+            if _call(stmt.value) != "store":
+                raise NotLowerable(f"expression statement {ast.unparse(stmt)}")
+            return
+        if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+            raise NotLowerable(f"assignment {ast.unparse(stmt)}")
+        name, value = stmt.targets[0].id, stmt.value
+        if _call(value) == "arange":
+            self.axis_of.setdefault(ast.unparse(value.args[1]), "D")
+        if self._is_index(value):
+            self._note_axes(value)
+            self.defs[name] = value
+            return
+        if isinstance(value, ast.Subscript) and self._is_view(value):
+            self.defs[name] = value
+            self.shapes[name] = self.shape(value)
+            return
+        if _call(value) == "load":
+            self.tmas[name] = self._tma(name, value, loop)
+            self.shapes[name] = tuple(self.axis_of.get(b, 1) if b != "1" else 1 for b in self.tmas[name].block
+                                      if b != "1")
+            return
+        if _call(value) == "permute":
+            src = value.args[0]
+            if not isinstance(src, ast.Name) or src.id not in self.tmas or ast.unparse(value.args[1]) != "(1, 0)":
+                raise NotLowerable(f"permute of something else than a loaded tile: {ast.unparse(value)}")
+            self.defs[name] = value
+            self.shapes[name] = tuple(reversed(self.shapes[src.id]))
+            return
+        if self._mentions_tensor(value):
+            self.shapes[name] = self.shape(value)
+
+    def _note_axes(self, value: ast.expr) -> None:
+        for node in ast.walk(value):
+            if _call(node) == "arange":
+                block = ast.unparse(node.args[1])
+                if block != "1" and block not in self.axis_of:
+                    self.axis_of[block] = "M" if "M" not in self.axis_of.values() else "D"
+
+    def _is_index(self, value: ast.expr) -> bool:
+        """An index vector, a mask, or arithmetic of them with scalars."""
+        has_arange = any(_call(n) == "arange" for n in ast.walk(value))
+        names = _names(value) - {"tl"}
+        uses_index = any(n in self.defs and n not in self.shapes for n in names)
+        tensors = any(n in self.shapes or n in self.tmas for n in names)
+        return (has_arange or uses_index) and not tensors and not any(
+            _call(n) in ("load", "dot", "full") for n in ast.walk(value))
+
+    @staticmethod
+    def _is_view(value: ast.Subscript) -> bool:
+        idx = value.slice
+        return isinstance(idx, ast.Tuple) and any(isinstance(e, ast.Constant) and e.value is None for e in idx.elts)
+
+    def _mentions_tensor(self, value: ast.expr) -> bool:
+        return any(n in self.shapes or n in self.tmas or n in self.defs for n in _names(value)) or any(
+            _call(n) in ("full", "dot", "arange") for n in ast.walk(value))
+
+    def _tma(self, name: str, call: ast.Call, loop: int | None) -> Tma:
+        ptr = call.args[0]
+        if not (isinstance(ptr, ast.BinOp) and isinstance(ptr.op, ast.Add) and isinstance(ptr.left, ast.Name)):
+            raise NotLowerable(f"load {name}: pointer is not `tensor + offsets`")
+        tensor = ptr.left.id
+        dims: dict[int, tuple] = {}
+        for term in _terms(ptr.right):
+            if not (isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult) and isinstance(term.right, ast.Name)):
+                raise NotLowerable(f"load {name}: offset term {ast.unparse(term)}")
+            match = re.fullmatch(re.escape(tensor) + r"_stride_(\d+)", term.right.id)
+            if not match:
+                raise NotLowerable(f"load {name}: offset term {ast.unparse(term)} is not index * stride")
+            dims[int(match.group(1))] = self._coord(name, term.left)
+        if sorted(dims) != list(range(len(dims))):
+            raise NotLowerable(f"load {name}: not every dim of {tensor} indexed")
+        coords = [dims[d][0] for d in sorted(dims)]
+        block = [dims[d][1] for d in sorted(dims)]
+        if block[-1] == "1" or block[-2] == "1" or any(b != "1" for b in block[:-2]):
+            raise NotLowerable(f"load {name}: not a 2-D tile of the last two dims")
+        return Tma(name, tensor, coords, block, loop)
+
+    def _coord(self, load: str, index: ast.expr) -> tuple:
+        """(start, block) of one dim of a load from its index expression."""
+        if isinstance(index, ast.Subscript) and self._is_view(index):
+            index = index.value
+        if isinstance(index, ast.Name) and index.id in self.defs:
+            value = self.defs[index.id]
+            if _call(value) == "arange":
+                return "0", ast.unparse(value.args[1])
+            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and _call(value.right) == "arange":
+                return ast.unparse(value.left), ast.unparse(value.right.args[1])
+            raise NotLowerable(f"load {load}: index {index.id} is not offset + arange")
+        if self._mentions_tensor(index):
+            raise NotLowerable(f"load {load}: a tensor index")
+        return ast.unparse(index), "1"
+
+    def _check_loop(self, i: int, loop: Loop) -> None:
+        dots = [(k, s) for k, s in enumerate(loop.body) if isinstance(s, ast.Assign) and _call(s.value) == "dot"]
+        if len(dots) != 2:
+            raise NotLowerable(f"loop {i}: {len(dots)} dots, not two")
+        (k1, d1), (k2, d2) = dots
+        loop.loads = [t for t in self.tmas.values() if t.loop == i]
+        a1, b1 = d1.value.args[:2]
+        if not (self._resident(a1) and self._streamed(b1, i)) or d1.value.keywords:
+            raise NotLowerable(f"loop {i}: the first dot does not read a resident and a streamed tile")
+        if len(d2.value.args) != 2 or [k.arg for k in d2.value.keywords] != ["acc"] or not self._streamed(d2.value.args[1], i):
+            raise NotLowerable(f"loop {i}: the second dot is not dot(registers, streamed tile, acc=...)")
+        loop.dots = (k1, k2)
+
+    def _resident(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.tmas and self.tmas[node.id].loop is None
+
+    def _streamed(self, node: ast.expr, i: int) -> bool:
+        if isinstance(node, ast.Name) and node.id in self.defs and _call(self.defs[node.id]) == "permute":
+            node = self.defs[node.id].args[0]
+        return isinstance(node, ast.Name) and node.id in self.tmas and self.tmas[node.id].loop == i
+
+    # ------------------------------------------------------------------ shapes and layouts
+    def shape(self, node: ast.expr) -> tuple:
+        """Axes of a value: a tuple of "M" / "N" / "D" / 1; () for scalars."""
+        if isinstance(node, ast.Name):
+            if node.id in self.shapes:
+                return self.shapes[node.id]
+            if node.id in self.defs:
+                return self.shape(self.defs[node.id])
+            return ()
+        if isinstance(node, ast.Constant):
+            return ()
+        if isinstance(node, ast.Subscript) and self._is_view(node):
+            inner = list(self.shape(node.value))
+            out = []
+            for e in node.slice.elts:
+                out.append(1 if isinstance(e, ast.Constant) else inner.pop(0))
+            return tuple(out)
+        if isinstance(node, (ast.BinOp, ast.Compare, ast.BoolOp)):
+            parts = [node.left, node.right] if isinstance(node, ast.BinOp) else \
+                [node.left, *node.comparators] if isinstance(node, ast.Compare) else node.values
+            return self._broadcast([self.shape(p) for p in parts])
+        if isinstance(node, ast.UnaryOp):
+            return self.shape(node.operand)
+        if isinstance(node, ast.Call):
+            f = _call(node)
+            if f == "arange":
+                block = ast.unparse(node.args[1])
+                return (self.axis_of.get(block, 1),) if block != "1" else (1,)
+            if f == "full":
+                return tuple(self.axis_of.get(ast.unparse(e), 1) for e in node.args[0].elts)
+            if f in ("max", "sum", "min"):
+                inner = list(self.shape(node.args[0]))
+                del inner[int(ast.unparse(node.args[1]))]
+                return tuple(inner)
+            if f == "dot":
+                return (self.shape(node.args[0])[0], self.shape(node.args[1])[1])
+            if f == "permute":
+                return tuple(reversed(self.shape(node.args[0])))
+            if f in ("maximum", "minimum", "where", "exp2", "log2", "exp", "log", "abs", "sqrt", "fma"):
+                return self._broadcast([self.shape(a) for a in node.args])
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "to":
+                return self.shape(node.func.value)
+            if isinstance(node.func, ast.Name) and node.func.id == "float":
+                return ()
+            if f in ("cdiv", "program_id", "num_programs"):
+                return ()
+        raise NotLowerable(f"unsupported expression {ast.unparse(node)}")
+
+    @staticmethod
+    def _broadcast(shapes: list) -> tuple:
+        rank = max((len(s) for s in shapes), default=0)
+        out = [1] * rank
+        for s in shapes:
+            if not s:
+                continue
+            if len(s) != rank:
+                raise NotLowerable("broadcast across ranks")
+            out = [b if a == 1 else a for a, b in zip(s, out)]
+        return tuple(out)
+
+    @staticmethod
+    def family(shape: tuple) -> str:
+        """The dot layout a 2-D value lives in: scores ("S") carry the key axis, the rest ("O")."""
+        return "S" if "N" in shape else "O"
+
+    def natural(self, shape: tuple):
+        """The layout context a value of `shape` is emitted in."""
+        if len(shape) == 2:
+            return self.family(shape)
+        if len(shape) == 1:
+            return (ROW, "S") if shape[0] == "M" else (COL, "S") if shape[0] == "N" else (COL, "O")
+        return None
+
+    @staticmethod
+    def layout(ctx) -> str:
+        if ctx in ("S", "O"):
+            return f"{ctx.lower()}_layout"
+        kind, fam = ctx
+        return f"gl.SliceLayout({1 if kind == ROW else 0}, {fam.lower()}_layout)"
+
+    # ------------------------------------------------------------------ emission of expressions
+    def emit(self, node: ast.expr, ctx, subst: dict) -> str:
+        """Kernel text of `node` in layout context `ctx` (None: scalar)."""
+        if isinstance(node, ast.Name):
+            name = subst.get(node.id, node.id)
+            if node.id in self.defs and node.id not in subst:
+                return f"({self.emit(self.defs[node.id], ctx, subst)})"
+            shape = self.shapes.get(node.id, ())
+            if not shape or ctx is None:
+                return name
+            have = self.natural(shape)
+            if len(shape) == 1 and have != ctx:
+                return f"gl.convert_layout({name}, {self.layout(ctx)})"
+            return name
+        if isinstance(node, ast.Constant):
+            return repr(node.value)
+        if isinstance(node, ast.Subscript) and self._is_view(node):
+            elts = node.slice.elts
+            if len(elts) != 2 or not isinstance(ctx, str):
+                raise NotLowerable(f"view {ast.unparse(node)}")
+            inner = (ROW, ctx) if isinstance(elts[1], ast.Constant) else (COL, ctx)
+            index = ", ".join("None" if isinstance(e, ast.Constant) else ":" for e in elts)
+            return f"{self.emit(node.value, inner, subst)}[{index}]"
+        if isinstance(node, ast.BinOp):
+            op = ast.unparse(ast.BinOp(ast.Name("a"), node.op, ast.Name("b")))[2:-2]
+            return f"({self.emit(node.left, ctx, subst)} {op} {self.emit(node.right, ctx, subst)})"
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                raise NotLowerable("chained comparison")
+            op = ast.unparse(ast.Compare(ast.Name("a"), node.ops, [ast.Name("b")]))[2:-2]
+            return f"({self.emit(node.left, ctx, subst)} {op} {self.emit(node.comparators[0], ctx, subst)})"
+        if isinstance(node, ast.UnaryOp):
+            op = ast.unparse(ast.UnaryOp(node.op, ast.Name("a")))[:-1]
+            return f"({op}{self.emit(node.operand, ctx, subst)})"
+        if isinstance(node, ast.Call):
+            return self._emit_call(node, ctx, subst)
+        raise NotLowerable(f"unsupported expression {ast.unparse(node)}")
+
+    def _emit_call(self, node: ast.Call, ctx, subst: dict) -> str:
+        f = _call(node)
+        if f == "arange":
+            block = ast.unparse(node.args[1])
+            if block == self.rows:  # this warpgroup's rows of the program's row block
+                return f"(WG * ROWS + gl.arange(0, ROWS, {self.layout(ctx)}))"
+            return f"gl.arange(0, {block}, {self.layout(ctx)})"
+        if f == "full":
+            dims = ", ".join("ROWS" if ast.unparse(e) == self.rows else ast.unparse(e) for e in node.args[0].elts)
+            return f"gl.full([{dims}], {ast.unparse(node.args[1])}, {_gl(ast.unparse(node.args[2]))}, {self.layout(ctx)})"
+        if f in ("max", "sum", "min"):
+            inner = self.shape(node.args[0])
+            fam = self.natural(inner)
+            axis = int(ast.unparse(node.args[1]))
+            text = f"gl.{f}({self.emit(node.args[0], fam, subst)}, {axis})"
+            have = (ROW if axis == 1 else COL, fam)
+            return text if ctx is None or have == ctx else f"gl.convert_layout({text}, {self.layout(ctx)})"
+        if f in ("maximum", "minimum", "where", "exp2", "log2", "exp", "log", "abs", "sqrt", "fma"):
+            return f"gl.{f}({', '.join(self.emit(a, ctx, subst) for a in node.args)})"
+        if f in ("cdiv", "program_id", "num_programs"):
+            return _gl(ast.unparse(node))
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "to":
+            return f"{self.emit(node.func.value, ctx, subst)}.to({_gl(ast.unparse(node.args[0]))})"
+        if isinstance(node.func, ast.Name) and node.func.id == "float":
+            return ast.unparse(node)
+        raise NotLowerable(f"unsupported call {ast.unparse(node)}")
+
+    def statement(self, stmt: ast.stmt, subst: dict) -> list:
+        """Kernel lines of one consumer statement (index definitions and views are inlined)."""
+        if isinstance(stmt, ast.Expr):
+            return [self._store(stmt.value, subst)]
+        name = stmt.targets[0].id
+        if name in self.defs or name in self.tmas:
+            return []
+        shape = self.shapes.get(name)
+        if shape is None:
+            return [f"{name} = {_gl(ast.unparse(stmt.value))}"]
+        return [f"{name} = {self.emit(stmt.value, self.natural(shape), subst)}"]
+
+    def _store(self, call: ast.Call, subst: dict) -> str:
+        ptr, value = call.args[:2]
+        shape = self.shape(value)
+        ctx = self.natural(shape)
+        mask = next((k.value for k in call.keywords if k.arg == "mask"), None)
+        text = f"gl.store({self.emit(ptr, ctx, subst)}, {self.emit(value, ctx, subst)}"
+        return text + (f", mask={self.emit(mask, ctx, subst)})" if mask is not None else ")")
+
+    # ------------------------------------------------------------------ the loop schedule
+    def scalar_lines(self, stmts: list) -> list:
+        """The scalar statements of `stmts` (program ids, offsets, loop bounds), as Gluon."""
+        return [f"{s.targets[0].id} = {_gl(ast.unparse(s.value))}" for s in stmts if isinstance(s, ast.Assign)
+                and s.targets[0].id not in self.shapes and s.targets[0].id not in self.defs
+                and s.targets[0].id not in self.tmas]
+
+    def parts(self, loop: Loop) -> tuple:
+        """(before, a_part, acc_part, after) of a loop body around its two dots: the statements the
+        second dot's accumulator expression needs that read the carried accumulator form acc_part."""
+        k1, k2 = loop.dots
+        body = loop.body
+        dot2 = body[k2].value
+        acc_names = {s.targets[0].id for s in body[k2 + 1:] if isinstance(s, ast.Assign)
+                     and isinstance(s.value, ast.Name) and s.value.id == body[k2].targets[0].id}
+        if len(acc_names) != 1:
+            raise NotLowerable("the second dot's result is not the carried accumulator")
+        acc = acc_names.pop()
+        middle = [s for s in body[k1 + 1:k2] if isinstance(s, ast.Assign)]
+        reads_acc = set()
+        for s in middle:
+            if (_names(s.value) & ({acc} | reads_acc)) and s.targets[0].id not in self.defs:
+                reads_acc.add(s.targets[0].id)
+            elif _names(s.value) & ({acc} | reads_acc):
+                reads_acc.add(s.targets[0].id)
+        acc_part = [s for s in middle if s.targets[0].id in reads_acc]
+        a_part = [s for s in middle if s.targets[0].id not in reads_acc]
+        if _names(dot2.args[0]) & reads_acc:
+            raise NotLowerable("the second dot's register operand reads the accumulator")
+        after = [s for s in body[k2 + 1:] if not (isinstance(s.value, ast.Name) and s.value.id == body[k2].targets[0].id)]
+        for s in after:
+            if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Name)):
+                raise NotLowerable("statements after the second dot other than carried renames")
+        before = body[:k1]
+        return before, a_part, acc_part, after, acc
+
+    def operands(self, loop: Loop) -> tuple:
+        """(the resident tile, the first dot's streamed tile and whether it is transposed, the second
+        dot's streamed tile)."""
+        k1, k2 = loop.dots
+        a1, b1 = loop.body[k1].value.args[:2]
+        transposed = b1.id in self.defs
+        b1_load = self.defs[b1.id].args[0].id if transposed else b1.id
+        return a1.id, b1_load, transposed, loop.body[k2].value.args[1].id
+
+    # ------------------------------------------------------------------ rendering
+    def tensors(self) -> list:
+        """The tensor parameters loaded through TMA, in parameter order, with their ranks."""
+        names = sorted({t.tensor for t in self.tmas.values()}, key=self.params.index)
+        return [(t, len(self._first(t).block)) for t in names]
+
+    def render(self, name: str, params: list, sizes: dict) -> str:
+        """Gluon source defining kernel `name` and its two partition functions. `params`: the
+        kernel's (parameter, is constexpr) in signature order: the emitted kernel's parameters plus
+        `sizes[(tensor, dim)]` (each TMA'd tensor's sizes) and the constexprs GROUPS, STAGES and
+        CONSUMER_REGS."""
+        self.sizes = sizes
+        sites = {}  # (tensor, block) -> descriptor name
+        for tma in self.tmas.values():
+            block = tuple("ROWS" if b == self.rows else b for b in tma.block)
+            sites.setdefault((tma.tensor, block), f"{tma.tensor}_desc_{len(sites)}")
+        self.site_of = {t.name: sites[(t.tensor, tuple("ROWS" if b == self.rows else b for b in t.block))]
+                        for t in self.tmas.values()}
+        residents = [t for t in self.tmas.values() if t.loop is None]
+        if not residents:
+            raise NotLowerable("no tile loaded before the loops for the first dot")
+        for loop in self.loops:
+            _, first, _, second = self.operands(loop)
+            loop.first, loop.second = first, second
+        roles = {"first": self.tmas[self.loops[0].first], "second": self.tmas[self.loops[0].second]}
+        smem = [f"{r.name}_smem" for r in residents] + ["first_ring", "second_ring"]
+        bars = ["resident_bar", "first_ready", "first_empty", "second_ready", "second_empty", "turn"]
+        shared = ", ".join(list(sites.values()) + smem + bars)
+        sig = ", ".join(f"{p}: gl.constexpr" if constexpr else p for p, constexpr in params)
+        args = ", ".join(p for p, _ in params)
+        out = [self._loader(name, sig, shared), self._consumer(name, sig, shared, residents),
+               self._kernel(name, sig, args, shared, sites, residents, roles)]
+        return "\n\n\n".join(out) + "\n"
+
+    def _first(self, tensor: str) -> Tma:
+        return next(t for t in self.tmas.values() if t.tensor == tensor)
+
+    def _coords(self, tma: Tma, row_shift: str = "") -> str:
+        coords = list(tma.coords)
+        d = next(i for i, b in enumerate(tma.block) if b == self.rows) if self.rows in tma.block else None
+        if d is not None and row_shift:
+            coords[d] = f"{coords[d]} + {row_shift}"
+        return "[" + ", ".join(coords) + "]"
+
+    def _view(self, ref: str, tma: Tma) -> str:
+        dims = ["ROWS" if b == self.rows else b for b in tma.block if b != "1"]
+        return f"{ref}.reshape([{', '.join(dims)}])"
+
+    def _loader(self, name: str, sig: str, shared: str) -> str:
+        lines = [f"@gluon.jit", f"def {name}_loader({sig}, {shared}):"]
+        body = self.scalar_lines(self.prologue) + ["c = 0"]
+        for i, loop in enumerate(self.loops):
+            if i:
+                body += self.scalar_lines(self.between[i - 1])
+            body.append(f"for {loop.var} in range({_gl(loop.begin)}, {_gl(loop.end)}, {loop.step}):")
+            step = ["slot = c % STAGES", "phase = (c // STAGES) & 1"]
+            for role, load in (("first", loop.first), ("second", loop.second)):
+                tma = self.tmas[load]
+                step += [f"mbarrier.wait({role}_empty.index(slot), phase ^ 1)",
+                         f"mbarrier.expect({role}_ready.index(slot), {self.site_of[load]}.block_type.nbytes)",
+                         f"tma.async_copy_global_to_shared({self.site_of[load]}, {self._coords(tma)}, "
+                         f"{role}_ready.index(slot), {role}_ring.index(slot))"]
+            body += ["    " + s for s in step + ["c += 1"]]
+        return "\n".join(lines + ["    " + s for s in body])
+
+    def _turn(self, t: str) -> list:
+        return ["if GROUPS > 1:", f"    mbarrier.wait(turn.index(WG), (({t}) & 1) ^ (1 if WG == 0 else 0))"]
+
+    PASS_TURN = ["if GROUPS > 1:", "    mbarrier.arrive(turn.index((WG + 1) % GROUPS))"]
+
+    def _consumer(self, name: str, sig: str, shared: str, residents: list) -> str:
+        head = [f"@gluon.jit",
+                f"def {name}_consumer(WG: gl.constexpr, {sig}, {shared}):",
+                f"    ROWS: gl.constexpr = {self.rows} // GROUPS",
+                f"    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
+                f"instr_shape=[16, {self.keys}, 16])",
+                f"    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
+                f"instr_shape=[16, {self._width()}, 16])",
+                "    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)"]
+        body = self.scalar_lines(self.prologue)
+        for stmt in self.prologue:
+            if isinstance(stmt, ast.Assign) and stmt.targets[0].id in self.shapes and stmt.targets[0].id not in self.tmas:
+                body += self.statement(stmt, {})
+        body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0",
+                 "mbarrier.wait(resident_bar, 0)"]
+        for i, loop in enumerate(self.loops):
+            if i:
+                body += self._between(self.between[i - 1])
+            body += self._consumer_loop(loop, residents)
+        body += self._between(self.between[-1])
+        return "\n".join(head + ["    " + s for s in body])
+
+    def _width(self) -> str:
+        tma = self.tmas[self.loops[0].second]
+        return tma.block[-1]
+
+    def _between(self, stmts: list) -> list:
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, ast.Expr) or stmt.targets[0].id in self.shapes:
+                out += self.statement(stmt, {})
+            elif stmt.targets[0].id not in self.defs and stmt.targets[0].id not in self.tmas:
+                out.append(f"{stmt.targets[0].id} = {_gl(ast.unparse(stmt.value))}")
+        return out
+
+    def _consumer_loop(self, loop: Loop, residents: list) -> list:
+        before, a_part, acc_part, after, acc = self.parts(loop)
+        for stmt in before:
+            target = stmt.targets[0].id if isinstance(stmt, ast.Assign) else None
+            if target not in self.defs and target not in self.tmas:
+                raise NotLowerable("statements before the first dot")
+        k1, k2 = loop.dots
+        dot1, dot2 = loop.body[k1], loop.body[k2]
+        resident, _, transposed, _ = self.operands(loop)
+        res = self._view(f"{resident}_smem.index(WG)", self.tmas[resident])
+        first = self._view("first_ring.index(slot)", self.tmas[loop.first]) + (".permute((1, 0))" if transposed else "")
+        second = self._view("second_ring.index(prev)", self.tmas[loop.second])
+        a_op = f"gl.convert_layout({self.emit(dot2.value.args[0], 'S', {})}, p_layout)"
+        acc_in = self.emit(dot2.value.keywords[0].value, "O", {})
+        rest = [s for st in a_part for s in self.statement(st, {})]
+        acc_lines = [s for st in acc_part for s in self.statement(st, {})]
+        renames = [f"{s.targets[0].id} = {s.value.id}" for s in after]
+        d1 = dot1.targets[0].id
+        n = f"n_{loop.var}"
+        out = [f"{n} = gl.cdiv(gl.maximum(({_gl(loop.end)}) - ({_gl(loop.begin)}), 0), {loop.step})",
+               f"if {n} > 0:"]
+        first_step = [f"{loop.var} = {_gl(loop.begin)}", "slot = c % STAGES",
+                      "mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)"]
+        first_step += self._turn("t") + [
+            f"s_tok = warpgroup_mma({res}, {first}, s_zero, use_acc=False, is_async=True)"] + self.PASS_TURN + [
+            f"{d1} = warpgroup_mma_wait(0, deps=(s_tok, ))", "mbarrier.arrive(first_empty.index(slot))",
+            *rest, *acc_lines, *renames, f"pend_a = {a_op}", f"pend_acc = {acc_in}"]
+        step = [f"{loop.var} = {_gl(loop.begin)} + jj * {loop.step}", "slot = (c + jj) % STAGES",
+                "prev = (c + jj - 1) % STAGES",
+                "mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)",
+                "mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)"]
+        step += self._turn("t + jj") + [
+            f"s_tok = warpgroup_mma({res}, {first}, s_zero, use_acc=False, is_async=True)",
+            f"o_tok = warpgroup_mma(pend_a, {second}, pend_acc, is_async=True)"] + self.PASS_TURN + [
+            f"{d1} = warpgroup_mma_wait(1, deps=(s_tok, ))", "mbarrier.arrive(first_empty.index(slot))", *rest,
+            f"{acc} = warpgroup_mma_wait(0, deps=(o_tok, ))", "mbarrier.arrive(second_empty.index(prev))",
+            *acc_lines, *renames, f"pend_a = {a_op}", f"pend_acc = {acc_in}"]
+        drain = ["prev = (c + " + n + " - 1) % STAGES",
+                 f"mbarrier.wait(second_ready.index(prev), ((c + {n} - 1) // STAGES) & 1)"]
+        drain += self._turn(f"t + {n}") + [f"o_tok = warpgroup_mma(pend_a, {second}, pend_acc, is_async=True)"] + \
+            self.PASS_TURN + [f"{acc} = warpgroup_mma_wait(0, deps=(o_tok, ))",
+                              "mbarrier.arrive(second_empty.index(prev))"]
+        inner = first_step + [f"for jj in range(1, {n}):"] + ["    " + s for s in step] + drain
+        out += ["    " + s for s in inner]
+        out += [f"c += {n}", f"t += {n} + 1"]
+        return out
+
+    def _kernel(self, name: str, sig: str, args: str, shared: str, sites: dict, residents: list, roles: dict) -> str:
+        lines = ["@gluon.jit", f"def {name}({sig}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
+        body = self.scalar_lines(self.prologue)
+        for (tensor, block), desc in sites.items():
+            sizes = ", ".join(self.sizes[(tensor, d)] for d in range(len(block)))
+            strides = ", ".join([f"{tensor}_stride_{d}" for d in range(len(block) - 1)] + ["1"])
+            body += [f"{desc}_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([{', '.join(block)}], "
+                     f"{tensor}.dtype.element_ty)",
+                     f"{desc} = tma.make_tensor_descriptor({tensor}, [{sizes}], [{strides}], [{', '.join(block)}], "
+                     f"{desc}_layout)"]
+        for r in residents:
+            desc = self.site_of[r.name]
+            body.append(f"{r.name}_smem = gl.allocate_shared_memory({r.tensor}.dtype.element_ty, "
+                        f"[GROUPS, {', '.join(('ROWS' if b == self.rows else b) for b in r.block)}], {desc}_layout)")
+        for role, tma in roles.items():
+            desc = self.site_of[tma.name]
+            body.append(f"{role}_ring = gl.allocate_shared_memory({tma.tensor}.dtype.element_ty, "
+                        f"[STAGES, {', '.join(tma.block)}], {desc}_layout)")
+        body += ["resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())",
+                 "turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())",
+                 "mbarrier.init(resident_bar, count=1)"]
+        for role in roles:
+            body += [f"{role}_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
+                     f"{role}_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())"]
+        body += ["for i in gl.static_range(STAGES):",
+                 "    mbarrier.init(first_ready.index(i), count=1)", "    mbarrier.init(first_empty.index(i), count=GROUPS)",
+                 "    mbarrier.init(second_ready.index(i), count=1)", "    mbarrier.init(second_empty.index(i), count=GROUPS)",
+                 "for i in gl.static_range(GROUPS):", "    mbarrier.init(turn.index(i), count=1)"]
+        nbytes = " + ".join(f"{self.site_of[r.name]}.block_type.nbytes" for r in residents)
+        body.append(f"mbarrier.expect(resident_bar, GROUPS * ({nbytes}))")
+        body.append("for g in gl.static_range(GROUPS):")
+        for r in residents:
+            body.append(f"    tma.async_copy_global_to_shared({self.site_of[r.name]}, {self._coords(r, 'g * ROWS')}, "
+                        f"resident_bar, {r.name}_smem.index(g))")
+        partitions = [f"({name}_consumer, ({g}, {args}, {shared}))" for g in range(self.groups)]
+        partitions.append(f"({name}_loader, ({args}, {shared}))")
+        warps = ", ".join(["4"] * self.groups)
+        regs = ", ".join(["CONSUMER_REGS"] * (self.groups - 1) + ["24"])
+        body.append(f"gl.warp_specialize([{', '.join(partitions)}], [{warps}], [{regs}])")
+        return "\n".join(lines + ["    " + s for s in body])
+
+
+HEADER = """from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+"""

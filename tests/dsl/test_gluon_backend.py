@@ -1,0 +1,158 @@
+"""The `backend: "gluon"` config (build_tools/dsl/gluon_lowering.py): kernels of the two-dot loop form
+lowered to warp-specialized Gluon. Gluon has no interpreter, so on a machine without a GPU the
+lowered kernels are cross-compiled for sm_90 (all of Triton's passes and ptxas). Their values are
+checked on the GPU (`-m gpu`, HK_TEST_DEVICE=cuda) against float64."""
+import json
+import math
+
+import pytest
+import torch
+import triton
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+from build_tools.dsl import exc
+from build_tools.dsl.module import HELPERS
+from kernels_src.attention import attention_fwd
+
+from ._harness import poisoned_allocations, results_without_interpreter
+
+
+def gluon_config(causal: bool, groups: int = 2, stages: int = 2) -> dict:
+    return {"block_sizes": [64 * groups, 128], "num_stages": stages, "range_peel_tails": [True] * (2 if causal else 1),
+            "backend": "gluon", "consumer_groups": groups}
+
+
+def attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, device="cpu", dtype=torch.float16):
+    gen = torch.Generator(device=device).manual_seed(q_len * 31 + kv_len)
+    q = torch.randn(batch, heads, q_len, head_dim, dtype=dtype, device=device, generator=gen)
+    k = torch.randn(batch, kv_heads, kv_len, head_dim, dtype=dtype, device=device, generator=gen)
+    v = torch.randn(batch, kv_heads, kv_len, head_dim, dtype=dtype, device=device, generator=gen)
+    return q, k, v, causal, 1 / math.sqrt(head_dim)
+
+
+# (causal, head dim, consumer groups)
+CROSS_CASES = [(False, 64, 2), (True, 64, 2), (False, 128, 1), (True, 128, 2)]
+
+
+def cross_compile_cases() -> dict:
+    """Runs in a process without TRITON_INTERPRET: compiles each lowered case for sm_90."""
+    from build_tools.cross_compile import CrossCompileError, cross_compile
+
+    results = {}
+    for causal, head_dim, groups in CROSS_CASES:
+        args = attention_args(1, 2, 2, 256, 256, head_dim, causal)
+        key = f"{causal}-{head_dim}-{groups}"
+        try:
+            compiled = cross_compile(attention_fwd.bind(args), args, gluon_config(causal, groups))
+        except CrossCompileError as err:
+            results[key] = {"error": str(err)}
+            continue
+        results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
+    return results
+
+
+@pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
+def test_lowered_attention_compiles_for_sm90():
+    results = results_without_interpreter("tests.dsl.test_gluon_backend", timeout=900)
+    failed = {key: r["error"] for key, r in results.items() if "error" in r}
+    assert not failed, failed
+    for key, kernels in results.items():
+        assert len(kernels) == 1, key
+        (kernel,) = kernels
+        # a loader partition at 24 registers beside wgmma consumers, nothing spilled
+        assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
+        assert kernel["tma_loads"] >= 3 and kernel["spill_stores"] == 0, key
+
+
+def test_lowered_source_is_deterministic():
+    args = attention_args(1, 2, 1, 200, 300, 64, True)
+    first = attention_fwd.bind(args).to_triton_code(gluon_config(True))
+    attention_fwd.reset()
+    second = attention_fwd.bind(args).to_triton_code(gluon_config(True))
+    assert first == second
+    assert "gl.warp_specialize" in first and "_tma_operand(q)" in first
+
+
+@helion.kernel()
+def row_softmax(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(x.size(0)):
+        out[tile_m, :] = torch.softmax(x[tile_m, :].to(torch.float32), dim=1).to(x.dtype)
+    return out
+
+
+def test_kernels_outside_the_form_are_refused():
+    x = torch.randn(70, 33, dtype=torch.float16)
+    with pytest.raises(exc.NotSupported, match='backend "gluon"'):
+        row_softmax.bind((x,)).to_triton_code({"backend": "gluon"})
+
+
+def test_invalid_gluon_configs_raise():
+    args = attention_args(1, 2, 2, 128, 128, 64, False)
+    bound = attention_fwd.bind(args)
+    with pytest.raises(exc.InvalidConfig, match="backend"):
+        bound.to_triton_code({**gluon_config(False), "backend": "cuda"})
+    with pytest.raises(exc.InvalidConfig, match="consumer_groups"):
+        bound.to_triton_code({**gluon_config(False), "consumer_groups": 3})
+    with pytest.raises(exc.InvalidConfig, match="64 rows per consumer warpgroup"):
+        bound.to_triton_code({**gluon_config(False), "block_sizes": [64, 128]})
+    fp32 = attention_args(1, 2, 2, 128, 128, 64, False, dtype=torch.float32)
+    with pytest.raises(exc.NotSupported, match="float16 or bfloat16"):
+        attention_fwd.bind(fp32).to_triton_code(gluon_config(False))
+
+
+def test_default_backend_is_left_out_of_configs():
+    bound = attention_fwd.bind(attention_args(1, 2, 2, 128, 128, 64, False))
+    assert "backend" not in bound.config_spec.normalize({"block_sizes": [64, 64]})
+    normalized = bound.config_spec.normalize({"block_sizes": [128, 128], "backend": "gluon"})
+    assert normalized["backend"] == "gluon" and normalized["consumer_groups"] == 2
+
+
+def test_tma_operands_are_copied_when_misaligned():
+    scope = {"torch": torch}
+    exec(HELPERS["_tma_operand"], scope)
+    tma_operand = scope["_tma_operand"]
+    aligned = torch.randn(2, 3, 40, 64, dtype=torch.float16)
+    assert tma_operand(aligned) is aligned
+    strided = torch.randn(2, 3, 64, 40, dtype=torch.float16).transpose(2, 3)
+    copied = tma_operand(strided)
+    assert copied.stride(-1) == 1 and torch.equal(copied, strided)
+    offset = torch.randn(2 * 64 + 1, dtype=torch.float16)[1:].view(2, 64)
+    assert tma_operand(offset).data_ptr() % 16 == 0
+    with pytest.raises(ValueError, match="16 bytes"):
+        tma_operand(torch.randn(4, 36, dtype=torch.float16))
+
+
+def reference(q, k, v, causal, scale):
+    group = q.shape[1] // k.shape[1]
+    qd, kd, vd = q.double(), k.double().repeat_interleave(group, 1), v.double().repeat_interleave(group, 1)
+    scores = (qd @ kd.transpose(-1, -2)) * scale
+    if causal:
+        mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores, -1) @ vd, torch.logsumexp(scores, -1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("shape", [(2, 4, 2, 1000, 1000), (1, 4, 4, 300, 777), (1, 4, 2, 777, 300),
+                                   (1, 2, 2, 1, 129), (1, 2, 1, 65, 1)])
+def test_lowered_attention_matches_float64(causal, head_dim, groups, shape, device):
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    batch, heads, kv_heads, q_len, kv_len = shape
+    args = attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, device="cuda",
+                          dtype=torch.bfloat16)
+    launcher = attention_fwd.bind(args).compile_config(gluon_config(causal, groups))
+    with poisoned_allocations():  # an element the kernel does not write stays NaN and fails below
+        out, lse = launcher(*args)
+    want, want_lse = reference(*args)
+    assert (out.double() - want).abs().max() < 2e-2
+    assert (lse.double() - want_lse).abs().max() < 1e-4
+
+
+if __name__ == "__main__":
+    print(json.dumps(cross_compile_cases()))
