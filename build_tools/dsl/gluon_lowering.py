@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 ROW, COL = "row", "col"
 
@@ -46,12 +46,16 @@ class Tma:
 
 @dataclass
 class Loop:
+    """A device loop `for var in tl.range(begin, end, step)`: `dots` are the body indices of its two
+    dots, `first` / `second` the streamed loads they read."""
     var: str
     begin: str
     end: str
     step: str
     body: list
-    loads: list = field(default_factory=list)
+    dots: tuple = ()
+    first: str = ""
+    second: str = ""
 
 
 def _call(node: ast.AST) -> str | None:
@@ -151,10 +155,8 @@ class Lowering:
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
             raise NotLowerable(f"assignment {ast.unparse(stmt)}")
         name, value = stmt.targets[0].id, stmt.value
-        if _call(value) == "arange":
-            self.axis_of.setdefault(ast.unparse(value.args[1]), "D")
         if self._is_index(value):
-            self._note_axes(value)
+            self._note_axes(value, loop)
             self.defs[name] = value
             return
         if isinstance(value, ast.Subscript) and self._is_view(value):
@@ -176,12 +178,26 @@ class Lowering:
         if self._mentions_tensor(value):
             self.shapes[name] = self.shape(value)
 
-    def _note_axes(self, value: ast.expr) -> None:
-        for node in ast.walk(value):
-            if _call(node) == "arange":
-                block = ast.unparse(node.args[1])
-                if block != "1" and block not in self.axis_of:
-                    self.axis_of[block] = "M" if "M" not in self.axis_of.values() else "D"
+    def _note_axes(self, value: ast.expr, loop: int | None) -> None:
+        """Name the axis of each block an index vector spans: `offset + arange(0, B)` before the loops
+        is the program's row block ("M"; one only), in a loop its key block ("N"); a bare
+        `arange(0, R)` is a whole dim ("D")."""
+        if _call(value) == "arange":
+            ranges = [value]
+        elif isinstance(value, ast.BinOp) and _call(value.right) == "arange":
+            ranges = [value.right]
+        else:
+            ranges = []
+        for node in ranges:
+            block = ast.unparse(node.args[1])
+            if block == "1" or block in self.axis_of:
+                continue
+            if node is value:
+                self.axis_of[block] = "D"
+            elif loop is None:
+                if "M" in self.axis_of.values():
+                    raise NotLowerable("more than one tiled dimension in the program tile")
+                self.axis_of[block] = "M"
 
     def _is_index(self, value: ast.expr) -> bool:
         """An index vector, a mask, or arithmetic of them with scalars."""
@@ -242,7 +258,6 @@ class Lowering:
         if len(dots) != 2:
             raise NotLowerable(f"loop {i}: {len(dots)} dots, not two")
         (k1, d1), (k2, d2) = dots
-        loop.loads = [t for t in self.tmas.values() if t.loop == i]
         a1, b1 = d1.value.args[:2]
         if not (self._resident(a1) and self._streamed(b1, i)) or d1.value.keywords:
             raise NotLowerable(f"loop {i}: the first dot does not read a resident and a streamed tile")
@@ -431,8 +446,9 @@ class Lowering:
                 and s.targets[0].id not in self.tmas]
 
     def parts(self, loop: Loop) -> tuple:
-        """(before, a_part, acc_part, after) of a loop body around its two dots: the statements the
-        second dot's accumulator expression needs that read the carried accumulator form acc_part."""
+        """(before, a_part, acc_part, after, acc) of a loop body around its two dots. Between the
+        dots, the statements that read the carried accumulator `acc` (directly or through each
+        other) form acc_part, the rest a_part; `after` are the carried renames after the second dot."""
         k1, k2 = loop.dots
         body = loop.body
         dot2 = body[k2].value
@@ -444,9 +460,7 @@ class Lowering:
         middle = [s for s in body[k1 + 1:k2] if isinstance(s, ast.Assign)]
         reads_acc = set()
         for s in middle:
-            if (_names(s.value) & ({acc} | reads_acc)) and s.targets[0].id not in self.defs:
-                reads_acc.add(s.targets[0].id)
-            elif _names(s.value) & ({acc} | reads_acc):
+            if _names(s.value) & ({acc} | reads_acc):
                 reads_acc.add(s.targets[0].id)
         acc_part = [s for s in middle if s.targets[0].id in reads_acc]
         a_part = [s for s in middle if s.targets[0].id not in reads_acc]
@@ -493,6 +507,10 @@ class Lowering:
             _, first, _, second = self.operands(loop)
             loop.first, loop.second = first, second
         roles = {"first": self.tmas[self.loops[0].first], "second": self.tmas[self.loops[0].second]}
+        for loop in self.loops[1:]:
+            for role, load in (("first", loop.first), ("second", loop.second)):
+                if self.tmas[load].block != roles[role].block or self.tmas[load].tensor != roles[role].tensor:
+                    raise NotLowerable(f"the loops' {role} dots stream different tiles")
         smem = [f"{r.name}_smem" for r in residents] + ["first_ring", "second_ring"]
         bars = ["resident_bar", "first_ready", "first_empty", "second_ready", "second_empty", "turn"]
         shared = ", ".join(list(sites.values()) + smem + bars)
