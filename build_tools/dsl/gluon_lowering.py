@@ -354,12 +354,12 @@ class Lowering:
         return f"gl.SliceLayout({1 if kind == ROW else 0}, {fam.lower()}_layout)"
 
     # ------------------------------------------------------------------ emission of expressions
-    def emit(self, node: ast.expr, ctx, subst: dict) -> str:
+    def emit(self, node: ast.expr, ctx) -> str:
         """Kernel text of `node` in layout context `ctx` (None: scalar)."""
         if isinstance(node, ast.Name):
-            name = subst.get(node.id, node.id)
-            if node.id in self.defs and node.id not in subst:
-                return f"({self.emit(self.defs[node.id], ctx, subst)})"
+            name = node.id
+            if node.id in self.defs:
+                return f"({self.emit(self.defs[node.id], ctx)})"
             shape = self.shapes.get(node.id, ())
             if not shape or ctx is None:
                 return name
@@ -375,23 +375,23 @@ class Lowering:
                 raise NotLowerable(f"view {ast.unparse(node)}")
             inner = (ROW, ctx) if isinstance(elts[1], ast.Constant) else (COL, ctx)
             index = ", ".join("None" if isinstance(e, ast.Constant) else ":" for e in elts)
-            return f"{self.emit(node.value, inner, subst)}[{index}]"
+            return f"{self.emit(node.value, inner)}[{index}]"
         if isinstance(node, ast.BinOp):
             op = ast.unparse(ast.BinOp(ast.Name("a"), node.op, ast.Name("b")))[2:-2]
-            return f"({self.emit(node.left, ctx, subst)} {op} {self.emit(node.right, ctx, subst)})"
+            return f"({self.emit(node.left, ctx)} {op} {self.emit(node.right, ctx)})"
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
                 raise NotLowerable("chained comparison")
             op = ast.unparse(ast.Compare(ast.Name("a"), node.ops, [ast.Name("b")]))[2:-2]
-            return f"({self.emit(node.left, ctx, subst)} {op} {self.emit(node.comparators[0], ctx, subst)})"
+            return f"({self.emit(node.left, ctx)} {op} {self.emit(node.comparators[0], ctx)})"
         if isinstance(node, ast.UnaryOp):
             op = ast.unparse(ast.UnaryOp(node.op, ast.Name("a")))[:-1]
-            return f"({op}{self.emit(node.operand, ctx, subst)})"
+            return f"({op}{self.emit(node.operand, ctx)})"
         if isinstance(node, ast.Call):
-            return self._emit_call(node, ctx, subst)
+            return self._emit_call(node, ctx)
         raise NotLowerable(f"unsupported expression {ast.unparse(node)}")
 
-    def _emit_call(self, node: ast.Call, ctx, subst: dict) -> str:
+    def _emit_call(self, node: ast.Call, ctx) -> str:
         f = _call(node)
         if f == "arange":
             block = ast.unparse(node.args[1])
@@ -405,38 +405,38 @@ class Lowering:
             inner = self.shape(node.args[0])
             fam = self.natural(inner)
             axis = int(ast.unparse(node.args[1]))
-            text = f"gl.{f}({self.emit(node.args[0], fam, subst)}, {axis})"
+            text = f"gl.{f}({self.emit(node.args[0], fam)}, {axis})"
             have = (ROW if axis == 1 else COL, fam)
             return text if ctx is None or have == ctx else f"gl.convert_layout({text}, {self.layout(ctx)})"
         if f in ("maximum", "minimum", "where", "exp2", "log2", "exp", "log", "abs", "sqrt", "fma"):
-            return f"gl.{f}({', '.join(self.emit(a, ctx, subst) for a in node.args)})"
+            return f"gl.{f}({', '.join(self.emit(a, ctx) for a in node.args)})"
         if f in ("cdiv", "program_id", "num_programs"):
             return _gl(ast.unparse(node))
         if isinstance(node.func, ast.Attribute) and node.func.attr == "to":
-            return f"{self.emit(node.func.value, ctx, subst)}.to({_gl(ast.unparse(node.args[0]))})"
+            return f"{self.emit(node.func.value, ctx)}.to({_gl(ast.unparse(node.args[0]))})"
         if isinstance(node.func, ast.Name) and node.func.id == "float":
             return ast.unparse(node)
         raise NotLowerable(f"unsupported call {ast.unparse(node)}")
 
-    def statement(self, stmt: ast.stmt, subst: dict) -> list:
+    def statement(self, stmt: ast.stmt) -> list:
         """Kernel lines of one consumer statement (index definitions and views are inlined)."""
         if isinstance(stmt, ast.Expr):
-            return [self._store(stmt.value, subst)]
+            return [self._store(stmt.value)]
         name = stmt.targets[0].id
         if name in self.defs or name in self.tmas:
             return []
         shape = self.shapes.get(name)
         if shape is None:
             return [f"{name} = {_gl(ast.unparse(stmt.value))}"]
-        return [f"{name} = {self.emit(stmt.value, self.natural(shape), subst)}"]
+        return [f"{name} = {self.emit(stmt.value, self.natural(shape))}"]
 
-    def _store(self, call: ast.Call, subst: dict) -> str:
+    def _store(self, call: ast.Call) -> str:
         ptr, value = call.args[:2]
         shape = self.shape(value)
         ctx = self.natural(shape)
         mask = next((k.value for k in call.keywords if k.arg == "mask"), None)
-        text = f"gl.store({self.emit(ptr, ctx, subst)}, {self.emit(value, ctx, subst)}"
-        return text + (f", mask={self.emit(mask, ctx, subst)})" if mask is not None else ")")
+        text = f"gl.store({self.emit(ptr, ctx)}, {self.emit(value, ctx)}"
+        return text + (f", mask={self.emit(mask, ctx)})" if mask is not None else ")")
 
     # ------------------------------------------------------------------ the loop schedule
     def scalar_lines(self, stmts: list) -> list:
@@ -568,7 +568,7 @@ class Lowering:
         body = self.scalar_lines(self.prologue)
         for stmt in self.prologue:
             if isinstance(stmt, ast.Assign) and stmt.targets[0].id in self.shapes and stmt.targets[0].id not in self.tmas:
-                body += self.statement(stmt, {})
+                body += self.statement(stmt)
         body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0",
                  "mbarrier.wait(resident_bar, 0)"]
         for i, loop in enumerate(self.loops):
@@ -586,7 +586,7 @@ class Lowering:
         out = []
         for stmt in stmts:
             if isinstance(stmt, ast.Expr) or stmt.targets[0].id in self.shapes:
-                out += self.statement(stmt, {})
+                out += self.statement(stmt)
             elif stmt.targets[0].id not in self.defs and stmt.targets[0].id not in self.tmas:
                 out.append(f"{stmt.targets[0].id} = {_gl(ast.unparse(stmt.value))}")
         return out
@@ -603,10 +603,10 @@ class Lowering:
         res = self._view(f"{resident}_smem.index(WG)", self.tmas[resident])
         first = self._view("first_ring.index(slot)", self.tmas[loop.first]) + (".permute((1, 0))" if transposed else "")
         second = self._view("second_ring.index(prev)", self.tmas[loop.second])
-        a_op = f"gl.convert_layout({self.emit(dot2.value.args[0], 'S', {})}, p_layout)"
-        acc_in = self.emit(dot2.value.keywords[0].value, "O", {})
-        rest = [s for st in a_part for s in self.statement(st, {})]
-        acc_lines = [s for st in acc_part for s in self.statement(st, {})]
+        a_op = f"gl.convert_layout({self.emit(dot2.value.args[0], 'S')}, p_layout)"
+        acc_in = self.emit(dot2.value.keywords[0].value, "O")
+        rest = [s for st in a_part for s in self.statement(st)]
+        acc_lines = [s for st in acc_part for s in self.statement(st)]
         renames = [f"{s.targets[0].id} = {s.value.id}" for s in after]
         d1 = dot1.targets[0].id
         n = f"n_{loop.var}"
