@@ -82,10 +82,25 @@ def row_softmax(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@helion.kernel()
+def plain_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, k = a.size()
+    out = torch.empty([m, b.size(1)], dtype=a.dtype, device=a.device)
+    for tile_m, tile_n in hl.tile([m, b.size(1)]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k):
+            acc = hl.dot(a[tile_m, tile_k], b[tile_k, tile_n], acc=acc)
+        out[tile_m, tile_n] = acc.to(a.dtype)
+    return out
+
+
 def test_kernels_outside_the_form_are_refused():
     x = torch.randn(70, 33, dtype=torch.float16)
-    with pytest.raises(exc.NotSupported, match='backend "gluon"'):
+    with pytest.raises(exc.NotSupported, match='backend "gluon": no device loop'):
         row_softmax.bind((x,)).to_triton_code({"backend": "gluon"})
+    a, b = torch.randn(128, 96, dtype=torch.float16), torch.randn(96, 64, dtype=torch.float16)
+    with pytest.raises(exc.NotSupported, match='backend "gluon"'):
+        plain_matmul.bind((a, b)).to_triton_code({"block_sizes": [128, 64, 32], "backend": "gluon"})
 
 
 def test_invalid_gluon_configs_raise():
