@@ -22,7 +22,6 @@ import json
 import math
 import os
 import re
-import statistics
 import sys
 
 import torch
@@ -32,6 +31,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gluon_attention_probe as fwd_probe  # noqa: E402 - the forward (out, lse) and the timing rows
 
 LOG2E = 1.4426950408889634
 ATOMIC = re.compile(r"\b(?:red|atom)\.[.a-z0-9]*")
@@ -244,10 +246,8 @@ def reference(q, k, v, grad_out, causal):
 
 def forward(q, k, v, causal):
     """(out, lse) from the forward probe (MHA)."""
-    sys.path.insert(0, os.path.dirname(__file__))
-    import gluon_attention_probe as fwd
-    grid, args, kwargs, out, lse = fwd.launch_args(q, k, v, causal, rows=64, block_n=128, stages=2, num_wg=2)
-    fwd.attention_fwd_ws[grid](*args, **kwargs)
+    grid, args, kwargs, out, lse = fwd_probe.launch_args(q, k, v, causal, rows=64, block_n=128, stages=2, num_wg=2)
+    fwd_probe.attention_fwd_ws[grid](*args, **kwargs)
     return out, lse
 
 
@@ -302,17 +302,11 @@ def run(out_dir: str, seqs) -> None:
                 got = backward(grid, args, kwargs, buffers, grad_out, out, q.dtype)
                 want = torch.autograd.grad(cudnn_out, leaves, grad_out, retain_graph=True)
                 case["max_diff_cudnn"] = max(float((g.float() - w.float()).abs().max()) for g, w in zip(got, want))
-                times = timer.device_rounds({
+                case.update(fwd_probe.timed(timer, {
                     "gluon": lambda: backward(grid, args, kwargs, buffers, grad_out, out, q.dtype),
                     "ours": lambda: torch.autograd.grad(ours_out, leaves, grad_out, retain_graph=True),
-                    "cudnn": lambda: torch.autograd.grad(cudnn_out, leaves, grad_out, retain_graph=True)}, rounds=5)
-                flops = 2.5 * 4 * B * H * S * S * D * (0.5 if causal else 1.0)
-                for name, runs in times.items():
-                    us = statistics.median(runs)
-                    case[f"{name}_us"] = us
-                    case[f"{name}_tflops"] = flops / us / 1e6
-                case["gluon_vs_cudnn"] = case["cudnn_us"] / case["gluon_us"]
-                case["gluon_vs_ours"] = case["ours_us"] / case["gluon_us"]
+                    "cudnn": lambda: torch.autograd.grad(cudnn_out, leaves, grad_out, retain_graph=True)},
+                    2.5 * 4 * B * H * S * S * D * (0.5 if causal else 1.0)))
             except Exception as error:  # noqa: BLE001 - reported per case
                 case["error"] = f"{type(error).__name__}: {str(error)[-400:]}"
             results.append(case)

@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 import time
 
@@ -345,8 +346,20 @@ def check(case, D, causal, launch) -> None:
     case.update(check_err_out=worst_out, check_err_lse=worst_lse, check_unwritten=unwritten)
 
 
+def timed(timer, fns: dict, flops: float) -> dict:
+    """Median µs and TFLOP/s of each of `fns` ("gluon", "ours", "cudnn"), timed in alternating
+    rounds, and Gluon's speedups over the other two."""
+    case = {}
+    for name, runs in timer.device_rounds(fns, rounds=5).items():
+        us = statistics.median(runs)
+        case[f"{name}_us"] = us
+        case[f"{name}_tflops"] = flops / us / 1e6
+    case["gluon_vs_cudnn"] = case["cudnn_us"] / case["gluon_us"]
+    case["gluon_vs_ours"] = case["ours_us"] / case["gluon_us"]
+    return case
+
+
 def run(out_dir: str, seqs, quick: bool) -> None:
-    import statistics
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import helion_kernels
     from benchmarks.timing import Timer
@@ -377,17 +390,10 @@ def run(out_dir: str, seqs, quick: bool) -> None:
                         return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
                 case["max_diff_cudnn"] = float((out.float() - cudnn().float()).abs().max())
-                times = timer.device_rounds({
+                case.update(timed(timer, {
                     "gluon": lambda: attention_fwd_ws[grid](*args, **kwargs),
                     "ours": lambda: helion_kernels.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                    "cudnn": cudnn}, rounds=5)
-                flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
-                for name, runs in times.items():
-                    us = statistics.median(runs)
-                    case[f"{name}_us"] = us
-                    case[f"{name}_tflops"] = flops / us / 1e6
-                case["gluon_vs_cudnn"] = case["cudnn_us"] / case["gluon_us"]
-                case["gluon_vs_ours"] = case["ours_us"] / case["gluon_us"]
+                    "cudnn": cudnn}, 4 * B * H * S * S * D * (0.5 if causal else 1.0)))
             except Exception as error:  # noqa: BLE001 - reported per case
                 case["error"] = f"{type(error).__name__}: {str(error)[-400:]}"
             results.append(case)

@@ -516,7 +516,7 @@ class Lowering:
         shared = ", ".join(list(sites.values()) + smem + bars)
         sig = ", ".join(f"{p}: gl.constexpr" if constexpr else p for p, constexpr in params)
         args = ", ".join(p for p, _ in params)
-        out = [self._loader(name, sig, shared), self._consumer(name, sig, shared, residents),
+        out = [self._loader(name, sig, shared), self._consumer(name, sig, shared),
                self._kernel(name, sig, args, shared, sites, residents, roles)]
         return "\n\n\n".join(out) + "\n"
 
@@ -556,7 +556,7 @@ class Lowering:
 
     PASS_TURN = ["if GROUPS > 1:", "    mbarrier.arrive(turn.index((WG + 1) % GROUPS))"]
 
-    def _consumer(self, name: str, sig: str, shared: str, residents: list) -> str:
+    def _consumer(self, name: str, sig: str, shared: str) -> str:
         head = [f"@gluon.jit",
                 f"def {name}_consumer(WG: gl.constexpr, {sig}, {shared}):",
                 f"    ROWS: gl.constexpr = {self.rows} // GROUPS",
@@ -565,24 +565,22 @@ class Lowering:
                 f"    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
                 f"instr_shape=[16, {self._width()}, 16])",
                 "    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)"]
-        body = self.scalar_lines(self.prologue)
-        for stmt in self.prologue:
-            if isinstance(stmt, ast.Assign) and stmt.targets[0].id in self.shapes and stmt.targets[0].id not in self.tmas:
-                body += self.statement(stmt)
+        body = self._consumer_statements(self.prologue)
         body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0",
                  "mbarrier.wait(resident_bar, 0)"]
         for i, loop in enumerate(self.loops):
             if i:
-                body += self._between(self.between[i - 1])
-            body += self._consumer_loop(loop, residents)
-        body += self._between(self.between[-1])
+                body += self._consumer_statements(self.between[i - 1])
+            body += self._consumer_loop(loop)
+        body += self._consumer_statements(self.between[-1])
         return "\n".join(head + ["    " + s for s in body])
 
     def _width(self) -> str:
         tma = self.tmas[self.loops[0].second]
         return tma.block[-1]
 
-    def _between(self, stmts: list) -> list:
+    def _consumer_statements(self, stmts: list) -> list:
+        """The consumers' lines of statements outside the loops, in source order."""
         out = []
         for stmt in stmts:
             if isinstance(stmt, ast.Expr) or stmt.targets[0].id in self.shapes:
@@ -591,7 +589,7 @@ class Lowering:
                 out.append(f"{stmt.targets[0].id} = {_gl(ast.unparse(stmt.value))}")
         return out
 
-    def _consumer_loop(self, loop: Loop, residents: list) -> list:
+    def _consumer_loop(self, loop: Loop) -> list:
         before, a_part, acc_part, after, acc = self.parts(loop)
         for stmt in before:
             target = stmt.targets[0].id if isinstance(stmt, ast.Assign) else None
