@@ -71,13 +71,14 @@ class CrossCompiled:
         return out
 
     def features(self) -> dict:
-        """What the compiler chose, read off the TTGIR/PTX: wgmma, async copies, TMA loads, warp
+        """What the compiler chose, read off the TTGIR/PTX: wgmma, async copies, TMA loads and stores, warp
         specialization, and the register counts the warp groups move to (`setmaxnreg`)."""
         ttgir, ptx = self.asm["ttgir"], self.asm["ptx"]
         return {
             "wgmma": "wgmma.mma_async" in ptx,
             "async_copies": ttgir.count("ttg.async_copy_global_to_local"),
             "tma_loads": ttgir.count("async_tma_copy_global_to_local"),
+            "tma_stores": ttgir.count("async_tma_copy_local_to_global"),
             "warp_specialize": "ttg.warp_specialize" in ttgir,
             "setmaxnreg": sorted({int(n) for n in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)}),
         }

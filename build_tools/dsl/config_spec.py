@@ -318,7 +318,10 @@ class ConfigSpec:
             value = int(blocks[i])
             if value & (value - 1):
                 raise exc.InvalidConfig(f"block_sizes[{i}]={value} is not a power of two")
-            blocks[i] = min(max(value, choices[0]), max(choices[-1], value if not self.found.blocks[i].in_dot else choices[-1]))
+            # a dot's block is clamped to its dim's size, except for the Gluon back end, whose TMA
+            # tiles zero-fill past the size and whose row block is fixed by its warpgroups
+            fixed = self.found.blocks[i].in_dot and fields.get("backend") != "gluon"
+            blocks[i] = min(max(value, choices[0]), max(choices[-1], choices[-1] if fixed else value))
         fields["block_sizes"] = self._cap_volume(blocks[: len(self.found.blocks)], fields.get("reduction_loops"), compiled)
         reductions = list(fields.get("reduction_loops") or [])
         reductions += [None] * (sized["reduction_loops"] - len(reductions))
@@ -403,7 +406,8 @@ class ConfigSpec:
     def _backend(fields: dict) -> None:
         """`backend`: "triton" (the default, left out of configs) or "gluon" (build_tools/dsl/
         gluon_lowering.py: warp-specialized kernels for the two-dot loop form), with its
-        `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise)."""
+        `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise), and the Triton-only
+        knobs at their neutral values."""
         backend = fields.pop("backend", "triton")
         groups = fields.pop("consumer_groups", None)
         if backend not in BACKENDS:
@@ -413,6 +417,12 @@ class ConfigSpec:
             if groups not in CONSUMER_GROUPS:
                 raise exc.InvalidConfig(f"consumer_groups {groups!r} is not one of {CONSUMER_GROUPS}")
             fields["backend"], fields["consumer_groups"] = backend, groups
+            # the lowering takes the Triton kernel's pointer loads (it makes them TMA copies), sets its
+            # own warps and ignores Triton's warp specialization: those knobs take their neutral
+            # values, so that a Triton config with the back end switched normalizes to one config
+            fields["indexing"] = ["pointer"] * len(fields.get("indexing") or [])
+            fields["range_warp_specializes"] = [None] * len(fields.get("range_warp_specializes") or [])
+            fields["num_warps"] = 4
 
     def _scalar_defaults(self) -> dict:
         f = self.found

@@ -9,7 +9,9 @@ device loop over a key block N has two `tl.dot`s:
 - the second takes a register operand, a tile loaded in the loop, and an accumulator carried by the
   loop.
 Loads in the loops are used only as dot operands ("streamed": TMA through a ring in shared memory,
-fed by a loader partition). Everything else (elementwise ops, row reductions, masks, stores) is
+fed by a loader partition). A store of a [M, whole dim] tile, masked (if at all) by its indices'
+bounds, leaves by TMA through shared memory. The launcher builds the TMA descriptors (`sites`) and
+passes them as parameters. Everything else (elementwise ops, row reductions, masks, stores) is
 rewritten statement by statement with explicit layouts: scores in the first dot's wgmma layout,
 accumulators in the second's, and row and column vectors in their slices, converted where a row
 vector meets the other dot's layout.
@@ -42,6 +44,19 @@ class Tma:
     coords: list
     block: list
     loop: int | None  # device loop index; None for a resident tile
+    indices: tuple = ()  # each dim's index vector (a name), or None for a scalar start
+
+
+@dataclass
+class Site:
+    """A TMA descriptor the launcher builds and passes as kernel parameter `name`: of `tensor`, in
+    tiles of `block` (kernel constexpr names, "ROWS" for one consumer warpgroup's rows, or "1"),
+    over the tensor's sizes, except along the dims of `bounds`, which a store's mask clips at a
+    kernel parameter: {dim: parameter}."""
+    name: str
+    tensor: str
+    block: tuple
+    bounds: tuple = ()
 
 
 @dataclass
@@ -95,6 +110,7 @@ class Lowering:
         self.shapes: dict[str, tuple] = {}        # tensor name -> axes
         self.axis_of: dict[str, str] = {}         # block constexpr -> "M" / "N" / "D"
         self.tmas: dict[str, Tma] = {}
+        self.stores: dict[int, tuple] = {}        # id(store statement) -> (Tma, bounds) when it leaves by TMA
         self.loops: list[Loop] = []
         self.prologue: list[ast.stmt] = []        # statements before the first loop
         self.between: list[list[ast.stmt]] = []   # statements after each loop
@@ -151,6 +167,8 @@ class Lowering:
         if isinstance(stmt, ast.Expr):
             if _call(stmt.value) != "store":
                 raise NotLowerable(f"expression statement {ast.unparse(stmt)}")
+            if loop is None:
+                self._note_store(stmt)
             return
         if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
             raise NotLowerable(f"assignment {ast.unparse(stmt)}")
@@ -223,6 +241,7 @@ class Lowering:
             raise NotLowerable(f"load {name}: pointer is not `tensor + offsets`")
         tensor = ptr.left.id
         dims: dict[int, tuple] = {}
+        indices: dict[int, str | None] = {}
         for term in _terms(ptr.right):
             if not (isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult) and isinstance(term.right, ast.Name)):
                 raise NotLowerable(f"load {name}: offset term {ast.unparse(term)}")
@@ -230,13 +249,49 @@ class Lowering:
             if not match:
                 raise NotLowerable(f"load {name}: offset term {ast.unparse(term)} is not index * stride")
             dims[int(match.group(1))] = self._coord(name, term.left)
+            index = term.left.value if isinstance(term.left, ast.Subscript) else term.left
+            indices[int(match.group(1))] = index.id if isinstance(index, ast.Name) and index.id in self.defs else None
         if sorted(dims) != list(range(len(dims))):
             raise NotLowerable(f"load {name}: not every dim of {tensor} indexed")
         coords = [dims[d][0] for d in sorted(dims)]
         block = [dims[d][1] for d in sorted(dims)]
         if block[-1] == "1" or block[-2] == "1" or any(b != "1" for b in block[:-2]):
             raise NotLowerable(f"load {name}: not a 2-D tile of the last two dims")
-        return Tma(name, tensor, coords, block, loop)
+        return Tma(name, tensor, coords, block, loop, tuple(indices[d] for d in sorted(dims)))
+
+    def _note_store(self, stmt: ast.Expr) -> None:
+        """Record a store after the loops that can leave by TMA: a [M, whole dim] tile at
+        `tensor + index * stride` offsets, unmasked or masked by `index < parameter` bounds of its
+        own indices (the descriptor clips there). Other stores stay pointer stores."""
+        call = stmt.value
+        if self.shape(call.args[1]) != ("M", "D") or len(call.args) != 2:
+            return
+        try:
+            tma = self._tma(f"store_{len(self.stores)}", call, None)
+        except NotLowerable:
+            return
+        mask = next((k.value for k in call.keywords if k.arg == "mask"), None)
+        bounds = {} if mask is None else self._bounds(mask, tma)
+        if bounds is not None and [k.arg for k in call.keywords] in ([], ["mask"]):
+            self.stores[id(stmt)] = (tma, tuple(sorted(bounds.items())))
+
+    def _bounds(self, mask: ast.expr, tma: Tma) -> dict | None:
+        """{dim: parameter} of a mask that is a conjunction of `index < parameter` over the store's
+        own index vectors, else None."""
+        if isinstance(mask, ast.Subscript) and self._is_view(mask):
+            mask = mask.value
+        if isinstance(mask, ast.Name) and mask.id in self.defs:
+            mask = self.defs[mask.id]
+        if isinstance(mask, ast.BinOp) and isinstance(mask.op, ast.BitAnd):
+            left, right = self._bounds(mask.left, tma), self._bounds(mask.right, tma)
+            return None if left is None or right is None else {**left, **right}
+        if not (isinstance(mask, ast.Compare) and len(mask.ops) == 1 and isinstance(mask.ops[0], ast.Lt)
+                and isinstance(mask.left, ast.Name) and isinstance(mask.comparators[0], ast.Name)):
+            return None
+        index, bound = mask.left.id, mask.comparators[0].id
+        if index not in tma.indices or bound not in self.params or bound in self.constexprs:
+            return None
+        return {tma.indices.index(index): bound}
 
     def _coord(self, load: str, index: ast.expr) -> tuple:
         """(start, block) of one dim of a load from its index expression."""
@@ -421,6 +476,8 @@ class Lowering:
     def statement(self, stmt: ast.stmt) -> list:
         """Kernel lines of one consumer statement (index definitions and views are inlined)."""
         if isinstance(stmt, ast.Expr):
+            if id(stmt) in self.stores:
+                return self._tma_store(stmt)
             return [self._store(stmt.value)]
         name = stmt.targets[0].id
         if name in self.defs or name in self.tmas:
@@ -429,6 +486,16 @@ class Lowering:
         if shape is None:
             return [f"{name} = {_gl(ast.unparse(stmt.value))}"]
         return [f"{name} = {self.emit(stmt.value, self.natural(shape))}"]
+
+    def _tma_store(self, stmt: ast.Expr) -> list:
+        """This warpgroup's rows of a [M, whole dim] tile, out through shared memory by TMA; the
+        descriptor clips rows and columns past the tensor's sizes or the mask's bounds."""
+        tma, _ = self.stores[id(stmt)]
+        buffer = f"{self.store_smem[tma.name]}.index(WG)"
+        value = self.emit(stmt.value.args[1], "O")
+        return [f"{self._view(buffer, tma)}.store({value})", "fence_async_shared()",
+                f"tma.async_copy_shared_to_global({self.site(tma)}, {self._coords(tma, 'WG * ROWS')}, {buffer})",
+                "tma.store_wait(0)"]
 
     def _store(self, call: ast.Call) -> str:
         ptr, value = call.args[:2]
@@ -483,23 +550,34 @@ class Lowering:
         return a1.id, b1_load, transposed, loop.body[k2].value.args[1].id
 
     # ------------------------------------------------------------------ rendering
-    def tensors(self) -> list:
-        """The tensor parameters loaded through TMA, in parameter order, with their ranks."""
-        names = sorted({t.tensor for t in self.tmas.values()}, key=self.params.index)
-        return [(t, len(self._first(t).block)) for t in names]
+    def _block(self, tma: Tma) -> tuple:
+        return tuple("ROWS" if b == self.rows else b for b in tma.block)
 
-    def render(self, name: str, params: list, sizes: dict) -> str:
+    def sites(self) -> list:
+        """The TMA descriptors the launcher builds, one per tensor, tile and bounds, in first-use
+        order: the loads', then the stores'. The caller may rename them (`Site.name`) before
+        `render`."""
+        if not hasattr(self, "_sites"):
+            found: dict = {}
+            self._site_key = {}
+            for tma, bounds in [(t, ()) for t in self.tmas.values()] + list(self.stores.values()):
+                key = (tma.tensor, self._block(tma), bounds)
+                if key not in found:
+                    found[key] = Site(f"{tma.tensor}_desc_{len(found)}", *key)
+                self._site_key[tma.name] = key
+            self._sites = found
+        return list(self._sites.values())
+
+    def site(self, tma: Tma) -> str:
+        self.sites()
+        return self._sites[self._site_key[tma.name]].name
+
+    def render(self, name: str, params: list, dtypes: dict) -> str:
         """Gluon source defining kernel `name` and its two partition functions. `params`: the
         kernel's (parameter, is constexpr) in signature order: the emitted kernel's parameters plus
-        `sizes[(tensor, dim)]` (each TMA'd tensor's sizes) and the constexprs GROUPS, STAGES and
-        CONSUMER_REGS."""
-        self.sizes = sizes
-        sites = {}  # (tensor, block) -> descriptor name
-        for tma in self.tmas.values():
-            block = tuple("ROWS" if b == self.rows else b for b in tma.block)
-            sites.setdefault((tma.tensor, block), f"{tma.tensor}_desc_{len(sites)}")
-        self.site_of = {t.name: sites[(t.tensor, tuple("ROWS" if b == self.rows else b for b in t.block))]
-                        for t in self.tmas.values()}
+        the `sites()` descriptors and the constexprs GROUPS, STAGES and CONSUMER_REGS. `dtypes`:
+        each tensor parameter's dtype (a store reuses a resident tile's shared memory when its dtype
+        and tile match)."""
         residents = [t for t in self.tmas.values() if t.loop is None]
         if not residents:
             raise NotLowerable("no tile loaded before the loops for the first dot")
@@ -511,13 +589,23 @@ class Lowering:
             for role, load in (("first", loop.first), ("second", loop.second)):
                 if self.tmas[load].block != roles[role].block or self.tmas[load].tensor != roles[role].tensor:
                     raise NotLowerable(f"the loops' {role} dots stream different tiles")
-        smem = [f"{r.name}_smem" for r in residents] + ["first_ring", "second_ring"]
+        self.store_smem = {}  # a store's Tma name -> its shared-memory buffer; those to allocate
+        allocated = []
+        for tma, _ in self.stores.values():
+            reused = next((r for r in residents if self._block(r) == self._block(tma)
+                           and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
+            if reused is None:
+                allocated.append(tma)
+            self.store_smem[tma.name] = f"{(reused or tma).name}_smem"
+        self.allocated_stores = allocated
+        smem = [f"{r.name}_smem" for r in residents] + [self.store_smem[t.name] for t in allocated]
+        smem += ["first_ring", "second_ring"]
         bars = ["resident_bar", "first_ready", "first_empty", "second_ready", "second_empty", "turn"]
-        shared = ", ".join(list(sites.values()) + smem + bars)
+        shared = ", ".join(smem + bars)
         sig = ", ".join(f"{p}: gl.constexpr" if constexpr else p for p, constexpr in params)
         args = ", ".join(p for p, _ in params)
         out = [self._loader(name, sig, shared), self._consumer(name, sig, shared),
-               self._kernel(name, sig, args, shared, sites, residents, roles)]
+               self._kernel(name, sig, args, shared, residents, roles)]
         return "\n\n\n".join(out) + "\n"
 
     def _first(self, tensor: str) -> Tma:
@@ -545,8 +633,8 @@ class Lowering:
             for role, load in (("first", loop.first), ("second", loop.second)):
                 tma = self.tmas[load]
                 step += [f"mbarrier.wait({role}_empty.index(slot), phase ^ 1)",
-                         f"mbarrier.expect({role}_ready.index(slot), {self.site_of[load]}.block_type.nbytes)",
-                         f"tma.async_copy_global_to_shared({self.site_of[load]}, {self._coords(tma)}, "
+                         f"mbarrier.expect({role}_ready.index(slot), {self.site(tma)}.block_type.nbytes)",
+                         f"tma.async_copy_global_to_shared({self.site(tma)}, {self._coords(tma)}, "
                          f"{role}_ready.index(slot), {role}_ring.index(slot))"]
             body += ["    " + s for s in step + ["c += 1"]]
         return "\n".join(lines + ["    " + s for s in body])
@@ -631,29 +719,24 @@ class Lowering:
         drain += self._turn(f"t + {n}") + [f"o_tok = warpgroup_mma(pend_a, {second}, pend_acc, is_async=True)"] + \
             self.PASS_TURN + [f"{acc} = warpgroup_mma_wait(0, deps=(o_tok, ))",
                               "mbarrier.arrive(second_empty.index(prev))"]
-        inner = first_step + [f"for jj in range(1, {n}):"] + ["    " + s for s in step] + drain
+        # the turn counter advances only by the turns taken: the turn barriers' waits test a
+        # phase's parity, so a loop without steps that advanced it would let both warpgroups pass
+        # out of turn and, in some interleavings, both wait for the other (a deadlock)
+        inner = first_step + [f"for jj in range(1, {n}):"] + ["    " + s for s in step] + drain + [f"t += {n} + 1"]
         out += ["    " + s for s in inner]
-        out += [f"c += {n}", f"t += {n} + 1"]
+        out += [f"c += {n}"]
         return out
 
-    def _kernel(self, name: str, sig: str, args: str, shared: str, sites: dict, residents: list, roles: dict) -> str:
+    def _kernel(self, name: str, sig: str, args: str, shared: str, residents: list, roles: dict) -> str:
         lines = ["@gluon.jit", f"def {name}({sig}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
         body = self.scalar_lines(self.prologue)
-        for (tensor, block), desc in sites.items():
-            sizes = ", ".join(self.sizes[(tensor, d)] for d in range(len(block)))
-            strides = ", ".join([f"{tensor}_stride_{d}" for d in range(len(block) - 1)] + ["1"])
-            body += [f"{desc}_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([{', '.join(block)}], "
-                     f"{tensor}.dtype.element_ty)",
-                     f"{desc} = tma.make_tensor_descriptor({tensor}, [{sizes}], [{strides}], [{', '.join(block)}], "
-                     f"{desc}_layout)"]
-        for r in residents:
-            desc = self.site_of[r.name]
-            body.append(f"{r.name}_smem = gl.allocate_shared_memory({r.tensor}.dtype.element_ty, "
-                        f"[GROUPS, {', '.join(('ROWS' if b == self.rows else b) for b in r.block)}], {desc}_layout)")
-        for role, tma in roles.items():
-            desc = self.site_of[tma.name]
-            body.append(f"{role}_ring = gl.allocate_shared_memory({tma.tensor}.dtype.element_ty, "
-                        f"[STAGES, {', '.join(tma.block)}], {desc}_layout)")
+        for tma, role in [(r, None) for r in residents] + [(t, None) for t in self.allocated_stores] + \
+                [(t, role) for role, t in roles.items()]:
+            desc = self.site(tma)
+            buffer = f"{role}_ring" if role else self.store_smem.get(tma.name, f"{tma.name}_smem")
+            count = "STAGES" if role else "GROUPS"
+            body.append(f"{buffer} = gl.allocate_shared_memory({desc}.dtype, [{count}, "
+                        f"{', '.join(self._block(tma))}], {desc}.layout)")
         body += ["resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())",
                  "turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())",
                  "mbarrier.init(resident_bar, count=1)"]
@@ -664,11 +747,11 @@ class Lowering:
                  "    mbarrier.init(first_ready.index(i), count=1)", "    mbarrier.init(first_empty.index(i), count=GROUPS)",
                  "    mbarrier.init(second_ready.index(i), count=1)", "    mbarrier.init(second_empty.index(i), count=GROUPS)",
                  "for i in gl.static_range(GROUPS):", "    mbarrier.init(turn.index(i), count=1)"]
-        nbytes = " + ".join(f"{self.site_of[r.name]}.block_type.nbytes" for r in residents)
+        nbytes = " + ".join(f"{self.site(r)}.block_type.nbytes" for r in residents)
         body.append(f"mbarrier.expect(resident_bar, GROUPS * ({nbytes}))")
         body.append("for g in gl.static_range(GROUPS):")
         for r in residents:
-            body.append(f"    tma.async_copy_global_to_shared({self.site_of[r.name]}, {self._coords(r, 'g * ROWS')}, "
+            body.append(f"    tma.async_copy_global_to_shared({self.site(r)}, {self._coords(r, 'g * ROWS')}, "
                         f"resident_bar, {r.name}_smem.index(g))")
         partitions = [f"({name}_consumer, ({g}, {args}, {shared}))" for g in range(self.groups)]
         partitions.append(f"({name}_loader, ({args}, {shared}))")
@@ -677,8 +760,7 @@ class Lowering:
         body.append(f"gl.warp_specialize([{', '.join(partitions)}], [{warps}], [{regs}])")
         return "\n".join(lines + ["    " + s for s in body])
 
-
 HEADER = """from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 """

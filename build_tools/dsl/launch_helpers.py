@@ -385,6 +385,8 @@ def _launch_key(device, args, constants, num_warps, num_stages):
             # a dtype always precedes the flag, so the flat key cannot confuse it with an int
             key.append(arg.dtype)
             key.append(arg.data_ptr() % 16 == 0)
+        elif kind.__name__ == "TensorDescriptor":  # a host-built TMA descriptor: Triton specializes on these
+            key.append((kind, arg.base.dtype, tuple(arg.block_shape), getattr(arg, "layout", None), arg.padding))
         else:
             key.append((kind, arg))
     return tuple(key)

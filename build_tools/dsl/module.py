@@ -44,6 +44,22 @@ def _ensure_allocator() -> None:
         raise ValueError(f"a TMA operand needs rows of a multiple of 16 bytes; got shape {tuple(t.shape)} of {t.dtype}")
     return t
 ''',
+    "_tma_descriptor": '''_SHARED_LAYOUTS: dict = {}
+
+
+def _tma_descriptor(t: torch.Tensor, block: list, shape: list):
+    """A host-built TMA descriptor of `t` (see _tma_operand) for a Gluon kernel: tiles of `block`
+    over `shape` (at most `t`'s sizes; elements past it read as zeros and are not written). A
+    dimension of size 0 is given size 1: a kernel over an empty range never copies it."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    key = (tuple(block), t.dtype)
+    if key not in _SHARED_LAYOUTS:
+        dtype = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}[t.dtype]
+        _SHARED_LAYOUTS[key] = gl.NVMMASharedLayout.get_default_for(block, dtype)
+    return TensorDescriptor(t, [max(1, s) for s in shape], list(t.stride()), block, _SHARED_LAYOUTS[key])
+''',
     "_descriptor_scratch_fits": '''_DESCRIPTOR_BYTES = 128
 _DESCRIPTOR_SCRATCH_LIMIT = 2**28
 

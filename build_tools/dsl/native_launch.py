@@ -16,8 +16,9 @@ it) or a descriptor `bytes` that this file launches itself with the CUDA driver'
 
 followed, as Triton 3.6 compiles every kernel, by two null scratch pointers. Anything else (an
 empty grid aside, which returns at once) goes to `state`'s Python fallback: a new key, a launch
-hook or pre-run hook, a tensor not on a CUDA device, no current CUDA context, more than
-MAX_ARGS arguments. The tensors of a descriptor's launch must be on a CUDA device.
+hook or pre-run hook, a tensor not on a CUDA device, no current CUDA context, an argument that
+cannot be hashed (a host-built TMA descriptor, which the Python path keys by its specialization), more
+than MAX_ARGS arguments. The tensors of a descriptor's launch must be on a CUDA device.
 
 `state` is a tuple: (launches by kernel id, fallback, get_device(), get_stream(device), Triton's
 runtime knobs, its compilation knobs, triton.knobs.HookChain, torch.Tensor).
@@ -360,6 +361,11 @@ static PyObject *launch(PyObject *self, PyObject *const *argv, Py_ssize_t argc) 
       if ((dtypes[classified] = PyObject_GetAttr(arg, str_dtype)) == NULL)
         goto done;
       key_size++;
+    } else if (PyObject_Hash(arg) == -1) {
+      /* an unhashable argument (a host-built TMA descriptor): the Python path keys it */
+      PyErr_Clear();
+      result = PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+      goto done;
     } else {
       kinds[classified] = ARG_OTHER;
     }

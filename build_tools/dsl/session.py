@@ -647,7 +647,7 @@ class CompileSession:
 
     def compile_device_loop(self, stmt: ast.For) -> None:
         builder = KernelBuilder(self.parsed.fn.__name__)
-        self.current_launch = {"grid": "(1,)", "helpers": set(), "prologue": []}
+        self.current_launch = {"grid": "(1,)", "helpers": set(), "prologue": [], "epilogue": []}
         compiler = DeviceCompiler(self, builder)
         token = TENSOR_SHAPES_SEEN.set(self.found.tensor_shapes)
         try:
@@ -685,38 +685,59 @@ class CompileSession:
             self.launcher_lines.append(f"_descriptors_fit = _descriptor_scratch_fits({launch['grid']}, {sites})")
             self.launcher_lines.append("_ensure_allocator()")
             launch["helpers"].update(("_descriptor_scratch_fits", "_ensure_allocator"))
-        if gluon:  # its descriptors are built in the kernel, in a scratch buffer Triton allocates
-            self.launcher_lines.append("_ensure_allocator()")
-            launch["helpers"].update(("_ensure_allocator", "_tma_operand"))
+        if gluon:
+            launch["helpers"].update(("_tma_descriptor", "_tma_operand"))
         self.kernels.append(KernelLaunch(name, source, builder, launch["grid"], launch["helpers"]))
         call = f"{name}[{launch['grid']}]({', '.join(args + [f'num_warps={warps}', f'num_stages={stages}'])})"
         self.launcher_lines.append(call)
+        self.launcher_lines.extend(launch["epilogue"])
 
     def gluon_kernel(self, builder: KernelBuilder, source: str) -> tuple[str, str]:
         """(name, source) of the config's `backend: "gluon"` kernel: the emitted Triton kernel
-        lowered by gluon_lowering, which reads each TMA'd tensor's sizes from parameters added here."""
+        lowered by gluon_lowering. The launcher builds its TMA descriptors (`_tma_descriptor`),
+        passed as parameters added here; a stored tensor TMA cannot address is written through an
+        aligned copy of it (`_tma_operand`), copied back after the launch."""
         from .gluon_lowering import HEADER, Lowering, NotLowerable
 
         groups = int(self.config["consumer_groups"])
         try:
             lowering = Lowering(source[source.index("def "):], groups)
+            sites = lowering.sites()
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
         rows = builder.params[lowering.rows].host_expr
         if not rows.isdigit() or int(rows) != 64 * groups:
             raise exc.InvalidConfig(f'backend "gluon" takes 64 rows per consumer warpgroup: the row block is '
                                     f"{rows}, consumer_groups {groups}")
-        sizes = {}
-        for tensor, rank in lowering.tensors():
+        dtypes = {}
+        stored = {tma.tensor for tma, _ in lowering.stores.values()}
+        for tensor in {site.tensor for site in sites}:
             host = builder.params[tensor].host_expr
             if not host.isidentifier():
                 raise exc.NotSupported(f'backend "gluon": the TMA operand {host} is not a name in host code')
-            self.launcher_lines.append(f"{host} = _tma_operand({host})")
-            dtype = self.try_eval(ast.parse(host, mode="eval").body, self.env).dtype
-            if dtype not in (torch.float16, torch.bfloat16):
-                raise exc.NotSupported(f'backend "gluon": {host} is {dtype}; its dots take float16 or bfloat16')
-            for d in range(rank):
-                sizes[(tensor, d)] = builder.param(f"{host}.size({d})", f"{tensor}_size_{d}")
+            dtypes[tensor] = self.try_eval(ast.parse(host, mode="eval").body, self.env).dtype
+            if dtypes[tensor] not in (torch.float16, torch.bfloat16):
+                raise exc.NotSupported(f'backend "gluon": {host} is {dtypes[tensor]}; its dots take float16 or bfloat16')
+        for tensor in sorted(dtypes, key=list(builder.params).index):
+            host = builder.params[tensor].host_expr
+            if tensor in stored:
+                target = f"_{host}_tma"
+                self.launcher_lines.append(f"{target} = _tma_operand({host})")
+                self.current_launch["epilogue"].append(f"if {target} is not {host}:")
+                self.current_launch["epilogue"].append(f"    {host}.copy_({target})")
+                builder.params[tensor].host_expr = target
+            else:
+                self.launcher_lines.append(f"{host} = _tma_operand({host})")
+        for site in sites:
+            host = builder.params[site.tensor].host_expr
+            block = [str(64) if b == "ROWS" else b if b.isdigit() else builder.params[b].host_expr for b in site.block]
+            bounds = dict(site.bounds)
+            shape = [f"min({host}.size({d}), {builder.params[bounds[d]].host_expr})" if d in bounds else
+                     f"{host}.size({d})" for d in range(len(block))]
+            variable = f"_{site.name}"
+            self.launcher_lines.append(f"{variable} = _tma_descriptor({host}, [{', '.join(block)}], "
+                                       f"[{', '.join(shape)}])")
+            site.name = builder.param(variable, site.name)
         builder.constexpr("GROUPS", str(groups))
         builder.constexpr("STAGES", str(int(self.config.get("num_stages") or 2)))
         builder.constexpr("CONSUMER_REGS", "240")
@@ -724,7 +745,7 @@ class CompileSession:
         digest = hashlib.sha1(source.encode() + repr(params).encode()).hexdigest()[:10]
         name = f"_{self.parsed.fn.__name__}_gluon_{digest}"
         try:
-            body = lowering.render(name, params, sizes)
+            body = lowering.render(name, params, {t: str(d) for t, d in dtypes.items()})
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
         return name, HEADER + "\n\n" + body

@@ -60,9 +60,11 @@ def test_lowered_attention_compiles_for_sm90():
     for key, kernels in results.items():
         assert len(kernels) == 1, key
         (kernel,) = kernels
-        # a loader partition at 24 registers beside wgmma consumers, nothing spilled
+        # a loader partition at 24 registers beside wgmma consumers, nothing spilled; each consumer
+        # stores its rows of the output by TMA
         assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
-        assert kernel["tma_loads"] >= 3 and kernel["spill_stores"] == 0, key
+        groups = int(key.split("-")[2])
+        assert kernel["tma_loads"] >= 3 and kernel["tma_stores"] == groups and kernel["spill_stores"] == 0, key
 
 
 def test_lowered_source_is_deterministic():
@@ -72,6 +74,21 @@ def test_lowered_source_is_deterministic():
     second = attention_fwd.bind(args).to_triton_code(gluon_config(True))
     assert first == second
     assert "gl.warp_specialize" in first and "_tma_operand(q)" in first
+
+
+def test_turns_advance_only_in_loops_that_take_them():
+    """The ping-pong turn barriers' waits test a phase's parity: advancing the turn counter over a
+    loop without steps (the causal forward's empty peeled tails) lets the warpgroups pass out of
+    turn, and some interleavings then deadlock (it hung on the H100 at B4 H32 S1024, 2026-11-27)."""
+    source = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, True)).to_triton_code(gluon_config(True))
+    consumer = source[source.index("_consumer(WG"):source.index("@gluon.jit", source.index("_consumer(WG"))]
+    lines = consumer.splitlines()
+    advances = [i for i, line in enumerate(lines) if line.strip().startswith("t += ")]
+    assert len(advances) == 4  # two loops, each with its peeled tail
+    for i in advances:
+        guard = next(line for line in reversed(lines[:i]) if line.strip().startswith("if n_"))
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        assert indent > len(guard) - len(guard.lstrip()), lines[i]
 
 
 @helion.kernel()
@@ -137,6 +154,21 @@ def test_tma_operands_are_copied_when_misaligned():
     assert tma_operand(offset).data_ptr() % 16 == 0
     with pytest.raises(ValueError, match="16 bytes"):
         tma_operand(torch.randn(4, 36, dtype=torch.float16))
+
+
+def test_host_descriptors_key_launches_by_their_specialization():
+    from build_tools.dsl.launch_helpers import _launch_key
+    scope = {"torch": torch}
+    exec(HELPERS["_tma_descriptor"], scope)
+    tma_descriptor = scope["_tma_descriptor"]
+    t = torch.randn(2, 3, 40, 64, dtype=torch.bfloat16)
+    desc = tma_descriptor(t, [1, 1, 64, 64], [2, 3, 0, 64])
+    assert desc.shape == [2, 3, 1, 64] and desc.strides == list(t.stride()) and desc.block_shape == [1, 1, 64, 64]
+    again = tma_descriptor(torch.randn(2, 3, 50, 64, dtype=torch.bfloat16), [1, 1, 64, 64], [2, 3, 50, 64])
+    other = tma_descriptor(t, [1, 1, 128, 64], [2, 3, 40, 64])
+    half = tma_descriptor(t.half(), [1, 1, 64, 64], [2, 3, 40, 64])
+    key = lambda d: _launch_key(0, (1, d), (), 4, 2)
+    assert key(desc) == key(again) and len({key(desc), key(other), key(half)}) == 3
 
 
 def reference(q, k, v, causal, scale):
