@@ -110,9 +110,10 @@ class Dispatcher:
         return [own, [t for t in self.tables if t.arch == DEFAULT_ARCH and arch != DEFAULT_ARCH]]
 
     def usable_entries(self, tables: list, op: str, dtype: str, shape: dict, launchers: dict,
-                       exact_keys: tuple, notes: list) -> list:
-        """(table, entry) of each tuned shape of `tables` that can run `shape`: a generated variant
-        and equal exact keys; the first table's entry of a shape that several hold."""
+                       exact_keys: tuple, notes: list, device: torch.device) -> list:
+        """(table, entry) of each tuned shape of `tables` that can run `shape` on `device`: a
+        generated variant of a back end that runs there, and equal exact keys; the first table's
+        entry of a shape that several hold."""
         found = {}
         for table in tables:
             entries = table.candidates(op, dtype)
@@ -120,6 +121,11 @@ class Dispatcher:
             if len(usable) < len(entries):
                 notes.append(f"{table.name}: {len(entries) - len(usable)} entries for {op}/{dtype} "
                              "have no generated variant (run `python -m build_tools generate`)")
+            runnable = [e for e in usable if _arch.runs_backend(e.config.get("backend", "triton"), device)]
+            if len(runnable) < len(usable):
+                notes.append(f"{table.name}: {len(usable) - len(runnable)} entries for {op}/{dtype} use a back end "
+                             f"that does not run on {device} (backend \"gluon\": a Hopper GPU)")
+            usable = runnable
             usable = [e for e in usable if all(e.shape.get(k) == shape.get(k) for k in exact_keys)]
             if not usable and table.arch != DEFAULT_ARCH and entries:
                 notes.append(f"{table.name}: no entry for {op}/{dtype} with "
@@ -140,7 +146,7 @@ class Dispatcher:
         if not has_own:
             notes.append(f"no tuned table for architecture {arch}; using the default table")
         for tables in self.tables_for(arch, name):
-            usable = self.usable_entries(tables, op, dtype_str, shape, launchers, exact_keys, notes)
+            usable = self.usable_entries(tables, op, dtype_str, shape, launchers, exact_keys, notes, device)
             if not usable:
                 continue
             table, best = min(usable, key=lambda pair: log_distance(pair[1].shape, shape, exact_keys, weights))

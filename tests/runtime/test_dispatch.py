@@ -295,3 +295,19 @@ def test_a_call_imports_only_its_ops_family():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["['helion_kernels._generated.softmax']"]
+
+
+def test_entries_of_a_backend_the_device_cannot_run_are_skipped(tmp_path, monkeypatch):
+    gluon = {**entry("attention_fwd", {"S": 4096, "D": 128, "causal": False}, "gluon"),
+             "config": {"backend": "gluon", "consumer_groups": 2}}
+    write_table(tmp_path, "sm_90.json", "sm_90", [gluon, entry("attention_fwd", {"S": 512, "D": 128, "causal": False}, "tri")])
+    d = dispatcher(tmp_path, ["gluon", "tri"], exact_keys=("D", "causal"), monkeypatch=monkeypatch)
+    decision = select(d, {"S": 4096, "D": 128, "causal": False}, "attention_fwd")
+    assert decision.variant == "tri" and any('backend "gluon"' in n for n in decision.notes)
+    gpu = torch.device("cuda", 0)  # a Hopper GPU, outside the interpreter, as far as the dispatcher asks
+    monkeypatch.setenv("HK_DEVICE_NAME", "NVIDIA H100 80GB HBM3")
+    monkeypatch.delenv("TRITON_INTERPRET")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert d.resolve("attention_fwd", gpu, torch.bfloat16, {"S": 4096, "D": 128, "causal": False}).variant == "gluon"
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    assert d.resolve("attention_fwd", gpu, torch.bfloat16, {"S": 4096, "D": 128, "causal": False}).variant == "tri"
