@@ -329,6 +329,11 @@ static PyObject *launch(PyObject *self, PyObject *const *argv, Py_ssize_t argc) 
       if ((dtypes[classified] = PyObject_GetAttr(arg, str_dtype)) == NULL)
         goto done;
       key_size++;
+    } else if (PyObject_Hash(arg) == -1) {
+      /* an unhashable argument (a host-built TMA descriptor): the Python path keys it */
+      PyErr_Clear();
+      result = PyObject_Vectorcall(state[ST_FALLBACK], call, 6, NULL);
+      goto done;
     } else {
       kinds[classified] = ARG_OTHER;
     }
@@ -1565,6 +1570,8 @@ def _launch_key(device, args, constants, num_warps, num_stages):
             # a dtype always precedes the flag, so the flat key cannot confuse it with an int
             key.append(arg.dtype)
             key.append(arg.data_ptr() % 16 == 0)
+        elif kind.__name__ == "TensorDescriptor":  # a host-built TMA descriptor: Triton specializes on these
+            key.append((kind, arg.base.dtype, tuple(arg.block_shape), getattr(arg, "layout", None), arg.padding))
         else:
             key.append((kind, arg))
     return tuple(key)
