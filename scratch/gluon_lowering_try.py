@@ -1,6 +1,6 @@
-"""GPU check of the DSL's `backend: "gluon"` (build_tools/dsl/gluon_lowering.py) on the attention forward:
-values against float64 at odd shapes (outputs poisoned), then times against the library's forward
-(its tuned Triton configs) and SDPA's cuDNN backend, one process.
+"""Times the DSL's `backend: "gluon"` (build_tools/dsl/gluon_lowering.py) on the attention forward
+against the library's forward (its tuned Triton configs) and SDPA's cuDNN backend, one process.
+Values are checked by tests/dsl/test_gluon_backend.py (`-m gpu`).
 
     python3 scratch/gluon_lowering_try.py --out $OUT
 """
@@ -14,10 +14,8 @@ import statistics
 import torch
 
 from kernels_src.attention import attention_fwd
-from tests.dsl._harness import poisoned_allocations
-from tests.dsl.test_gluon_backend import attention_args, gluon_config, reference
+from tests.dsl.test_gluon_backend import attention_args, gluon_config
 
-CHECKS = [(2, 4, 2, 1000, 1000), (1, 4, 4, 300, 777), (1, 4, 2, 777, 300), (1, 2, 2, 1, 129), (1, 2, 1, 65, 1)]
 TIMED = [(4, 32, 32, S, S) for S in (1024, 2048, 4096, 8192)]
 
 
@@ -34,16 +32,6 @@ def main() -> None:
         for head_dim in (128, 64):
             for groups in (2, 1):
                 config = gluon_config(causal, groups)
-                worst = [0.0, 0.0]
-                for shape in CHECKS:
-                    args = attention_args(*shape, head_dim, causal, device="cuda", dtype=torch.bfloat16)
-                    with poisoned_allocations():
-                        out, lse = attention_fwd.bind(args).compile_config(config)(*args)
-                    want, want_lse = reference(*args)
-                    worst = [max(worst[0], float((out.double() - want).abs().max())),
-                             max(worst[1], float((lse.double() - want_lse).abs().max()))]
-                results.append(dict(causal=causal, D=head_dim, groups=groups, err_out=worst[0], err_lse=worst[1]))
-                print(json.dumps(results[-1]), flush=True)
                 for shape in TIMED:
                     args = attention_args(*shape, head_dim, causal, device="cuda", dtype=torch.bfloat16)
                     q, k, v = args[:3]
