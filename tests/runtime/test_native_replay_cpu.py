@@ -83,3 +83,22 @@ def test_an_output_viewing_an_allocation_in_another_shape_stands_for_it():
     assert generated._allocation_of_view(out.t(), [out], (out.t(),)) is None  # not contiguous
     assert generated._allocation_of_view(out.view(torch.int32), [out], (out.view(torch.int32),)) is None
     assert generated._allocation_of_view(torch.empty(2, 3, 4), [out], ()) is None  # other memory
+
+
+def test_an_unhashable_launch_argument_goes_to_the_python_path():
+    """A host-built TMA descriptor (a dataclass, unhashable) cannot key the native launch's entries:
+    the launch hands the call to its fallback, which keys descriptors by their specialization."""
+    import triton
+
+    calls = []
+
+    class Kernel:
+        pre_run_hooks = []
+
+    kernel = Kernel()
+    state = ({id(kernel): (kernel, {})}, lambda *call: calls.append(call) or "fallback", lambda: 0,
+             lambda device: 0, triton.knobs.runtime, triton.knobs.compilation, triton.knobs.HookChain,
+             torch.Tensor)
+    unhashable = [1, 2]
+    assert _native().launch(state, kernel, (1,), (3, unhashable), (), 4, 2) == "fallback"
+    assert calls == [(kernel, (1,), (3, unhashable), (), 4, 2)]
