@@ -23,7 +23,7 @@ from build_tools.autotune.entry import Limits, PoolObjective, no_peers, tune_ent
 from build_tools.autotune.plan import Entry, neighbour_configs, untuned_config
 from build_tools.autotune.progress import RunProgress
 from build_tools.autotune.search import SearchSettings
-from build_tools.autotune.space import SearchSpace
+from build_tools.autotune.space import SearchSpace, runnable_backends
 from build_tools.autotune.state import TuneState
 from build_tools.autotune.table import environment_header, load_table, merged_table, write_table
 from build_tools.autotune.workers import WorkerFailure
@@ -207,7 +207,7 @@ class Tuner:
         objective = PoolObjective(self.backend.pool, self.backend.bench, limits, self.progress.candidate,
                                   deadline=time.monotonic() + time_limit_s)
         result = tune_entry(
-            SearchSpace(bound.config_spec), objective, self.backend.bench,
+            SearchSpace(bound.config_spec, runnable_backends(options.device)), objective, self.backend.bench,
             self._seeds(entry, bound.config_spec), settings, limits, incumbent,
             (lambda: self._peers(entry, limits)) if options.with_baselines else no_peers, self.clock,
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
+from build_tools.dsl.config_spec import Knob
 from helion_kernels._variant import canonical_json
 
 Point = tuple
@@ -34,6 +35,16 @@ def _nearest_index(choices: Sequence, value: Any) -> int:
     return 0
 
 
+def runnable_backends(device: str) -> tuple:
+    """The config back ends whose kernels run on `device` (a torch device string)."""
+    import torch
+
+    from build_tools.dsl.config_spec import BACKENDS
+    from helion_kernels._arch import runs_backend
+
+    return tuple(b for b in BACKENDS if runs_backend(b, torch.device(device)))
+
+
 # Knobs that reshape the whole kernel besides the kernel-wide ones (index None: warps, stages, pid
 # type, the kernel's own tunables); the other indexed knobs act on one memory site or device loop.
 WHOLE_KERNEL_KNOBS = ("block_sizes", "reduction_loops")
@@ -42,9 +53,12 @@ WHOLE_KERNEL_KNOBS = ("block_sizes", "reduction_loops")
 class SearchSpace:
     """Maps between index points and Configs of one `ConfigSpec`."""
 
-    def __init__(self, config_spec):
+    def __init__(self, config_spec, backends: Sequence[str] | None = None):
+        """`backends`: the config back ends the search may choose (all by default); a device runs
+        only some (helion_kernels._arch.runs_backend)."""
         self.config_spec = config_spec
-        self.knobs = list(config_spec.knobs())
+        self.knobs = [Knob(k.name, k.index, tuple(c for c in k.choices if c in backends))
+                      if k.name == "backend" and backends is not None else k for k in config_spec.knobs()]
         self.sizes = tuple(len(knob.choices) for knob in self.knobs)
         self.whole_kernel_dims = frozenset(
             d for d, knob in enumerate(self.knobs) if knob.index is None or knob.name in WHOLE_KERNEL_KNOBS)

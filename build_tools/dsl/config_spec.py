@@ -220,6 +220,9 @@ class ConfigSpec:
             knobs.append(Knob("store_subtiles", store, STORE_SUBTILES if splittable else (1,)))
         for name, fragment in sorted(f.tunables.items()):
             knobs.append(Knob(name, None, tuple(fragment.choices())))
+        if f.gluon_rows and None not in f.gluon_rows:  # every top-level loop has the form it lowers
+            knobs.append(Knob("backend", None, BACKENDS))
+            knobs.append(Knob("consumer_groups", None, CONSUMER_GROUPS))
         return knobs
 
     def knobs(self) -> list[Knob]:
@@ -237,7 +240,7 @@ class ConfigSpec:
         config = self.normalize(config)
         out = []
         for knob in self._knobs:
-            value = config[knob.name]
+            value = config.get(knob.name, knob.choices[0])  # the back end's fields are left out by default
             if knob.index is not None:
                 value = value[knob.index] if knob.index < len(value) else knob.choices[0]
             out.append(value)
@@ -402,12 +405,12 @@ class ConfigSpec:
         self._backend(fields)
         return Config(fields)
 
-    @staticmethod
-    def _backend(fields: dict) -> None:
+    def _backend(self, fields: dict) -> None:
         """`backend`: "triton" (the default, left out of configs) or "gluon" (build_tools/dsl/
         gluon_lowering.py: warp-specialized kernels for the two-dot loop form), with its
-        `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise), and the Triton-only
-        knobs at their neutral values."""
+        `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise). With it, the row block
+        of each top-level loop takes the groups' rows and the Triton-only knobs their neutral values.
+        The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
         backend = fields.pop("backend", "triton")
         groups = fields.pop("consumer_groups", None)
         if backend not in BACKENDS:
@@ -423,6 +426,9 @@ class ConfigSpec:
             fields["indexing"] = ["pointer"] * len(fields.get("indexing") or [])
             fields["range_warp_specializes"] = [None] * len(fields.get("range_warp_specializes") or [])
             fields["num_warps"] = 4
+            if self.found.gluon_rows and None not in self.found.gluon_rows:  # 64 rows per warpgroup
+                for block in self.found.gluon_rows:
+                    fields["block_sizes"][block] = 64 * groups
 
     def _scalar_defaults(self) -> dict:
         f = self.found

@@ -151,6 +151,16 @@ class Lowering:
                 raise NotLowerable(f"load {tma.name}: a block that is not the row, key or whole dim")
         for i, loop in enumerate(self.loops):
             self._check_loop(i, loop)
+        self.residents = [t for t in self.tmas.values() if t.loop is None]
+        if not self.residents:
+            raise NotLowerable("no tile loaded before the loops for the first dot")
+        for loop in self.loops:
+            _, loop.first, _, loop.second = self.operands(loop)
+        self.roles = {"first": self.tmas[self.loops[0].first], "second": self.tmas[self.loops[0].second]}
+        for loop in self.loops[1:]:
+            for role, load in (("first", loop.first), ("second", loop.second)):
+                if self.tmas[load].block != self.roles[role].block or self.tmas[load].tensor != self.roles[role].tensor:
+                    raise NotLowerable(f"the loops' {role} dots stream different tiles")
 
     def _loop(self, stmt: ast.For) -> Loop:
         it = stmt.iter
@@ -255,7 +265,7 @@ class Lowering:
             raise NotLowerable(f"load {name}: not every dim of {tensor} indexed")
         coords = [dims[d][0] for d in sorted(dims)]
         block = [dims[d][1] for d in sorted(dims)]
-        if block[-1] == "1" or block[-2] == "1" or any(b != "1" for b in block[:-2]):
+        if len(block) < 2 or block[-1] == "1" or block[-2] == "1" or any(b != "1" for b in block[:-2]):
             raise NotLowerable(f"load {name}: not a 2-D tile of the last two dims")
         return Tma(name, tensor, coords, block, loop, tuple(indices[d] for d in sorted(dims)))
 
@@ -578,17 +588,7 @@ class Lowering:
         the `sites()` descriptors and the constexprs GROUPS, STAGES and CONSUMER_REGS. `dtypes`:
         each tensor parameter's dtype (a store reuses a resident tile's shared memory when its dtype
         and tile match)."""
-        residents = [t for t in self.tmas.values() if t.loop is None]
-        if not residents:
-            raise NotLowerable("no tile loaded before the loops for the first dot")
-        for loop in self.loops:
-            _, first, _, second = self.operands(loop)
-            loop.first, loop.second = first, second
-        roles = {"first": self.tmas[self.loops[0].first], "second": self.tmas[self.loops[0].second]}
-        for loop in self.loops[1:]:
-            for role, load in (("first", loop.first), ("second", loop.second)):
-                if self.tmas[load].block != roles[role].block or self.tmas[load].tensor != roles[role].tensor:
-                    raise NotLowerable(f"the loops' {role} dots stream different tiles")
+        residents, roles = self.residents, self.roles
         self.store_smem = {}  # a store's Tma name -> its shared-memory buffer; those to allocate
         allocated = []
         for tma, _ in self.stores.values():

@@ -92,6 +92,9 @@ class Discovery:
     dot_shapes: set = field(default_factory=set)
     # a reduction dim's extent is a run-time size (static_reduction_sizes may make it a constexpr)
     runtime_rdims: bool = False
+    # per top-level loop, the block index of its row tile when the Gluon back end can lower its
+    # kernel (the two-dot loop form over float16/bfloat16 tensors), else None
+    gluon_rows: list = field(default_factory=list)
 
 
 @dataclass
@@ -669,6 +672,8 @@ class CompileSession:
         gluon = self.config.get("backend") == "gluon"
         if gluon:
             name, source = self.gluon_kernel(builder, source)
+        else:
+            self.note_gluon_form(builder, source)
         launch = self.current_launch
         args = []
         for p in builder.ordered_params():
@@ -709,15 +714,8 @@ class CompileSession:
         if not rows.isdigit() or int(rows) != 64 * groups:
             raise exc.InvalidConfig(f'backend "gluon" takes 64 rows per consumer warpgroup: the row block is '
                                     f"{rows}, consumer_groups {groups}")
-        dtypes = {}
+        dtypes = self.tma_dtypes(builder, sites)
         stored = {tma.tensor for tma, _ in lowering.stores.values()}
-        for tensor in {site.tensor for site in sites}:
-            host = builder.params[tensor].host_expr
-            if not host.isidentifier():
-                raise exc.NotSupported(f'backend "gluon": the TMA operand {host} is not a name in host code')
-            dtypes[tensor] = self.try_eval(ast.parse(host, mode="eval").body, self.env).dtype
-            if dtypes[tensor] not in (torch.float16, torch.bfloat16):
-                raise exc.NotSupported(f'backend "gluon": {host} is {dtypes[tensor]}; its dots take float16 or bfloat16')
         for tensor in sorted(dtypes, key=list(builder.params).index):
             host = builder.params[tensor].host_expr
             if tensor in stored:
@@ -749,6 +747,35 @@ class CompileSession:
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
         return name, HEADER + "\n\n" + body
+
+    def tma_dtypes(self, builder: KernelBuilder, sites: list) -> dict:
+        """{tensor parameter: dtype} of the Gluon lowering's TMA operands; NotSupported unless each
+        is a host-code name of a float16 or bfloat16 tensor."""
+        dtypes = {}
+        for tensor in {site.tensor for site in sites}:
+            host = builder.params[tensor].host_expr
+            if not host.isidentifier():
+                raise exc.NotSupported(f'backend "gluon": the TMA operand {host} is not a name in host code')
+            dtypes[tensor] = self.try_eval(ast.parse(host, mode="eval").body, self.env).dtype
+            if dtypes[tensor] not in (torch.float16, torch.bfloat16):
+                raise exc.NotSupported(f'backend "gluon": {host} is {dtypes[tensor]}; its dots take float16 or bfloat16')
+        return dtypes
+
+    def note_gluon_form(self, builder: KernelBuilder, source: str) -> None:
+        """Discovery: the row block of this top-level loop when the Gluon back end can lower its
+        kernel (found.gluon_rows; None where it cannot), so the config space offers the back end."""
+        from .gluon_lowering import Lowering, NotLowerable
+
+        try:
+            lowering = Lowering(source[source.index("def "):], 1)
+            self.tma_dtypes(builder, lowering.sites())
+        except (NotLowerable, exc.NotSupported):
+            self.found.gluon_rows.append(None)
+            return
+        except Exception:  # noqa: BLE001 - a kernel the analysis cannot read is not offered the back end;
+            self.found.gluon_rows.append(None)  # a config that asks for it gets the error (gluon_kernel)
+            return
+        self.found.gluon_rows.append(int(lowering.rows.removeprefix("_BLOCK_SIZE_")))
 
     def make_reduction_sizes_constexpr(self, rdims, builder: KernelBuilder) -> None:
         """static_reduction_sizes: the parameter carrying each run-time reduction extent becomes a

@@ -183,3 +183,24 @@ def test_pattern_rounds_within_budget_fill_what_the_evolution_leaves():
     settings = SearchSettings(population=13, generations=3, pattern_batch=16, max_evaluations=400)
     assert settings.pattern_rounds_within_budget() == -(-(400 - 52) // 16) == 22
     assert SearchSettings(population=13, generations=3, max_evaluations=30).pattern_rounds_within_budget() == 0
+
+
+def test_the_search_offers_the_gluon_back_end_only_where_it_lowers_and_runs():
+    import torch
+
+    from build_tools.autotune.space import runnable_backends
+    from kernels_src.attention import attention_fwd
+    from tests.dsl.test_gluon_backend import attention_args
+
+    spec = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, True)).config_spec
+    offered = {k.name: k.choices for k in SearchSpace(spec).knobs}
+    assert offered["backend"] == ("triton", "gluon") and offered["consumer_groups"] == (1, 2)
+    assert runnable_backends("cpu") == ("triton",)
+    cpu_space = SearchSpace(spec, runnable_backends("cpu"))
+    assert {k.name: k.choices for k in cpu_space.knobs}["backend"] == ("triton",)
+    point = SearchSpace(spec).encode({"backend": "gluon", "consumer_groups": 1, "block_sizes": [16, 64]})
+    gluon = SearchSpace(spec).decode(point)
+    assert gluon["backend"] == "gluon" and gluon["block_sizes"][0] == 64  # the row block of one warpgroup
+    assert cpu_space.decode(cpu_space.encode(gluon)).get("backend", "triton") == "triton"
+    fp32 = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, True, dtype=torch.float32)).config_spec
+    assert "backend" not in {k.name for k in SearchSpace(fp32).knobs}
