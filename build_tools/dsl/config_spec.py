@@ -409,7 +409,8 @@ class ConfigSpec:
         """`backend`: "triton" (the default, left out of configs) or "gluon" (build_tools/dsl/
         gluon_lowering.py: warp-specialized kernels for the two-dot loop form), with its
         `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise). With it, the row block
-        of each top-level loop takes the groups' rows and the Triton-only knobs their neutral values.
+        of each top-level loop takes the groups' rows, the grid is one program per tile (flat), and
+        the Triton-only knobs take their neutral values.
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
         backend = fields.pop("backend", "triton")
         groups = fields.pop("consumer_groups", None)
@@ -426,6 +427,9 @@ class ConfigSpec:
             fields["indexing"] = ["pointer"] * len(fields.get("indexing") or [])
             fields["range_warp_specializes"] = [None] * len(fields.get("range_warp_specializes") or [])
             fields["num_warps"] = 4
+            fields["pid_type"] = "flat"  # one program per tile: the lowering's partitions share it
+            fields["num_stages"] = 2  # the ring's depth: the only one run on a GPU so far
+            fields["persistent_flattens"] = [False] * len(fields.get("persistent_flattens") or [])
             if self.found.gluon_rows and None not in self.found.gluon_rows:  # 64 rows per warpgroup
                 for block in self.found.gluon_rows:
                     fields["block_sizes"][block] = 64 * groups
@@ -544,16 +548,20 @@ class ConfigSpec:
             i = max(sorted(over), key=lambda j: blocks[j])
             blocks[i] //= 2
 
-    def random_config(self, seed: int | random.Random | None = None, max_tiles: int | None = None) -> Config:
+    def random_config(self, seed: int | random.Random | None = None, max_tiles: int | None = None,
+                      backends: tuple | None = None) -> Config:
         """Every knob drawn from its choices (deterministic per seed). With `max_tiles`, block sizes
         and reduction chunks are drawn only among the choices of at least 1/max_tiles of the knob's
         largest (the dimension rounded up to a power of two, or the block's bound), so each
         dimension is cut into at most about that many tiles; a whole-dimension reduction (None)
-        stays a choice. For runs where every program costs, such as Triton's CPU interpreter."""
+        stays a choice. For runs where every program costs, such as Triton's CPU interpreter.
+        `backends` limits the back ends drawn to those (the ones the device to run on runs)."""
         rng = seed if isinstance(seed, random.Random) else random.Random(seed)
         values = []
         for knob in self._knobs:
             choices = knob.choices
+            if knob.name == "backend" and backends is not None:
+                choices = [c for c in choices if c in backends]
             if max_tiles is not None and knob.name in ("block_sizes", "reduction_loops") and any(choices):
                 largest = max(c for c in choices if c)
                 choices = [c for c in choices if not c or c * max_tiles >= largest]

@@ -133,13 +133,22 @@ def config_with(config, **fields):
     return type(config)(**{**dict(config), **fields})
 
 
+def runnable_backends(bound) -> tuple:
+    """The config back ends that run on the device of `bound`'s tensor arguments."""
+    from build_tools.autotune.space import runnable_backends as on_device
+
+    device = next((a.device for a in bound.arguments.values() if isinstance(a, torch.Tensor)), torch.device("cpu"))
+    return on_device(str(device))
+
+
 def configs_to_run(bound, n_random: int, seed_offset: int, extra_configs=(), overrides=()) -> list:
     """(label, config) pairs: default, n_random random configs (RANDOM_MAX_TILES), extra configs,
     then the default config with each dict of `overrides` applied."""
     spec = bound.config_spec
     default = spec.default_config()
     runs = [("default", default)]
-    runs += [(f"random seed {seed}", spec.random_config(seed, max_tiles=RANDOM_MAX_TILES))
+    backends = runnable_backends(bound)
+    runs += [(f"random seed {seed}", spec.random_config(seed, max_tiles=RANDOM_MAX_TILES, backends=backends))
              for seed in range(seed_offset, seed_offset + n_random)]
     runs += [(f"explicit {i}", config) for i, config in enumerate(extra_configs)]
     runs += [(f"default with {fields}", config_with(default, **fields)) for fields in overrides]

@@ -127,8 +127,9 @@ def test_invalid_gluon_configs_raise():
         bound.to_triton_code({**gluon_config(False), "backend": "cuda"})
     with pytest.raises(exc.InvalidConfig, match="consumer_groups"):
         bound.to_triton_code({**gluon_config(False), "consumer_groups": 3})
-    with pytest.raises(exc.InvalidConfig, match="64 rows per consumer warpgroup"):
-        bound.to_triton_code({**gluon_config(False), "block_sizes": [64, 128]})
+    # the row block follows the consumer groups, and the grid is one program per tile
+    normalized = bound.config_spec.normalize({**gluon_config(False), "block_sizes": [64, 128], "pid_type": "persistent_blocked"})
+    assert normalized["block_sizes"][0] == 128 and normalized["pid_type"] == "flat"
     fp32 = attention_args(1, 2, 2, 128, 128, 64, False, dtype=torch.float32)
     with pytest.raises(exc.NotSupported, match="float16 or bfloat16"):
         attention_fwd.bind(fp32).to_triton_code(gluon_config(False))

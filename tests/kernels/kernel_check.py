@@ -13,6 +13,8 @@ import pytest
 import torch
 from triton.runtime.errors import OutOfResources, PTXASError
 
+from tests.dsl._harness import runnable_backends
+
 RANDOM_CONFIG_SEEDS = (11, 23)
 # Under the CPU interpreter, which runs programs one by one, random configs keep to 8 tiles per dimension.
 RANDOM_MAX_TILES = 8 if os.environ.get("HK_TEST_DEVICE", "cpu") == "cpu" else None
@@ -23,7 +25,9 @@ def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str
     then `extra`."""
     spec = bound.config_spec
     configs = [("default", spec.default_config())]
-    configs += [(f"random_config({seed})", spec.random_config(seed, max_tiles=RANDOM_MAX_TILES)) for seed in seeds]
+    backends = runnable_backends(bound)
+    configs += [(f"random_config({seed})", spec.random_config(seed, max_tiles=RANDOM_MAX_TILES, backends=backends))
+                for seed in seeds]
     return configs + list(extra)
 
 
