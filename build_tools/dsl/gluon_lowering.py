@@ -623,7 +623,7 @@ class Lowering:
         return f"{ref}.reshape([{', '.join(dims)}])"
 
     def _loader(self, name: str, sig: str, shared: str) -> str:
-        lines = [f"@gluon.jit", f"def {name}_loader({sig}, {shared}):"]
+        lines = ["@gluon.jit", f"def {name}_loader({sig}, {shared}):"]
         body = self.scalar_lines(self.prologue) + ["c = 0"]
         for i, loop in enumerate(self.loops):
             if i:
@@ -645,7 +645,7 @@ class Lowering:
     PASS_TURN = ["if GROUPS > 1:", "    mbarrier.arrive(turn.index((WG + 1) % GROUPS))"]
 
     def _consumer(self, name: str, sig: str, shared: str) -> str:
-        head = [f"@gluon.jit",
+        head = ["@gluon.jit",
                 f"def {name}_consumer(WG: gl.constexpr, {sig}, {shared}):",
                 f"    ROWS: gl.constexpr = {self.rows} // GROUPS",
                 f"    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
