@@ -220,7 +220,7 @@ class ConfigSpec:
             knobs.append(Knob("store_subtiles", store, STORE_SUBTILES if splittable else (1,)))
         for name, fragment in sorted(f.tunables.items()):
             knobs.append(Knob(name, None, tuple(fragment.choices())))
-        if f.gluon_rows and None not in f.gluon_rows:  # every top-level loop has the form it lowers
+        if self._gluon_row_blocks():
             knobs.append(Knob("backend", None, BACKENDS))
             knobs.append(Knob("consumer_groups", None, CONSUMER_GROUPS))
         return knobs
@@ -405,6 +405,11 @@ class ConfigSpec:
         self._backend(fields)
         return Config(fields)
 
+    def _gluon_row_blocks(self) -> list | None:
+        """Each top-level loop's row block when every one has the form the Gluon back end lowers."""
+        rows = self.found.gluon_rows
+        return rows if rows and None not in rows else None
+
     def _backend(self, fields: dict) -> None:
         """`backend`: "triton" (the default, left out of configs) or "gluon" (build_tools/dsl/
         gluon_lowering.py: warp-specialized kernels for the two-dot loop form), with its
@@ -430,9 +435,8 @@ class ConfigSpec:
             fields["pid_type"] = "flat"  # one program per tile: the lowering's partitions share it
             fields["num_stages"] = 2  # the ring's depth: the only one run on a GPU so far
             fields["persistent_flattens"] = [False] * len(fields.get("persistent_flattens") or [])
-            if self.found.gluon_rows and None not in self.found.gluon_rows:  # 64 rows per warpgroup
-                for block in self.found.gluon_rows:
-                    fields["block_sizes"][block] = 64 * groups
+            for block in self._gluon_row_blocks() or ():  # 64 rows per warpgroup
+                fields["block_sizes"][block] = 64 * groups
 
     def _scalar_defaults(self) -> dict:
         f = self.found

@@ -764,16 +764,13 @@ class CompileSession:
     def note_gluon_form(self, builder: KernelBuilder, source: str) -> None:
         """Discovery: the row block of this top-level loop when the Gluon back end can lower its
         kernel (found.gluon_rows; None where it cannot), so the config space offers the back end."""
-        from .gluon_lowering import Lowering, NotLowerable
+        from .gluon_lowering import Lowering
 
         try:
             lowering = Lowering(source[source.index("def "):], 1)
             self.tma_dtypes(builder, lowering.sites())
-        except (NotLowerable, exc.NotSupported):
-            self.found.gluon_rows.append(None)
-            return
-        except Exception:  # noqa: BLE001 - a kernel the analysis cannot read is not offered the back end;
-            self.found.gluon_rows.append(None)  # a config that asks for it gets the error (gluon_kernel)
+        except Exception:  # noqa: BLE001 - refused (NotLowerable, NotSupported) or unreadable by the
+            self.found.gluon_rows.append(None)  # analysis: not offered; a config asking for it gets the error
             return
         self.found.gluon_rows.append(int(lowering.rows.removeprefix("_BLOCK_SIZE_")))
 
