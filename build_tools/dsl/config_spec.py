@@ -414,8 +414,9 @@ class ConfigSpec:
         """`backend`: "triton" (the default, left out of configs) or "gluon" (build_tools/dsl/
         gluon_lowering.py: warp-specialized kernels for the two-dot loop form), with its
         `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise). With it, the row block
-        of each top-level loop takes the groups' rows, the grid is one program per tile (flat), and
-        the Triton-only knobs take their neutral values.
+        of each top-level loop takes the groups' rows, the grid is one axis (flat, or persistent:
+        its partitions walk the program's tiles together), and the Triton-only knobs take their
+        neutral values.
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
         backend = fields.pop("backend", "triton")
         groups = fields.pop("consumer_groups", None)
@@ -432,7 +433,8 @@ class ConfigSpec:
             fields["indexing"] = ["pointer"] * len(fields.get("indexing") or [])
             fields["range_warp_specializes"] = [None] * len(fields.get("range_warp_specializes") or [])
             fields["num_warps"] = 4
-            fields["pid_type"] = "flat"  # one program per tile: the lowering's partitions share it
+            if fields["pid_type"] == "xyz":  # one grid axis: a persistent program's tile loop or one tile each
+                fields["pid_type"] = "flat"
             fields["num_stages"] = 2  # the ring's depth: the only one run on a GPU so far
             fields["persistent_flattens"] = [False] * len(fields.get("persistent_flattens") or [])
             for block in self._gluon_row_blocks() or ():  # 64 rows per warpgroup

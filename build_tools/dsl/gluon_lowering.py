@@ -114,12 +114,24 @@ class Lowering:
         self.loops: list[Loop] = []
         self.prologue: list[ast.stmt] = []        # statements before the first loop
         self.between: list[list[ast.stmt]] = []   # statements after each loop
+        self.head: list[ast.stmt] = []            # statements before a persistent grid's tile loop
+        self.item: str | None = None              # a persistent grid's tile loop header, as Gluon
         self._split()
 
     # ------------------------------------------------------------------ analysis
     def _split(self) -> None:
+        body = self.fn.body
+        outer = [s for s in body if isinstance(s, ast.For)]
+        if len(outer) == 1 and outer[0] is body[-1] and any(isinstance(s, ast.For) for s in outer[0].body):
+            self.item = self._item_loop(outer[0])
+            self.head = body[:-1]
+            body = outer[0].body
+        for stmt in self.head:
+            if not isinstance(stmt, ast.Assign):
+                raise NotLowerable(f"statement {type(stmt).__name__} before the tile loop")
+            self._note(stmt, None)
         current = self.prologue
-        for stmt in self.fn.body:
+        for stmt in body:
             if isinstance(stmt, ast.For):
                 self.loops.append(self._loop(stmt))
                 self.between.append([])
@@ -161,6 +173,14 @@ class Lowering:
             for role, load in (("first", loop.first), ("second", loop.second)):
                 if self.tmas[load].block != self.roles[role].block or self.tmas[load].tensor != self.roles[role].tensor:
                     raise NotLowerable(f"the loops' {role} dots stream different tiles")
+
+    def _item_loop(self, stmt: ast.For) -> str:
+        """The header of a persistent grid's loop over its program's tiles (pid_type
+        "persistent_*"): `for virtual_pid in tl.range(...)` around the program's whole body."""
+        it = stmt.iter
+        if _call(it) != "range" or it.keywords or not isinstance(stmt.target, ast.Name) or stmt.orelse:
+            raise NotLowerable("tile loop is not `for x in tl.range(...)`")
+        return f"for {stmt.target.id} in range({', '.join(_gl(ast.unparse(a)) for a in it.args)}):"
 
     def _loop(self, stmt: ast.For) -> Loop:
         it = stmt.iter
@@ -499,13 +519,13 @@ class Lowering:
 
     def _tma_store(self, stmt: ast.Expr) -> list:
         """This warpgroup's rows of a [M, whole dim] tile, out through shared memory by TMA; the
-        descriptor clips rows and columns past the tensor's sizes or the mask's bounds."""
+        descriptor clips rows and columns past the tensor's sizes or the mask's bounds. The copy
+        runs on while the warpgroup goes on: the buffer is written again only after it is done."""
         tma, _ = self.stores[id(stmt)]
         buffer = f"{self.store_smem[tma.name]}.index(WG)"
         value = self.emit(stmt.value.args[1], "O")
-        return [f"{self._view(buffer, tma)}.store({value})", "fence_async_shared()",
-                f"tma.async_copy_shared_to_global({self.site(tma)}, {self._coords(tma, 'WG * ROWS')}, {buffer})",
-                "tma.store_wait(0)"]
+        return ["tma.store_wait(0)", f"{self._view(buffer, tma)}.store({value})", "fence_async_shared()",
+                f"tma.async_copy_shared_to_global({self.site(tma)}, {self._coords(tma, 'WG * ROWS')}, {buffer})"]
 
     def _store(self, call: ast.Call) -> str:
         ptr, value = call.args[:2]
@@ -586,21 +606,22 @@ class Lowering:
         """Gluon source defining kernel `name` and its two partition functions. `params`: the
         kernel's (parameter, is constexpr) in signature order: the emitted kernel's parameters plus
         the `sites()` descriptors and the constexprs GROUPS, STAGES and CONSUMER_REGS. `dtypes`:
-        each tensor parameter's dtype (a store reuses a resident tile's shared memory when its dtype
-        and tile match)."""
+        each tensor parameter's dtype (on a one-tile grid a store reuses a resident tile's shared
+        memory when its dtype and tile match; a persistent grid loads the next tile's residents
+        while the store leaves)."""
         residents, roles = self.residents, self.roles
         self.store_smem = {}  # a store's Tma name -> its shared-memory buffer; those to allocate
         allocated = []
         for tma, _ in self.stores.values():
-            reused = next((r for r in residents if self._block(r) == self._block(tma)
-                           and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
+            reused = None if self.item else next((r for r in residents if self._block(r) == self._block(tma)
+                                                   and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
             if reused is None:
                 allocated.append(tma)
             self.store_smem[tma.name] = f"{(reused or tma).name}_smem"
         self.allocated_stores = allocated
         smem = [f"{r.name}_smem" for r in residents] + [self.store_smem[t.name] for t in allocated]
         smem += ["first_ring", "second_ring"]
-        bars = ["resident_bar", "first_ready", "first_empty", "second_ready", "second_empty", "turn"]
+        bars = ["resident_bar", "resident_empty", "first_ready", "first_empty", "second_ready", "second_empty", "turn"]
         shared = ", ".join(smem + bars)
         sig = ", ".join(f"{p}: gl.constexpr" if constexpr else p for p, constexpr in params)
         args = ", ".join(p for p, _ in params)
@@ -622,13 +643,27 @@ class Lowering:
         dims = ["ROWS" if b == self.rows else b for b in tma.block if b != "1"]
         return f"{ref}.reshape([{', '.join(dims)}])"
 
+    def _tiles(self, body: list) -> list:
+        """A partition's lines over its program's tiles: `body` once per tile of a persistent grid
+        (counted by `it`), else once."""
+        if not self.item:
+            return ["it = 0"] + body
+        return ["it = 0", self.item] + ["    " + s for s in body + ["it += 1"]]
+
     def _loader(self, name: str, sig: str, shared: str) -> str:
-        lines = ["@gluon.jit", f"def {name}_loader({sig}, {shared}):"]
-        body = self.scalar_lines(self.prologue) + ["c = 0"]
+        lines = ["@gluon.jit", f"def {name}_loader({sig}, {shared}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
+        # the residents of the next tile load once both warpgroups' last dots of this one read theirs
+        tile = self.scalar_lines(self.prologue) + [
+            "mbarrier.wait(resident_empty, (it & 1) ^ 1)",
+            "mbarrier.expect(resident_bar, GROUPS * (" +
+            " + ".join(f"{self.site(r)}.block_type.nbytes" for r in self.residents) + "))",
+            "for g in gl.static_range(GROUPS):"]
+        tile += [f"    tma.async_copy_global_to_shared({self.site(r)}, {self._coords(r, 'g * ROWS')}, "
+                 f"resident_bar, {r.name}_smem.index(g))" for r in self.residents]
         for i, loop in enumerate(self.loops):
             if i:
-                body += self.scalar_lines(self.between[i - 1])
-            body.append(f"for {loop.var} in range({_gl(loop.begin)}, {_gl(loop.end)}, {loop.step}):")
+                tile += self.scalar_lines(self.between[i - 1])
+            tile.append(f"for {loop.var} in range({_gl(loop.begin)}, {_gl(loop.end)}, {loop.step}):")
             step = ["slot = c % STAGES", "phase = (c // STAGES) & 1"]
             for role, load in (("first", loop.first), ("second", loop.second)):
                 tma = self.tmas[load]
@@ -636,7 +671,8 @@ class Lowering:
                          f"mbarrier.expect({role}_ready.index(slot), {self.site(tma)}.block_type.nbytes)",
                          f"tma.async_copy_global_to_shared({self.site(tma)}, {self._coords(tma)}, "
                          f"{role}_ready.index(slot), {role}_ring.index(slot))"]
-            body += ["    " + s for s in step + ["c += 1"]]
+            tile += ["    " + s for s in step + ["c += 1"]]
+        body = self.scalar_lines(self.head) + ["c = 0"] + self._tiles(tile)
         return "\n".join(lines + ["    " + s for s in body])
 
     def _turn(self, t: str) -> list:
@@ -653,14 +689,15 @@ class Lowering:
                 f"    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
                 f"instr_shape=[16, {self._width()}, 16])",
                 "    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)"]
-        body = self._consumer_statements(self.prologue)
-        body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0",
-                 "mbarrier.wait(resident_bar, 0)"]
+        tile = self._consumer_statements(self.prologue) + ["mbarrier.wait(resident_bar, it & 1)"]
         for i, loop in enumerate(self.loops):
             if i:
-                body += self._consumer_statements(self.between[i - 1])
-            body += self._consumer_loop(loop)
-        body += self._consumer_statements(self.between[-1])
+                tile += self._consumer_statements(self.between[i - 1])
+            tile += self._consumer_loop(loop)
+        tile += ["mbarrier.arrive(resident_empty)"] + self._consumer_statements(self.between[-1])
+        body = self._consumer_statements(self.head)
+        body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0"]
+        body += self._tiles(tile) + (["tma.store_wait(0)"] if self.stores else [])
         return "\n".join(head + ["    " + s for s in body])
 
     def _width(self) -> str:
@@ -729,7 +766,7 @@ class Lowering:
 
     def _kernel(self, name: str, sig: str, args: str, shared: str, residents: list, roles: dict) -> str:
         lines = ["@gluon.jit", f"def {name}({sig}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
-        body = self.scalar_lines(self.prologue)
+        body = []
         for tma, role in [(r, None) for r in residents] + [(t, None) for t in self.allocated_stores] + \
                 [(t, role) for role, t in roles.items()]:
             desc = self.site(tma)
@@ -738,8 +775,9 @@ class Lowering:
             body.append(f"{buffer} = gl.allocate_shared_memory({desc}.dtype, [{count}, "
                         f"{', '.join(self._block(tma))}], {desc}.layout)")
         body += ["resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())",
+                 "resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())",
                  "turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())",
-                 "mbarrier.init(resident_bar, count=1)"]
+                 "mbarrier.init(resident_bar, count=1)", "mbarrier.init(resident_empty, count=GROUPS)"]
         for role in roles:
             body += [f"{role}_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
                      f"{role}_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())"]
@@ -747,12 +785,6 @@ class Lowering:
                  "    mbarrier.init(first_ready.index(i), count=1)", "    mbarrier.init(first_empty.index(i), count=GROUPS)",
                  "    mbarrier.init(second_ready.index(i), count=1)", "    mbarrier.init(second_empty.index(i), count=GROUPS)",
                  "for i in gl.static_range(GROUPS):", "    mbarrier.init(turn.index(i), count=1)"]
-        nbytes = " + ".join(f"{self.site(r)}.block_type.nbytes" for r in residents)
-        body.append(f"mbarrier.expect(resident_bar, GROUPS * ({nbytes}))")
-        body.append("for g in gl.static_range(GROUPS):")
-        for r in residents:
-            body.append(f"    tma.async_copy_global_to_shared({self.site(r)}, {self._coords(r, 'g * ROWS')}, "
-                        f"resident_bar, {r.name}_smem.index(g))")
         partitions = [f"({name}_consumer, ({g}, {args}, {shared}))" for g in range(self.groups)]
         partitions.append(f"({name}_loader, ({args}, {shared}))")
         warps = ", ".join(["4"] * self.groups)

@@ -127,9 +127,11 @@ def test_invalid_gluon_configs_raise():
         bound.to_triton_code({**gluon_config(False), "backend": "cuda"})
     with pytest.raises(exc.InvalidConfig, match="consumer_groups"):
         bound.to_triton_code({**gluon_config(False), "consumer_groups": 3})
-    # the row block follows the consumer groups, and the grid is one program per tile
-    normalized = bound.config_spec.normalize({**gluon_config(False), "block_sizes": [64, 128], "pid_type": "persistent_blocked"})
+    # the row block follows the consumer groups, and the grid has one axis
+    normalized = bound.config_spec.normalize({**gluon_config(False), "block_sizes": [64, 128], "pid_type": "xyz"})
     assert normalized["block_sizes"][0] == 128 and normalized["pid_type"] == "flat"
+    persistent = bound.config_spec.normalize({**gluon_config(False), "pid_type": "persistent_blocked"})
+    assert persistent["pid_type"] == "persistent_blocked" and list(persistent["persistent_flattens"]) == [False]
     fp32 = attention_args(1, 2, 2, 128, 128, 64, False, dtype=torch.float32)
     with pytest.raises(exc.NotSupported, match="float16 or bfloat16"):
         attention_fwd.bind(fp32).to_triton_code(gluon_config(False))
@@ -196,6 +198,32 @@ def test_lowered_attention_matches_float64(causal, head_dim, groups, shape, devi
                           dtype=torch.bfloat16)
     launcher = attention_fwd.bind(args).compile_config(gluon_config(causal, groups))
     with poisoned_allocations():  # an element the kernel does not write stays NaN and fails below
+        out, lse = launcher(*args)
+    want, want_lse = reference(*args)
+    assert (out.double() - want).abs().max() < 2e-2
+    assert (lse.double() - want_lse).abs().max() < 1e-4
+
+
+# persistent grids: tiles in launch order, and longest first over sections of heads (reversed)
+PERSISTENT = {"interleaved": {"pid_type": "persistent_interleaved"},
+              "blocked, sections reversed": {"pid_type": "persistent_blocked", "loop_orders": [[1, 0, 2]],
+                                             "l2_groupings": [2], "tile_reversals": [True]}}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("grid", sorted(PERSISTENT))
+@pytest.mark.parametrize("shape", [(2, 4, 2, 1000, 1000), (1, 3, 1, 777, 300), (3, 2, 2, 65, 1)])
+def test_persistent_lowered_attention_matches_float64(causal, groups, grid, shape, device):
+    """Each program walks several tiles: the residents, ring, turns and stores carry over."""
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    args = attention_args(*shape, 128, causal, device="cuda", dtype=torch.bfloat16)
+    bound = attention_fwd.bind(args)
+    launcher = bound.compile_config({**gluon_config(causal, groups), **PERSISTENT[grid]})
+    assert bound.config_spec.normalize({**gluon_config(causal, groups), **PERSISTENT[grid]})["pid_type"] != "flat"
+    with poisoned_allocations():
         out, lse = launcher(*args)
     want, want_lse = reference(*args)
     assert (out.double() - want).abs().max() < 2e-2
