@@ -31,8 +31,9 @@ def attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, devi
     return q, k, v, causal, 1 / math.sqrt(head_dim)
 
 
-# (causal, head dim, consumer groups)
-CROSS_CASES = [(False, 64, 2), (True, 64, 2), (False, 128, 1), (True, 128, 2)]
+# (causal, head dim, consumer groups, pid_type)
+CROSS_CASES = [(False, 64, 2, "flat"), (True, 64, 2, "flat"), (False, 128, 1, "flat"), (True, 128, 2, "flat"),
+               (True, 128, 2, "persistent_interleaved")]
 
 
 def cross_compile_cases() -> dict:
@@ -40,11 +41,11 @@ def cross_compile_cases() -> dict:
     from build_tools.cross_compile import CrossCompileError, cross_compile
 
     results = {}
-    for causal, head_dim, groups in CROSS_CASES:
+    for causal, head_dim, groups, pid_type in CROSS_CASES:
         args = attention_args(1, 2, 2, 256, 256, head_dim, causal)
-        key = f"{causal}-{head_dim}-{groups}"
+        key = f"{causal}-{head_dim}-{groups}-{pid_type}"
         try:
-            compiled = cross_compile(attention_fwd.bind(args), args, gluon_config(causal, groups))
+            compiled = cross_compile(attention_fwd.bind(args), args, {**gluon_config(causal, groups), "pid_type": pid_type})
         except CrossCompileError as err:
             results[key] = {"error": str(err)}
             continue
@@ -60,11 +61,13 @@ def test_lowered_attention_compiles_for_sm90():
     for key, kernels in results.items():
         assert len(kernels) == 1, key
         (kernel,) = kernels
-        # a loader partition at 24 registers beside wgmma consumers, nothing spilled; each consumer
-        # stores its rows of the output by TMA
+        # a loader partition at 24 registers beside wgmma consumers; each consumer stores its rows of
+        # the output by TMA. Nothing spills, except on a persistent grid a few of the tile loop's
+        # scalars, once per tile (none inside the device loops: their SASS, 2026-11-27)
         assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
-        groups = int(key.split("-")[2])
-        assert kernel["tma_loads"] >= 3 and kernel["tma_stores"] == groups and kernel["spill_stores"] == 0, key
+        groups, persistent = int(key.split("-")[2]), key.endswith("persistent_interleaved")
+        assert kernel["tma_loads"] >= 3 and kernel["tma_stores"] == groups, key
+        assert kernel["spill_stores"] <= (64 if persistent else 0), key
 
 
 def test_lowered_source_is_deterministic():

@@ -55,6 +55,9 @@ def test_static_variant_and_twin_are_right_at_every_width(device, op, dtype, var
 def launch_constexprs(monkeypatch, launcher, args) -> list:
     """The constexpr values of every kernel launch the generated launcher makes for `args`."""
     seen = []
+    # a module's first launch may build the native launch and rebind `_launch` to it: made outside
+    # the patch, which would otherwise restore the Python launch over it for the rest of the process
+    launcher(*args)
     launch = launcher.__globals__["_launch"]
 
     def recording(kernel, grid, kernel_args, constexprs, *rest):
