@@ -117,6 +117,7 @@ class Lowering:
         self.head: list[ast.stmt] = []            # statements before a persistent grid's tile loop
         self.item: str | None = None              # a persistent grid's tile loop header, as Gluon
         self._split()
+        self.slots = 2 if self.item else 1        # resident slots: a persistent grid loads the next tile's early
 
     # ------------------------------------------------------------------ analysis
     def _split(self) -> None:
@@ -652,14 +653,16 @@ class Lowering:
 
     def _loader(self, name: str, sig: str, shared: str) -> str:
         lines = ["@gluon.jit", f"def {name}_loader({sig}, {shared}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
-        # the residents of the next tile load once both warpgroups' last dots of this one read theirs
+        # a tile's residents load into their slot once both warpgroups' dots of the tile before in
+        # that slot read theirs: on a persistent grid, during the previous tile
         tile = self.scalar_lines(self.prologue) + [
-            "mbarrier.wait(resident_empty, (it & 1) ^ 1)",
-            "mbarrier.expect(resident_bar, GROUPS * (" +
+            f"rslot = it % {self.slots}",
+            f"mbarrier.wait(resident_empty.index(rslot), ((it // {self.slots}) & 1) ^ 1)",
+            "mbarrier.expect(resident_bar.index(rslot), GROUPS * (" +
             " + ".join(f"{self.site(r)}.block_type.nbytes" for r in self.residents) + "))",
             "for g in gl.static_range(GROUPS):"]
         tile += [f"    tma.async_copy_global_to_shared({self.site(r)}, {self._coords(r, 'g * ROWS')}, "
-                 f"resident_bar, {r.name}_smem.index(g))" for r in self.residents]
+                 f"resident_bar.index(rslot), {r.name}_smem.index(rslot * GROUPS + g))" for r in self.residents]
         for i, loop in enumerate(self.loops):
             if i:
                 tile += self.scalar_lines(self.between[i - 1])
@@ -689,12 +692,13 @@ class Lowering:
                 f"    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
                 f"instr_shape=[16, {self._width()}, 16])",
                 "    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)"]
-        tile = self._consumer_statements(self.prologue) + ["mbarrier.wait(resident_bar, it & 1)"]
+        tile = self._consumer_statements(self.prologue) + [
+            f"rslot = it % {self.slots}", f"mbarrier.wait(resident_bar.index(rslot), (it // {self.slots}) & 1)"]
         for i, loop in enumerate(self.loops):
             if i:
                 tile += self._consumer_statements(self.between[i - 1])
             tile += self._consumer_loop(loop)
-        tile += ["mbarrier.arrive(resident_empty)"] + self._consumer_statements(self.between[-1])
+        tile += ["mbarrier.arrive(resident_empty.index(rslot))"] + self._consumer_statements(self.between[-1])
         body = self._consumer_statements(self.head)
         body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0"]
         body += self._tiles(tile) + (["tma.store_wait(0)"] if self.stores else [])
@@ -723,7 +727,7 @@ class Lowering:
         k1, k2 = loop.dots
         dot1, dot2 = loop.body[k1], loop.body[k2]
         resident, _, transposed, _ = self.operands(loop)
-        res = self._view(f"{resident}_smem.index(WG)", self.tmas[resident])
+        res = self._view(f"{resident}_smem.index(rslot * GROUPS + WG)", self.tmas[resident])
         first = self._view("first_ring.index(slot)", self.tmas[loop.first]) + (".permute((1, 0))" if transposed else "")
         second = self._view("second_ring.index(prev)", self.tmas[loop.second])
         a_op = f"gl.convert_layout({self.emit(dot2.value.args[0], 'S')}, p_layout)"
@@ -771,13 +775,14 @@ class Lowering:
                 [(t, role) for role, t in roles.items()]:
             desc = self.site(tma)
             buffer = f"{role}_ring" if role else self.store_smem.get(tma.name, f"{tma.name}_smem")
-            count = "STAGES" if role else "GROUPS"
+            count = "STAGES" if role else f"{self.slots} * GROUPS" if tma in residents else "GROUPS"
             body.append(f"{buffer} = gl.allocate_shared_memory({desc}.dtype, [{count}, "
                         f"{', '.join(self._block(tma))}], {desc}.layout)")
-        body += ["resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())",
-                 "resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())",
+        body += [f"resident_bar = gl.allocate_shared_memory(gl.int64, [{self.slots}, 1], mbarrier.MBarrierLayout())",
+                 f"resident_empty = gl.allocate_shared_memory(gl.int64, [{self.slots}, 1], mbarrier.MBarrierLayout())",
                  "turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())",
-                 "mbarrier.init(resident_bar, count=1)", "mbarrier.init(resident_empty, count=GROUPS)"]
+                 f"for i in gl.static_range({self.slots}):",
+                 "    mbarrier.init(resident_bar.index(i), count=1)", "    mbarrier.init(resident_empty.index(i), count=GROUPS)"]
         for role in roles:
             body += [f"{role}_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
                      f"{role}_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())"]
