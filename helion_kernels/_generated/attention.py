@@ -3330,10 +3330,11 @@ def _attention_fwd_gluon_2b81b8d7c8_loader(q_len, q_heads, batch, group, q, q_st
     v_14 = offset_8 // group
     v_19 = gl.minimum(offset_5, kv_len)
     whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    mbarrier.wait(resident_empty, (it & 1) ^ 1)
-    mbarrier.expect(resident_bar, GROUPS * (q_desc_0.block_type.nbytes))
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
     for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar, load_15_smem.index(g))
+        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
     for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
@@ -3405,7 +3406,8 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
     acc_21 = v_18
     row_max_22 = v_16
     whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    mbarrier.wait(resident_bar, it & 1)
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
     n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
     if n_offset_24 > 0:
         offset_24 = 0
@@ -3413,7 +3415,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_28 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -3442,7 +3444,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -3487,7 +3489,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_53 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -3516,7 +3518,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -3564,7 +3566,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_80 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -3594,7 +3596,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -3640,7 +3642,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_109 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -3670,7 +3672,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -3706,7 +3708,7 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.arrive(second_empty.index(prev))
         t += n_offset_104 + 1
     c += n_offset_104
-    mbarrier.arrive(resident_empty)
+    mbarrier.arrive(resident_empty.index(rslot))
     v_131 = (acc_102 / (gl.convert_layout(row_sum_101, gl.SliceLayout(1, o_layout))[:, None]))
     v_132 = v_131.to(gl.float16)
     tma.store_wait(0)
@@ -3723,14 +3725,15 @@ def _attention_fwd_gluon_2b81b8d7c8_consumer(WG: gl.constexpr, q_len, q_heads, b
 @gluon.jit
 def _attention_fwd_gluon_2b81b8d7c8(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(resident_bar, count=1)
-    mbarrier.init(resident_empty, count=GROUPS)
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
     first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -3745,442 +3748,428 @@ def _attention_fwd_gluon_2b81b8d7c8(q_len, q_heads, batch, group, q, q_stride_0,
     gl.warp_specialize([(_attention_fwd_gluon_2b81b8d7c8_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_2b81b8d7c8_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_2b81b8d7c8_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_3edfc85d8e_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
+def _attention_fwd_gluon_302de9302a_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     c = 0
     it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 16 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 16
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 16)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_27 = gl.minimum(offset_13, kv_len)
-        whole_end_31 = 0 + gl.maximum(v_27 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_empty, (it & 1) ^ 1)
-        mbarrier.expect(resident_bar, GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar, load_23_smem.index(g))
-        for offset_32 in range(0, whole_end_31, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(first_empty.index(slot), phase ^ 1)
-            mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_32, 0], first_ready.index(slot), first_ring.index(slot))
-            mbarrier.wait(second_empty.index(slot), phase ^ 1)
-            mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_32, 0], second_ready.index(slot), second_ring.index(slot))
-            c += 1
-        for offset_56 in range(whole_end_31, v_27, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(first_empty.index(slot), phase ^ 1)
-            mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_56, 0], first_ready.index(slot), first_ring.index(slot))
-            mbarrier.wait(second_empty.index(slot), phase ^ 1)
-            mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_56, 0], second_ready.index(slot), second_ring.index(slot))
-            c += 1
-        end_78 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_79 = gl.minimum(end_78, kv_len)
-        whole_end_83 = v_27 + gl.maximum(v_79 - v_27, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        for offset_84 in range(v_27, whole_end_83, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(first_empty.index(slot), phase ^ 1)
-            mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_84, 0], first_ready.index(slot), first_ring.index(slot))
-            mbarrier.wait(second_empty.index(slot), phase ^ 1)
-            mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_84, 0], second_ready.index(slot), second_ring.index(slot))
-            c += 1
-        for offset_112 in range(whole_end_83, v_79, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(first_empty.index(slot), phase ^ 1)
-            mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_112, 0], first_ready.index(slot), first_ring.index(slot))
-            mbarrier.wait(second_empty.index(slot), phase ^ 1)
-            mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_112, 0], second_ready.index(slot), second_ring.index(slot))
-            c += 1
-        it += 1
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_5 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_6 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_7 = 0 + pid_4 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_5 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_21 = gl.minimum(offset_7, kv_len)
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_26 in range(0, whole_end_25, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(first_empty.index(slot), phase ^ 1)
+        mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_26, 0], first_ready.index(slot), first_ring.index(slot))
+        mbarrier.wait(second_empty.index(slot), phase ^ 1)
+        mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_26, 0], second_ready.index(slot), second_ring.index(slot))
+        c += 1
+    for offset_50 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(first_empty.index(slot), phase ^ 1)
+        mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_50, 0], first_ready.index(slot), first_ring.index(slot))
+        mbarrier.wait(second_empty.index(slot), phase ^ 1)
+        mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_50, 0], second_ready.index(slot), second_ring.index(slot))
+        c += 1
+    end_72 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_73 = gl.minimum(end_72, kv_len)
+    whole_end_77 = v_21 + gl.maximum(v_73 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_78 in range(v_21, whole_end_77, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(first_empty.index(slot), phase ^ 1)
+        mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_78, 0], first_ready.index(slot), first_ring.index(slot))
+        mbarrier.wait(second_empty.index(slot), phase ^ 1)
+        mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_78, 0], second_ready.index(slot), second_ring.index(slot))
+        c += 1
+    for offset_106 in range(whole_end_77, v_73, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(first_empty.index(slot), phase ^ 1)
+        mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_106, 0], first_ready.index(slot), first_ring.index(slot))
+        mbarrier.wait(second_empty.index(slot), phase ^ 1)
+        mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_106, 0], second_ready.index(slot), second_ring.index(slot))
+        c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_3edfc85d8e_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
+def _attention_fwd_gluon_302de9302a_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
     c = 0
     t = 0
     it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 16 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 16
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 16)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        v_27 = gl.minimum(offset_13, kv_len)
-        row_sum_28 = v_25
-        acc_29 = v_26
-        row_max_30 = v_24
-        whole_end_31 = 0 + gl.maximum(v_27 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_bar, it & 1)
-        n_offset_32 = gl.cdiv(gl.maximum((whole_end_31) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_32 > 0:
-            offset_32 = 0
-            slot = c % STAGES
-            mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_5 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_6 = pid_3 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_7 = 0 + pid_4 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_5 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    v_21 = gl.minimum(offset_7, kv_len)
+    row_sum_22 = v_19
+    acc_23 = v_20
+    row_max_24 = v_18
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_26 = gl.cdiv(gl.maximum((whole_end_25) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_26 > 0:
+        offset_26 = 0
+        slot = c % STAGES
+        mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_30 = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(first_empty.index(slot))
+        v_31 = (dot_30 * qk_scale)
+        red_32 = gl.max(v_31, 1)
+        v_33 = gl.maximum(row_max_24, red_32)
+        v_35 = (v_31 - (v_33[:, None]))
+        v_36 = gl.exp2(v_35)
+        v_37 = (row_max_24 - v_33)
+        v_38 = gl.exp2(v_37)
+        v_39 = (row_sum_22 * v_38)
+        red_40 = gl.sum(v_36, 1)
+        v_41 = (v_39 + red_40)
+        row_sum_22 = v_41
+        v_43 = v_36.to(gl.bfloat16)
+        v_45 = (acc_23 * (gl.convert_layout(v_38, gl.SliceLayout(1, o_layout))[:, None]))
+        row_max_24 = v_33
+        pend_a = gl.convert_layout(v_43, p_layout)
+        pend_acc = v_45
+        for jj in range(1, n_offset_26):
+            offset_26 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_36 = warpgroup_mma_wait(0, deps=(s_tok, ))
-            mbarrier.arrive(first_empty.index(slot))
-            v_37 = (dot_36 * qk_scale)
-            red_38 = gl.max(v_37, 1)
-            v_39 = gl.maximum(row_max_30, red_38)
-            v_41 = (v_37 - (v_39[:, None]))
-            v_42 = gl.exp2(v_41)
-            v_43 = (row_max_30 - v_39)
-            v_44 = gl.exp2(v_43)
-            v_45 = (row_sum_28 * v_44)
-            red_46 = gl.sum(v_42, 1)
-            v_47 = (v_45 + red_46)
-            row_sum_28 = v_47
-            v_49 = v_42.to(gl.bfloat16)
-            v_51 = (acc_29 * (gl.convert_layout(v_44, gl.SliceLayout(1, o_layout))[:, None]))
-            row_max_30 = v_39
-            pend_a = gl.convert_layout(v_49, p_layout)
-            pend_acc = v_51
-            for jj in range(1, n_offset_32):
-                offset_32 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_36 = warpgroup_mma_wait(1, deps=(s_tok, ))
-                mbarrier.arrive(first_empty.index(slot))
-                v_37 = (dot_36 * qk_scale)
-                red_38 = gl.max(v_37, 1)
-                v_39 = gl.maximum(row_max_30, red_38)
-                v_41 = (v_37 - (v_39[:, None]))
-                v_42 = gl.exp2(v_41)
-                v_43 = (row_max_30 - v_39)
-                v_44 = gl.exp2(v_43)
-                v_45 = (row_sum_28 * v_44)
-                red_46 = gl.sum(v_42, 1)
-                v_47 = (v_45 + red_46)
-                row_sum_28 = v_47
-                v_49 = v_42.to(gl.bfloat16)
-                acc_29 = warpgroup_mma_wait(0, deps=(o_tok, ))
-                mbarrier.arrive(second_empty.index(prev))
-                v_51 = (acc_29 * (gl.convert_layout(v_44, gl.SliceLayout(1, o_layout))[:, None]))
-                row_max_30 = v_39
-                pend_a = gl.convert_layout(v_49, p_layout)
-                pend_acc = v_51
-            prev = (c + n_offset_32 - 1) % STAGES
-            mbarrier.wait(second_ready.index(prev), ((c + n_offset_32 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_32) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_29 = warpgroup_mma_wait(0, deps=(o_tok, ))
-            mbarrier.arrive(second_empty.index(prev))
-            t += n_offset_32 + 1
-        c += n_offset_32
-        row_sum_53 = row_sum_28
-        acc_54 = acc_29
-        row_max_55 = row_max_30
-        n_offset_56 = gl.cdiv(gl.maximum((v_27) - (whole_end_31), 0), _BLOCK_SIZE_1)
-        if n_offset_56 > 0:
-            offset_56 = whole_end_31
-            slot = c % STAGES
-            mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_61 = warpgroup_mma_wait(0, deps=(s_tok, ))
+            dot_30 = warpgroup_mma_wait(1, deps=(s_tok, ))
             mbarrier.arrive(first_empty.index(slot))
-            v_62 = (dot_61 * qk_scale)
-            red_63 = gl.max(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_62, float('-inf')), 1)
-            v_64 = gl.maximum(row_max_55, red_63)
-            v_66 = (v_62 - (v_64[:, None]))
-            v_67 = gl.exp2(v_66)
-            v_68 = (row_max_55 - v_64)
-            v_69 = gl.exp2(v_68)
-            v_70 = (row_sum_53 * v_69)
-            red_71 = gl.sum(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_67, 0), 1)
-            v_72 = (v_70 + red_71)
-            row_sum_53 = v_72
-            v_74 = v_67.to(gl.bfloat16)
-            v_76 = (acc_54 * (gl.convert_layout(v_69, gl.SliceLayout(1, o_layout))[:, None]))
-            row_max_55 = v_64
-            pend_a = gl.convert_layout(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_74, 0), p_layout)
-            pend_acc = v_76
-            for jj in range(1, n_offset_56):
-                offset_56 = whole_end_31 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_61 = warpgroup_mma_wait(1, deps=(s_tok, ))
-                mbarrier.arrive(first_empty.index(slot))
-                v_62 = (dot_61 * qk_scale)
-                red_63 = gl.max(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_62, float('-inf')), 1)
-                v_64 = gl.maximum(row_max_55, red_63)
-                v_66 = (v_62 - (v_64[:, None]))
-                v_67 = gl.exp2(v_66)
-                v_68 = (row_max_55 - v_64)
-                v_69 = gl.exp2(v_68)
-                v_70 = (row_sum_53 * v_69)
-                red_71 = gl.sum(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_67, 0), 1)
-                v_72 = (v_70 + red_71)
-                row_sum_53 = v_72
-                v_74 = v_67.to(gl.bfloat16)
-                acc_54 = warpgroup_mma_wait(0, deps=(o_tok, ))
-                mbarrier.arrive(second_empty.index(prev))
-                v_76 = (acc_54 * (gl.convert_layout(v_69, gl.SliceLayout(1, o_layout))[:, None]))
-                row_max_55 = v_64
-                pend_a = gl.convert_layout(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_74, 0), p_layout)
-                pend_acc = v_76
-            prev = (c + n_offset_56 - 1) % STAGES
-            mbarrier.wait(second_ready.index(prev), ((c + n_offset_56 - 1) // STAGES) & 1)
+            v_31 = (dot_30 * qk_scale)
+            red_32 = gl.max(v_31, 1)
+            v_33 = gl.maximum(row_max_24, red_32)
+            v_35 = (v_31 - (v_33[:, None]))
+            v_36 = gl.exp2(v_35)
+            v_37 = (row_max_24 - v_33)
+            v_38 = gl.exp2(v_37)
+            v_39 = (row_sum_22 * v_38)
+            red_40 = gl.sum(v_36, 1)
+            v_41 = (v_39 + red_40)
+            row_sum_22 = v_41
+            v_43 = v_36.to(gl.bfloat16)
+            acc_23 = warpgroup_mma_wait(0, deps=(o_tok, ))
+            mbarrier.arrive(second_empty.index(prev))
+            v_45 = (acc_23 * (gl.convert_layout(v_38, gl.SliceLayout(1, o_layout))[:, None]))
+            row_max_24 = v_33
+            pend_a = gl.convert_layout(v_43, p_layout)
+            pend_acc = v_45
+        prev = (c + n_offset_26 - 1) % STAGES
+        mbarrier.wait(second_ready.index(prev), ((c + n_offset_26 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_26) & 1) ^ (1 if WG == 0 else 0))
+        o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_23 = warpgroup_mma_wait(0, deps=(o_tok, ))
+        mbarrier.arrive(second_empty.index(prev))
+        t += n_offset_26 + 1
+    c += n_offset_26
+    row_sum_47 = row_sum_22
+    acc_48 = acc_23
+    row_max_49 = row_max_24
+    n_offset_50 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
+    if n_offset_50 > 0:
+        offset_50 = whole_end_25
+        slot = c % STAGES
+        mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_55 = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(first_empty.index(slot))
+        v_56 = (dot_55 * qk_scale)
+        red_57 = gl.max(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_56, float('-inf')), 1)
+        v_58 = gl.maximum(row_max_49, red_57)
+        v_60 = (v_56 - (v_58[:, None]))
+        v_61 = gl.exp2(v_60)
+        v_62 = (row_max_49 - v_58)
+        v_63 = gl.exp2(v_62)
+        v_64 = (row_sum_47 * v_63)
+        red_65 = gl.sum(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_61, 0), 1)
+        v_66 = (v_64 + red_65)
+        row_sum_47 = v_66
+        v_68 = v_61.to(gl.bfloat16)
+        v_70 = (acc_48 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+        row_max_49 = v_58
+        pend_a = gl.convert_layout(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_68, 0), p_layout)
+        pend_acc = v_70
+        for jj in range(1, n_offset_50):
+            offset_50 = whole_end_25 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_56) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_54 = warpgroup_mma_wait(0, deps=(o_tok, ))
-            mbarrier.arrive(second_empty.index(prev))
-            t += n_offset_56 + 1
-        c += n_offset_56
-        end_78 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_79 = gl.minimum(end_78, kv_len)
-        row_sum_80 = row_sum_53
-        acc_81 = acc_54
-        row_max_82 = row_max_55
-        whole_end_83 = v_27 + gl.maximum(v_79 - v_27, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_84 = gl.cdiv(gl.maximum((whole_end_83) - (v_27), 0), _BLOCK_SIZE_1)
-        if n_offset_84 > 0:
-            offset_84 = v_27
-            slot = c % STAGES
-            mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_88 = warpgroup_mma_wait(0, deps=(s_tok, ))
+            dot_55 = warpgroup_mma_wait(1, deps=(s_tok, ))
             mbarrier.arrive(first_empty.index(slot))
-            v_89 = (dot_88 * qk_scale)
-            v_93 = gl.where((((((offset_84 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_89, float('-inf'))
-            red_94 = gl.max(v_93, 1)
-            v_95 = gl.maximum(row_max_82, red_94)
-            v_97 = (v_93 - (v_95[:, None]))
-            v_98 = gl.exp2(v_97)
-            v_99 = (row_max_82 - v_95)
-            v_100 = gl.exp2(v_99)
-            v_101 = (row_sum_80 * v_100)
-            red_102 = gl.sum(v_98, 1)
-            v_103 = (v_101 + red_102)
-            row_sum_80 = v_103
-            v_105 = v_98.to(gl.bfloat16)
-            v_107 = (acc_81 * (gl.convert_layout(v_100, gl.SliceLayout(1, o_layout))[:, None]))
-            row_max_82 = v_95
-            pend_a = gl.convert_layout(v_105, p_layout)
-            pend_acc = v_107
-            for jj in range(1, n_offset_84):
-                offset_84 = v_27 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_88 = warpgroup_mma_wait(1, deps=(s_tok, ))
-                mbarrier.arrive(first_empty.index(slot))
-                v_89 = (dot_88 * qk_scale)
-                v_93 = gl.where((((((offset_84 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_89, float('-inf'))
-                red_94 = gl.max(v_93, 1)
-                v_95 = gl.maximum(row_max_82, red_94)
-                v_97 = (v_93 - (v_95[:, None]))
-                v_98 = gl.exp2(v_97)
-                v_99 = (row_max_82 - v_95)
-                v_100 = gl.exp2(v_99)
-                v_101 = (row_sum_80 * v_100)
-                red_102 = gl.sum(v_98, 1)
-                v_103 = (v_101 + red_102)
-                row_sum_80 = v_103
-                v_105 = v_98.to(gl.bfloat16)
-                acc_81 = warpgroup_mma_wait(0, deps=(o_tok, ))
-                mbarrier.arrive(second_empty.index(prev))
-                v_107 = (acc_81 * (gl.convert_layout(v_100, gl.SliceLayout(1, o_layout))[:, None]))
-                row_max_82 = v_95
-                pend_a = gl.convert_layout(v_105, p_layout)
-                pend_acc = v_107
-            prev = (c + n_offset_84 - 1) % STAGES
-            mbarrier.wait(second_ready.index(prev), ((c + n_offset_84 - 1) // STAGES) & 1)
+            v_56 = (dot_55 * qk_scale)
+            red_57 = gl.max(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_56, float('-inf')), 1)
+            v_58 = gl.maximum(row_max_49, red_57)
+            v_60 = (v_56 - (v_58[:, None]))
+            v_61 = gl.exp2(v_60)
+            v_62 = (row_max_49 - v_58)
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_sum_47 * v_63)
+            red_65 = gl.sum(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_61, 0), 1)
+            v_66 = (v_64 + red_65)
+            row_sum_47 = v_66
+            v_68 = v_61.to(gl.bfloat16)
+            acc_48 = warpgroup_mma_wait(0, deps=(o_tok, ))
+            mbarrier.arrive(second_empty.index(prev))
+            v_70 = (acc_48 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+            row_max_49 = v_58
+            pend_a = gl.convert_layout(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_68, 0), p_layout)
+            pend_acc = v_70
+        prev = (c + n_offset_50 - 1) % STAGES
+        mbarrier.wait(second_ready.index(prev), ((c + n_offset_50 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_50) & 1) ^ (1 if WG == 0 else 0))
+        o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_48 = warpgroup_mma_wait(0, deps=(o_tok, ))
+        mbarrier.arrive(second_empty.index(prev))
+        t += n_offset_50 + 1
+    c += n_offset_50
+    end_72 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_73 = gl.minimum(end_72, kv_len)
+    row_sum_74 = row_sum_47
+    acc_75 = acc_48
+    row_max_76 = row_max_49
+    whole_end_77 = v_21 + gl.maximum(v_73 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_78 = gl.cdiv(gl.maximum((whole_end_77) - (v_21), 0), _BLOCK_SIZE_1)
+    if n_offset_78 > 0:
+        offset_78 = v_21
+        slot = c % STAGES
+        mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_82 = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(first_empty.index(slot))
+        v_83 = (dot_82 * qk_scale)
+        v_87 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_83, float('-inf'))
+        red_88 = gl.max(v_87, 1)
+        v_89 = gl.maximum(row_max_76, red_88)
+        v_91 = (v_87 - (v_89[:, None]))
+        v_92 = gl.exp2(v_91)
+        v_93 = (row_max_76 - v_89)
+        v_94 = gl.exp2(v_93)
+        v_95 = (row_sum_74 * v_94)
+        red_96 = gl.sum(v_92, 1)
+        v_97 = (v_95 + red_96)
+        row_sum_74 = v_97
+        v_99 = v_92.to(gl.bfloat16)
+        v_101 = (acc_75 * (gl.convert_layout(v_94, gl.SliceLayout(1, o_layout))[:, None]))
+        row_max_76 = v_89
+        pend_a = gl.convert_layout(v_99, p_layout)
+        pend_acc = v_101
+        for jj in range(1, n_offset_78):
+            offset_78 = v_21 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_84) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_81 = warpgroup_mma_wait(0, deps=(o_tok, ))
-            mbarrier.arrive(second_empty.index(prev))
-            t += n_offset_84 + 1
-        c += n_offset_84
-        row_sum_109 = row_sum_80
-        acc_110 = acc_81
-        row_max_111 = row_max_82
-        n_offset_112 = gl.cdiv(gl.maximum((v_79) - (whole_end_83), 0), _BLOCK_SIZE_1)
-        if n_offset_112 > 0:
-            offset_112 = whole_end_83
-            slot = c % STAGES
-            mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_117 = warpgroup_mma_wait(0, deps=(s_tok, ))
+            dot_82 = warpgroup_mma_wait(1, deps=(s_tok, ))
             mbarrier.arrive(first_empty.index(slot))
-            v_118 = (dot_117 * qk_scale)
-            v_122 = gl.where((((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_118, float('-inf'))
-            red_123 = gl.max(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_122, float('-inf')), 1)
-            v_124 = gl.maximum(row_max_111, red_123)
-            v_126 = (v_122 - (v_124[:, None]))
-            v_127 = gl.exp2(v_126)
-            v_128 = (row_max_111 - v_124)
-            v_129 = gl.exp2(v_128)
-            v_130 = (row_sum_109 * v_129)
-            red_131 = gl.sum(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_127, 0), 1)
-            v_132 = (v_130 + red_131)
-            row_sum_109 = v_132
-            v_134 = v_127.to(gl.bfloat16)
-            v_136 = (acc_110 * (gl.convert_layout(v_129, gl.SliceLayout(1, o_layout))[:, None]))
-            row_max_111 = v_124
-            pend_a = gl.convert_layout(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_134, 0), p_layout)
-            pend_acc = v_136
-            for jj in range(1, n_offset_112):
-                offset_112 = whole_end_83 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_117 = warpgroup_mma_wait(1, deps=(s_tok, ))
-                mbarrier.arrive(first_empty.index(slot))
-                v_118 = (dot_117 * qk_scale)
-                v_122 = gl.where((((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_118, float('-inf'))
-                red_123 = gl.max(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_122, float('-inf')), 1)
-                v_124 = gl.maximum(row_max_111, red_123)
-                v_126 = (v_122 - (v_124[:, None]))
-                v_127 = gl.exp2(v_126)
-                v_128 = (row_max_111 - v_124)
-                v_129 = gl.exp2(v_128)
-                v_130 = (row_sum_109 * v_129)
-                red_131 = gl.sum(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_127, 0), 1)
-                v_132 = (v_130 + red_131)
-                row_sum_109 = v_132
-                v_134 = v_127.to(gl.bfloat16)
-                acc_110 = warpgroup_mma_wait(0, deps=(o_tok, ))
-                mbarrier.arrive(second_empty.index(prev))
-                v_136 = (acc_110 * (gl.convert_layout(v_129, gl.SliceLayout(1, o_layout))[:, None]))
-                row_max_111 = v_124
-                pend_a = gl.convert_layout(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_134, 0), p_layout)
-                pend_acc = v_136
-            prev = (c + n_offset_112 - 1) % STAGES
-            mbarrier.wait(second_ready.index(prev), ((c + n_offset_112 - 1) // STAGES) & 1)
+            v_83 = (dot_82 * qk_scale)
+            v_87 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_83, float('-inf'))
+            red_88 = gl.max(v_87, 1)
+            v_89 = gl.maximum(row_max_76, red_88)
+            v_91 = (v_87 - (v_89[:, None]))
+            v_92 = gl.exp2(v_91)
+            v_93 = (row_max_76 - v_89)
+            v_94 = gl.exp2(v_93)
+            v_95 = (row_sum_74 * v_94)
+            red_96 = gl.sum(v_92, 1)
+            v_97 = (v_95 + red_96)
+            row_sum_74 = v_97
+            v_99 = v_92.to(gl.bfloat16)
+            acc_75 = warpgroup_mma_wait(0, deps=(o_tok, ))
+            mbarrier.arrive(second_empty.index(prev))
+            v_101 = (acc_75 * (gl.convert_layout(v_94, gl.SliceLayout(1, o_layout))[:, None]))
+            row_max_76 = v_89
+            pend_a = gl.convert_layout(v_99, p_layout)
+            pend_acc = v_101
+        prev = (c + n_offset_78 - 1) % STAGES
+        mbarrier.wait(second_ready.index(prev), ((c + n_offset_78 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_78) & 1) ^ (1 if WG == 0 else 0))
+        o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_75 = warpgroup_mma_wait(0, deps=(o_tok, ))
+        mbarrier.arrive(second_empty.index(prev))
+        t += n_offset_78 + 1
+    c += n_offset_78
+    row_sum_103 = row_sum_74
+    acc_104 = acc_75
+    row_max_105 = row_max_76
+    n_offset_106 = gl.cdiv(gl.maximum((v_73) - (whole_end_77), 0), _BLOCK_SIZE_1)
+    if n_offset_106 > 0:
+        offset_106 = whole_end_77
+        slot = c % STAGES
+        mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_111 = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(first_empty.index(slot))
+        v_112 = (dot_111 * qk_scale)
+        v_116 = gl.where((((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_112, float('-inf'))
+        red_117 = gl.max(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
+        v_118 = gl.maximum(row_max_105, red_117)
+        v_120 = (v_116 - (v_118[:, None]))
+        v_121 = gl.exp2(v_120)
+        v_122 = (row_max_105 - v_118)
+        v_123 = gl.exp2(v_122)
+        v_124 = (row_sum_103 * v_123)
+        red_125 = gl.sum(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_121, 0), 1)
+        v_126 = (v_124 + red_125)
+        row_sum_103 = v_126
+        v_128 = v_121.to(gl.bfloat16)
+        v_130 = (acc_104 * (gl.convert_layout(v_123, gl.SliceLayout(1, o_layout))[:, None]))
+        row_max_105 = v_118
+        pend_a = gl.convert_layout(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_128, 0), p_layout)
+        pend_acc = v_130
+        for jj in range(1, n_offset_106):
+            offset_106 = whole_end_77 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_112) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_110 = warpgroup_mma_wait(0, deps=(o_tok, ))
+            dot_111 = warpgroup_mma_wait(1, deps=(s_tok, ))
+            mbarrier.arrive(first_empty.index(slot))
+            v_112 = (dot_111 * qk_scale)
+            v_116 = gl.where((((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_112, float('-inf'))
+            red_117 = gl.max(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
+            v_118 = gl.maximum(row_max_105, red_117)
+            v_120 = (v_116 - (v_118[:, None]))
+            v_121 = gl.exp2(v_120)
+            v_122 = (row_max_105 - v_118)
+            v_123 = gl.exp2(v_122)
+            v_124 = (row_sum_103 * v_123)
+            red_125 = gl.sum(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_121, 0), 1)
+            v_126 = (v_124 + red_125)
+            row_sum_103 = v_126
+            v_128 = v_121.to(gl.bfloat16)
+            acc_104 = warpgroup_mma_wait(0, deps=(o_tok, ))
             mbarrier.arrive(second_empty.index(prev))
-            t += n_offset_112 + 1
-        c += n_offset_112
-        mbarrier.arrive(resident_empty)
-        v_139 = (acc_110 / (gl.convert_layout(row_sum_109, gl.SliceLayout(1, o_layout))[:, None]))
-        v_140 = v_139.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_140)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_141 = gl.log2(row_sum_109)
-        v_142 = (row_max_111 + v_141)
-        v_143 = (v_142 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_143, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
+            v_130 = (acc_104 * (gl.convert_layout(v_123, gl.SliceLayout(1, o_layout))[:, None]))
+            row_max_105 = v_118
+            pend_a = gl.convert_layout(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_128, 0), p_layout)
+            pend_acc = v_130
+        prev = (c + n_offset_106 - 1) % STAGES
+        mbarrier.wait(second_ready.index(prev), ((c + n_offset_106 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_106) & 1) ^ (1 if WG == 0 else 0))
+        o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_104 = warpgroup_mma_wait(0, deps=(o_tok, ))
+        mbarrier.arrive(second_empty.index(prev))
+        t += n_offset_106 + 1
+    c += n_offset_106
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_133 = (acc_104 / (gl.convert_layout(row_sum_103, gl.SliceLayout(1, o_layout))[:, None]))
+    v_134 = v_133.to(gl.bfloat16)
+    tma.store_wait(0)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_134)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_135 = gl.log2(row_sum_103)
+    v_136 = (row_max_105 + v_135)
+    v_137 = (v_136 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_137, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_3edfc85d8e(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_302de9302a(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(resident_bar, count=1)
-    mbarrier.init(resident_empty, count=GROUPS)
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
     first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -4192,7 +4181,7 @@ def _attention_fwd_gluon_3edfc85d8e(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(second_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_3edfc85d8e_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_3edfc85d8e_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_3edfc85d8e_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_302de9302a_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_302de9302a_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_302de9302a_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
 def _attention_fwd_gluon_46dc249156_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
@@ -4218,10 +4207,11 @@ def _attention_fwd_gluon_46dc249156_loader(q_len, q_heads, batch, group, q, q_st
         v_22 = offset_16 // group
         v_27 = gl.minimum(offset_13, kv_len)
         whole_end_31 = 0 + gl.maximum(v_27 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_empty, (it & 1) ^ 1)
-        mbarrier.expect(resident_bar, GROUPS * (q_desc_0.block_type.nbytes))
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar, load_23_smem.index(g))
+            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
         for offset_32 in range(0, whole_end_31, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
@@ -4303,7 +4293,8 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
         acc_29 = v_26
         row_max_30 = v_24
         whole_end_31 = 0 + gl.maximum(v_27 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_bar, it & 1)
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
         n_offset_32 = gl.cdiv(gl.maximum((whole_end_31) - (0), 0), _BLOCK_SIZE_1)
         if n_offset_32 > 0:
             offset_32 = 0
@@ -4311,7 +4302,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_36 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -4340,7 +4331,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -4385,7 +4376,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_61 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -4414,7 +4405,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -4462,7 +4453,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_88 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -4492,7 +4483,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -4538,7 +4529,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_117 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -4568,7 +4559,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -4604,7 +4595,7 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(second_empty.index(prev))
             t += n_offset_112 + 1
         c += n_offset_112
-        mbarrier.arrive(resident_empty)
+        mbarrier.arrive(resident_empty.index(rslot))
         v_139 = (acc_110 / (gl.convert_layout(row_sum_109, gl.SliceLayout(1, o_layout))[:, None]))
         v_140 = v_139.to(gl.float16)
         tma.store_wait(0)
@@ -4622,15 +4613,16 @@ def _attention_fwd_gluon_46dc249156_consumer(WG: gl.constexpr, q_len, q_heads, b
 @gluon.jit
 def _attention_fwd_gluon_46dc249156(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
     first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(resident_bar, count=1)
-    mbarrier.init(resident_empty, count=GROUPS)
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
     first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -4659,10 +4651,11 @@ def _attention_fwd_gluon_7aa30d866b_loader(q_len, q_heads, batch, group, q, q_st
         offset_11 = 0 + pid_4 * 1
         v_14 = offset_8 // group
         whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_empty, (it & 1) ^ 1)
-        mbarrier.expect(resident_bar, GROUPS * (q_desc_0.block_type.nbytes))
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar, load_15_smem.index(g))
+            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
         for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
@@ -4712,7 +4705,8 @@ def _attention_fwd_gluon_7aa30d866b_consumer(WG: gl.constexpr, q_len, q_heads, b
         acc_20 = v_18
         row_max_21 = v_16
         whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_bar, it & 1)
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
         n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
         if n_offset_23 > 0:
             offset_23 = 0
@@ -4720,7 +4714,7 @@ def _attention_fwd_gluon_7aa30d866b_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_27 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -4749,7 +4743,7 @@ def _attention_fwd_gluon_7aa30d866b_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -4794,7 +4788,7 @@ def _attention_fwd_gluon_7aa30d866b_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_52 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -4823,7 +4817,7 @@ def _attention_fwd_gluon_7aa30d866b_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -4858,7 +4852,7 @@ def _attention_fwd_gluon_7aa30d866b_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(second_empty.index(prev))
             t += n_offset_47 + 1
         c += n_offset_47
-        mbarrier.arrive(resident_empty)
+        mbarrier.arrive(resident_empty.index(rslot))
         v_70 = (acc_45 / (gl.convert_layout(row_sum_44, gl.SliceLayout(1, o_layout))[:, None]))
         v_71 = v_70.to(gl.bfloat16)
         tma.store_wait(0)
@@ -4876,15 +4870,16 @@ def _attention_fwd_gluon_7aa30d866b_consumer(WG: gl.constexpr, q_len, q_heads, b
 @gluon.jit
 def _attention_fwd_gluon_7aa30d866b(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
     first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(resident_bar, count=1)
-    mbarrier.init(resident_empty, count=GROUPS)
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
     first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -4897,6 +4892,438 @@ def _attention_fwd_gluon_7aa30d866b(q_len, q_heads, batch, group, q, q_stride_0,
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_7aa30d866b_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_7aa30d866b_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_7aa30d866b_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_8694b16930_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    c = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    offset_8 = 0 + pid_3 * 1
+    offset_11 = 0 + pid_4 * 1
+    v_14 = offset_8 // group
+    v_19 = gl.minimum(offset_5, kv_len)
+    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
+    for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(first_empty.index(slot), phase ^ 1)
+        mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_24, 0], first_ready.index(slot), first_ring.index(slot))
+        mbarrier.wait(second_empty.index(slot), phase ^ 1)
+        mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_24, 0], second_ready.index(slot), second_ring.index(slot))
+        c += 1
+    for offset_48 in range(whole_end_23, v_19, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(first_empty.index(slot), phase ^ 1)
+        mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], first_ready.index(slot), first_ring.index(slot))
+        mbarrier.wait(second_empty.index(slot), phase ^ 1)
+        mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], second_ready.index(slot), second_ring.index(slot))
+        c += 1
+    end_70 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_71 = gl.minimum(end_70, kv_len)
+    whole_end_75 = v_19 + gl.maximum(v_71 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_76 in range(v_19, whole_end_75, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(first_empty.index(slot), phase ^ 1)
+        mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_76, 0], first_ready.index(slot), first_ring.index(slot))
+        mbarrier.wait(second_empty.index(slot), phase ^ 1)
+        mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_76, 0], second_ready.index(slot), second_ring.index(slot))
+        c += 1
+    for offset_104 in range(whole_end_75, v_71, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(first_empty.index(slot), phase ^ 1)
+        mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_104, 0], first_ready.index(slot), first_ring.index(slot))
+        mbarrier.wait(second_empty.index(slot), phase ^ 1)
+        mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_104, 0], second_ready.index(slot), second_ring.index(slot))
+        c += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_8694b16930_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    offset_8 = 0 + pid_3 * 1
+    offset_11 = 0 + pid_4 * 1
+    v_14 = offset_8 // group
+    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    v_19 = gl.minimum(offset_5, kv_len)
+    row_sum_20 = v_17
+    acc_21 = v_18
+    row_max_22 = v_16
+    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_24 > 0:
+        offset_24 = 0
+        slot = c % STAGES
+        mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_28 = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(first_empty.index(slot))
+        v_29 = (dot_28 * qk_scale)
+        red_30 = gl.max(v_29, 1)
+        v_31 = gl.maximum(row_max_22, red_30)
+        v_33 = (v_29 - (v_31[:, None]))
+        v_34 = gl.exp2(v_33)
+        v_35 = (row_max_22 - v_31)
+        v_36 = gl.exp2(v_35)
+        v_37 = (row_sum_20 * v_36)
+        red_38 = gl.sum(v_34, 1)
+        v_39 = (v_37 + red_38)
+        row_sum_20 = v_39
+        v_41 = v_34.to(gl.bfloat16)
+        v_43 = (acc_21 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+        row_max_22 = v_31
+        pend_a = gl.convert_layout(v_41, p_layout)
+        pend_acc = v_43
+        for jj in range(1, n_offset_24):
+            offset_24 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_28 = warpgroup_mma_wait(1, deps=(s_tok, ))
+            mbarrier.arrive(first_empty.index(slot))
+            v_29 = (dot_28 * qk_scale)
+            red_30 = gl.max(v_29, 1)
+            v_31 = gl.maximum(row_max_22, red_30)
+            v_33 = (v_29 - (v_31[:, None]))
+            v_34 = gl.exp2(v_33)
+            v_35 = (row_max_22 - v_31)
+            v_36 = gl.exp2(v_35)
+            v_37 = (row_sum_20 * v_36)
+            red_38 = gl.sum(v_34, 1)
+            v_39 = (v_37 + red_38)
+            row_sum_20 = v_39
+            v_41 = v_34.to(gl.bfloat16)
+            acc_21 = warpgroup_mma_wait(0, deps=(o_tok, ))
+            mbarrier.arrive(second_empty.index(prev))
+            v_43 = (acc_21 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+            row_max_22 = v_31
+            pend_a = gl.convert_layout(v_41, p_layout)
+            pend_acc = v_43
+        prev = (c + n_offset_24 - 1) % STAGES
+        mbarrier.wait(second_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
+        o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_21 = warpgroup_mma_wait(0, deps=(o_tok, ))
+        mbarrier.arrive(second_empty.index(prev))
+        t += n_offset_24 + 1
+    c += n_offset_24
+    row_sum_45 = row_sum_20
+    acc_46 = acc_21
+    row_max_47 = row_max_22
+    n_offset_48 = gl.cdiv(gl.maximum((v_19) - (whole_end_23), 0), _BLOCK_SIZE_1)
+    if n_offset_48 > 0:
+        offset_48 = whole_end_23
+        slot = c % STAGES
+        mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_53 = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(first_empty.index(slot))
+        v_54 = (dot_53 * qk_scale)
+        red_55 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_54, float('-inf')), 1)
+        v_56 = gl.maximum(row_max_47, red_55)
+        v_58 = (v_54 - (v_56[:, None]))
+        v_59 = gl.exp2(v_58)
+        v_60 = (row_max_47 - v_56)
+        v_61 = gl.exp2(v_60)
+        v_62 = (row_sum_45 * v_61)
+        red_63 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_59, 0), 1)
+        v_64 = (v_62 + red_63)
+        row_sum_45 = v_64
+        v_66 = v_59.to(gl.bfloat16)
+        v_68 = (acc_46 * (gl.convert_layout(v_61, gl.SliceLayout(1, o_layout))[:, None]))
+        row_max_47 = v_56
+        pend_a = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_66, 0), p_layout)
+        pend_acc = v_68
+        for jj in range(1, n_offset_48):
+            offset_48 = whole_end_23 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_53 = warpgroup_mma_wait(1, deps=(s_tok, ))
+            mbarrier.arrive(first_empty.index(slot))
+            v_54 = (dot_53 * qk_scale)
+            red_55 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_54, float('-inf')), 1)
+            v_56 = gl.maximum(row_max_47, red_55)
+            v_58 = (v_54 - (v_56[:, None]))
+            v_59 = gl.exp2(v_58)
+            v_60 = (row_max_47 - v_56)
+            v_61 = gl.exp2(v_60)
+            v_62 = (row_sum_45 * v_61)
+            red_63 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_59, 0), 1)
+            v_64 = (v_62 + red_63)
+            row_sum_45 = v_64
+            v_66 = v_59.to(gl.bfloat16)
+            acc_46 = warpgroup_mma_wait(0, deps=(o_tok, ))
+            mbarrier.arrive(second_empty.index(prev))
+            v_68 = (acc_46 * (gl.convert_layout(v_61, gl.SliceLayout(1, o_layout))[:, None]))
+            row_max_47 = v_56
+            pend_a = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_66, 0), p_layout)
+            pend_acc = v_68
+        prev = (c + n_offset_48 - 1) % STAGES
+        mbarrier.wait(second_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
+        o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_46 = warpgroup_mma_wait(0, deps=(o_tok, ))
+        mbarrier.arrive(second_empty.index(prev))
+        t += n_offset_48 + 1
+    c += n_offset_48
+    end_70 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_71 = gl.minimum(end_70, kv_len)
+    row_sum_72 = row_sum_45
+    acc_73 = acc_46
+    row_max_74 = row_max_47
+    whole_end_75 = v_19 + gl.maximum(v_71 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_76 = gl.cdiv(gl.maximum((whole_end_75) - (v_19), 0), _BLOCK_SIZE_1)
+    if n_offset_76 > 0:
+        offset_76 = v_19
+        slot = c % STAGES
+        mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_80 = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(first_empty.index(slot))
+        v_81 = (dot_80 * qk_scale)
+        v_85 = gl.where((((((offset_76 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_81, float('-inf'))
+        red_86 = gl.max(v_85, 1)
+        v_87 = gl.maximum(row_max_74, red_86)
+        v_89 = (v_85 - (v_87[:, None]))
+        v_90 = gl.exp2(v_89)
+        v_91 = (row_max_74 - v_87)
+        v_92 = gl.exp2(v_91)
+        v_93 = (row_sum_72 * v_92)
+        red_94 = gl.sum(v_90, 1)
+        v_95 = (v_93 + red_94)
+        row_sum_72 = v_95
+        v_97 = v_90.to(gl.bfloat16)
+        v_99 = (acc_73 * (gl.convert_layout(v_92, gl.SliceLayout(1, o_layout))[:, None]))
+        row_max_74 = v_87
+        pend_a = gl.convert_layout(v_97, p_layout)
+        pend_acc = v_99
+        for jj in range(1, n_offset_76):
+            offset_76 = v_19 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_80 = warpgroup_mma_wait(1, deps=(s_tok, ))
+            mbarrier.arrive(first_empty.index(slot))
+            v_81 = (dot_80 * qk_scale)
+            v_85 = gl.where((((((offset_76 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_81, float('-inf'))
+            red_86 = gl.max(v_85, 1)
+            v_87 = gl.maximum(row_max_74, red_86)
+            v_89 = (v_85 - (v_87[:, None]))
+            v_90 = gl.exp2(v_89)
+            v_91 = (row_max_74 - v_87)
+            v_92 = gl.exp2(v_91)
+            v_93 = (row_sum_72 * v_92)
+            red_94 = gl.sum(v_90, 1)
+            v_95 = (v_93 + red_94)
+            row_sum_72 = v_95
+            v_97 = v_90.to(gl.bfloat16)
+            acc_73 = warpgroup_mma_wait(0, deps=(o_tok, ))
+            mbarrier.arrive(second_empty.index(prev))
+            v_99 = (acc_73 * (gl.convert_layout(v_92, gl.SliceLayout(1, o_layout))[:, None]))
+            row_max_74 = v_87
+            pend_a = gl.convert_layout(v_97, p_layout)
+            pend_acc = v_99
+        prev = (c + n_offset_76 - 1) % STAGES
+        mbarrier.wait(second_ready.index(prev), ((c + n_offset_76 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_76) & 1) ^ (1 if WG == 0 else 0))
+        o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_73 = warpgroup_mma_wait(0, deps=(o_tok, ))
+        mbarrier.arrive(second_empty.index(prev))
+        t += n_offset_76 + 1
+    c += n_offset_76
+    row_sum_101 = row_sum_72
+    acc_102 = acc_73
+    row_max_103 = row_max_74
+    n_offset_104 = gl.cdiv(gl.maximum((v_71) - (whole_end_75), 0), _BLOCK_SIZE_1)
+    if n_offset_104 > 0:
+        offset_104 = whole_end_75
+        slot = c % STAGES
+        mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_109 = warpgroup_mma_wait(0, deps=(s_tok, ))
+        mbarrier.arrive(first_empty.index(slot))
+        v_110 = (dot_109 * qk_scale)
+        v_114 = gl.where((((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_110, float('-inf'))
+        red_115 = gl.max(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_114, float('-inf')), 1)
+        v_116 = gl.maximum(row_max_103, red_115)
+        v_118 = (v_114 - (v_116[:, None]))
+        v_119 = gl.exp2(v_118)
+        v_120 = (row_max_103 - v_116)
+        v_121 = gl.exp2(v_120)
+        v_122 = (row_sum_101 * v_121)
+        red_123 = gl.sum(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_119, 0), 1)
+        v_124 = (v_122 + red_123)
+        row_sum_101 = v_124
+        v_126 = v_119.to(gl.bfloat16)
+        v_128 = (acc_102 * (gl.convert_layout(v_121, gl.SliceLayout(1, o_layout))[:, None]))
+        row_max_103 = v_116
+        pend_a = gl.convert_layout(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_126, 0), p_layout)
+        pend_acc = v_128
+        for jj in range(1, n_offset_104):
+            offset_104 = whole_end_75 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_109 = warpgroup_mma_wait(1, deps=(s_tok, ))
+            mbarrier.arrive(first_empty.index(slot))
+            v_110 = (dot_109 * qk_scale)
+            v_114 = gl.where((((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_110, float('-inf'))
+            red_115 = gl.max(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_114, float('-inf')), 1)
+            v_116 = gl.maximum(row_max_103, red_115)
+            v_118 = (v_114 - (v_116[:, None]))
+            v_119 = gl.exp2(v_118)
+            v_120 = (row_max_103 - v_116)
+            v_121 = gl.exp2(v_120)
+            v_122 = (row_sum_101 * v_121)
+            red_123 = gl.sum(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_119, 0), 1)
+            v_124 = (v_122 + red_123)
+            row_sum_101 = v_124
+            v_126 = v_119.to(gl.bfloat16)
+            acc_102 = warpgroup_mma_wait(0, deps=(o_tok, ))
+            mbarrier.arrive(second_empty.index(prev))
+            v_128 = (acc_102 * (gl.convert_layout(v_121, gl.SliceLayout(1, o_layout))[:, None]))
+            row_max_103 = v_116
+            pend_a = gl.convert_layout(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_126, 0), p_layout)
+            pend_acc = v_128
+        prev = (c + n_offset_104 - 1) % STAGES
+        mbarrier.wait(second_ready.index(prev), ((c + n_offset_104 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_104) & 1) ^ (1 if WG == 0 else 0))
+        o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_102 = warpgroup_mma_wait(0, deps=(o_tok, ))
+        mbarrier.arrive(second_empty.index(prev))
+        t += n_offset_104 + 1
+    c += n_offset_104
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_131 = (acc_102 / (gl.convert_layout(row_sum_101, gl.SliceLayout(1, o_layout))[:, None]))
+    v_132 = v_131.to(gl.bfloat16)
+    tma.store_wait(0)
+    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_132)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
+    v_133 = gl.log2(row_sum_101)
+    v_134 = (row_max_103 + v_133)
+    v_135 = (v_134 * 0.6931471805599453)
+    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_135, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_8694b16930(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    second_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(first_ready.index(i), count=1)
+        mbarrier.init(first_empty.index(i), count=GROUPS)
+        mbarrier.init(second_ready.index(i), count=1)
+        mbarrier.init(second_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_8694b16930_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_8694b16930_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_8694b16930_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
 def _attention_fwd_gluon_9330e3e689_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
@@ -4915,10 +5342,11 @@ def _attention_fwd_gluon_9330e3e689_loader(q_len, q_heads, batch, group, q, q_st
     v_16 = offset_10 // group
     v_21 = gl.minimum(offset_7, kv_len)
     whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    mbarrier.wait(resident_empty, (it & 1) ^ 1)
-    mbarrier.expect(resident_bar, GROUPS * (q_desc_0.block_type.nbytes))
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
     for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar, load_17_smem.index(g))
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
     for offset_26 in range(0, whole_end_25, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
@@ -4992,7 +5420,8 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
     acc_23 = v_20
     row_max_24 = v_18
     whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    mbarrier.wait(resident_bar, it & 1)
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
     n_offset_26 = gl.cdiv(gl.maximum((whole_end_25) - (0), 0), _BLOCK_SIZE_1)
     if n_offset_26 > 0:
         offset_26 = 0
@@ -5000,7 +5429,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        s_tok = warpgroup_mma(load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_30 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -5029,7 +5458,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -5074,7 +5503,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        s_tok = warpgroup_mma(load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_55 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -5103,7 +5532,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -5151,7 +5580,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        s_tok = warpgroup_mma(load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_82 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -5181,7 +5610,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -5227,7 +5656,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        s_tok = warpgroup_mma(load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_111 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -5257,7 +5686,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -5293,7 +5722,7 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.arrive(second_empty.index(prev))
         t += n_offset_106 + 1
     c += n_offset_106
-    mbarrier.arrive(resident_empty)
+    mbarrier.arrive(resident_empty.index(rslot))
     v_133 = (acc_104 / (gl.convert_layout(row_sum_103, gl.SliceLayout(1, o_layout))[:, None]))
     v_134 = v_133.to(gl.float16)
     tma.store_wait(0)
@@ -5310,14 +5739,15 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
 @gluon.jit
 def _attention_fwd_gluon_9330e3e689(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(resident_bar, count=1)
-    mbarrier.init(resident_empty, count=GROUPS)
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
     first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -5330,456 +5760,6 @@ def _attention_fwd_gluon_9330e3e689(q_len, q_heads, batch, group, q, q_stride_0,
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     gl.warp_specialize([(_attention_fwd_gluon_9330e3e689_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_9330e3e689_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_9330e3e689_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_9f3f8c5477_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 4 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 4
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 4)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_27 = gl.minimum(offset_13, kv_len)
-        whole_end_31 = 0 + gl.maximum(v_27 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_empty, (it & 1) ^ 1)
-        mbarrier.expect(resident_bar, GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar, load_23_smem.index(g))
-        for offset_32 in range(0, whole_end_31, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(first_empty.index(slot), phase ^ 1)
-            mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_32, 0], first_ready.index(slot), first_ring.index(slot))
-            mbarrier.wait(second_empty.index(slot), phase ^ 1)
-            mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_32, 0], second_ready.index(slot), second_ring.index(slot))
-            c += 1
-        for offset_56 in range(whole_end_31, v_27, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(first_empty.index(slot), phase ^ 1)
-            mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_56, 0], first_ready.index(slot), first_ring.index(slot))
-            mbarrier.wait(second_empty.index(slot), phase ^ 1)
-            mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_56, 0], second_ready.index(slot), second_ring.index(slot))
-            c += 1
-        end_78 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_79 = gl.minimum(end_78, kv_len)
-        whole_end_83 = v_27 + gl.maximum(v_79 - v_27, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        for offset_84 in range(v_27, whole_end_83, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(first_empty.index(slot), phase ^ 1)
-            mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_84, 0], first_ready.index(slot), first_ring.index(slot))
-            mbarrier.wait(second_empty.index(slot), phase ^ 1)
-            mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_84, 0], second_ready.index(slot), second_ring.index(slot))
-            c += 1
-        for offset_112 in range(whole_end_83, v_79, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(first_empty.index(slot), phase ^ 1)
-            mbarrier.expect(first_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_112, 0], first_ready.index(slot), first_ring.index(slot))
-            mbarrier.wait(second_empty.index(slot), phase ^ 1)
-            mbarrier.expect(second_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_112, 0], second_ready.index(slot), second_ring.index(slot))
-            c += 1
-        it += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_9f3f8c5477_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 4 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 4
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 4)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        v_27 = gl.minimum(offset_13, kv_len)
-        row_sum_28 = v_25
-        acc_29 = v_26
-        row_max_30 = v_24
-        whole_end_31 = 0 + gl.maximum(v_27 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_bar, it & 1)
-        n_offset_32 = gl.cdiv(gl.maximum((whole_end_31) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_32 > 0:
-            offset_32 = 0
-            slot = c % STAGES
-            mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_36 = warpgroup_mma_wait(0, deps=(s_tok, ))
-            mbarrier.arrive(first_empty.index(slot))
-            v_37 = (dot_36 * qk_scale)
-            red_38 = gl.max(v_37, 1)
-            v_39 = gl.maximum(row_max_30, red_38)
-            v_41 = (v_37 - (v_39[:, None]))
-            v_42 = gl.exp2(v_41)
-            v_43 = (row_max_30 - v_39)
-            v_44 = gl.exp2(v_43)
-            v_45 = (row_sum_28 * v_44)
-            red_46 = gl.sum(v_42, 1)
-            v_47 = (v_45 + red_46)
-            row_sum_28 = v_47
-            v_49 = v_42.to(gl.bfloat16)
-            v_51 = (acc_29 * (gl.convert_layout(v_44, gl.SliceLayout(1, o_layout))[:, None]))
-            row_max_30 = v_39
-            pend_a = gl.convert_layout(v_49, p_layout)
-            pend_acc = v_51
-            for jj in range(1, n_offset_32):
-                offset_32 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_36 = warpgroup_mma_wait(1, deps=(s_tok, ))
-                mbarrier.arrive(first_empty.index(slot))
-                v_37 = (dot_36 * qk_scale)
-                red_38 = gl.max(v_37, 1)
-                v_39 = gl.maximum(row_max_30, red_38)
-                v_41 = (v_37 - (v_39[:, None]))
-                v_42 = gl.exp2(v_41)
-                v_43 = (row_max_30 - v_39)
-                v_44 = gl.exp2(v_43)
-                v_45 = (row_sum_28 * v_44)
-                red_46 = gl.sum(v_42, 1)
-                v_47 = (v_45 + red_46)
-                row_sum_28 = v_47
-                v_49 = v_42.to(gl.bfloat16)
-                acc_29 = warpgroup_mma_wait(0, deps=(o_tok, ))
-                mbarrier.arrive(second_empty.index(prev))
-                v_51 = (acc_29 * (gl.convert_layout(v_44, gl.SliceLayout(1, o_layout))[:, None]))
-                row_max_30 = v_39
-                pend_a = gl.convert_layout(v_49, p_layout)
-                pend_acc = v_51
-            prev = (c + n_offset_32 - 1) % STAGES
-            mbarrier.wait(second_ready.index(prev), ((c + n_offset_32 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_32) & 1) ^ (1 if WG == 0 else 0))
-            o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_29 = warpgroup_mma_wait(0, deps=(o_tok, ))
-            mbarrier.arrive(second_empty.index(prev))
-            t += n_offset_32 + 1
-        c += n_offset_32
-        row_sum_53 = row_sum_28
-        acc_54 = acc_29
-        row_max_55 = row_max_30
-        n_offset_56 = gl.cdiv(gl.maximum((v_27) - (whole_end_31), 0), _BLOCK_SIZE_1)
-        if n_offset_56 > 0:
-            offset_56 = whole_end_31
-            slot = c % STAGES
-            mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_61 = warpgroup_mma_wait(0, deps=(s_tok, ))
-            mbarrier.arrive(first_empty.index(slot))
-            v_62 = (dot_61 * qk_scale)
-            red_63 = gl.max(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_62, float('-inf')), 1)
-            v_64 = gl.maximum(row_max_55, red_63)
-            v_66 = (v_62 - (v_64[:, None]))
-            v_67 = gl.exp2(v_66)
-            v_68 = (row_max_55 - v_64)
-            v_69 = gl.exp2(v_68)
-            v_70 = (row_sum_53 * v_69)
-            red_71 = gl.sum(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_67, 0), 1)
-            v_72 = (v_70 + red_71)
-            row_sum_53 = v_72
-            v_74 = v_67.to(gl.bfloat16)
-            v_76 = (acc_54 * (gl.convert_layout(v_69, gl.SliceLayout(1, o_layout))[:, None]))
-            row_max_55 = v_64
-            pend_a = gl.convert_layout(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_74, 0), p_layout)
-            pend_acc = v_76
-            for jj in range(1, n_offset_56):
-                offset_56 = whole_end_31 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_61 = warpgroup_mma_wait(1, deps=(s_tok, ))
-                mbarrier.arrive(first_empty.index(slot))
-                v_62 = (dot_61 * qk_scale)
-                red_63 = gl.max(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_62, float('-inf')), 1)
-                v_64 = gl.maximum(row_max_55, red_63)
-                v_66 = (v_62 - (v_64[:, None]))
-                v_67 = gl.exp2(v_66)
-                v_68 = (row_max_55 - v_64)
-                v_69 = gl.exp2(v_68)
-                v_70 = (row_sum_53 * v_69)
-                red_71 = gl.sum(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_67, 0), 1)
-                v_72 = (v_70 + red_71)
-                row_sum_53 = v_72
-                v_74 = v_67.to(gl.bfloat16)
-                acc_54 = warpgroup_mma_wait(0, deps=(o_tok, ))
-                mbarrier.arrive(second_empty.index(prev))
-                v_76 = (acc_54 * (gl.convert_layout(v_69, gl.SliceLayout(1, o_layout))[:, None]))
-                row_max_55 = v_64
-                pend_a = gl.convert_layout(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_27))[None, :], v_74, 0), p_layout)
-                pend_acc = v_76
-            prev = (c + n_offset_56 - 1) % STAGES
-            mbarrier.wait(second_ready.index(prev), ((c + n_offset_56 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_56) & 1) ^ (1 if WG == 0 else 0))
-            o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_54 = warpgroup_mma_wait(0, deps=(o_tok, ))
-            mbarrier.arrive(second_empty.index(prev))
-            t += n_offset_56 + 1
-        c += n_offset_56
-        end_78 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_79 = gl.minimum(end_78, kv_len)
-        row_sum_80 = row_sum_53
-        acc_81 = acc_54
-        row_max_82 = row_max_55
-        whole_end_83 = v_27 + gl.maximum(v_79 - v_27, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_84 = gl.cdiv(gl.maximum((whole_end_83) - (v_27), 0), _BLOCK_SIZE_1)
-        if n_offset_84 > 0:
-            offset_84 = v_27
-            slot = c % STAGES
-            mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_88 = warpgroup_mma_wait(0, deps=(s_tok, ))
-            mbarrier.arrive(first_empty.index(slot))
-            v_89 = (dot_88 * qk_scale)
-            v_93 = gl.where((((((offset_84 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_89, float('-inf'))
-            red_94 = gl.max(v_93, 1)
-            v_95 = gl.maximum(row_max_82, red_94)
-            v_97 = (v_93 - (v_95[:, None]))
-            v_98 = gl.exp2(v_97)
-            v_99 = (row_max_82 - v_95)
-            v_100 = gl.exp2(v_99)
-            v_101 = (row_sum_80 * v_100)
-            red_102 = gl.sum(v_98, 1)
-            v_103 = (v_101 + red_102)
-            row_sum_80 = v_103
-            v_105 = v_98.to(gl.bfloat16)
-            v_107 = (acc_81 * (gl.convert_layout(v_100, gl.SliceLayout(1, o_layout))[:, None]))
-            row_max_82 = v_95
-            pend_a = gl.convert_layout(v_105, p_layout)
-            pend_acc = v_107
-            for jj in range(1, n_offset_84):
-                offset_84 = v_27 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_88 = warpgroup_mma_wait(1, deps=(s_tok, ))
-                mbarrier.arrive(first_empty.index(slot))
-                v_89 = (dot_88 * qk_scale)
-                v_93 = gl.where((((((offset_84 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_89, float('-inf'))
-                red_94 = gl.max(v_93, 1)
-                v_95 = gl.maximum(row_max_82, red_94)
-                v_97 = (v_93 - (v_95[:, None]))
-                v_98 = gl.exp2(v_97)
-                v_99 = (row_max_82 - v_95)
-                v_100 = gl.exp2(v_99)
-                v_101 = (row_sum_80 * v_100)
-                red_102 = gl.sum(v_98, 1)
-                v_103 = (v_101 + red_102)
-                row_sum_80 = v_103
-                v_105 = v_98.to(gl.bfloat16)
-                acc_81 = warpgroup_mma_wait(0, deps=(o_tok, ))
-                mbarrier.arrive(second_empty.index(prev))
-                v_107 = (acc_81 * (gl.convert_layout(v_100, gl.SliceLayout(1, o_layout))[:, None]))
-                row_max_82 = v_95
-                pend_a = gl.convert_layout(v_105, p_layout)
-                pend_acc = v_107
-            prev = (c + n_offset_84 - 1) % STAGES
-            mbarrier.wait(second_ready.index(prev), ((c + n_offset_84 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_84) & 1) ^ (1 if WG == 0 else 0))
-            o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_81 = warpgroup_mma_wait(0, deps=(o_tok, ))
-            mbarrier.arrive(second_empty.index(prev))
-            t += n_offset_84 + 1
-        c += n_offset_84
-        row_sum_109 = row_sum_80
-        acc_110 = acc_81
-        row_max_111 = row_max_82
-        n_offset_112 = gl.cdiv(gl.maximum((v_79) - (whole_end_83), 0), _BLOCK_SIZE_1)
-        if n_offset_112 > 0:
-            offset_112 = whole_end_83
-            slot = c % STAGES
-            mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_117 = warpgroup_mma_wait(0, deps=(s_tok, ))
-            mbarrier.arrive(first_empty.index(slot))
-            v_118 = (dot_117 * qk_scale)
-            v_122 = gl.where((((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_118, float('-inf'))
-            red_123 = gl.max(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_122, float('-inf')), 1)
-            v_124 = gl.maximum(row_max_111, red_123)
-            v_126 = (v_122 - (v_124[:, None]))
-            v_127 = gl.exp2(v_126)
-            v_128 = (row_max_111 - v_124)
-            v_129 = gl.exp2(v_128)
-            v_130 = (row_sum_109 * v_129)
-            red_131 = gl.sum(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_127, 0), 1)
-            v_132 = (v_130 + red_131)
-            row_sum_109 = v_132
-            v_134 = v_127.to(gl.bfloat16)
-            v_136 = (acc_110 * (gl.convert_layout(v_129, gl.SliceLayout(1, o_layout))[:, None]))
-            row_max_111 = v_124
-            pend_a = gl.convert_layout(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_134, 0), p_layout)
-            pend_acc = v_136
-            for jj in range(1, n_offset_112):
-                offset_112 = whole_end_83 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_117 = warpgroup_mma_wait(1, deps=(s_tok, ))
-                mbarrier.arrive(first_empty.index(slot))
-                v_118 = (dot_117 * qk_scale)
-                v_122 = gl.where((((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_118, float('-inf'))
-                red_123 = gl.max(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_122, float('-inf')), 1)
-                v_124 = gl.maximum(row_max_111, red_123)
-                v_126 = (v_122 - (v_124[:, None]))
-                v_127 = gl.exp2(v_126)
-                v_128 = (row_max_111 - v_124)
-                v_129 = gl.exp2(v_128)
-                v_130 = (row_sum_109 * v_129)
-                red_131 = gl.sum(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_127, 0), 1)
-                v_132 = (v_130 + red_131)
-                row_sum_109 = v_132
-                v_134 = v_127.to(gl.bfloat16)
-                acc_110 = warpgroup_mma_wait(0, deps=(o_tok, ))
-                mbarrier.arrive(second_empty.index(prev))
-                v_136 = (acc_110 * (gl.convert_layout(v_129, gl.SliceLayout(1, o_layout))[:, None]))
-                row_max_111 = v_124
-                pend_a = gl.convert_layout(gl.where(((((offset_112 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_79))[None, :], v_134, 0), p_layout)
-                pend_acc = v_136
-            prev = (c + n_offset_112 - 1) % STAGES
-            mbarrier.wait(second_ready.index(prev), ((c + n_offset_112 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_112) & 1) ^ (1 if WG == 0 else 0))
-            o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_110 = warpgroup_mma_wait(0, deps=(o_tok, ))
-            mbarrier.arrive(second_empty.index(prev))
-            t += n_offset_112 + 1
-        c += n_offset_112
-        mbarrier.arrive(resident_empty)
-        v_139 = (acc_110 / (gl.convert_layout(row_sum_109, gl.SliceLayout(1, o_layout))[:, None]))
-        v_140 = v_139.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_140)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_141 = gl.log2(row_sum_109)
-        v_142 = (row_max_111 + v_141)
-        v_143 = (v_142 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_143, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_9f3f8c5477(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(resident_bar, count=1)
-    mbarrier.init(resident_empty, count=GROUPS)
-    first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    second_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(first_ready.index(i), count=1)
-        mbarrier.init(first_empty.index(i), count=GROUPS)
-        mbarrier.init(second_ready.index(i), count=1)
-        mbarrier.init(second_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_9f3f8c5477_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_9f3f8c5477_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn)), (_attention_fwd_gluon_9f3f8c5477_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
 def _attention_fwd_gluon_a88bb07dac_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, first_ring, second_ring, resident_bar, resident_empty, first_ready, first_empty, second_ready, second_empty, turn):
@@ -5805,10 +5785,11 @@ def _attention_fwd_gluon_a88bb07dac_loader(q_len, q_heads, batch, group, q, q_st
         v_22 = offset_16 // group
         v_27 = gl.minimum(offset_13, kv_len)
         whole_end_31 = 0 + gl.maximum(v_27 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_empty, (it & 1) ^ 1)
-        mbarrier.expect(resident_bar, GROUPS * (q_desc_0.block_type.nbytes))
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar, load_23_smem.index(g))
+            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
         for offset_32 in range(0, whole_end_31, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
@@ -5890,7 +5871,8 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
         acc_29 = v_26
         row_max_30 = v_24
         whole_end_31 = 0 + gl.maximum(v_27 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_bar, it & 1)
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
         n_offset_32 = gl.cdiv(gl.maximum((whole_end_31) - (0), 0), _BLOCK_SIZE_1)
         if n_offset_32 > 0:
             offset_32 = 0
@@ -5898,7 +5880,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_36 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -5927,7 +5909,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -5972,7 +5954,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_61 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -6001,7 +5983,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -6049,7 +6031,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_88 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -6079,7 +6061,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -6125,7 +6107,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_117 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -6155,7 +6137,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_23_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -6191,7 +6173,7 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(second_empty.index(prev))
             t += n_offset_112 + 1
         c += n_offset_112
-        mbarrier.arrive(resident_empty)
+        mbarrier.arrive(resident_empty.index(rslot))
         v_139 = (acc_110 / (gl.convert_layout(row_sum_109, gl.SliceLayout(1, o_layout))[:, None]))
         v_140 = v_139.to(gl.bfloat16)
         tma.store_wait(0)
@@ -6209,15 +6191,16 @@ def _attention_fwd_gluon_a88bb07dac_consumer(WG: gl.constexpr, q_len, q_heads, b
 @gluon.jit
 def _attention_fwd_gluon_a88bb07dac(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
     first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(resident_bar, count=1)
-    mbarrier.init(resident_empty, count=GROUPS)
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
     first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -6246,10 +6229,11 @@ def _attention_fwd_gluon_bc89b0fd50_loader(q_len, q_heads, batch, group, q, q_st
         offset_11 = 0 + pid_4 * 1
         v_14 = offset_8 // group
         whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_empty, (it & 1) ^ 1)
-        mbarrier.expect(resident_bar, GROUPS * (q_desc_0.block_type.nbytes))
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar, load_15_smem.index(g))
+            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
         for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
@@ -6299,7 +6283,8 @@ def _attention_fwd_gluon_bc89b0fd50_consumer(WG: gl.constexpr, q_len, q_heads, b
         acc_20 = v_18
         row_max_21 = v_16
         whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        mbarrier.wait(resident_bar, it & 1)
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
         n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
         if n_offset_23 > 0:
             offset_23 = 0
@@ -6307,7 +6292,7 @@ def _attention_fwd_gluon_bc89b0fd50_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_27 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -6336,7 +6321,7 @@ def _attention_fwd_gluon_bc89b0fd50_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -6381,7 +6366,7 @@ def _attention_fwd_gluon_bc89b0fd50_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_52 = warpgroup_mma_wait(0, deps=(s_tok, ))
@@ -6410,7 +6395,7 @@ def _attention_fwd_gluon_bc89b0fd50_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
                 if GROUPS > 1:
                     mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                s_tok = warpgroup_mma(load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                s_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), first_ring.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
                 o_tok = warpgroup_mma(pend_a, second_ring.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
@@ -6445,7 +6430,7 @@ def _attention_fwd_gluon_bc89b0fd50_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(second_empty.index(prev))
             t += n_offset_47 + 1
         c += n_offset_47
-        mbarrier.arrive(resident_empty)
+        mbarrier.arrive(resident_empty.index(rslot))
         v_70 = (acc_45 / (gl.convert_layout(row_sum_44, gl.SliceLayout(1, o_layout))[:, None]))
         v_71 = v_70.to(gl.float16)
         tma.store_wait(0)
@@ -6463,15 +6448,16 @@ def _attention_fwd_gluon_bc89b0fd50_consumer(WG: gl.constexpr, q_len, q_heads, b
 @gluon.jit
 def _attention_fwd_gluon_bc89b0fd50(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
     first_ring = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     second_ring = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    mbarrier.init(resident_bar, count=1)
-    mbarrier.init(resident_empty, count=GROUPS)
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
     first_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     first_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     second_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -9340,38 +9326,6 @@ def attention_fwd__168f9a4ef6c9(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 19df6eed773d
-# config: {"backend":"gluon","block_sizes":[128,128],"consumer_groups":2,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[4],"load_eviction_policies":["","","","",""],"loop_orders":[[1,0,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
-def attention_fwd__19df6eed773d(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    q = _tma_operand(q)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _out_tma = _tma_operand(out)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _k_desc_1 = _tma_descriptor(k, [1, 1, 128, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_2 = _tma_descriptor(v, [1, 1, 128, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 128], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
-    _device = q.device
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_gluon_9f3f8c5477, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
-    if _out_tma is not out:
-        out.copy_(_out_tma)
-    return (out, lse)
-
-
 # attention_fwd variant 1b98942c342e
 # config: {"block_sizes":[128,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
@@ -9411,6 +9365,37 @@ def attention_fwd__1d3882b5ddf3(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_kernel_065fd47063, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 8, 4)
+    return (out, lse)
+
+
+# attention_fwd variant 208b7d90a630
+# config: {"backend":"gluon","block_sizes":[128,128],"consumer_groups":2,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"B":1,"D":128,"H":32,"Hkv":8,"Sk":16384,"Sq":16384,"causal":true}
+def attention_fwd__208b7d90a630(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    q = _tma_operand(q)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _out_tma = _tma_operand(out)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _k_desc_1 = _tma_descriptor(k, [1, 1, 128, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_2 = _tma_descriptor(v, [1, 1, 128, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 128], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_gluon_302de9302a, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    if _out_tma is not out:
+        out.copy_(_out_tma)
     return (out, lse)
 
 
@@ -9913,38 +9898,6 @@ def attention_fwd__a7014dbfcde2(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant b05dc79c70a7
-# config: {"backend":"gluon","block_sizes":[128,128],"consumer_groups":2,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[16],"load_eviction_policies":["","","","",""],"loop_orders":[[1,0,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"persistent_interleaved","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
-def attention_fwd__b05dc79c70a7(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    q = _tma_operand(q)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _out_tma = _tma_operand(out)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _k_desc_1 = _tma_descriptor(k, [1, 1, 128, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_2 = _tma_descriptor(v, [1, 1, 128, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 128], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
-    _device = q.device
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_gluon_3edfc85d8e, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
-    if _out_tma is not out:
-        out.copy_(_out_tma)
-    return (out, lse)
-
-
 # attention_fwd variant b50dfe0fe448
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
@@ -10288,6 +10241,37 @@ def attention_fwd__e95e8b995a92(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant ed6f698b2d80
+# config: {"backend":"gluon","block_sizes":[128,128],"consumer_groups":2,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+def attention_fwd__ed6f698b2d80(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    q = _tma_operand(q)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _out_tma = _tma_operand(out)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _k_desc_1 = _tma_descriptor(k, [1, 1, 128, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_2 = _tma_descriptor(v, [1, 1, 128, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 128], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_gluon_8694b16930, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    if _out_tma is not out:
+        out.copy_(_out_tma)
+    return (out, lse)
+
+
 # attention_fwd variant ef0b5e416bde
 # config: {"block_sizes":[64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
@@ -10337,9 +10321,9 @@ VARIANTS = {
         '0ae18f15a90c': attention_fwd__0ae18f15a90c,
         '154e86f378bd': attention_fwd__154e86f378bd,
         '168f9a4ef6c9': attention_fwd__168f9a4ef6c9,
-        '19df6eed773d': attention_fwd__19df6eed773d,
         '1b98942c342e': attention_fwd__1b98942c342e,
         '1d3882b5ddf3': attention_fwd__1d3882b5ddf3,
+        '208b7d90a630': attention_fwd__208b7d90a630,
         '2982ad1979ac': attention_fwd__2982ad1979ac,
         '2a99b5a4bb1d': attention_fwd__2a99b5a4bb1d,
         '361bd01f7748': attention_fwd__361bd01f7748,
@@ -10362,7 +10346,6 @@ VARIANTS = {
         'a30c28aded47': attention_fwd__a30c28aded47,
         'a658c92e0606': attention_fwd__a658c92e0606,
         'a7014dbfcde2': attention_fwd__a7014dbfcde2,
-        'b05dc79c70a7': attention_fwd__b05dc79c70a7,
         'b50dfe0fe448': attention_fwd__b50dfe0fe448,
         'beb04f4553e2': attention_fwd__beb04f4553e2,
         'c5cf7e9f0d0f': attention_fwd__c5cf7e9f0d0f,
@@ -10378,6 +10361,7 @@ VARIANTS = {
         'e46542d6cde2': attention_fwd__e46542d6cde2,
         'e688dad0c01a': attention_fwd__e688dad0c01a,
         'e95e8b995a92': attention_fwd__e95e8b995a92,
+        'ed6f698b2d80': attention_fwd__ed6f698b2d80,
         'ef0b5e416bde': attention_fwd__ef0b5e416bde,
         'f1fc36216eaf': attention_fwd__f1fc36216eaf,
     },
