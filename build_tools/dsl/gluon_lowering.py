@@ -21,7 +21,10 @@ warpgroups of M / groups rows each; they take turns issuing their dots (ping-pon
 the next key tile's first dot in flight while it runs the statements between the dots. Each loop
 is rotated: step j issues dot 1 of tile j together with dot 2 of tile j - 1, waits for dot 1
 only, runs the statements that do not read the accumulator, then waits for dot 2 and runs the
-rest. Anything outside this form raises NotLowerable.
+rest. On a persistent grid (the emitted kernel's body inside a `for virtual_pid in tl.range(...)`
+tile loop) the partitions walk the program's tiles together; the loader fills each tile's
+residents into one of two slots once the consumers released it, so the next tile's arrive during
+this one. Anything outside this form raises NotLowerable.
 """
 from __future__ import annotations
 
