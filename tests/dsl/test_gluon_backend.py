@@ -94,6 +94,30 @@ def test_turns_advance_only_in_loops_that_take_them():
         assert indent > len(guard) - len(guard.lstrip()), lines[i]
 
 
+def test_persistent_tiles_hand_residents_over_by_slot():
+    """On a persistent grid the loader fills tile `it`'s residents into slot it % 2 once both
+    warpgroups released that slot's previous tile (its phase parity), and each consumer releases
+    its slot once per tile: after the tile's last dot, before the epilogue's store. A one-tile grid
+    has one slot."""
+    args = attention_args(1, 2, 1, 200, 300, 64, True)
+    source = attention_fwd.bind(args).to_triton_code({**gluon_config(True), "pid_type": "persistent_interleaved"})
+    loader = source[source.index("_loader("):source.index("@gluon.jit", source.index("_loader("))]
+    consumer = source[source.index("_consumer(WG"):source.index("@gluon.jit", source.index("_consumer(WG"))]
+    assert "rslot = it % 2" in loader and "mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)" in loader
+    assert "mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)" in consumer
+    lines = consumer.splitlines()
+    depth = lambda line: len(line) - len(line.lstrip())
+    tile_loop = next(i for i, line in enumerate(lines) if line.strip().startswith("for virtual_pid in"))
+    (release,) = [i for i, line in enumerate(lines) if "mbarrier.arrive(resident_empty" in line]
+    last_dot = max(i for i, line in enumerate(lines) if "warpgroup_mma(" in line)
+    store = next(i for i, line in enumerate(lines) if "async_copy_shared_to_global" in line)
+    assert depth(lines[release]) == depth(lines[tile_loop]) + 4 and last_dot < release < store
+    assert "resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1]" in source
+    attention_fwd.reset()
+    flat = attention_fwd.bind(args).to_triton_code(gluon_config(True))
+    assert "resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1]" in flat and "for virtual_pid" not in flat
+
+
 @helion.kernel()
 def row_softmax(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
