@@ -118,16 +118,16 @@ class Lowering:
         self.prologue: list[ast.stmt] = []        # statements before the first loop
         self.between: list[list[ast.stmt]] = []   # statements after each loop
         self.head: list[ast.stmt] = []            # statements before a persistent grid's tile loop
-        self.item: str | None = None              # a persistent grid's tile loop header, as Gluon
+        self.tile_loop: str | None = None         # a persistent grid's tile loop header, as Gluon
         self._split()
-        self.slots = 2 if self.item else 1        # resident slots: a persistent grid loads the next tile's early
+        self.slots = 2 if self.tile_loop else 1   # resident slots: a persistent grid loads the next tile's early
 
     # ------------------------------------------------------------------ analysis
     def _split(self) -> None:
         body = self.fn.body
         outer = [s for s in body if isinstance(s, ast.For)]
         if len(outer) == 1 and outer[0] is body[-1] and any(isinstance(s, ast.For) for s in outer[0].body):
-            self.item = self._item_loop(outer[0])
+            self.tile_loop = self._tile_loop(outer[0])
             self.head = body[:-1]
             body = outer[0].body
         for stmt in self.head:
@@ -178,7 +178,7 @@ class Lowering:
                 if self.tmas[load].block != self.roles[role].block or self.tmas[load].tensor != self.roles[role].tensor:
                     raise NotLowerable(f"the loops' {role} dots stream different tiles")
 
-    def _item_loop(self, stmt: ast.For) -> str:
+    def _tile_loop(self, stmt: ast.For) -> str:
         """The header of a persistent grid's loop over its program's tiles (pid_type
         "persistent_*"): `for virtual_pid in tl.range(...)` around the program's whole body."""
         it = stmt.iter
@@ -617,8 +617,8 @@ class Lowering:
         self.store_smem = {}  # a store's Tma name -> its shared-memory buffer; those to allocate
         allocated = []
         for tma, _ in self.stores.values():
-            reused = None if self.item else next((r for r in residents if self._block(r) == self._block(tma)
-                                                   and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
+            reused = None if self.tile_loop else next((r for r in residents if self._block(r) == self._block(tma)
+                                                        and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
             if reused is None:
                 allocated.append(tma)
             self.store_smem[tma.name] = f"{(reused or tma).name}_smem"
@@ -632,9 +632,6 @@ class Lowering:
         out = [self._loader(name, sig, shared), self._consumer(name, sig, shared),
                self._kernel(name, sig, args, shared, residents, roles)]
         return "\n\n\n".join(out) + "\n"
-
-    def _first(self, tensor: str) -> Tma:
-        return next(t for t in self.tmas.values() if t.tensor == tensor)
 
     def _coords(self, tma: Tma, row_shift: str = "") -> str:
         coords = list(tma.coords)
@@ -650,9 +647,9 @@ class Lowering:
     def _tiles(self, body: list) -> list:
         """A partition's lines over its program's tiles: `body` once per tile of a persistent grid
         (counted by `it`), else once."""
-        if not self.item:
+        if not self.tile_loop:
             return ["it = 0"] + body
-        return ["it = 0", self.item] + ["    " + s for s in body + ["it += 1"]]
+        return ["it = 0", self.tile_loop] + ["    " + s for s in body + ["it += 1"]]
 
     def _loader(self, name: str, sig: str, shared: str) -> str:
         lines = ["@gluon.jit", f"def {name}_loader({sig}, {shared}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
