@@ -728,7 +728,7 @@ class CompileSession:
                 self.launcher_lines.append(f"{host} = _tma_operand({host})")
         for site in sites:
             host = builder.params[site.tensor].host_expr
-            block = [str(64) if b == "ROWS" else b if b.isdigit() else builder.params[b].host_expr for b in site.block]
+            block = ["64" if b == "ROWS" else b if b.isdigit() else builder.params[b].host_expr for b in site.block]
             bounds = dict(site.bounds)
             shape = [f"min({host}.size({d}), {builder.params[bounds[d]].host_expr})" if d in bounds else
                      f"{host}.size({d})" for d in range(len(block))]
