@@ -16,7 +16,8 @@ from .session import Discovery
 
 BACKENDS = ("triton", "gluon")
 CONSUMER_GROUPS = (1, 2)
-PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved"]
+# persistent_dynamic: a persistent grid whose programs draw their next tile from a counter
+PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved", "persistent_dynamic"]
 INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
 # "reread": evict_last where a looped reduction's chunk loop reads the site (a later chunk loop
 # re-reads the same data, which then comes from L2) and evict_first where any other code reads it
@@ -388,7 +389,7 @@ class ConfigSpec:
         eviction = list(fields.get("load_eviction_policies") or [])
         eviction += [""] * (compiled.loads - len(eviction))
         fields["load_eviction_policies"] = eviction[: compiled.loads]
-        persistent = fields["pid_type"].startswith("persistent")
+        persistent = fields["pid_type"] in ("persistent_blocked", "persistent_interleaved")  # a flattenable tl.range
         n_top = len(self.found.top_loops)
         flattens = list(fields.get("persistent_flattens") or []) + [False] * n_top
         fields["persistent_flattens"] = [bool(v) and persistent for v in flattens[:n_top]]

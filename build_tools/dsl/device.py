@@ -77,6 +77,7 @@ class DeviceCompiler(PointwiseMixin):
         tiles = self.top_level_tiles(spec, loop_index, self.waits_for_programs(node.body))
         self.bind_loop_target(node.target, tiles, spec.kind)
         self.statements(node.body)
+        self.session.pid_finish(self.builder)
         if node.orelse:
             raise self.error(exc.NotSupported, "for/else in device code", node)
         body, self.builder.lines = self.builder.lines, []

@@ -119,8 +119,10 @@ class Lowering:
         self.between: list[list[ast.stmt]] = []   # statements after each loop
         self.head: list[ast.stmt] = []            # statements before a persistent grid's tile loop
         self.tile_loop: str | None = None         # a persistent grid's tile loop header, as Gluon
+        self.draw: tuple | None = None            # a grid drawing its tiles: see _tile_draws
         self._split()
-        self.slots = 2 if self.tile_loop else 1   # resident slots: a persistent grid loads the next tile's early
+        self.persistent = bool(self.tile_loop or self.draw)
+        self.slots = 2 if self.persistent else 1  # resident slots: a persistent grid loads the next tile's early
 
     # ------------------------------------------------------------------ analysis
     def _split(self) -> None:
@@ -130,6 +132,8 @@ class Lowering:
             self.tile_loop = self._tile_loop(outer[0])
             self.head = body[:-1]
             body = outer[0].body
+        elif any(isinstance(s, ast.While) for s in body):
+            self.head, body = self._tile_draws(body)
         for stmt in self.head:
             if not isinstance(stmt, ast.Assign):
                 raise NotLowerable(f"statement {type(stmt).__name__} before the tile loop")
@@ -185,6 +189,22 @@ class Lowering:
         if _call(it) != "range" or it.keywords or not isinstance(stmt.target, ast.Name) or stmt.orelse:
             raise NotLowerable("tile loop is not `for x in tl.range(...)`")
         return f"for {stmt.target.id} in range({', '.join(_gl(ast.unparse(a)) for a in it.args)}):"
+
+    def _tile_draws(self, body: list) -> tuple:
+        """(head, tile body) of a grid whose programs draw their tiles (pid_type
+        "persistent_dynamic"): `ticket = tl.atomic_add(counter, 1, ...)`, then `while ticket <
+        total:` around the tile's statements and the next draw, then the counter's reset (kept as
+        `self.draw`: the ticket, the draw's call, the loop's test and the reset, as Gluon)."""
+        if len(body) < 3:
+            raise NotLowerable("a tile draw without its loop and reset")
+        draw, loop, reset = body[-3:]
+        ticket = draw.targets[0].id if isinstance(draw, ast.Assign) and _call(draw.value) == "atomic_add" else None
+        test = loop.test if isinstance(loop, ast.While) else None
+        if ticket is None or not (isinstance(test, ast.Compare) and ast.unparse(test.left) == ticket) or loop.orelse \
+                or not loop.body or ast.unparse(loop.body[-1]) != ast.unparse(draw) or not isinstance(reset, ast.If):
+            raise NotLowerable("a while loop that is not the tile draws of pid_type persistent_dynamic")
+        self.draw = (ticket, _gl(ast.unparse(draw.value)), _gl(ast.unparse(test)), _gl(ast.unparse(reset)))
+        return body[:-3], loop.body[:-1]
 
     def _loop(self, stmt: ast.For) -> Loop:
         it = stmt.iter
@@ -617,7 +637,7 @@ class Lowering:
         self.store_smem = {}  # a store's Tma name -> its shared-memory buffer; those to allocate
         allocated = []
         for tma, _ in self.stores.values():
-            reused = None if self.tile_loop else next((r for r in residents if self._block(r) == self._block(tma)
+            reused = None if self.persistent else next((r for r in residents if self._block(r) == self._block(tma)
                                                         and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
             if reused is None:
                 allocated.append(tma)
@@ -626,6 +646,7 @@ class Lowering:
         smem = [f"{r.name}_smem" for r in residents] + [self.store_smem[t.name] for t in allocated]
         smem += ["first_ring", "second_ring"]
         bars = ["resident_bar", "resident_empty", "first_ready", "first_empty", "second_ready", "second_empty", "turn"]
+        bars += ["tile_ids"] if self.draw else []
         shared = ", ".join(smem + bars)
         sig = ", ".join(f"{p}: gl.constexpr" if constexpr else p for p, constexpr in params)
         args = ", ".join(p for p, _ in params)
@@ -646,23 +667,55 @@ class Lowering:
 
     def _tiles(self, body: list) -> list:
         """A partition's lines over its program's tiles: `body` once per tile of a persistent grid
-        (counted by `it`), else once."""
+        (counted by `it`), else once. On a grid drawing its tiles, the loader's and the consumers'
+        walks are `_drawn_tiles` and `_taken_tiles`."""
         if not self.tile_loop:
             return ["it = 0"] + body
         return ["it = 0", self.tile_loop] + ["    " + s for s in body + ["it += 1"]]
 
+    def _publish(self, ticket: str) -> list:
+        """The loader's lines that hand a ticket to the consumers through `tile_ids` (the loader's
+        warps write it before the barrier arrival that releases it)."""
+        return [f"tile_ids.index(rslot).store(gl.full([1], {ticket}, gl.int32, id_layout))", "gl.thread_barrier()"]
+
+    def _drawn_tiles(self, tile: list) -> list:
+        """The loader's walk over the tiles it draws: each ticket goes to the consumers with the
+        tile's residents (`tile` publishes it and draws the next one, `following`), and the ticket
+        past the tiles with a bare arrival on the next slot; the program that drew the last ticket
+        resets the counter."""
+        ticket, draw, test, reset = self.draw
+        end = [f"rslot = it % {self.slots}",
+               f"mbarrier.wait(resident_empty.index(rslot), ((it // {self.slots}) & 1) ^ 1)",
+               *self._publish(ticket), "mbarrier.arrive(resident_bar.index(rslot))"]
+        return ["it = 0", f"{ticket} = {draw}", f"while {test}:"] + \
+            ["    " + s for s in tile + ["it += 1", f"{ticket} = following"]] + end + reset.splitlines()
+
+    def _taken_tiles(self, tile: list) -> list:
+        """The consumers' walk: each takes its next tile's slot, waits for its residents and reads
+        the ticket the loader published there, until the ticket past the tiles."""
+        ticket, _, test, _ = self.draw
+        take = [f"rslot = it % {self.slots}", f"mbarrier.wait(resident_bar.index(rslot), (it // {self.slots}) & 1)",
+                f"{ticket} = gl.max(tile_ids.index(rslot).load(id_layout), 0)"]
+        return ["it = 0"] + take + [f"while {test}:"] + ["    " + s for s in tile + ["it += 1"] + take]
+
     def _loader(self, name: str, sig: str, shared: str) -> str:
-        lines = ["@gluon.jit", f"def {name}_loader({sig}, {shared}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
+        lines = ["@gluon.jit", f"def {name}_loader({sig}, {shared}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS",
+                 *self._id_layout()]
         # a tile's residents load into their slot once both warpgroups' dots of the tile before in
         # that slot read theirs: on a persistent grid, during the previous tile
         tile = self.scalar_lines(self.prologue) + [
             f"rslot = it % {self.slots}",
-            f"mbarrier.wait(resident_empty.index(rslot), ((it // {self.slots}) & 1) ^ 1)",
+            f"mbarrier.wait(resident_empty.index(rslot), ((it // {self.slots}) & 1) ^ 1)"]
+        tile += self._publish(self.draw[0]) if self.draw else []
+        tile += [
             "mbarrier.expect(resident_bar.index(rslot), GROUPS * (" +
             " + ".join(f"{self.site(r)}.block_type.nbytes" for r in self.residents) + "))",
             "for g in gl.static_range(GROUPS):"]
         tile += [f"    tma.async_copy_global_to_shared({self.site(r)}, {self._coords(r, 'g * ROWS')}, "
                  f"resident_bar.index(rslot), {r.name}_smem.index(rslot * GROUPS + g))" for r in self.residents]
+        # drawn one tile ahead: the draw's round trip overlaps this tile's first wait for the ring
+        # (drawn after the tile's streamed loads, it delayed the next tile's loads: 0.81x, 2026-11-27)
+        tile += [f"following = {self.draw[1]}"] if self.draw else []
         for i, loop in enumerate(self.loops):
             if i:
                 tile += self.scalar_lines(self.between[i - 1])
@@ -675,7 +728,8 @@ class Lowering:
                          f"tma.async_copy_global_to_shared({self.site(tma)}, {self._coords(tma)}, "
                          f"{role}_ready.index(slot), {role}_ring.index(slot))"]
             tile += ["    " + s for s in step + ["c += 1"]]
-        body = self.scalar_lines(self.head) + ["c = 0"] + self._tiles(tile)
+        walk = self._drawn_tiles(tile) if self.draw else self._tiles(tile)
+        body = self.scalar_lines(self.head) + ["c = 0"] + walk
         return "\n".join(lines + ["    " + s for s in body])
 
     def _turn(self, t: str) -> list:
@@ -691,9 +745,11 @@ class Lowering:
                 f"instr_shape=[16, {self.keys}, 16])",
                 f"    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
                 f"instr_shape=[16, {self._width()}, 16])",
-                "    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)"]
-        tile = self._consumer_statements(self.prologue) + [
-            f"rslot = it % {self.slots}", f"mbarrier.wait(resident_bar.index(rslot), (it // {self.slots}) & 1)"]
+                "    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)",
+                *self._id_layout()]
+        tile = self._consumer_statements(self.prologue)
+        if not self.draw:  # a drawn tile's slot is taken before its ticket is known (_taken_tiles)
+            tile += [f"rslot = it % {self.slots}", f"mbarrier.wait(resident_bar.index(rslot), (it // {self.slots}) & 1)"]
         for i, loop in enumerate(self.loops):
             if i:
                 tile += self._consumer_statements(self.between[i - 1])
@@ -701,8 +757,13 @@ class Lowering:
         tile += ["mbarrier.arrive(resident_empty.index(rslot))"] + self._consumer_statements(self.between[-1])
         body = self._consumer_statements(self.head)
         body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0"]
-        body += self._tiles(tile) + (["tma.store_wait(0)"] if self.stores else [])
+        body += self._taken_tiles(tile) if self.draw else self._tiles(tile)
+        body += ["tma.store_wait(0)"] if self.stores else []
         return "\n".join(head + ["    " + s for s in body])
+
+    def _id_layout(self) -> list:
+        """A partition's layout of a published ticket (one int32 over its 4 warps), if it takes any."""
+        return ["    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])"] if self.draw else []
 
     def _width(self) -> str:
         tma = self.tmas[self.loops[0].second]
@@ -790,6 +851,9 @@ class Lowering:
                  "    mbarrier.init(first_ready.index(i), count=1)", "    mbarrier.init(first_empty.index(i), count=GROUPS)",
                  "    mbarrier.init(second_ready.index(i), count=1)", "    mbarrier.init(second_empty.index(i), count=GROUPS)",
                  "for i in gl.static_range(GROUPS):", "    mbarrier.init(turn.index(i), count=1)"]
+        if self.draw:
+            body.append(f"tile_ids = gl.allocate_shared_memory(gl.int32, [{self.slots}, 1], "
+                        "gl.SwizzledSharedLayout(1, 1, 1, [0]))")
         partitions = [f"({name}_consumer, ({g}, {args}, {shared}))" for g in range(self.groups)]
         partitions.append(f"({name}_loader, ({args}, {shared}))")
         warps = ", ".join(["4"] * self.groups)

@@ -24,6 +24,7 @@ from .sizes import SizeTracker
 from .values import DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
 DISCOVERY_BLOCK = 16
+SCHEDULER_LANE = 1  # the `_counters` lane of pid_type "persistent_dynamic"'s tile tickets
 
 
 class BlockSizeInt(int):
@@ -134,6 +135,7 @@ class CompileSession:
         self.kernels: list[KernelLaunch] = []
         self.rdim_by_size: dict[int, int] = {}
         self.top_loop_index = 0
+        self.tile_draw = None  # a "persistent_dynamic" loop's (ticket, counter, tile count) until pid_finish
         self.device_loop_index = 0
         self.rdim_objects: list[RDim] = []
         self.rdim_host: dict[int, tuple[str, bool]] = {}
@@ -513,7 +515,18 @@ class CompileSession:
         if pid_type == "xyz" and ndims <= 3:
             return self.xyz_pids(b, counts, counts_host, order, reverse)
         total_host = _product(counts_host)
-        if pid_type in ("persistent_blocked", "persistent_interleaved"):
+        if pid_type == "persistent_dynamic":
+            total = b.assign(_product(counts), "total")
+            launch["grid"] = f"(min(_num_sms(_device), {total_host}),)"
+            launch["helpers"].update(("_num_sms", "_counters"))
+            # tickets from the launch stream's scheduler counter (lane 1 of `_counters`, apart from
+            # the host code's counters): each program draws its next tile when it finished one
+            tickets = b.param(f"_counters(1, _device, {SCHEDULER_LANE})", "tickets")
+            pid = b.assign(f"tl.atomic_add({tickets}, 1, sem='relaxed')", "virtual_pid")
+            b.emit(f"while {pid} < {total}:")
+            b.depth += 1
+            self.tile_draw = (pid, tickets, total)
+        elif pid_type in ("persistent_blocked", "persistent_interleaved"):
             total = b.assign(_product(counts), "total")
             launch["grid"] = f"(min(_num_sms(_device), {total_host}),)"
             launch["helpers"].add("_num_sms")
@@ -538,6 +551,19 @@ class CompileSession:
         if reverse:
             pid = b.assign(f"{total} - 1 - {pid}", "pid")
         return self.decompose(b, pid, counts, order, group)
+
+    def pid_finish(self, b: KernelBuilder) -> None:
+        """Closes a "persistent_dynamic" loop after its body: the program draws its next ticket; the
+        draw that ends the last program (ticket total + programs - 1: every program drew its one
+        ticket past the tiles) resets the counter to 0 for the stream's next launch."""
+        if self.tile_draw is None:
+            return
+        pid, tickets, total = self.tile_draw
+        self.tile_draw = None
+        b.emit(f"{pid} = tl.atomic_add({tickets}, 1, sem='relaxed')")
+        b.depth -= 1
+        b.emit(f"if {pid} == {total} + tl.num_programs(0) - 1:")
+        b.emit(f"    tl.store({tickets}, 0)")
 
     def xyz_pids(self, b: KernelBuilder, counts: list[str], counts_host: list[str], order: list[int],
                  reverse: bool) -> list[str]:

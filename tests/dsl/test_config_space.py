@@ -8,6 +8,7 @@ import torch
 
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
+from build_tools.dsl.config_spec import PID_TYPES
 
 from ._harness import check_kernel, config_with, randn
 from .test_composite import _attention_reference, attention
@@ -81,7 +82,7 @@ def test_matmul_config_structure(device):
     assert len(config["block_sizes"]) == 3
     assert len(config["loop_orders"]) == 1 and sorted(config["loop_orders"][0]) == [0, 1]
     assert len(config["l2_groupings"]) == 1
-    assert config["pid_type"] in ("flat", "xyz", "persistent_blocked", "persistent_interleaved")
+    assert config["pid_type"] in PID_TYPES
     assert list(config.get("reduction_loops", [])) == []
 
 
@@ -218,7 +219,7 @@ def test_matmul_persistent_interleaved_block_ptr(device):
                  **_tolerance(device))
 
 
-@pytest.mark.parametrize("pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"])
+@pytest.mark.parametrize("pid_type", PID_TYPES)
 @pytest.mark.parametrize("l2_groupings", [[1], [2], [8]])
 def test_matmul_pid_types(pid_type, l2_groupings, device):
     x, y = _matmul_args(device, 45, 30, 70)
@@ -227,7 +228,7 @@ def test_matmul_pid_types(pid_type, l2_groupings, device):
                              "block_sizes": [16, 16, 16]}], **_tolerance(device))
 
 
-@pytest.mark.parametrize("pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"])
+@pytest.mark.parametrize("pid_type", PID_TYPES)
 def test_pointwise_pid_types_and_loop_orders(pid_type, device):
     x, y = randn(33, 20, device=device), randn(33, 20, device=device)
     check_kernel(add_2d, (x, y), lambda x, y: x + y, n_random=0, overrides=[
@@ -427,7 +428,7 @@ def test_tuned_config_reused_on_other_row_lengths(reduction_loops, device):
                                    rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"])
+@pytest.mark.parametrize("pid_type", PID_TYPES)
 @pytest.mark.parametrize("case", ["softmax", "split_k", "attention", "grid", "layer_norm"])
 def test_pid_types_on_other_programs(case, pid_type, device):
     kernel, make_args, reference = SWEEP_CASES[case]

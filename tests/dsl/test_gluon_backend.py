@@ -33,7 +33,7 @@ def attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, devi
 
 # (causal, head dim, consumer groups, pid_type)
 CROSS_CASES = [(False, 64, 2, "flat"), (True, 64, 2, "flat"), (False, 128, 1, "flat"), (True, 128, 2, "flat"),
-               (True, 128, 2, "persistent_interleaved")]
+               (True, 128, 2, "persistent_interleaved"), (True, 128, 2, "persistent_dynamic")]
 
 
 def cross_compile_cases() -> dict:
@@ -65,7 +65,7 @@ def test_lowered_attention_compiles_for_sm90():
         # the output by TMA. Nothing spills, except on a persistent grid a few of the tile loop's
         # scalars, once per tile (none inside the device loops: their SASS, 2026-11-27)
         assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
-        groups, persistent = int(key.split("-")[2]), key.endswith("persistent_interleaved")
+        groups, persistent = int(key.split("-")[2]), "persistent" in key
         assert kernel["tma_loads"] >= 3 and kernel["tma_stores"] == groups, key
         assert kernel["spill_stores"] <= (64 if persistent else 0), key
 
@@ -116,6 +116,33 @@ def test_persistent_tiles_hand_residents_over_by_slot():
     attention_fwd.reset()
     flat = attention_fwd.bind(args).to_triton_code(gluon_config(True))
     assert "resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1]" in flat and "for virtual_pid" not in flat
+
+
+def test_drawn_tiles_reach_the_consumers_with_their_residents():
+    """On a grid whose programs draw their tiles (pid_type "persistent_dynamic") only the loader
+    draws: it writes each ticket into the tile's slot of `tile_ids` before the arrival that
+    releases the slot's residents, and the ticket past the tiles with a bare arrival; the consumers
+    read the ticket after that wait and stop at it. The last program's draw resets the counter."""
+    args = attention_args(1, 2, 1, 200, 300, 64, True)
+    source = attention_fwd.bind(args).to_triton_code({**gluon_config(True), "pid_type": "persistent_dynamic"})
+    loader = source[source.index("_loader("):source.index("@gluon.jit", source.index("_loader("))]
+    consumer = source[source.index("_consumer(WG"):source.index("@gluon.jit", source.index("_consumer(WG"))]
+    lines = [line.strip() for line in loader.splitlines() if line.strip()]
+    draws = [i for i, line in enumerate(lines) if "gl.atomic_add(tickets, 1" in line]
+    publish = [i for i, line in enumerate(lines) if line.startswith("tile_ids.index(rslot).store(")]
+    expect = lines.index(next(line for line in lines if line.startswith("mbarrier.expect(resident_bar")))
+    first_ring_wait = lines.index(next(line for line in lines if line.startswith("mbarrier.wait(first_empty")))
+    sentinel = lines.index("mbarrier.arrive(resident_bar.index(rslot))")
+    assert len(draws) == 2 and len(publish) == 2 and lines[draws[0] + 1].startswith("while ")
+    # the next ticket is drawn one tile ahead, before the tile's streamed loads
+    assert publish[0] < lines.index("gl.thread_barrier()") < expect < draws[1] < first_ring_wait < publish[1] < sentinel
+    assert lines[draws[1]].startswith("following = ") and lines[publish[1] - 3].endswith(" = following")
+    assert lines[-2].startswith("if ") and "gl.num_programs(0) - 1" in lines[-2] and lines[-1] == "gl.store(tickets, 0)"
+    body = [line.strip() for line in consumer.splitlines()]
+    takes = [i for i, line in enumerate(body) if line.startswith("mbarrier.wait(resident_bar.index(rslot)")]
+    assert len(takes) == 2 and body[takes[0] + 1].endswith("gl.max(tile_ids.index(rslot).load(id_layout), 0)")
+    assert body[takes[0] + 2].startswith("while ") and "gl.atomic_add" not in consumer
+    assert "tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1]" in source
 
 
 @helion.kernel()
@@ -234,7 +261,9 @@ def test_lowered_attention_matches_float64(causal, head_dim, groups, shape, devi
 # persistent grids: tiles in launch order, and longest first over sections of heads (reversed)
 PERSISTENT = {"interleaved": {"pid_type": "persistent_interleaved"},
               "blocked, sections reversed": {"pid_type": "persistent_blocked", "loop_orders": [[1, 0, 2]],
-                                             "l2_groupings": [2], "tile_reversals": [True]}}
+                                             "l2_groupings": [2], "tile_reversals": [True]},
+              "drawn, sections reversed": {"pid_type": "persistent_dynamic", "loop_orders": [[1, 0, 2]],
+                                           "l2_groupings": [2], "tile_reversals": [True]}}
 
 
 @pytest.mark.gpu
@@ -254,11 +283,13 @@ def test_persistent_lowered_attention_matches_float64(causal, groups, grid, shap
     bound = attention_fwd.bind(args)
     launcher = bound.compile_config({**gluon_config(causal, groups), **PERSISTENT[grid]})
     assert bound.config_spec.normalize({**gluon_config(causal, groups), **PERSISTENT[grid]})["pid_type"] != "flat"
-    with poisoned_allocations():
-        out, lse = launcher(*args)
-    want, want_lse = reference(*args)
-    assert (out.double() - want).abs().max() < 2e-2
-    assert (lse.double() - want_lse).abs().max() < 1e-4
+    for _ in range(2):  # drawn tiles: the second launch takes the counter the first left at zero
+        with poisoned_allocations():
+            out, lse = launcher(*args)
+        want, want_lse = reference(*args)
+        assert (out.double() - want).abs().max() < 2e-2
+        assert (lse.double() - want_lse).abs().max() < 1e-4
+    assert all(int(buffer.abs().sum()) == 0 for buffer in launcher.__globals__["_COUNTERS"].values())
 
 
 if __name__ == "__main__":

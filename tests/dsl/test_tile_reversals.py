@@ -8,6 +8,7 @@ import torch
 
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
+from build_tools.dsl.config_spec import PID_TYPES
 
 from ._harness import check_kernel, rand_positive, randn
 from .test_sync import split_row_normalize
@@ -34,7 +35,7 @@ def _config(pid_type: str, order: list, group: int, reverse: bool) -> helion.Con
                          tile_reversals=[reverse])
 
 
-@pytest.mark.parametrize("pid_type", ["flat", "xyz", "persistent_blocked", "persistent_interleaved"])
+@pytest.mark.parametrize("pid_type", PID_TYPES)
 @pytest.mark.parametrize("order,group", [([0, 1], 1), ([1, 0], 1), ([0, 1], 2)])
 @pytest.mark.parametrize("m,n", [(1, 1), (13, 37)])
 def test_reversed_tiles_give_the_same_result_in_reversed_order(pid_type, order, group, m, n, device):

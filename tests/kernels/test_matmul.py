@@ -48,6 +48,28 @@ def test_split_k_leaves_its_counters_zeroed(device):
         assert int(counters[0].abs().sum()) == 0
 
 
+def test_drawn_tiles_and_split_k_counters_share_no_entry(device):
+    """A split-K launch whose programs also draw their tiles (pid_type "persistent_dynamic") takes
+    two counter buffers, the host code's (lane 0) and the tile scheduler's (lane 1); both must be
+    zeroed when it ends, so a second call is right too."""
+    matmul.matmul.reset()
+    for seed in (402, 403):
+        args = matmul.make_matmul_inputs({"M": 37, "N": 70, "K": 300}, torch.float32, device, seed=seed)
+        bound = matmul.matmul.bind(args)
+        _, config = config_with("split_k=4, drawn tiles", {("split_k", None): 4, ("block_sizes", None): 16,
+                                                            ("pid_type", None): "persistent_dynamic",
+                                                            ("tile_reversals", None): True})(bound)
+        assert config["pid_type"] == "persistent_dynamic"
+        compiled = bound.compile_config(config)
+        out = run_config(bound, config, args)
+        torch.testing.assert_close(out.double(), matmul.reference_matmul(*args).to(out.device),
+                                   rtol=1e-3, atol=5e-3)
+        lanes = {key[-1]: buffer for key, buffer in compiled.__globals__["_COUNTERS"].items()
+                 if buffer.device == out.device}
+        assert sorted(lanes) == [0, 1]
+        assert all(int(buffer.abs().sum()) == 0 for buffer in lanes.values())
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_matmul_transposed_views(device, dtype):
     """The runtime's backward passes transposed views (dy @ w, dy.T @ x): strides must be honoured."""
