@@ -1425,8 +1425,8 @@ def _record(plan, args, missing):
         def empty_like(*tensor, **options):
             return recorded(real_torch.empty_like(*tensor, **options))
 
-    def recording_counters(count, device):
-        buffer = counters(count, device)
+    def recording_counters(count, device, lane=0):
+        buffer = counters(count, device, lane)
         if threading.get_ident() == me:
             buffers.append(buffer)
         return buffer

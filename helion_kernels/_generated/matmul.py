@@ -15,19 +15,21 @@ OP_INFO = {"bmm": {"exact_keys": [], "key_weights": {}, "reduction_keys": [], "s
 _COUNTERS: dict = {}
 
 
-def _counters(count: int, device: torch.device) -> torch.Tensor:
+def _counters(count: int, device: torch.device, lane: int = 0) -> torch.Tensor:
     """At least `count` int32 zeros for the launch that follows on `device` (helion.counters): the
-    kernels that take them leave every entry at 0 when they end, so one buffer per device and
-    stream serves every launch, filled once (again when a launch needs more entries). Launches in
-    one stream run in order; another stream gets its own buffer. While a CUDA graph is captured a
-    fresh buffer is filled (the graph owns its memory, and its replays leave it zeroed too)."""
+    kernels that take them leave every entry at 0 when they end, so one buffer per device, stream
+    and lane serves every launch, filled once (again when a launch needs more entries). Launches in
+    one stream run in order; another stream gets its own buffer. Lane 0 is the host code's, lane 1
+    the tile scheduler's (pid_type "persistent_dynamic"), so one launch may take both. While a CUDA
+    graph is captured a fresh buffer is filled (the graph owns its memory, and its replays leave it
+    zeroed too)."""
     if device.type == "cuda":
         if torch.cuda.is_current_stream_capturing():
             return torch.zeros(count, dtype=torch.int32, device=device)
         index = device.index if device.index is not None else torch.cuda.current_device()
-        key = (index, torch._C._cuda_getCurrentRawStream(index))
+        key = (index, torch._C._cuda_getCurrentRawStream(index), lane)
     else:
-        key = (str(device), 0)
+        key = (str(device), 0, lane)
     buffer = _COUNTERS.get(key)
     if buffer is None or buffer.numel() < count:
         buffer = _COUNTERS[key] = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
@@ -1470,8 +1472,8 @@ def _record(plan, args, missing):
         def empty_like(*tensor, **options):
             return recorded(real_torch.empty_like(*tensor, **options))
 
-    def recording_counters(count, device):
-        buffer = counters(count, device)
+    def recording_counters(count, device, lane=0):
+        buffer = counters(count, device, lane)
         if threading.get_ident() == me:
             buffers.append(buffer)
         return buffer
