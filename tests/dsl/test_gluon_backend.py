@@ -288,7 +288,9 @@ def test_persistent_lowered_attention_matches_float64(causal, groups, grid, shap
         want, want_lse = reference(*args)
         assert (out.double() - want).abs().max() < 2e-2
         assert (lse.double() - want_lse).abs().max() < 1e-4
-    assert all(int(buffer.abs().sum()) == 0 for buffer in launcher.__globals__["_COUNTERS"].values())
+    if PERSISTENT[grid]["pid_type"] == "persistent_dynamic":  # the draws left their counter at zero
+        (tickets,) = launcher.__globals__["_COUNTERS"].values()
+        assert int(tickets.abs().sum()) == 0
 
 
 if __name__ == "__main__":
