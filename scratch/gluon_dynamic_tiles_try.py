@@ -4,7 +4,7 @@ with its grid switched to drawn tiles in a few tile orders, and SDPA's cuDNN bac
 alternating rounds in one process (benchmarks.timing.Timer). Each variant's output is compared with
 the public function's.
 
-    python3 scratch/gluon_dynamic_tiles_try.py --out $OUT [--dtype bfloat16]
+    python3 scratch/gluon_dynamic_tiles_try.py --out $OUT [--dtype bfloat16] [--case 4,32,32,1024,1]
 """
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ VARIANTS = {
                                                "l2_groupings": [16], "tile_reversals": [True]},
     "drawn, 32-head sections, longest first": {"pid_type": "persistent_dynamic", "loop_orders": [[1, 0, 2]],
                                                "l2_groupings": [32], "tile_reversals": [True]},
+    "one tile each, longest first": {"pid_type": "flat", "loop_orders": [[0, 1, 2]], "l2_groupings": [1],
+                                     "tile_reversals": [True]},
 }
 # dropped after the first run (2026-11-27 16:49, H100): heads fastest, longest first, at 0.58-0.92x of
 # the table (K and V of every head at once fall out of L2)
@@ -42,11 +44,14 @@ def main() -> None:
     parser.add_argument("--out", default=".")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--case", action="append", help="B,H,Hkv,S,causal (0/1); all CASES if none")
     opts = parser.parse_args()
+    cases = [tuple(int(x) for x in c.split(",")) for c in opts.case] if opts.case else CASES
     dtype = getattr(torch, opts.dtype)
     timer = Timer(torch.device("cuda"))
     results = []
-    for b, h, hkv, s, causal in CASES:
+    for b, h, hkv, s, causal in cases:
+        causal = bool(causal)
         args = attention_args(b, h, hkv, s, s, 128, causal, device="cuda", dtype=dtype)
         q, k, v = args[:3]
         gqa = hkv != h
