@@ -27,17 +27,18 @@ CASES = [(8, 32, 8, 1024), (4, 32, 32, 1024), (4, 32, 32, 2048)]
 
 def static_tickets(source: str) -> str:
     """The drawn kernel with its loader's draws replaced by the static interleaved grid's tiles: the
-    first draw by the program id, each tile's next one (drawn into `following`, read at the tile's
-    end) by the ticket plus the program count."""
-    first = re.compile(r"^(\s*)(\w+) = gl\.atomic_add\(tickets, 1, sem='relaxed'\)$", re.M)
-    edited, count = first.subn(lambda m: f"{m.group(1)}{m.group(2)} = gl.program_id(0)", source)
-    assert count == 1, count
-    ahead = re.compile(r"^\s*following = gl\.atomic_add\(.*\n", re.M)
-    edited, count = ahead.subn("", edited)
-    assert count == 1, count
-    take = re.compile(r"^(\s*)(\w+) = gl\.max\(gl\.where\(draw_lanes == 0, following, 0\), 0\)$", re.M)
-    edited, count = take.subn(lambda m: f"{m.group(1)}{m.group(2)} = {m.group(2)} + gl.num_programs(0)", edited)
-    assert count == 1, count
+    first draw by the program id, each next one by the ticket plus the program count."""
+    draw = re.compile(r"^(\s*)(\w+) = gl\.atomic_add\(tickets, 1, sem='relaxed'\)$", re.M)
+    first = True
+
+    def replace(match):
+        nonlocal first
+        indent, name = match.group(1), match.group(2)
+        text = f"{indent}{name} = gl.program_id(0)" if first else f"{indent}{name} = {name} + gl.num_programs(0)"
+        first = False
+        return text
+    edited, count = draw.subn(replace, source)
+    assert count == 2, count
     return edited
 
 

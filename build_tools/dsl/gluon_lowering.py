@@ -72,13 +72,8 @@ class TileDraws:
     test: str
     reset: str
 
-    def call(self, mask: str = "") -> str:
-        """The draw, of `counter`, or of lane 0 of the pointers `counter + lane` with `mask` selecting
-        lane 0 (pointers of one address would be drawn once per warp, the result shuffled to the
-        lanes at once: a wait for the draw where it is made)."""
-        if not mask:
-            return f"gl.atomic_add({self.counter}, {self.step}, sem='relaxed')"
-        return f"gl.atomic_add({self.counter} + draw_lanes, draw_lanes * 0 + {self.step}, mask={mask}, sem='relaxed')"
+    def line(self) -> str:
+        return f"{self.ticket} = gl.atomic_add({self.counter}, {self.step}, sem='relaxed')"
 
 
 @dataclass
@@ -701,18 +696,16 @@ class Lowering:
     def _drawn_tiles(self, tile: list) -> list:
         """The loader's walk over the tiles it draws: each ticket goes to the consumers with the
         tile's residents (`tile` publishes it), and the ticket past the tiles with a bare arrival on
-        the next slot; the program that drew the last ticket resets the counter. Each tile draws the
-        next one once its residents are on their way, into one lane's register (`following`), read
-        only at the tile's end: the draw's round trip overlaps the tile. (A draw read where it is
-        made waits for it: made at the tile's end it cost the B8 H32 Hkv8 S1024 causal forward 18%
-        against the same grid's tiles handed over without draws, H100, 2026-11-27.)"""
+        the next slot; the program that drew the last ticket resets the counter. The next ticket is
+        drawn once the tile's loads are issued. Drawn one tile ahead (a program then holds a tile it
+        has not started), whether read where drawn or only at the tile's end, the causal forward ran
+        4-8% slower on the H100 (2026-11-27, notes/gluon_backend.md)."""
         d = self.draw
         end = [f"rslot = it % {self.slots}",
                f"mbarrier.wait(resident_empty.index(rslot), ((it // {self.slots}) & 1) ^ 1)",
                *self._publish(d.ticket), "mbarrier.arrive(resident_bar.index(rslot))"]
-        take = f"{d.ticket} = gl.max(gl.where(draw_lanes == 0, following, 0), 0)"
-        return ["it = 0", "draw_lanes = gl.arange(0, 128, id_layout)", f"{d.ticket} = {d.call()}",
-                f"while {d.test}:"] + ["    " + s for s in tile + ["it += 1", take]] + end + d.reset.splitlines()
+        return ["it = 0", d.line(), f"while {d.test}:"] + ["    " + s for s in tile + ["it += 1", d.line()]] + end + \
+            d.reset.splitlines()
 
     def _taken_tiles(self, tile: list) -> list:
         """The consumers' walk: each takes its next tile's slot, waits for its residents and reads
@@ -737,7 +730,6 @@ class Lowering:
             "for g in gl.static_range(GROUPS):"]
         tile += [f"    tma.async_copy_global_to_shared({self.site(r)}, {self._coords(r, 'g * ROWS')}, "
                  f"resident_bar.index(rslot), {r.name}_smem.index(rslot * GROUPS + g))" for r in self.residents]
-        tile += [f"following = {self.draw.call('draw_lanes == 0')}"] if self.draw else []
         for i, loop in enumerate(self.loops):
             if i:
                 tile += self.scalar_lines(self.between[i - 1])
@@ -784,8 +776,7 @@ class Lowering:
         return "\n".join(head + ["    " + s for s in body])
 
     def _id_layout(self) -> list:
-        """A partition's layout of a published ticket (one int32 over its 4 warps) and of the loader's
-        draw lanes (one each), if it takes any."""
+        """A partition's layout of a published ticket (one int32 over its 4 warps), if it takes any."""
         return ["    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])"] if self.draw else []
 
     def _width(self) -> str:

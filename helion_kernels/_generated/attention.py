@@ -4898,7 +4898,6 @@ def _attention_fwd_gluon_82d6987547_loader(q_len, q_heads, batch, tickets, group
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     c = 0
     it = 0
-    draw_lanes = gl.arange(0, 128, id_layout)
     virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
     while virtual_pid_2 < total_1:
         pid_3 = total_1 - 1 - virtual_pid_2
@@ -4925,7 +4924,6 @@ def _attention_fwd_gluon_82d6987547_loader(q_len, q_heads, batch, tickets, group
         mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
             tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
-        following = gl.atomic_add(tickets + draw_lanes, draw_lanes * 0 + 1, mask=draw_lanes == 0, sem='relaxed')
         for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
@@ -4970,7 +4968,7 @@ def _attention_fwd_gluon_82d6987547_loader(q_len, q_heads, batch, tickets, group
             tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_113, 0], second_ready.index(slot), second_ring.index(slot))
             c += 1
         it += 1
-        virtual_pid_2 = gl.max(gl.where(draw_lanes == 0, following, 0), 0)
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
     rslot = it % 2
     mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
     tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
@@ -6949,7 +6947,6 @@ def _attention_fwd_gluon_e4d291d4e1_loader(q_len, q_heads, batch, tickets, group
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     c = 0
     it = 0
-    draw_lanes = gl.arange(0, 128, id_layout)
     virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
     while virtual_pid_2 < total_1:
         pid_3 = total_1 - 1 - virtual_pid_2
@@ -6976,7 +6973,6 @@ def _attention_fwd_gluon_e4d291d4e1_loader(q_len, q_heads, batch, tickets, group
         mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
             tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
-        following = gl.atomic_add(tickets + draw_lanes, draw_lanes * 0 + 1, mask=draw_lanes == 0, sem='relaxed')
         for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
@@ -7021,7 +7017,7 @@ def _attention_fwd_gluon_e4d291d4e1_loader(q_len, q_heads, batch, tickets, group
             tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_113, 0], second_ready.index(slot), second_ring.index(slot))
             c += 1
         it += 1
-        virtual_pid_2 = gl.max(gl.where(draw_lanes == 0, following, 0), 0)
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
     rslot = it % 2
     mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
     tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
