@@ -31,6 +31,10 @@ VARIANTS = {
                                                "l2_groupings": [32], "tile_reversals": [True]},
     "one tile each, longest first": {"pid_type": "flat", "loop_orders": [[0, 1, 2]], "l2_groupings": [1],
                                      "tile_reversals": [True]},
+    "one warpgroup (64 rows), as ordered": {"consumer_groups": 1},
+    "one warpgroup (64 rows), drawn, 32-head sections, longest first": {
+        "consumer_groups": 1, "pid_type": "persistent_dynamic", "loop_orders": [[1, 0, 2]], "l2_groupings": [32],
+        "tile_reversals": [True]},
 }
 # dropped after the first run (2026-11-27 16:49, H100): heads fastest, longest first, at 0.58-0.92x of
 # the table (K and V of every head at once fall out of L2)
