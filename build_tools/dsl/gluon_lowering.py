@@ -24,7 +24,9 @@ only, runs the statements that do not read the accumulator, then waits for dot 2
 rest. On a persistent grid (the emitted kernel's body inside a `for virtual_pid in tl.range(...)`
 tile loop) the partitions walk the program's tiles together; the loader fills each tile's
 residents into one of two slots once the consumers released it, so the next tile's arrive during
-this one. Anything outside this form raises NotLowerable.
+this one. On a grid whose programs draw their tiles (`while ticket < total:` around the body and
+the next `tl.atomic_add` draw) only the loader draws, and hands each ticket to the consumers in
+shared memory beside the tile's residents. Anything outside this form raises NotLowerable.
 """
 from __future__ import annotations
 
@@ -64,16 +66,13 @@ class Site:
 
 @dataclass
 class TileDraws:
-    """A grid whose programs draw their tiles (pid_type "persistent_dynamic"): `ticket = tl.atomic_add(
-    counter, step, ...)` before `while test:`, which ends in the next draw, then `reset` (Gluon text)."""
+    """A grid whose programs draw their tiles (pid_type "persistent_dynamic"): `draw` (the line
+    `ticket = tl.atomic_add(...)`) before `while test:`, which ends in the next draw, then `reset`;
+    all Gluon text."""
     ticket: str
-    counter: str
-    step: str
+    draw: str
     test: str
     reset: str
-
-    def line(self) -> str:
-        return f"{self.ticket} = gl.atomic_add({self.counter}, {self.step}, sem='relaxed')"
 
 
 @dataclass
@@ -211,14 +210,12 @@ class Lowering:
         if len(body) < 3:
             raise NotLowerable("a tile draw without its loop and reset")
         draw, loop, reset = body[-3:]
-        call = draw.value if isinstance(draw, ast.Assign) else None
-        ticket = draw.targets[0].id if _call(call) == "atomic_add" and len(call.args) == 2 else None
+        ticket = draw.targets[0].id if isinstance(draw, ast.Assign) and _call(draw.value) == "atomic_add" else None
         test = loop.test if isinstance(loop, ast.While) else None
         if ticket is None or not (isinstance(test, ast.Compare) and ast.unparse(test.left) == ticket) or loop.orelse \
                 or not loop.body or ast.unparse(loop.body[-1]) != ast.unparse(draw) or not isinstance(reset, ast.If):
             raise NotLowerable("a while loop that is not the tile draws of pid_type persistent_dynamic")
-        counter, step = (_gl(ast.unparse(a)) for a in call.args)
-        self.draw = TileDraws(ticket, counter, step, _gl(ast.unparse(test)), _gl(ast.unparse(reset)))
+        self.draw = TileDraws(ticket, _gl(ast.unparse(draw)), _gl(ast.unparse(test)), _gl(ast.unparse(reset)))
         return body[:-3], loop.body[:-1]
 
     def _loop(self, stmt: ast.For) -> Loop:
@@ -704,7 +701,7 @@ class Lowering:
         end = [f"rslot = it % {self.slots}",
                f"mbarrier.wait(resident_empty.index(rslot), ((it // {self.slots}) & 1) ^ 1)",
                *self._publish(d.ticket), "mbarrier.arrive(resident_bar.index(rslot))"]
-        return ["it = 0", d.line(), f"while {d.test}:"] + ["    " + s for s in tile + ["it += 1", d.line()]] + end + \
+        return ["it = 0", d.draw, f"while {d.test}:"] + ["    " + s for s in tile + ["it += 1", d.draw]] + end + \
             d.reset.splitlines()
 
     def _taken_tiles(self, tile: list) -> list:

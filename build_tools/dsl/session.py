@@ -493,9 +493,10 @@ class CompileSession:
     # ------------------------------------------------------------------ program ids
     def pid_setup(self, b: KernelBuilder, loop_index: int, counts: list[str], counts_host: list[str], ndims: int,
                   programs_wait: bool = False) -> list[str]:
-        """The loop's program ids under the config's pid_type. A loop whose programs wait for each
-        other runs one program per iteration (a persistent program takes its next work item only
-        after its wait, so the programs it waits for might never start)."""
+        """The loop's program ids under the config's pid_type ("persistent_dynamic" opens a loop
+        over drawn tiles that `pid_finish` closes). A loop whose programs wait for each other runs
+        one program per iteration (a persistent program takes its next work item only after its
+        wait, so the programs it waits for might never start)."""
         self.found.top_loops.append(ndims)
         pid_type = self.config.get("pid_type", "flat") if "pid_type" in self.config else "flat"
         if programs_wait:
