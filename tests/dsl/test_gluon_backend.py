@@ -70,6 +70,12 @@ def test_lowered_attention_compiles_for_sm90():
         assert kernel["spill_stores"] <= (64 if persistent else 0), key
 
 
+def partition(source: str, header: str) -> str:
+    """The text of the lowered source's partition function whose signature starts with `header`."""
+    start = source.index(header)
+    return source[start:source.index("@gluon.jit", start)]
+
+
 def test_lowered_source_is_deterministic():
     args = attention_args(1, 2, 1, 200, 300, 64, True)
     first = attention_fwd.bind(args).to_triton_code(gluon_config(True))
@@ -84,7 +90,7 @@ def test_turns_advance_only_in_loops_that_take_them():
     loop without steps (the causal forward's empty peeled tails) lets the warpgroups pass out of
     turn, and some interleavings then deadlock (it hung on the H100 at B4 H32 S1024, 2026-11-27)."""
     source = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, True)).to_triton_code(gluon_config(True))
-    consumer = source[source.index("_consumer(WG"):source.index("@gluon.jit", source.index("_consumer(WG"))]
+    consumer = partition(source, "_consumer(WG")
     lines = consumer.splitlines()
     advances = [i for i, line in enumerate(lines) if line.strip().startswith("t += ")]
     assert len(advances) == 4  # two loops, each with its peeled tail
@@ -101,8 +107,8 @@ def test_persistent_tiles_hand_residents_over_by_slot():
     has one slot."""
     args = attention_args(1, 2, 1, 200, 300, 64, True)
     source = attention_fwd.bind(args).to_triton_code({**gluon_config(True), "pid_type": "persistent_interleaved"})
-    loader = source[source.index("_loader("):source.index("@gluon.jit", source.index("_loader("))]
-    consumer = source[source.index("_consumer(WG"):source.index("@gluon.jit", source.index("_consumer(WG"))]
+    loader = partition(source, "_loader(")
+    consumer = partition(source, "_consumer(WG")
     assert "rslot = it % 2" in loader and "mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)" in loader
     assert "mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)" in consumer
     lines = consumer.splitlines()
@@ -126,8 +132,8 @@ def test_drawn_tiles_reach_the_consumers_with_their_residents():
     are issued. The last program's draw resets the counter."""
     args = attention_args(1, 2, 1, 200, 300, 64, True)
     source = attention_fwd.bind(args).to_triton_code({**gluon_config(True), "pid_type": "persistent_dynamic"})
-    loader = source[source.index("_loader("):source.index("@gluon.jit", source.index("_loader("))]
-    consumer = source[source.index("_consumer(WG"):source.index("@gluon.jit", source.index("_consumer(WG"))]
+    loader = partition(source, "_loader(")
+    consumer = partition(source, "_consumer(WG")
     lines = [line.strip() for line in loader.splitlines() if line.strip()]
     draws = [i for i, line in enumerate(lines) if line.endswith(" = gl.atomic_add(tickets, 1, sem='relaxed')")]
     publish = [i for i, line in enumerate(lines) if line.startswith("tile_ids.index(rslot).store(")]
