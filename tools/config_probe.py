@@ -7,7 +7,9 @@
 `time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming
 entries of --table or, where it lacks them, of the other tables of its architecture beside it, as the
 runtime on this GPU takes them (or, with --other-dtype, one job per entry of those ops whose
-other dtype, bf16 <-> fp16, has a different config at the same shape). Each variant is the entry's
+other dtype, bf16 <-> fp16, has a different config at the same shape). A job for a shape no table
+holds yet (one just added to a suite) names the entry it starts from as "from_shape": that entry's
+config is the job's "tuned" config, run at the new shape, and `apply` writes a winner as a new entry. Each variant is the entry's
 config with the overrides, normalized by the kernel's ConfigSpec; its outputs must match the
 tuned config's within the op's tolerance. All variants of an entry are timed in alternating
 rounds by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the
@@ -85,9 +87,10 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
     from benchmarks.timing import Timer
     from build_tools.dsl.config import Config
 
-    entry = _entry(table, job["op"], job["dtype"], job["shape"])
+    source = job.get("from_shape", job["shape"])
+    entry = _entry(table, job["op"], job["dtype"], source)
     if entry is None:
-        raise SystemExit(f"no {job['op']} {job['dtype']} {json.dumps(job['shape'])} entry in the table or beside it")
+        raise SystemExit(f"no {job['op']} {job['dtype']} {json.dumps(source)} entry in the table or beside it")
     spec = _spec(job["op"])
     dtype = getattr(torch, job["dtype"])
     args = spec.make_inputs(job["shape"], dtype, "cuda", 0)
@@ -118,7 +121,8 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
     timer = Timer(torch.device("cuda", torch.cuda.current_device()))
     times = timer.device_rounds({label: (lambda f: lambda: f(*args))(fn) for label, fn in runs.items()}, rounds=rounds)
     return {**{k: job[k] for k in ("op", "dtype", "shape")}, "times": times, "notes": notes,
-            "configs": {label: to_plain(dict(configs[label])) for label in runs}, "device": _device_header()}
+            "configs": {label: to_plain(dict(configs[label])) for label in runs}, "device": _device_header(),
+            "specialization": to_plain(bound.specialization_key())}
 
 
 def _device_header() -> dict:
@@ -149,6 +153,12 @@ def dynamic_config(row: dict, best: dict, label: str, previous: dict) -> dict | 
     return row["configs"][dynamic[0]] if dynamic else previous
 
 
+def _new_entry(row: dict) -> dict:
+    """The entry a probe of a shape no table holds writes (see the module docstring)."""
+    return {"op": row["op"], "dtype": row["dtype"], "shape": row["shape"], "specialization": row["specialization"],
+            "config": row["configs"]["tuned"]}
+
+
 def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
     """Write the winning variants of a probe result into the table of the device it ran on (see the
     module docstring); returns what changed."""
@@ -161,7 +171,8 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         label = min(best, key=best.get)
         if label == "tuned" or best["tuned"] / best[label] <= 1.0 + min_gain:
             continue
-        entry = dict(_entry(with_siblings(table_path, table, row["device"]), row["op"], row["dtype"], row["shape"]))
+        entry = dict(_entry(with_siblings(table_path, table, row["device"]), row["op"], row["dtype"], row["shape"])
+                     or _new_entry(row))
         dynamic = dynamic_config(row, best, label, twin_config(entry) or entry["config"])
         entry.pop("dynamic_config", None)
         if dynamic is not None:

@@ -116,3 +116,27 @@ def test_entries_a_device_table_lacks_come_from_its_architectures_table(tmp_path
     written = json.loads(device_path.read_text())["entries"]
     assert [(e["shape"]["M"], e["config"]["num_warps"]) for e in written] == [(16, 8), (64, 2)]
     assert json.loads(arch_path.read_text())["entries"] == [_entry("bfloat16", 4)]
+
+
+def test_a_probe_of_a_new_suite_shape_adds_its_entry(tmp_path):
+    """A job with "from_shape" times that entry's config at a shape no table holds; a winner becomes
+    a new entry there, and the entry it started from stays as it was."""
+    table_path, result_path = tmp_path / "sm_90.json", tmp_path / "probe" / "result.json"
+    result_path.parent.mkdir()
+    start = _entry("bfloat16", 4)
+    table_path.write_text(json.dumps({**H200, "entries": [start]}))
+    new_shape = {"M": 32, "N": 4096, "K": 4096}
+    row = _result(tuned_us=20.0, variant_us=15.0)[0]
+    row.update(shape=new_shape, specialization={"dtype": "bfloat16"}, configs={"tuned": start["config"], "w8": {
+        **start["config"], "num_warps": 8}})
+    result_path.write_text(json.dumps([row]))
+    row_slow = {**row, "times": {"tuned": [20.0], "w8": [19.9]}}
+    (result_path.parent / "slow.json").write_text(json.dumps([row_slow]))
+    assert probe.apply(result_path.parent / "slow.json", table_path, min_gain=0.03) == []
+    changed = probe.apply(result_path, table_path, min_gain=0.03)
+    assert len(changed) == 1 and '"M": 32' in changed[0]
+    entries = json.loads(table_path.read_text())["entries"]
+    assert len(entries) == 2 and start in entries
+    [added] = [e for e in entries if e["shape"] == new_shape]
+    assert added["config"]["num_warps"] == 8 and added["us"] == 15.0 and added["specialization"] == {"dtype": "bfloat16"}
+    assert added["variant"] == variant_id("matmul", added["config"], added["specialization"])
