@@ -347,6 +347,7 @@ def _shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal):
 SHAPES = [
     _shape(4, 32, 32, 4096, 4096, 128, False),
     _shape(4, 32, 32, 4096, 4096, 128, True),
+    _shape(4, 32, 32, 1024, 1024, 128, True),
     _shape(8, 32, 8, 1024, 1024, 128, True),
     _shape(1, 32, 8, 16384, 16384, 128, True),
     _shape(16, 16, 16, 512, 512, 64, False),
