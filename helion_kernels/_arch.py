@@ -34,11 +34,11 @@ def device_name(device: torch.device) -> str | None:
     return torch.cuda.get_device_name(device)
 
 
-def runs_backend(backend: str, device: torch.device) -> bool:
-    """Whether kernels of a config `backend` run on `device`. "gluon" kernels (warp-specialized,
-    wgmma and TMA) need a CUDA device of compute capability 9.x, and Triton's interpreter cannot
-    run them; "triton" kernels run wherever Triton does."""
-    if backend != "gluon":
+def runs_backend(backend: str | list, device: torch.device) -> bool:
+    """Whether kernels of a config `backend` (a name, or one per kernel) run on `device`. "gluon"
+    kernels (warp-specialized, wgmma and TMA) need a CUDA device of compute capability 9.x, and
+    Triton's interpreter cannot run them; "triton" kernels run wherever Triton does."""
+    if "gluon" not in ([backend] if isinstance(backend, str) else backend):
         return True
     return device.type == "cuda" and not torch.version.hip and os.environ.get("TRITON_INTERPRET") != "1" \
         and torch.cuda.get_device_capability(device)[0] == 9

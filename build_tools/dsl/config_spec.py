@@ -221,8 +221,10 @@ class ConfigSpec:
             knobs.append(Knob("store_subtiles", store, STORE_SUBTILES if splittable else (1,)))
         for name, fragment in sorted(f.tunables.items()):
             knobs.append(Knob(name, None, tuple(fragment.choices())))
-        if self._gluon_row_blocks():
-            knobs.append(Knob("backend", None, BACKENDS))
+        rows = self._gluon_row_blocks()
+        if rows:  # each top-level loop's kernel: Triton, or Gluon where the lowering takes its form
+            for loop, row in enumerate(rows):
+                knobs.append(Knob("backend", loop, BACKENDS if row is not None else BACKENDS[:1]))
             knobs.append(Knob("consumer_groups", None, CONSUMER_GROUPS))
         return knobs
 
@@ -242,6 +244,8 @@ class ConfigSpec:
         out = []
         for knob in self._knobs:
             value = config.get(knob.name, knob.choices[0])  # the back end's fields are left out by default
+            if knob.name == "backend":
+                value = self.loop_backends(config)
             if knob.index is not None:
                 value = value[knob.index] if knob.index < len(value) else knob.choices[0]
             out.append(value)
@@ -407,39 +411,61 @@ class ConfigSpec:
         return Config(fields)
 
     def _gluon_row_blocks(self) -> list | None:
-        """Each top-level loop's row block when every one has the form the Gluon back end lowers."""
+        """Each top-level loop's row block where the Gluon back end lowers its kernel (None where it
+        does not); None when it lowers none."""
         rows = self.found.gluon_rows
-        return rows if rows and None not in rows else None
+        return rows if any(r is not None for r in rows) else None
+
+    def loop_backends(self, fields) -> list:
+        """The back end of each top-level loop's kernel: `backend` is one name for all of them or a
+        list of one per loop."""
+        backend = fields.get("backend", BACKENDS[0])
+        loops = len(self.found.top_loops)
+        backends = [backend] * loops if isinstance(backend, str) else list(backend)
+        if len(backends) != loops or any(b not in BACKENDS for b in backends):
+            raise exc.InvalidConfig(f"backend {backend!r}: one of {BACKENDS}, or a list of one per top-level loop "
+                                    f"({loops})")
+        return backends
 
     def _backend(self, fields: dict) -> None:
-        """`backend`: "triton" (the default, left out of configs) or "gluon" (build_tools/dsl/
-        gluon_lowering.py: warp-specialized kernels for the two-dot loop form), with its
-        `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise). With it, the row block
-        of each top-level loop takes the groups' rows, the grid is one axis (flat, or persistent:
-        its partitions walk the program's tiles together), and the Triton-only knobs take their
+        """`backend`: "triton" (the default, left out of configs), "gluon" (build_tools/dsl/
+        gluon_lowering.py: warp-specialized kernels of the loop form it takes), or a list of one
+        of them per top-level loop (each loop is its own kernel: e.g. the attention backward's dq
+        kernel in Gluon and its dk/dv kernel in Triton); a list of one name becomes that name. With
+        Gluon, `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise): the row block
+        of each Gluon loop takes the groups' rows, the grid is one axis (flat, or persistent: its
+        partitions walk the program's tiles together), and `num_stages` is the depth of the rings of
+        streamed tiles (2 to 4; a Triton kernel beside it pipelines with the same value unless its
+        loops set range_num_stages). Where every loop is Gluon, the Triton-only knobs take their
         neutral values.
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
-        backend = fields.pop("backend", "triton")
+        backends = self.loop_backends(fields)
+        fields.pop("backend", None)
         groups = fields.pop("consumer_groups", None)
-        if backend not in BACKENDS:
-            raise exc.InvalidConfig(f"backend {backend!r} is not one of {BACKENDS}")
-        if backend == "gluon":
-            groups = 2 if groups is None else groups
-            if groups not in CONSUMER_GROUPS:
-                raise exc.InvalidConfig(f"consumer_groups {groups!r} is not one of {CONSUMER_GROUPS}")
-            fields["backend"], fields["consumer_groups"] = backend, groups
+        if "gluon" not in backends:
+            return
+        groups = 2 if groups is None else groups
+        if groups not in CONSUMER_GROUPS:
+            raise exc.InvalidConfig(f"consumer_groups {groups!r} is not one of {CONSUMER_GROUPS}")
+        uniform = len(set(backends)) == 1
+        fields["backend"], fields["consumer_groups"] = backends[0] if uniform else backends, groups
+        if fields["pid_type"] == "xyz":  # one grid axis: a persistent program's tile loop or one tile each
+            fields["pid_type"] = "flat"
+        # the depth of the rings of streamed tiles: 2 to 4 (a slot read by an accumulating dot,
+        # like the backward's, is released a step later than one only the first dots read)
+        fields["num_stages"] = min(max(fields["num_stages"], 2), 4)
+        rows = self.found.gluon_rows
+        for loop, backend in enumerate(backends):
+            if backend == "gluon" and loop < len(rows) and rows[loop] is not None:  # 64 rows per warpgroup
+                fields["block_sizes"][rows[loop]] = 64 * groups
+        if uniform:
             # the lowering takes the Triton kernel's pointer loads (it makes them TMA copies), sets its
             # own warps and ignores Triton's warp specialization: those knobs take their neutral
             # values, so that a Triton config with the back end switched normalizes to one config
             fields["indexing"] = ["pointer"] * len(fields.get("indexing") or [])
             fields["range_warp_specializes"] = [None] * len(fields.get("range_warp_specializes") or [])
             fields["num_warps"] = 4
-            if fields["pid_type"] == "xyz":  # one grid axis: a persistent program's tile loop or one tile each
-                fields["pid_type"] = "flat"
-            fields["num_stages"] = 2  # the ring's depth: the only one run on a GPU so far
             fields["persistent_flattens"] = [False] * len(fields.get("persistent_flattens") or [])
-            for block in self._gluon_row_blocks() or ():  # 64 rows per warpgroup
-                fields["block_sizes"][block] = 64 * groups
 
     def _scalar_defaults(self) -> dict:
         f = self.found

@@ -1,32 +1,35 @@
 """Gluon lowering: rewrites a kernel the device compiler emitted as Triton source into a
 warp-specialized Gluon kernel with FlashAttention-3's schedule (notes/gluon_backend.md).
 
-The kernel must have the *two-dot loop form*. One top-level program tile has a row block M (its
-first tiled dimension); the other dimensions are single indices. Before its device loops it loads
-tiles used only as the first operand of a dot ("resident": TMA into shared memory, once). Each
-device loop over a key block N has two `tl.dot`s:
-- the first reads only a resident tile and a tile loaded in the loop (transposed or not);
-- the second takes a register operand, a tile loaded in the loop, and an accumulator carried by the
-  loop.
-Loads in the loops are used only as dot operands ("streamed": TMA through a ring in shared memory,
-fed by a loader partition). A store of a [M, whole dim] tile, masked (if at all) by its indices'
-bounds, leaves by TMA through shared memory. The launcher builds the TMA descriptors (`sites`) and
-passes them as parameters. Everything else (elementwise ops, row reductions, masks, stores) is
-rewritten statement by statement with explicit layouts: scores in the first dot's wgmma layout,
-accumulators in the second's, and row and column vectors in their slices, converted where a row
-vector meets the other dot's layout.
+The kernel must have this *loop form*. One top-level program tile has a row block M (its first
+tiled dimension); the other dimensions are single indices. Before its device loops it loads tiles
+used as the first operand of dots ("resident": TMA into shared memory, once; a resident also read
+outside dots is loaded into registers too). The device loops run over one key block N, one after
+another, possibly inside scalar loops (an `hl.grid` over heads: `Outer`). Each has two kinds of dots:
+- fresh dots read a resident tile and a tile loaded in the loop (transposed or not): [M, N] scores;
+- accumulating dots read a register value ([M, N]) and a tile loaded in the loop into an
+  accumulator carried by the loop ([M, D]).
+Tiles loaded in the loops are read only by dots ("streamed": TMA through one ring in shared memory
+per tile, fed by a loader partition). Other loads (row vectors like the backward's lse, tiles read
+only elementwise) are pointer loads in the consumers. A store of a [M, whole dim] tile, masked (if
+at all) by its indices' bounds, leaves by TMA through shared memory. The launcher builds the TMA
+descriptors (`sites`) and passes them as parameters. Everything else (elementwise ops, row
+reductions, masks, stores) is rewritten statement by statement with explicit layouts: scores in
+the fresh dots' wgmma layout, accumulators in the accumulating dots', and row and column vectors in
+their slices, converted where a row vector meets the other dot's layout.
 
 Schedule: a loader partition (4 warps) issues the TMA copies. The consumers are `groups`
 warpgroups of M / groups rows each; they take turns issuing their dots (ping-pong), and each keeps
-the next key tile's first dot in flight while it runs the statements between the dots. Each loop
-is rotated: step j issues dot 1 of tile j together with dot 2 of tile j - 1, waits for dot 1
-only, runs the statements that do not read the accumulator, then waits for dot 2 and runs the
-rest. On a persistent grid (the emitted kernel's body inside a `for virtual_pid in tl.range(...)`
-tile loop) the partitions walk the program's tiles together; the loader fills each tile's
-residents into one of two slots once the consumers released it, so the next tile's arrive during
-this one. On a grid whose programs draw their tiles (`while ticket < total:` around the body and
-the next `tl.atomic_add` draw) only the loader draws, and hands each ticket to the consumers in
-shared memory beside the tile's residents. Anything outside this form raises NotLowerable.
+the next key tile's fresh dots in flight while it runs the statements between the dots. Each loop
+is rotated: step j issues the fresh dots of tile j together with the accumulating dots of tile
+j - 1, waits for the fresh ones only, runs the statements that do not read an accumulator, then
+waits for the rest and runs the statements that do. On a persistent grid (the emitted kernel's body
+inside a `for virtual_pid in tl.range(...)` tile loop) the partitions walk the program's tiles
+together; the loader fills each tile's residents into one of two slots once the consumers released
+it, so the next tile's arrive during this one. On a grid whose programs draw their tiles (`while
+ticket < total:` around the body and the next `tl.atomic_add` draw) only the loader draws, and
+hands each ticket to the consumers in shared memory beside the tile's residents. Anything outside
+this form raises NotLowerable.
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ ROW, COL = "row", "col"
 
 
 class NotLowerable(Exception):
-    """The kernel is not of the two-dot loop form; the message says what broke it."""
+    """The kernel is not of the loop form; the message says what broke it."""
 
 
 @dataclass
@@ -76,17 +79,41 @@ class TileDraws:
 
 
 @dataclass
+class Dot:
+    """A dot of a device loop body: statement `index`, result `target`, and the streamed tile it
+    reads as B (`ring`, an index into the lowering's rings; `transposed` through a permute). A
+    fresh dot (`acc` None) multiplies a resident tile `a` by it; an accumulating dot multiplies
+    the register value `a` (an expression) into the loop-carried accumulator `acc`, starting from
+    `acc_in` (an expression of it)."""
+    index: int
+    target: str
+    a: ast.expr
+    ring: int
+    transposed: bool
+    acc: str | None = None
+    acc_in: ast.expr | None = None
+
+
+@dataclass
 class Loop:
-    """A device loop `for var in tl.range(begin, end, step)`: `dots` are the body indices of its two
-    dots, `first` / `second` the streamed loads they read."""
+    """A device loop `for var in tl.range(begin, end, step)`: its `fresh` and accumulating (`accum`)
+    dots, and `loads[r]` the load of this loop that ring r streams."""
     var: str
     begin: str
     end: str
     step: str
     body: list
-    dots: tuple = ()
-    first: str = ""
-    second: str = ""
+    fresh: list = None
+    accum: list = None
+    loads: list = None
+
+
+@dataclass
+class Outer:
+    """A scalar loop around device loops (an `hl.grid`, e.g. over the query heads that share a kv
+    head): `header` is its Gluon `for` line, `items` its statements and device loops in order."""
+    header: str
+    items: list
 
 
 def _call(node: ast.AST) -> str | None:
@@ -127,9 +154,12 @@ class Lowering:
         self.axis_of: dict[str, str] = {}         # block constexpr -> "M" / "N" / "D"
         self.tmas: dict[str, Tma] = {}
         self.stores: dict[int, tuple] = {}        # id(store statement) -> (Tma, bounds) when it leaves by TMA
-        self.loops: list[Loop] = []
+        self.reg_loads: set = set()               # resident tiles also read outside dots: loaded to registers too
+        self.loops: list[Loop] = []               # the device loops, in order
         self.prologue: list[ast.stmt] = []        # statements before the first loop
-        self.between: list[list[ast.stmt]] = []   # statements after each loop
+        self.nest: list = []                      # the loops, scalar loops around them and statements between
+        self.epilogue: list[ast.stmt] = []        # statements after the last loop
+        self.rings: list[Tma] = []                # each streamed tile's loads (those of the first loop)
         self.head: list[ast.stmt] = []            # statements before a persistent grid's tile loop
         self.tile_loop: str | None = None         # a persistent grid's tile loop header, as Gluon
         self.draw: TileDraws | None = None        # a grid drawing its tiles
@@ -151,30 +181,21 @@ class Lowering:
             if not isinstance(stmt, ast.Assign):
                 raise NotLowerable(f"statement {type(stmt).__name__} before the tile loop")
             self._note(stmt, None)
-        current = self.prologue
-        for stmt in body:
-            if isinstance(stmt, ast.For):
-                self.loops.append(self._loop(stmt))
-                self.between.append([])
-                current = self.between[-1]
-            elif isinstance(stmt, (ast.Assign, ast.Expr)):
-                current.append(stmt)
-            else:
-                raise NotLowerable(f"statement {type(stmt).__name__} at top level")
-        if not self.loops:
+        items = self._items(body)
+        nested = [i for i, item in enumerate(items) if isinstance(item, (Loop, Outer))]
+        if not nested:
             raise NotLowerable("no device loop")
+        self.prologue, self.nest, self.epilogue = items[:nested[0]], items[nested[0]:nested[-1] + 1], items[nested[-1] + 1:]
+        self._uses()
         for stmt in self.prologue:
             self._note(stmt, None)
         rows = [v for k, v in self.axis_of.items() if v == "M"]
         if len(rows) != 1:
             raise NotLowerable("no row block")
         self.rows = next(k for k, v in self.axis_of.items() if v == "M")
-        for i, loop in enumerate(self.loops):
-            self.axis_of[loop.step] = "N"
-            for stmt in loop.body:
-                self._note(stmt, i)
-            for stmt in self.between[i]:
-                self._note(stmt, None)
+        self._note_items(self.nest)
+        for stmt in self.epilogue:
+            self._note(stmt, None)
         steps = {loop.step for loop in self.loops}
         if len(steps) != 1:
             raise NotLowerable("loops over different key blocks")
@@ -182,18 +203,68 @@ class Lowering:
         for tma in self.tmas.values():
             if any(b not in ("1", self.rows, self.keys) and self.axis_of.get(b) != "D" for b in tma.block):
                 raise NotLowerable(f"load {tma.name}: a block that is not the row, key or whole dim")
+        self.rings = [t for t in self.tmas.values() if t.loop == 0]
         for i, loop in enumerate(self.loops):
             self._check_loop(i, loop)
         self.residents = [t for t in self.tmas.values() if t.loop is None]
         if not self.residents:
             raise NotLowerable("no tile loaded before the loops for the first dot")
-        for loop in self.loops:
-            _, loop.first, _, loop.second = self.operands(loop)
-        self.roles = {"first": self.tmas[self.loops[0].first], "second": self.tmas[self.loops[0].second]}
-        for loop in self.loops[1:]:
-            for role, load in (("first", loop.first), ("second", loop.second)):
-                if self.tmas[load].block != self.roles[role].block or self.tmas[load].tensor != self.roles[role].tensor:
-                    raise NotLowerable(f"the loops' {role} dots stream different tiles")
+        widths = {self._width(d) for loop in self.loops for d in loop.accum}
+        if len(widths) != 1:
+            raise NotLowerable("accumulating dots of different widths")
+        self.width = widths.pop()
+
+    def _items(self, body: list) -> list:
+        """The statements, device loops (Loop) and scalar loops around device loops (Outer) of a body."""
+        items = []
+        for stmt in body:
+            if isinstance(stmt, ast.For) and any(isinstance(s, ast.For) for s in ast.walk(stmt) if s is not stmt):
+                it = stmt.iter
+                if _call(it) != "range" or it.keywords or not isinstance(stmt.target, ast.Name) or stmt.orelse:
+                    raise NotLowerable("a loop around device loops is not `for x in tl.range(...)`")
+                header = f"for {stmt.target.id} in range({', '.join(_gl(ast.unparse(a)) for a in it.args)}):"
+                items.append(Outer(header, self._items(stmt.body)))
+            elif isinstance(stmt, ast.For):
+                self.loops.append(self._loop(stmt))
+                items.append(self.loops[-1])
+            elif isinstance(stmt, (ast.Assign, ast.Expr)):
+                items.append(stmt)
+            else:
+                raise NotLowerable(f"statement {type(stmt).__name__} at top level")
+        return items
+
+    def _note_items(self, items: list) -> None:
+        for item in items:
+            if isinstance(item, Outer):
+                self._note_items(item.items)
+            elif isinstance(item, Loop):
+                self.axis_of[item.step] = "N"
+                for stmt in item.body:
+                    self._note(stmt, self.loops.index(item))
+            else:
+                self._note(item, None)
+
+    def _uses(self) -> None:
+        """Which names are read as dot operands (a permuted load counting as its load) and which
+        elsewhere: a load read only by dots is a TMA copy, one read only elsewhere a pointer load."""
+        stmts = [n for n in ast.walk(self.fn) if isinstance(n, (ast.Assign, ast.Expr))]
+        permutes = {n.targets[0].id: n.value.args[0].id for n in stmts if isinstance(n, ast.Assign)
+                    and _call(n.value) == "permute" and isinstance(n.value.args[0], ast.Name)}
+        self.dot_uses, self.other_uses = set(), set()
+        for n in stmts:
+            target = n.targets[0].id if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) else None
+            if target in permutes:
+                continue
+            if isinstance(n, ast.Assign) and _call(n.value) == "dot":
+                for arg in n.value.args[:2]:
+                    if isinstance(arg, ast.Name):
+                        self.dot_uses.add(permutes.get(arg.id, arg.id))
+                    else:
+                        self.other_uses |= _names(arg)
+                for keyword in n.value.keywords:
+                    self.other_uses |= _names(keyword.value)
+            else:
+                self.other_uses |= _names(n.value)
 
     def _tile_loop(self, stmt: ast.For) -> str:
         """The header of a persistent grid's loop over its program's tiles (pid_type
@@ -247,10 +318,17 @@ class Lowering:
             self.defs[name] = value
             self.shapes[name] = self.shape(value)
             return
-        if _call(value) == "load":
+        if _call(value) == "load" and name in self.dot_uses:
             self.tmas[name] = self._tma(name, value, loop)
             self.shapes[name] = tuple(self.axis_of.get(b, 1) if b != "1" else 1 for b in self.tmas[name].block
                                       if b != "1")
+            if name in self.other_uses:
+                if loop is not None:
+                    raise NotLowerable(f"load {name}: a streamed tile also read outside dots")
+                self.reg_loads.add(name)
+            return
+        if _call(value) == "load":  # read only outside dots: a pointer load in the consumers
+            self.shapes[name] = self.shape(value)
             return
         if _call(value) == "permute":
             src = value.args[0]
@@ -375,24 +453,69 @@ class Lowering:
         return ast.unparse(index), "1"
 
     def _check_loop(self, i: int, loop: Loop) -> None:
-        dots = [(k, s) for k, s in enumerate(loop.body) if isinstance(s, ast.Assign) and _call(s.value) == "dot"]
-        if len(dots) != 2:
-            raise NotLowerable(f"loop {i}: {len(dots)} dots, not two")
-        (k1, d1), (k2, d2) = dots
-        a1, b1 = d1.value.args[:2]
-        if not (self._resident(a1) and self._streamed(b1, i)) or d1.value.keywords:
-            raise NotLowerable(f"loop {i}: the first dot does not read a resident and a streamed tile")
-        if len(d2.value.args) != 2 or [k.arg for k in d2.value.keywords] != ["acc"] or not self._streamed(d2.value.args[1], i):
-            raise NotLowerable(f"loop {i}: the second dot is not dot(registers, streamed tile, acc=...)")
-        loop.dots = (k1, k2)
+        """Sort the loop's dots into fresh and accumulating ones (`Dot`) and match its streamed loads
+        to the rings: every loop streams the same tiles, each read only by dots."""
+        loop.loads = [None] * len(self.rings)
+        for name, tma in self.tmas.items():
+            if tma.loop != i:
+                continue
+            ring = next((r for r, t in enumerate(self.rings) if (t.tensor, t.block) == (tma.tensor, tma.block)), None)
+            if ring is None or loop.loads[ring] is not None:
+                raise NotLowerable(f"loop {i}: the loops stream different tiles")
+            loop.loads[ring] = name
+        if None in loop.loads:
+            raise NotLowerable(f"loop {i}: the loops stream different tiles")
+        loop.fresh, loop.accum = [], []
+        results = {}
+        for k, stmt in enumerate(loop.body):
+            if not (isinstance(stmt, ast.Assign) and _call(stmt.value) == "dot"):
+                continue
+            call, target = stmt.value, stmt.targets[0].id
+            if len(call.args) != 2:
+                raise NotLowerable(f"loop {i}: dot {ast.unparse(call)}")
+            a, b = call.args
+            ring, transposed = self._ring_of(b, loop)
+            keywords = [kw.arg for kw in call.keywords]
+            if not keywords and self._resident(a):
+                dot = Dot(k, target, a, ring, transposed)
+                if self.family(self.shape(call)) != "S":
+                    raise NotLowerable(f"loop {i}: the fresh dot {target} is not [rows, keys]")
+                loop.fresh.append(dot)
+            elif keywords == ["acc"] and not self._resident(a):
+                dot = Dot(k, target, a, ring, transposed, acc_in=call.keywords[0].value)
+                if self.family(self.shape(call)) != "O" or self.family(self.shape(a)) != "S":
+                    raise NotLowerable(f"loop {i}: the accumulating dot {target} is not [rows, keys] x [keys, dim]")
+                loop.accum.append(dot)
+            else:
+                raise NotLowerable(f"loop {i}: dot {target} neither reads a resident tile nor accumulates")
+            results[target] = dot
+        if not loop.fresh or not loop.accum:
+            raise NotLowerable(f"loop {i}: not a fresh dot and an accumulating dot")
+        for stmt in loop.body:  # each accumulating dot's result is renamed to its accumulator, and read nowhere else
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in results:
+                dot = results[stmt.value.id]
+                if dot.acc is not None or dot.acc_in is None:
+                    raise NotLowerable(f"loop {i}: dot {dot.target} is read outside the dots")
+                dot.acc = stmt.targets[0].id
+        if any(d.acc is None for d in loop.accum):
+            raise NotLowerable(f"loop {i}: an accumulating dot's result is not the carried accumulator")
+
+    def _ring_of(self, node: ast.expr, loop: Loop) -> tuple:
+        """(ring, transposed) of a dot's B operand: a streamed tile of `loop`, or its permute."""
+        transposed = isinstance(node, ast.Name) and node.id in self.defs and _call(self.defs[node.id]) == "permute"
+        if transposed:
+            node = self.defs[node.id].args[0]
+        if not (isinstance(node, ast.Name) and node.id in loop.loads):
+            raise NotLowerable(f"a dot's B operand {ast.unparse(node)} is not a tile streamed by its loop")
+        return loop.loads.index(node.id), transposed
+
+    def _width(self, dot: Dot) -> str:
+        """The width of an accumulating dot's result: its streamed tile's last dim (first, transposed)."""
+        block = [b for b in self.rings[dot.ring].block if b != "1"]
+        return block[0] if dot.transposed else block[-1]
 
     def _resident(self, node: ast.expr) -> bool:
         return isinstance(node, ast.Name) and node.id in self.tmas and self.tmas[node.id].loop is None
-
-    def _streamed(self, node: ast.expr, i: int) -> bool:
-        if isinstance(node, ast.Name) and node.id in self.defs and _call(self.defs[node.id]) == "permute":
-            node = self.defs[node.id].args[0]
-        return isinstance(node, ast.Name) and node.id in self.tmas and self.tmas[node.id].loop == i
 
     # ------------------------------------------------------------------ shapes and layouts
     def shape(self, node: ast.expr) -> tuple:
@@ -432,6 +555,8 @@ class Lowering:
                 return (self.shape(node.args[0])[0], self.shape(node.args[1])[1])
             if f == "permute":
                 return tuple(reversed(self.shape(node.args[0])))
+            if f == "load":
+                return self.shape(node.args[0])
             if f in ("maximum", "minimum", "where", "exp2", "log2", "exp", "log", "abs", "sqrt", "fma"):
                 return self._broadcast([self.shape(a) for a in node.args])
             if isinstance(node.func, ast.Attribute) and node.func.attr == "to":
@@ -533,6 +658,14 @@ class Lowering:
             return f"gl.{f}({', '.join(self.emit(a, ctx) for a in node.args)})"
         if f in ("cdiv", "program_id", "num_programs"):
             return _gl(ast.unparse(node))
+        if f == "load":
+            keywords = {k.arg: k.value for k in node.keywords}
+            if set(keywords) - {"mask", "other"}:
+                raise NotLowerable(f"load {ast.unparse(node)}")
+            text = f"gl.load({self.emit(node.args[0], ctx)}"
+            text += f", mask={self.emit(keywords['mask'], ctx)}" if "mask" in keywords else ""
+            text += f", other={self.emit(keywords['other'], None)}" if "other" in keywords else ""
+            return text + ")"
         if isinstance(node.func, ast.Attribute) and node.func.attr == "to":
             return f"{self.emit(node.func.value, ctx)}.to({_gl(ast.unparse(node.args[0]))})"
         if isinstance(node.func, ast.Name) and node.func.id == "float":
@@ -546,7 +679,7 @@ class Lowering:
                 return self._tma_store(stmt)
             return [self._store(stmt.value)]
         name = stmt.targets[0].id
-        if name in self.defs or name in self.tmas:
+        if name in self.defs or (name in self.tmas and name not in self.reg_loads):
             return []
         shape = self.shapes.get(name)
         if shape is None:
@@ -579,41 +712,37 @@ class Lowering:
                 and s.targets[0].id not in self.tmas]
 
     def parts(self, loop: Loop) -> tuple:
-        """(before, a_part, acc_part, after, acc) of a loop body around its two dots. Between the
-        dots, the statements that read the carried accumulator `acc` (directly or through each
-        other) form acc_part, the rest a_part; `after` are the carried renames after the second dot."""
-        k1, k2 = loop.dots
-        body = loop.body
-        dot2 = body[k2].value
-        acc_names = {s.targets[0].id for s in body[k2 + 1:] if isinstance(s, ast.Assign)
-                     and isinstance(s.value, ast.Name) and s.value.id == body[k2].targets[0].id}
-        if len(acc_names) != 1:
-            raise NotLowerable("the second dot's result is not the carried accumulator")
-        acc = acc_names.pop()
-        middle = [s for s in body[k1 + 1:k2] if isinstance(s, ast.Assign)]
-        reads_acc = set()
-        for s in middle:
-            if _names(s.value) & ({acc} | reads_acc):
-                reads_acc.add(s.targets[0].id)
-        acc_part = [s for s in middle if s.targets[0].id in reads_acc]
-        a_part = [s for s in middle if s.targets[0].id not in reads_acc]
-        if _names(dot2.args[0]) & reads_acc:
-            raise NotLowerable("the second dot's register operand reads the accumulator")
-        after = [s for s in body[k2 + 1:] if not (isinstance(s.value, ast.Name) and s.value.id == body[k2].targets[0].id)]
-        for s in after:
-            if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Name)):
-                raise NotLowerable("statements after the second dot other than carried renames")
-        before = body[:k1]
-        return before, a_part, acc_part, after, acc
-
-    def operands(self, loop: Loop) -> tuple:
-        """(the resident tile, the first dot's streamed tile and whether it is transposed, the second
-        dot's streamed tile)."""
-        k1, k2 = loop.dots
-        a1, b1 = loop.body[k1].value.args[:2]
-        transposed = b1.id in self.defs
-        b1_load = self.defs[b1.id].args[0].id if transposed else b1.id
-        return a1.id, b1_load, transposed, loop.body[k2].value.args[1].id
+        """(a_part, acc_part, renames) of a loop body, besides its dots, its loads for the dots,
+        index definitions and the renames of the accumulating dots' results. Statements that read an
+        accumulator (directly or through each other) form acc_part; renames of values the body read
+        before (loop-carried, like the running row max) come last; the rest is a_part, which runs
+        while the accumulating dots are in flight and computes their register operands."""
+        skipped = {d.index for d in loop.fresh + loop.accum}
+        accs = {d.acc for d in loop.accum}
+        a_part, acc_part, renames = [], [], []
+        read, reads_acc = set(), set()
+        for k, stmt in enumerate(loop.body):
+            if isinstance(stmt, ast.Expr):
+                raise NotLowerable("a store in a device loop")
+            target = stmt.targets[0].id
+            if k in skipped or target in accs:
+                read |= _names(stmt.value)
+                continue
+            if target in self.defs or target in self.tmas:
+                continue
+            if isinstance(stmt.value, ast.Name) and target in read:
+                renames.append(stmt)
+                continue
+            read |= _names(stmt.value)
+            if _names(stmt.value) & (accs | reads_acc):
+                reads_acc.add(target)
+                acc_part.append(stmt)
+            else:
+                a_part.append(stmt)
+        for dot in loop.accum:
+            if _names(dot.a) & reads_acc:
+                raise NotLowerable(f"the register operand of {dot.target} reads an accumulator")
+        return a_part, acc_part, renames
 
     # ------------------------------------------------------------------ rendering
     def _block(self, tma: Tma) -> tuple:
@@ -645,25 +774,28 @@ class Lowering:
         each tensor parameter's dtype (on a one-tile grid a store reuses a resident tile's shared
         memory when its dtype and tile match; a persistent grid loads the next tile's residents
         while the store leaves)."""
-        residents, roles = self.residents, self.roles
+        residents = self.residents
         self.store_smem = {}  # a store's Tma name -> its shared-memory buffer; those to allocate
-        allocated = []
+        allocated, free = [], [] if self.persistent else list(residents)
         for tma, _ in self.stores.values():
-            reused = None if self.persistent else next((r for r in residents if self._block(r) == self._block(tma)
-                                                        and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
+            reused = next((r for r in free if self._block(r) == self._block(tma)
+                           and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
             if reused is None:
                 allocated.append(tma)
+            else:
+                free.remove(reused)
             self.store_smem[tma.name] = f"{(reused or tma).name}_smem"
         self.allocated_stores = allocated
         smem = [f"{r.name}_smem" for r in residents] + [self.store_smem[t.name] for t in allocated]
-        smem += ["first_ring", "second_ring"]
-        bars = ["resident_bar", "resident_empty", "first_ready", "first_empty", "second_ready", "second_empty", "turn"]
+        smem += [f"ring_{r}" for r in range(len(self.rings))]
+        bars = ["resident_bar", "resident_empty"] + [f"ring_{r}_{kind}" for r in range(len(self.rings))
+                                                     for kind in ("ready", "empty")] + ["turn"]
         bars += ["tile_ids"] if self.draw else []
         shared = ", ".join(smem + bars)
         sig = ", ".join(f"{p}: gl.constexpr" if constexpr else p for p, constexpr in params)
         args = ", ".join(p for p, _ in params)
         out = [self._loader(name, sig, shared), self._consumer(name, sig, shared),
-               self._kernel(name, sig, args, shared, residents, roles)]
+               self._kernel(name, sig, args, shared, residents)]
         return "\n\n\n".join(out) + "\n"
 
     def _coords(self, tma: Tma, row_shift: str = "") -> str:
@@ -727,21 +859,31 @@ class Lowering:
             "for g in gl.static_range(GROUPS):"]
         tile += [f"    tma.async_copy_global_to_shared({self.site(r)}, {self._coords(r, 'g * ROWS')}, "
                  f"resident_bar.index(rslot), {r.name}_smem.index(rslot * GROUPS + g))" for r in self.residents]
-        for i, loop in enumerate(self.loops):
-            if i:
-                tile += self.scalar_lines(self.between[i - 1])
-            tile.append(f"for {loop.var} in range({_gl(loop.begin)}, {_gl(loop.end)}, {loop.step}):")
-            step = ["slot = c % STAGES", "phase = (c // STAGES) & 1"]
-            for role, load in (("first", loop.first), ("second", loop.second)):
-                tma = self.tmas[load]
-                step += [f"mbarrier.wait({role}_empty.index(slot), phase ^ 1)",
-                         f"mbarrier.expect({role}_ready.index(slot), {self.site(tma)}.block_type.nbytes)",
-                         f"tma.async_copy_global_to_shared({self.site(tma)}, {self._coords(tma)}, "
-                         f"{role}_ready.index(slot), {role}_ring.index(slot))"]
-            tile += ["    " + s for s in step + ["c += 1"]]
+        tile += self._loader_items(self.nest)
         walk = self._drawn_tiles(tile) if self.draw else self._tiles(tile)
         body = self.scalar_lines(self.head) + ["c = 0"] + walk
         return "\n".join(lines + ["    " + s for s in body])
+
+    def _loader_items(self, items: list) -> list:
+        """The loader's lines of the loops (and the scalar loops around them): each step of a
+        device loop fills every ring's next slot once the consumers released it."""
+        out = []
+        for item in items:
+            if isinstance(item, Outer):
+                out += [item.header] + ["    " + s for s in self._loader_items(item.items)]
+            elif isinstance(item, Loop):
+                out.append(f"for {item.var} in range({_gl(item.begin)}, {_gl(item.end)}, {item.step}):")
+                step = ["slot = c % STAGES", "phase = (c // STAGES) & 1"]
+                for r, load in enumerate(item.loads):
+                    tma = self.tmas[load]
+                    step += [f"mbarrier.wait(ring_{r}_empty.index(slot), phase ^ 1)",
+                             f"mbarrier.expect(ring_{r}_ready.index(slot), {self.site(tma)}.block_type.nbytes)",
+                             f"tma.async_copy_global_to_shared({self.site(tma)}, {self._coords(tma)}, "
+                             f"ring_{r}_ready.index(slot), ring_{r}.index(slot))"]
+                out += ["    " + s for s in step + ["c += 1"]]
+            else:
+                out += self.scalar_lines([item])
+        return out
 
     def _turn(self, t: str) -> list:
         return ["if GROUPS > 1:", f"    mbarrier.wait(turn.index(WG), (({t}) & 1) ^ (1 if WG == 0 else 0))"]
@@ -755,17 +897,14 @@ class Lowering:
                 f"    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
                 f"instr_shape=[16, {self.keys}, 16])",
                 f"    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
-                f"instr_shape=[16, {self._width()}, 16])",
+                f"instr_shape=[16, {self.width}, 16])",
                 "    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)",
                 *self._id_layout()]
         tile = self._consumer_statements(self.prologue)
         if not self.draw:  # a drawn tile's slot is taken before its ticket is known (_taken_tiles)
             tile += [f"rslot = it % {self.slots}", f"mbarrier.wait(resident_bar.index(rslot), (it // {self.slots}) & 1)"]
-        for i, loop in enumerate(self.loops):
-            if i:
-                tile += self._consumer_statements(self.between[i - 1])
-            tile += self._consumer_loop(loop)
-        tile += ["mbarrier.arrive(resident_empty.index(rslot))"] + self._consumer_statements(self.between[-1])
+        tile += self._consumer_items(self.nest)
+        tile += ["mbarrier.arrive(resident_empty.index(rslot))"] + self._consumer_statements(self.epilogue)
         body = self._consumer_statements(self.head)
         body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0"]
         body += self._taken_tiles(tile) if self.draw else self._tiles(tile)
@@ -776,9 +915,16 @@ class Lowering:
         """A partition's layout of a published ticket (one int32 over its 4 warps), if it takes any."""
         return ["    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])"] if self.draw else []
 
-    def _width(self) -> str:
-        tma = self.tmas[self.loops[0].second]
-        return tma.block[-1]
+    def _consumer_items(self, items: list) -> list:
+        out = []
+        for item in items:
+            if isinstance(item, Outer):
+                out += [item.header] + ["    " + s for s in self._consumer_items(item.items)]
+            elif isinstance(item, Loop):
+                out += self._consumer_loop(item)
+            else:
+                out += self._consumer_statements([item])
+        return out
 
     def _consumer_statements(self, stmts: list) -> list:
         """The consumers' lines of statements outside the loops, in source order."""
@@ -791,47 +937,61 @@ class Lowering:
         return out
 
     def _consumer_loop(self, loop: Loop) -> list:
-        before, a_part, acc_part, after, acc = self.parts(loop)
-        for stmt in before:
-            target = stmt.targets[0].id if isinstance(stmt, ast.Assign) else None
-            if target not in self.defs and target not in self.tmas:
-                raise NotLowerable("statements before the first dot")
-        k1, k2 = loop.dots
-        dot1, dot2 = loop.body[k1], loop.body[k2]
-        resident, _, transposed, _ = self.operands(loop)
-        res = self._view(f"{resident}_smem.index(rslot * GROUPS + WG)", self.tmas[resident])
-        first = self._view("first_ring.index(slot)", self.tmas[loop.first]) + (".permute((1, 0))" if transposed else "")
-        second = self._view("second_ring.index(prev)", self.tmas[loop.second])
-        a_op = f"gl.convert_layout({self.emit(dot2.value.args[0], 'S')}, p_layout)"
-        acc_in = self.emit(dot2.value.keywords[0].value, "O")
-        rest = [s for st in a_part for s in self.statement(st)]
-        acc_lines = [s for st in acc_part for s in self.statement(st)]
-        renames = [f"{s.targets[0].id} = {s.value.id}" for s in after]
-        d1 = dot1.targets[0].id
+        """A consumer's rotated loop: step j issues the fresh dots of tile j together with the
+        accumulating dots of tile j - 1, waits for the fresh ones only, runs a_part while the others
+        run (statements that do not read the fresh results, such as row loads, run before that wait),
+        then waits for the accumulating dots and runs acc_part. The first step (fresh dots alone) and the drain
+        (the last tile's accumulating dots) are peeled. A ring slot read only by fresh dots is
+        released once they are done; one read by an accumulating dot after that dot, a step later."""
+        a_part, acc_part, renames = self.parts(loop)
+        fresh_rings = {d.ring for d in loop.fresh}
+        late = {d.ring for d in loop.accum}
+        early = fresh_rings - late
+
+        def operand(dot: Dot, slot: str) -> str:
+            view = self._view(f"ring_{dot.ring}.index({slot})", self.rings[dot.ring])
+            return view + (".permute((1, 0))" if dot.transposed else "")
+
+        def issue_fresh() -> list:
+            return [f"f{i}_tok = warpgroup_mma({self._view(f'{d.a.id}_smem.index(rslot * GROUPS + WG)', self.tmas[d.a.id])}, "
+                    f"{operand(d, 'slot')}, s_zero, use_acc=False, is_async=True)" for i, d in enumerate(loop.fresh)]
+
+        def wait_fresh(pending: int) -> list:
+            return [f"{d.target} = warpgroup_mma_wait({pending}, deps=(f{i}_tok, ))" for i, d in enumerate(loop.fresh)]
+
+        issue_accum = [f"a{i}_tok = warpgroup_mma(pend_a{i}, {operand(d, 'prev')}, pend_acc{i}, is_async=True)"
+                       for i, d in enumerate(loop.accum)]
+        wait_accum = [f"{d.acc} = warpgroup_mma_wait(0, deps=(a{i}_tok, ))" for i, d in enumerate(loop.accum)]
+        pend = [line for i, d in enumerate(loop.accum) for line in (
+            f"pend_a{i} = gl.convert_layout({self.emit(d.a, 'S')}, p_layout)", f"pend_acc{i} = {self.emit(d.acc_in, 'O')}")]
+        fresh_results = {d.target for d in loop.fresh}
+        for stmt in a_part:  # what does not wait for the fresh dots (row loads, say) runs while they do
+            if _names(stmt.value) & fresh_results:
+                fresh_results.add(stmt.targets[0].id)
+        ahead = [s for st in a_part if st.targets[0].id not in fresh_results for s in self.statement(st)]
+        rest = [s for st in a_part if st.targets[0].id in fresh_results for s in self.statement(st)]
+        tail = [s for st in acc_part for s in self.statement(st)] + \
+            [f"{s.targets[0].id} = {s.value.id}" for s in renames] + pend
+
+        def ready(rings, slot: str, count: str) -> list:
+            return [f"mbarrier.wait(ring_{r}_ready.index({slot}), (({count}) // STAGES) & 1)" for r in sorted(rings)]
+
+        def release(rings, slot: str) -> list:
+            return [f"mbarrier.arrive(ring_{r}_empty.index({slot}))" for r in sorted(rings)]
+
         n = f"n_{loop.var}"
         out = [f"{n} = gl.cdiv(gl.maximum(({_gl(loop.end)}) - ({_gl(loop.begin)}), 0), {loop.step})",
                f"if {n} > 0:"]
-        first_step = [f"{loop.var} = {_gl(loop.begin)}", "slot = c % STAGES",
-                      "mbarrier.wait(first_ready.index(slot), (c // STAGES) & 1)"]
-        first_step += self._turn("t") + [
-            f"s_tok = warpgroup_mma({res}, {first}, s_zero, use_acc=False, is_async=True)"] + self.PASS_TURN + [
-            f"{d1} = warpgroup_mma_wait(0, deps=(s_tok, ))", "mbarrier.arrive(first_empty.index(slot))",
-            *rest, *acc_lines, *renames, f"pend_a = {a_op}", f"pend_acc = {acc_in}"]
+        first_step = [f"{loop.var} = {_gl(loop.begin)}", "slot = c % STAGES", *ready(fresh_rings, "slot", "c"),
+                      *self._turn("t"), *issue_fresh(), *self.PASS_TURN, *ahead, *wait_fresh(0), *release(early, "slot"),
+                      *rest, *tail]
         step = [f"{loop.var} = {_gl(loop.begin)} + jj * {loop.step}", "slot = (c + jj) % STAGES",
-                "prev = (c + jj - 1) % STAGES",
-                "mbarrier.wait(first_ready.index(slot), ((c + jj) // STAGES) & 1)",
-                "mbarrier.wait(second_ready.index(prev), ((c + jj - 1) // STAGES) & 1)"]
-        step += self._turn("t + jj") + [
-            f"s_tok = warpgroup_mma({res}, {first}, s_zero, use_acc=False, is_async=True)",
-            f"o_tok = warpgroup_mma(pend_a, {second}, pend_acc, is_async=True)"] + self.PASS_TURN + [
-            f"{d1} = warpgroup_mma_wait(1, deps=(s_tok, ))", "mbarrier.arrive(first_empty.index(slot))", *rest,
-            f"{acc} = warpgroup_mma_wait(0, deps=(o_tok, ))", "mbarrier.arrive(second_empty.index(prev))",
-            *acc_lines, *renames, f"pend_a = {a_op}", f"pend_acc = {acc_in}"]
-        drain = ["prev = (c + " + n + " - 1) % STAGES",
-                 f"mbarrier.wait(second_ready.index(prev), ((c + {n} - 1) // STAGES) & 1)"]
-        drain += self._turn(f"t + {n}") + [f"o_tok = warpgroup_mma(pend_a, {second}, pend_acc, is_async=True)"] + \
-            self.PASS_TURN + [f"{acc} = warpgroup_mma_wait(0, deps=(o_tok, ))",
-                              "mbarrier.arrive(second_empty.index(prev))"]
+                "prev = (c + jj - 1) % STAGES", *ready(fresh_rings, "slot", "c + jj"),
+                *ready(late - fresh_rings, "prev", "c + jj - 1"),
+                *self._turn("t + jj"), *issue_fresh(), *issue_accum, *self.PASS_TURN, *ahead, *wait_fresh(len(loop.accum)),
+                *release(early, "slot"), *rest, *wait_accum, *release(late, "prev"), *tail]
+        drain = [f"prev = (c + {n} - 1) % STAGES", *ready(late - fresh_rings, "prev", f"c + {n} - 1"),
+                 *self._turn(f"t + {n}"), *issue_accum, *self.PASS_TURN, *wait_accum, *release(late, "prev")]
         # the turn counter advances only by the turns taken: the turn barriers' waits test a
         # phase's parity, so a loop without steps that advanced it would let both warpgroups pass
         # out of turn and, in some interleavings, both wait for the other (a deadlock)
@@ -840,14 +1000,44 @@ class Lowering:
         out += [f"c += {n}"]
         return out
 
-    def _kernel(self, name: str, sig: str, args: str, shared: str, residents: list, roles: dict) -> str:
-        lines = ["@gluon.jit", f"def {name}({sig}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
+    def _loop_bound_params(self) -> list:
+        """The run-time parameters that bound the device loops inside scalar loops (Outer). The
+        kernel does not specialize them: Triton makes a size of 1 a constant, and the dk/dv
+        kernel's peeled loops over one query (the first then has a constant zero trip count) crashed
+        Triton 3.6's LLVM lowering (ConvertTritonGPUToLLVM, an out-of-range index; 2026-11-27).
+        Loops outside scalar loops compile at sizes of 1 (the forward's and dq's keys), and there
+        the specialization is worth keeping: unspecialized, the forward ran 0.2-2.5% slower on the
+        H100 (scratch/gluon_unspecialized_ab.py)."""
+        def nested(items: list, inside: bool) -> list:
+            return [loop for item in items if isinstance(item, (Loop, Outer))
+                    for loop in (nested(item.items, True) if isinstance(item, Outer) else [item] if inside else [])]
+
+        values = {n.targets[0].id: n.value for n in ast.walk(self.fn)
+                  if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)}
+        todo = [name for loop in nested(self.nest, False) for text in (loop.begin, loop.end)
+                for name in _names(ast.parse(text, mode="eval"))]
+        seen, found = set(), []
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in values:
+                todo += _names(values[name])
+            elif name in self.params and name not in self.constexprs:
+                found.append(name)
+        return [p for p in self.params if p in found]
+
+    def _kernel(self, name: str, sig: str, args: str, shared: str, residents: list) -> str:
+        unspecialized = self._loop_bound_params()
+        decorator = f"@gluon.jit(do_not_specialize={unspecialized!r})" if unspecialized else "@gluon.jit"
+        lines = [decorator, f"def {name}({sig}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS"]
         body = []
-        for tma, role in [(r, None) for r in residents] + [(t, None) for t in self.allocated_stores] + \
-                [(t, role) for role, t in roles.items()]:
+        for tma, ring in [(r, None) for r in residents] + [(t, None) for t in self.allocated_stores] + \
+                [(t, r) for r, t in enumerate(self.rings)]:
             desc = self.site(tma)
-            buffer = f"{role}_ring" if role else self.store_smem.get(tma.name, f"{tma.name}_smem")
-            count = "STAGES" if role else f"{self.slots} * GROUPS" if tma in residents else "GROUPS"
+            buffer = f"ring_{ring}" if ring is not None else self.store_smem.get(tma.name, f"{tma.name}_smem")
+            count = "STAGES" if ring is not None else f"{self.slots} * GROUPS" if tma in residents else "GROUPS"
             body.append(f"{buffer} = gl.allocate_shared_memory({desc}.dtype, [{count}, "
                         f"{', '.join(self._block(tma))}], {desc}.layout)")
         body += [f"resident_bar = gl.allocate_shared_memory(gl.int64, [{self.slots}, 1], mbarrier.MBarrierLayout())",
@@ -855,13 +1045,13 @@ class Lowering:
                  "turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())",
                  f"for i in gl.static_range({self.slots}):",
                  "    mbarrier.init(resident_bar.index(i), count=1)", "    mbarrier.init(resident_empty.index(i), count=GROUPS)"]
-        for role in roles:
-            body += [f"{role}_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())",
-                     f"{role}_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())"]
-        body += ["for i in gl.static_range(STAGES):",
-                 "    mbarrier.init(first_ready.index(i), count=1)", "    mbarrier.init(first_empty.index(i), count=GROUPS)",
-                 "    mbarrier.init(second_ready.index(i), count=1)", "    mbarrier.init(second_empty.index(i), count=GROUPS)",
-                 "for i in gl.static_range(GROUPS):", "    mbarrier.init(turn.index(i), count=1)"]
+        rings = range(len(self.rings))
+        body += [f"ring_{r}_{kind} = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())"
+                 for r in rings for kind in ("ready", "empty")]
+        body += ["for i in gl.static_range(STAGES):"]
+        body += [f"    mbarrier.init(ring_{r}_{kind}.index(i), count={count})"
+                 for r in rings for kind, count in (("ready", 1), ("empty", "GROUPS"))]
+        body += ["for i in gl.static_range(GROUPS):", "    mbarrier.init(turn.index(i), count=1)"]
         if self.draw:
             body.append(f"tile_ids = gl.allocate_shared_memory(gl.int32, [{self.slots}, 1], "
                         "gl.SwizzledSharedLayout(1, 1, 1, [0]))")
@@ -871,6 +1061,7 @@ class Lowering:
         regs = ", ".join(["CONSUMER_REGS"] * (self.groups - 1) + ["24"])
         body.append(f"gl.warp_specialize([{', '.join(partitions)}], [{warps}], [{regs}])")
         return "\n".join(lines + ["    " + s for s in body])
+
 
 HEADER = """from triton.experimental import gluon
 from triton.experimental.gluon import language as gl

@@ -94,7 +94,7 @@ class Discovery:
     # a reduction dim's extent is a run-time size (static_reduction_sizes may make it a constexpr)
     runtime_rdims: bool = False
     # per top-level loop, the block index of its row tile when the Gluon back end can lower its
-    # kernel (the two-dot loop form over float16/bfloat16 tensors), else None
+    # kernel (the loop form of gluon_lowering over float16/bfloat16 tensors), else None
     gluon_rows: list = field(default_factory=list)
 
 
@@ -678,6 +678,7 @@ class CompileSession:
     def compile_device_loop(self, stmt: ast.For) -> None:
         builder = KernelBuilder(self.parsed.fn.__name__)
         self.current_launch = {"grid": "(1,)", "helpers": set(), "prologue": [], "epilogue": []}
+        loop_index = self.top_loop_index
         compiler = DeviceCompiler(self, builder)
         token = TENSOR_SHAPES_SEEN.set(self.found.tensor_shapes)
         try:
@@ -696,7 +697,8 @@ class CompileSession:
         if self.config.get("static_reduction_sizes"):
             self.make_reduction_sizes_constexpr(compiler.rdims.values(), builder)
         name, source = builder.render()
-        gluon = self.config.get("backend") == "gluon"
+        backend = self.config.get("backend", "triton")
+        gluon = (backend if isinstance(backend, str) else backend[loop_index]) == "gluon"
         if gluon:
             name, source = self.gluon_kernel(builder, source)
         else:

@@ -1,5 +1,5 @@
-"""The `backend: "gluon"` config (build_tools/dsl/gluon_lowering.py): kernels of the two-dot loop form
-lowered to warp-specialized Gluon. Gluon has no interpreter, so on a machine without a GPU the
+"""The `backend: "gluon"` config (build_tools/dsl/gluon_lowering.py): kernels of the loop form it takes
+(the attention forward, and the backward's dq and dk/dv kernels) lowered to warp-specialized Gluon. Gluon has no interpreter, so on a machine without a GPU the
 lowered kernels are cross-compiled for sm_90 (all of Triton's passes and ptxas). Their values are
 checked on the GPU (`-m gpu`, HK_TEST_DEVICE=cuda) against float64."""
 import json
@@ -13,7 +13,7 @@ import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 from build_tools.dsl import exc
 from build_tools.dsl.module import HELPERS
-from kernels_src.attention import attention_fwd
+from kernels_src.attention import attention_bwd, attention_fwd, make_bwd_inputs, reference_bwd, tolerance_bwd
 
 from ._harness import poisoned_allocations, results_without_interpreter
 
@@ -31,9 +31,20 @@ def attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, devi
     return q, k, v, causal, 1 / math.sqrt(head_dim)
 
 
+def gluon_bwd_config(causal: bool, query_block: int = 32, stages: int = 3, peel: bool = False) -> dict:
+    """The backward's blocks: dq's rows and key tiles, dk/dv's key rows and query tiles."""
+    return {"block_sizes": [128, 64, 128, query_block], "num_stages": stages,
+            "range_peel_tails": [peel] * (5 if causal else 3), "backend": "gluon", "consumer_groups": 2}
+
+
+def bwd_shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal) -> dict:
+    return {"B": batch, "H": heads, "Hkv": kv_heads, "Sq": q_len, "Sk": kv_len, "D": head_dim, "causal": causal}
+
+
 # (causal, head dim, consumer groups, pid_type)
 CROSS_CASES = [(False, 64, 2, "flat"), (True, 64, 2, "flat"), (False, 128, 1, "flat"), (True, 128, 2, "flat"),
                (True, 128, 2, "persistent_interleaved"), (True, 128, 2, "persistent_dynamic")]
+BWD_CROSS_CASES = [False, True]  # causal
 
 
 def cross_compile_cases() -> dict:
@@ -50,6 +61,15 @@ def cross_compile_cases() -> dict:
             results[key] = {"error": str(err)}
             continue
         results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
+    for causal in BWD_CROSS_CASES:
+        args = make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0)
+        key = f"bwd-{causal}"
+        try:
+            compiled = cross_compile(attention_bwd.bind(args), args, gluon_bwd_config(causal))
+        except CrossCompileError as err:
+            results[key] = {"error": str(err)}
+            continue
+        results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
     return results
 
 
@@ -59,6 +79,8 @@ def test_lowered_attention_compiles_for_sm90():
     failed = {key: r["error"] for key, r in results.items() if "error" in r}
     assert not failed, failed
     for key, kernels in results.items():
+        if key.startswith("bwd-"):
+            continue
         assert len(kernels) == 1, key
         (kernel,) = kernels
         # a loader partition at 24 registers beside wgmma consumers; each consumer stores its rows of
@@ -68,6 +90,24 @@ def test_lowered_attention_compiles_for_sm90():
         groups, persistent = int(key.split("-")[2]), "persistent" in key
         assert kernel["tma_loads"] >= 3 and kernel["tma_stores"] == groups, key
         assert kernel["spill_stores"] <= (64 if persistent else 0), key
+
+
+@pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
+def test_lowered_attention_backward_compiles_for_sm90():
+    """Both kernels of the backward lower: dq (two fresh dots, dO also read in registers for
+    delta) and dk/dv (four dots in a loop over the query heads of a kv head, two of them fresh).
+    dq fits ptxas's 168 registers. dk/dv holds two [64, D] accumulators per consumer: with 32-query
+    tiles it spills 188 bytes causal, 0 non-causal (64-query tiles: 1456 and 184 bytes, 2026-11-27),
+    and runs slower than the Triton dk/dv kernel, so the tables lower dq alone."""
+    results = results_without_interpreter("tests.dsl.test_gluon_backend", timeout=900)
+    for causal in BWD_CROSS_CASES:
+        kernels = results[f"bwd-{causal}"]
+        assert "error" not in kernels, kernels
+        dq, dkdv = kernels
+        for kernel in kernels:
+            assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], causal
+        assert dq["tma_stores"] == 2 and dkdv["tma_stores"] == 4, causal  # dq; dk and dv, per warpgroup
+        assert dq["spill_stores"] == 0 and dkdv["spill_stores"] <= (256 if causal else 0), (causal, dq, dkdv)
 
 
 def partition(source: str, header: str) -> str:
@@ -138,7 +178,7 @@ def test_drawn_tiles_reach_the_consumers_with_their_residents():
     draws = [i for i, line in enumerate(lines) if line.endswith(" = gl.atomic_add(tickets, 1, sem='relaxed')")]
     publish = [i for i, line in enumerate(lines) if line.startswith("tile_ids.index(rslot).store(")]
     expect = lines.index(next(line for line in lines if line.startswith("mbarrier.expect(resident_bar")))
-    last_ring_load = max(i for i, line in enumerate(lines) if "second_ring.index(slot)" in line)
+    last_ring_load = max(i for i, line in enumerate(lines) if "ring_1.index(slot)" in line)
     sentinel = lines.index("mbarrier.arrive(resident_bar.index(rslot))")
     assert len(draws) == 2 and len(publish) == 2 and lines[draws[0] + 1].startswith("while ")
     assert publish[0] < lines.index("gl.thread_barrier()") < expect < last_ring_load < draws[1] < publish[1] < sentinel
@@ -194,6 +234,31 @@ def test_invalid_gluon_configs_raise():
     fp32 = attention_args(1, 2, 2, 128, 128, 64, False, dtype=torch.float32)
     with pytest.raises(exc.NotSupported, match="float16 or bfloat16"):
         attention_fwd.bind(fp32).to_triton_code(gluon_config(False))
+
+
+def test_a_backend_per_kernel():
+    """Each top-level loop is its own kernel, so `backend` may name one per loop: the backward's dq
+    kernel in Gluon beside its Triton dk/dv kernel. A list of one name is that name; only the Gluon
+    loops' row blocks take the consumer groups' rows, and the Triton kernel keeps its warps."""
+    from helion_kernels._arch import runs_backend
+
+    args = make_bwd_inputs(bwd_shape(1, 2, 1, 200, 300, 128, True), torch.float16, "cpu", 0)
+    bound = attention_bwd.bind(args)
+    base = {"block_sizes": [64, 32, 64, 32], "num_warps": 8, "num_stages": 3}
+    mixed = bound.config_spec.normalize({**base, "backend": ["gluon", "triton"]})
+    assert list(mixed["backend"]) == ["gluon", "triton"] and list(mixed["block_sizes"]) == [128, 32, 64, 32]
+    assert mixed["num_warps"] == 8 and mixed["consumer_groups"] == 2
+    assert bound.config_spec.normalize({**base, "backend": ["gluon", "gluon"]})["backend"] == "gluon"
+    assert "backend" not in bound.config_spec.normalize({**base, "backend": ["triton", "triton"]})
+    with pytest.raises(exc.InvalidConfig, match="one per top-level loop"):
+        bound.config_spec.normalize({**base, "backend": ["gluon"]})
+    offered = [k.choices for k in bound.config_spec.knobs() if k.name == "backend"]
+    assert offered == [("triton", "gluon"), ("triton", "gluon")]
+    source = bound.to_triton_code(mixed)
+    assert source.count("gl.warp_specialize(") == 1 and source.count("@triton.jit") + source.count(
+        "@_jit_on_first_launch\ndef _attention_bwd_kernel") == 1
+    cpu = torch.device("cpu")
+    assert runs_backend(["triton", "triton"], cpu) and not runs_backend(["gluon", "triton"], cpu)
 
 
 def test_default_backend_is_left_out_of_configs():
@@ -297,6 +362,27 @@ def test_persistent_lowered_attention_matches_float64(causal, groups, grid, shap
     if PERSISTENT[grid]["pid_type"] == "persistent_dynamic":  # the draws left their counter at zero
         (tickets,) = launcher.__globals__["_COUNTERS"].values()
         assert int(tickets.abs().sum()) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("query_block, peel, backend", [(32, False, "gluon"), (64, False, "gluon"), (32, True, "gluon"),
+                                                         (32, True, ["gluon", "triton"])])
+@pytest.mark.parametrize("dims", [(2, 4, 2, 1000, 1000, 128), (1, 4, 4, 300, 777, 128), (1, 4, 1, 777, 300, 64),
+                                  (1, 2, 2, 1, 129, 128), (1, 2, 1, 65, 1, 128)])
+def test_lowered_attention_backward_matches_float64(causal, query_block, peel, backend, dims, device):
+    """Both kernels lowered, or dq alone beside the Triton dk/dv kernel (a backend per kernel)."""
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    args = make_bwd_inputs(bwd_shape(*dims, causal), torch.bfloat16, "cuda", 7)
+    launcher = attention_bwd.bind(args).compile_config({**gluon_bwd_config(causal, query_block, peel=peel),
+                                                        "backend": backend})
+    with poisoned_allocations():
+        grads = launcher(*args)
+    rtol, atol = tolerance_bwd(torch.bfloat16)
+    for name, got, want in zip(("dq", "dk", "dv"), grads, reference_bwd(*args)):
+        error = (got.double() - want).abs()
+        assert torch.allclose(got.double(), want, rtol=rtol, atol=atol), (name, error.max(), error.argmax())
 
 
 if __name__ == "__main__":
