@@ -219,8 +219,8 @@ class Lowering:
         items = []
         for stmt in body:
             if isinstance(stmt, ast.For) and any(isinstance(s, ast.For) for s in ast.walk(stmt) if s is not stmt):
-                it = stmt.iter
-                if _call(it) != "range" or it.keywords or not isinstance(stmt.target, ast.Name) or stmt.orelse:
+                it = stmt.iter  # its keywords, Triton's pipelining hints, do not apply
+                if _call(it) != "range" or not isinstance(stmt.target, ast.Name) or stmt.orelse:
                     raise NotLowerable("a loop around device loops is not `for x in tl.range(...)`")
                 header = f"for {stmt.target.id} in range({', '.join(_gl(ast.unparse(a)) for a in it.args)}):"
                 items.append(Outer(header, self._items(stmt.body)))
@@ -660,11 +660,12 @@ class Lowering:
             return _gl(ast.unparse(node))
         if f == "load":
             keywords = {k.arg: k.value for k in node.keywords}
-            if set(keywords) - {"mask", "other"}:
+            if set(keywords) - {"mask", "other", "eviction_policy"}:
                 raise NotLowerable(f"load {ast.unparse(node)}")
             text = f"gl.load({self.emit(node.args[0], ctx)}"
             text += f", mask={self.emit(keywords['mask'], ctx)}" if "mask" in keywords else ""
             text += f", other={self.emit(keywords['other'], None)}" if "other" in keywords else ""
+            text += f", eviction_policy={ast.unparse(keywords['eviction_policy'])}" if "eviction_policy" in keywords else ""
             return text + ")"
         if isinstance(node.func, ast.Attribute) and node.func.attr == "to":
             return f"{self.emit(node.func.value, ctx)}.to({_gl(ast.unparse(node.args[0]))})"

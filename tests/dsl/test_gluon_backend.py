@@ -4,6 +4,7 @@ lowered kernels are cross-compiled for sm_90 (all of Triton's passes and ptxas).
 checked on the GPU (`-m gpu`, HK_TEST_DEVICE=cuda) against float64."""
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -259,6 +260,19 @@ def test_a_backend_per_kernel():
         "@_jit_on_first_launch\ndef _attention_bwd_kernel") == 1
     cpu = torch.device("cpu")
     assert runs_backend(["triton", "triton"], cpu) and not runs_backend(["gluon", "triton"], cpu)
+
+
+def test_triton_only_hints_pass_through_or_drop():
+    """Knobs a Gluon config keeps from a Triton one: eviction policies reach the consumers' pointer
+    loads, and range hints (pipelining stages) on a scalar loop around device loops are dropped."""
+    args = make_bwd_inputs(bwd_shape(1, 2, 1, 200, 300, 128, True), torch.float16, "cpu", 0)
+    bound = attention_bwd.bind(args)
+    policies = len(bound.config_spec.default_config()["load_eviction_policies"])
+    source = bound.to_triton_code({**gluon_bwd_config(True), "load_eviction_policies": ["evict_last"] * policies,
+                                   "range_num_stages": [3] * 5})
+    consumers = [partition(source, header) for header in re.findall(r"def (\w+_consumer)\(WG", source)]
+    assert len(consumers) == 2 and all("eviction_policy='evict_last'" in c for c in consumers)
+    assert re.search(r"\n\s+for idx_\d+ in range\(0, group, 1\):\n", consumers[1])
 
 
 def test_default_backend_is_left_out_of_configs():
