@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ROW, COL = "row", "col"
 
@@ -103,9 +103,9 @@ class Loop:
     end: str
     step: str
     body: list
-    fresh: list = None
-    accum: list = None
-    loads: list = None
+    fresh: list = field(default_factory=list)
+    accum: list = field(default_factory=list)
+    loads: list = field(default_factory=list)
 
 
 @dataclass
