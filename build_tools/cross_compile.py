@@ -47,7 +47,8 @@ class CrossCompiled:
     global_scratch_size: int
 
     def ptxas_info(self) -> dict:
-        """Registers, spill bytes and shared memory reported by `ptxas -v` for the kernel's PTX."""
+        """Registers, spill bytes and shared memory reported by `ptxas -v` for the kernel's PTX, and
+        whether ptxas serialized its wgmma instructions for want of registers (warning C7512)."""
         arch = f"sm_{self.target.arch}a" if self.target.arch >= 90 else f"sm_{self.target.arch}"
         ptxas = knobs.nvidia.ptxas.path
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as fh:
@@ -68,6 +69,7 @@ class CrossCompiled:
         for key, pattern in numbers.items():
             match = re.search(pattern, log)
             out[key] = int(match.group(1)) if match else 0
+        out["wgmma_serialized"] = "C7512" in log
         return out
 
     def features(self) -> dict:
