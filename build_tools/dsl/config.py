@@ -31,6 +31,7 @@ FIELDS = (
     "static_reduction_sizes",
     "backend",
     "consumer_groups",
+    "shared_operands",
 )
 ALIASES = {"l2_grouping": "l2_groupings"}
 

@@ -225,6 +225,8 @@ class ConfigSpec:
         if rows:  # each top-level loop's kernel: Triton, or Gluon where the lowering takes its form
             for loop, row in enumerate(rows):
                 knobs.append(Knob("backend", loop, BACKENDS if row is not None else BACKENDS[:1]))
+            for loop, row in enumerate(rows):
+                knobs.append(Knob("shared_operands", loop, (False, True) if row is not None else (False,)))
             knobs.append(Knob("consumer_groups", None, CONSUMER_GROUPS))
         return knobs
 
@@ -246,6 +248,8 @@ class ConfigSpec:
             value = config.get(knob.name, knob.choices[0])  # the back end's fields are left out by default
             if knob.name == "backend":
                 value = self.loop_backends(config)
+            if knob.name == "shared_operands":
+                value = self.loop_shared_operands(config)
             if knob.index is not None:
                 value = value[knob.index] if knob.index < len(value) else knob.choices[0]
             out.append(value)
@@ -427,6 +431,16 @@ class ConfigSpec:
                                     f"({loops})")
         return backends
 
+    def loop_shared_operands(self, fields) -> list:
+        """Whether each top-level loop's Gluon kernel reads its accumulating dots' register operands
+        from shared memory: `shared_operands` is one bool for all loops or a list of one per loop."""
+        value = fields.get("shared_operands", False)
+        loops = len(self.found.top_loops)
+        values = [value] * loops if isinstance(value, bool) else list(value)
+        if len(values) != loops or any(not isinstance(v, bool) for v in values):
+            raise exc.InvalidConfig(f"shared_operands {value!r}: a bool, or a list of one per top-level loop ({loops})")
+        return values
+
     def _backend(self, fields: dict) -> None:
         """`backend`: "triton" (the default, left out of configs), "gluon" (build_tools/dsl/
         gluon_lowering.py: warp-specialized kernels of the loop form it takes), or a list of one
@@ -440,10 +454,14 @@ class ConfigSpec:
         neutral values.
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
         backends = self.loop_backends(fields)
+        shared = [s and b == "gluon" for s, b in zip(self.loop_shared_operands(fields), backends)]
         fields.pop("backend", None)
+        fields.pop("shared_operands", None)
         groups = fields.pop("consumer_groups", None)
         if "gluon" not in backends:
             return
+        if any(shared):  # left out where no Gluon kernel takes it (the default)
+            fields["shared_operands"] = shared[0] if len(set(shared)) == 1 else shared
         groups = 2 if groups is None else groups
         if groups not in CONSUMER_GROUPS:
             raise exc.InvalidConfig(f"consumer_groups {groups!r} is not one of {CONSUMER_GROUPS}")

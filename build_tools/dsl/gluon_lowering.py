@@ -11,12 +11,15 @@ another, possibly inside scalar loops (an `hl.grid` over heads: `Outer`). Each h
   accumulator carried by the loop ([M, D]).
 Tiles loaded in the loops are read only by dots ("streamed": TMA through one ring in shared memory
 per tile, fed by a loader partition). Other loads (row vectors like the backward's lse, tiles read
-only elementwise) are pointer loads in the consumers. A store of a [M, whole dim] tile, masked (if
-at all) by its indices' bounds, leaves by TMA through shared memory. The launcher builds the TMA
-descriptors (`sites`) and passes them as parameters. Everything else (elementwise ops, row
-reductions, masks, stores) is rewritten statement by statement with explicit layouts: scores in
-the fresh dots' wgmma layout, accumulators in the accumulating dots', and row and column vectors in
-their slices, converted where a row vector meets the other dot's layout.
+only elementwise) are pointer loads in the consumers; a column vector loads one element per thread
+and moves to the dots' layout. With `shared_operands` the accumulating dots read their register
+operand from a shared-memory tile per warpgroup instead of registers (wgmma reads A from either).
+A store of a [M, whole dim] tile, masked (if at all) by its indices' bounds, leaves by TMA through
+shared memory. The launcher builds the TMA descriptors (`sites`) and passes them as parameters.
+Everything else (elementwise ops, row reductions, masks, stores) is rewritten statement by
+statement with explicit layouts: scores in the fresh dots' wgmma layout, accumulators in the
+accumulating dots', and row and column vectors in their slices, converted where a row vector meets
+the other dot's layout.
 
 Schedule: a loader partition (4 warps) issues the TMA copies. The consumers are `groups`
 warpgroups of M / groups rows each; they take turns issuing their dots (ping-pong), and each keeps
@@ -38,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 
 ROW, COL = "row", "col"
+VEC = ("vec", "")  # the layout context of a column vector's pointer load: one element per thread
 
 
 class NotLowerable(Exception):
@@ -142,11 +146,12 @@ class Lowering:
     """One kernel's lowering. `source` is the emitted `def` (no decorator); `groups` the consumer
     warpgroups. `rows` and `keys` become the row and key blocks' constexpr names."""
 
-    def __init__(self, source: str, groups: int):
+    def __init__(self, source: str, groups: int, shared_operands: bool = False):
         self.fn = ast.parse(source).body[0]
         if not isinstance(self.fn, ast.FunctionDef):
             raise NotLowerable("not a kernel function")
         self.groups = groups
+        self.shared_operands = shared_operands  # accumulating dots read their register operand from shared memory
         self.params = [a.arg for a in self.fn.args.args]
         self.constexprs = {a.arg for a in self.fn.args.args if a.annotation is not None}
         self.defs: dict[str, ast.expr] = {}      # inlined index, mask and broadcast views
@@ -596,6 +601,8 @@ class Lowering:
     def layout(ctx) -> str:
         if ctx in ("S", "O"):
             return f"{ctx.lower()}_layout"
+        if ctx == VEC:
+            return "vec_layout"
         kind, fam = ctx
         return f"gl.SliceLayout({1 if kind == ROW else 0}, {fam.lower()}_layout)"
 
@@ -662,11 +669,17 @@ class Lowering:
             keywords = {k.arg: k.value for k in node.keywords}
             if set(keywords) - {"mask", "other", "eviction_policy"}:
                 raise NotLowerable(f"load {ast.unparse(node)}")
-            text = f"gl.load({self.emit(node.args[0], ctx)}"
-            text += f", mask={self.emit(keywords['mask'], ctx)}" if "mask" in keywords else ""
+            # a column vector in a dot's layout is spread over each thread's columns (16 of 64 in
+            # wgmma's): its pointers and mask would hold as many registers per thread, kept across
+            # the loop (the dk/dv kernel's lse and delta spilled). It loads one element per thread
+            # and moves to the dot's layout through shared memory.
+            spread = isinstance(ctx, tuple) and ctx[0] == COL
+            at = VEC if spread else ctx
+            text = f"gl.load({self.emit(node.args[0], at)}"
+            text += f", mask={self.emit(keywords['mask'], at)}" if "mask" in keywords else ""
             text += f", other={self.emit(keywords['other'], None)}" if "other" in keywords else ""
             text += f", eviction_policy={ast.unparse(keywords['eviction_policy'])}" if "eviction_policy" in keywords else ""
-            return text + ")"
+            return f"gl.convert_layout({text}), {self.layout(ctx)})" if spread else text + ")"
         if isinstance(node.func, ast.Attribute) and node.func.attr == "to":
             return f"{self.emit(node.func.value, ctx)}.to({_gl(ast.unparse(node.args[0]))})"
         if isinstance(node.func, ast.Name) and node.func.id == "float":
@@ -788,7 +801,7 @@ class Lowering:
             self.store_smem[tma.name] = f"{(reused or tma).name}_smem"
         self.allocated_stores = allocated
         smem = [f"{r.name}_smem" for r in residents] + [self.store_smem[t.name] for t in allocated]
-        smem += [f"ring_{r}" for r in range(len(self.rings))]
+        smem += [f"ring_{r}" for r in range(len(self.rings))] + self._operand_buffers()
         bars = ["resident_bar", "resident_empty"] + [f"ring_{r}_{kind}" for r in range(len(self.rings))
                                                      for kind in ("ready", "empty")] + ["turn"]
         bars += ["tile_ids"] if self.draw else []
@@ -798,6 +811,13 @@ class Lowering:
         out = [self._loader(name, sig, shared), self._consumer(name, sig, shared),
                self._kernel(name, sig, args, shared, residents)]
         return "\n\n\n".join(out) + "\n"
+
+    def _operand_buffers(self) -> list:
+        """The shared-memory buffers of the accumulating dots' register operands (one per dot of a
+        loop, each warpgroup its own tile) when they are read from there."""
+        if not self.shared_operands:
+            return []
+        return [f"operand_{i}" for i in range(max(len(loop.accum) for loop in self.loops))]
 
     def _coords(self, tma: Tma, row_shift: str = "") -> str:
         coords = list(tma.coords)
@@ -910,6 +930,8 @@ class Lowering:
         body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0"]
         body += self._taken_tiles(tile) if self.draw else self._tiles(tile)
         body += ["tma.store_wait(0)"] if self.stores else []
+        if any("vec_layout" in line for line in body):
+            head.append("    vec_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])")
         return "\n".join(head + ["    " + s for s in body])
 
     def _id_layout(self) -> list:
@@ -943,7 +965,9 @@ class Lowering:
         run (statements that do not read the fresh results, such as row loads, run before that wait),
         then waits for the accumulating dots and runs acc_part. The first step (fresh dots alone) and the drain
         (the last tile's accumulating dots) are peeled. A ring slot read only by fresh dots is
-        released once they are done; one read by an accumulating dot after that dot, a step later."""
+        released once they are done; one read by an accumulating dot after that dot, a step later.
+        Register operands staged in shared memory are written after the wait for the dots that
+        read the previous tile's."""
         a_part, acc_part, renames = self.parts(loop)
         fresh_rings = {d.ring for d in loop.fresh}
         late = {d.ring for d in loop.accum}
@@ -960,11 +984,22 @@ class Lowering:
         def wait_fresh(pending: int) -> list:
             return [f"{d.target} = warpgroup_mma_wait({pending}, deps=(f{i}_tok, ))" for i, d in enumerate(loop.fresh)]
 
-        issue_accum = [f"a{i}_tok = warpgroup_mma(pend_a{i}, {operand(d, 'prev')}, pend_acc{i}, is_async=True)"
+        def staged(i: int) -> str:
+            """The register operand of accumulating dot i: in registers, or in shared memory (a tile
+            per warpgroup)."""
+            return f"operand_{i}.index(WG)" if self.shared_operands else f"pend_a{i}"
+
+        issue_accum = [f"a{i}_tok = warpgroup_mma({staged(i)}, {operand(d, 'prev')}, pend_acc{i}, is_async=True)"
                        for i, d in enumerate(loop.accum)]
+        # in shared memory, an operand is written once the dots that read the previous tile's are
+        # done (with two tiles per warpgroup, written as soon as computed, ptxas 12.8 and 12.9
+        # crashed on some of the kernels, 2026-11-27)
+        stage = [f"{staged(i)}.store({self.emit(d.a, 'S')})" for i, d in enumerate(loop.accum)] + \
+            ["fence_async_shared()"] if self.shared_operands else []
         wait_accum = [f"{d.acc} = warpgroup_mma_wait(0, deps=(a{i}_tok, ))" for i, d in enumerate(loop.accum)]
         pend = [line for i, d in enumerate(loop.accum) for line in (
-            f"pend_a{i} = gl.convert_layout({self.emit(d.a, 'S')}, p_layout)", f"pend_acc{i} = {self.emit(d.acc_in, 'O')}")]
+            [] if self.shared_operands else [f"pend_a{i} = gl.convert_layout({self.emit(d.a, 'S')}, p_layout)"]) +
+            [f"pend_acc{i} = {self.emit(d.acc_in, 'O')}"]]
         fresh_results = {d.target for d in loop.fresh}
         for stmt in a_part:  # what does not wait for the fresh dots (row loads, say) runs while they do
             if _names(stmt.value) & fresh_results:
@@ -985,12 +1020,12 @@ class Lowering:
                f"if {n} > 0:"]
         first_step = [f"{loop.var} = {_gl(loop.begin)}", "slot = c % STAGES", *ready(fresh_rings, "slot", "c"),
                       *self._turn("t"), *issue_fresh(), *self.PASS_TURN, *ahead, *wait_fresh(0), *release(early, "slot"),
-                      *rest, *tail]
+                      *rest, *stage, *tail]
         step = [f"{loop.var} = {_gl(loop.begin)} + jj * {loop.step}", "slot = (c + jj) % STAGES",
                 "prev = (c + jj - 1) % STAGES", *ready(fresh_rings, "slot", "c + jj"),
                 *ready(late - fresh_rings, "prev", "c + jj - 1"),
                 *self._turn("t + jj"), *issue_fresh(), *issue_accum, *self.PASS_TURN, *ahead, *wait_fresh(len(loop.accum)),
-                *release(early, "slot"), *rest, *wait_accum, *release(late, "prev"), *tail]
+                *release(early, "slot"), *rest, *wait_accum, *release(late, "prev"), *stage, *tail]
         drain = [f"prev = (c + {n} - 1) % STAGES", *ready(late - fresh_rings, "prev", f"c + {n} - 1"),
                  *self._turn(f"t + {n}"), *issue_accum, *self.PASS_TURN, *wait_accum, *release(late, "prev")]
         # the turn counter advances only by the turns taken: the turn barriers' waits test a
@@ -1041,6 +1076,9 @@ class Lowering:
             count = "STAGES" if ring is not None else f"{self.slots} * GROUPS" if tma in residents else "GROUPS"
             body.append(f"{buffer} = gl.allocate_shared_memory({desc}.dtype, [{count}, "
                         f"{', '.join(self._block(tma))}], {desc}.layout)")
+        dtype = f"{self.site(self.rings[0])}.dtype"
+        body += [f"{buffer} = gl.allocate_shared_memory({dtype}, [GROUPS, ROWS, {self.keys}], "
+                 f"gl.NVMMASharedLayout.get_default_for([ROWS, {self.keys}], {dtype}))" for buffer in self._operand_buffers()]
         body += [f"resident_bar = gl.allocate_shared_memory(gl.int64, [{self.slots}, 1], mbarrier.MBarrierLayout())",
                  f"resident_empty = gl.allocate_shared_memory(gl.int64, [{self.slots}, 1], mbarrier.MBarrierLayout())",
                  "turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())",
@@ -1062,6 +1100,7 @@ class Lowering:
         regs = ", ".join(["CONSUMER_REGS"] * (self.groups - 1) + ["24"])
         body.append(f"gl.warp_specialize([{', '.join(partitions)}], [{warps}], [{regs}])")
         return "\n".join(lines + ["    " + s for s in body])
+
 
 
 HEADER = """from triton.experimental import gluon

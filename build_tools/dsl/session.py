@@ -700,7 +700,8 @@ class CompileSession:
         backend = self.config.get("backend", "triton")
         gluon = (backend if isinstance(backend, str) else backend[loop_index]) == "gluon"
         if gluon:
-            name, source = self.gluon_kernel(builder, source)
+            shared = self.config.get("shared_operands", False)
+            name, source = self.gluon_kernel(builder, source, shared if isinstance(shared, bool) else shared[loop_index])
         else:
             self.note_gluon_form(builder, source)
         launch = self.current_launch
@@ -726,16 +727,17 @@ class CompileSession:
         self.launcher_lines.append(call)
         self.launcher_lines.extend(launch["epilogue"])
 
-    def gluon_kernel(self, builder: KernelBuilder, source: str) -> tuple[str, str]:
+    def gluon_kernel(self, builder: KernelBuilder, source: str, shared_operands: bool) -> tuple[str, str]:
         """(name, source) of the config's `backend: "gluon"` kernel: the emitted Triton kernel
-        lowered by gluon_lowering. The launcher builds its TMA descriptors (`_tma_descriptor`),
+        lowered by gluon_lowering (its accumulating dots reading their register operands from
+        shared memory with `shared_operands`). The launcher builds its TMA descriptors (`_tma_descriptor`),
         passed as parameters added here; a stored tensor TMA cannot address is written through an
         aligned copy of it (`_tma_operand`), copied back after the launch."""
         from .gluon_lowering import HEADER, Lowering, NotLowerable
 
         groups = int(self.config["consumer_groups"])
         try:
-            lowering = Lowering(source[source.index("def "):], groups)
+            lowering = Lowering(source[source.index("def "):], groups, shared_operands)
             sites = lowering.sites()
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
@@ -769,7 +771,7 @@ class CompileSession:
         builder.constexpr("STAGES", str(int(self.config.get("num_stages") or 2)))
         builder.constexpr("CONSUMER_REGS", "240")
         params = [(p.name, p.constexpr) for p in builder.ordered_params()]
-        digest = hashlib.sha1(source.encode() + repr(params).encode()).hexdigest()[:10]
+        digest = hashlib.sha1(source.encode() + repr(params).encode() + (b"shared" if shared_operands else b"")).hexdigest()[:10]
         name = f"_{self.parsed.fn.__name__}_gluon_{digest}"
         try:
             body = lowering.render(name, params, {t: str(d) for t, d in dtypes.items()})

@@ -45,7 +45,7 @@ def bwd_shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal) -> dict:
 # (causal, head dim, consumer groups, pid_type)
 CROSS_CASES = [(False, 64, 2, "flat"), (True, 64, 2, "flat"), (False, 128, 1, "flat"), (True, 128, 2, "flat"),
                (True, 128, 2, "persistent_interleaved"), (True, 128, 2, "persistent_dynamic")]
-BWD_CROSS_CASES = [False, True]  # causal
+BWD_CROSS_CASES = [(False, 32, False), (True, 32, False), (False, 64, True), (True, 64, True)]  # causal, queries, shared
 
 
 def cross_compile_cases() -> dict:
@@ -62,11 +62,12 @@ def cross_compile_cases() -> dict:
             results[key] = {"error": str(err)}
             continue
         results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
-    for causal in BWD_CROSS_CASES:
+    for causal, queries, shared in BWD_CROSS_CASES:
         args = make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0)
-        key = f"bwd-{causal}"
+        key = f"bwd-{causal}-{queries}-{shared}"
         try:
-            compiled = cross_compile(attention_bwd.bind(args), args, gluon_bwd_config(causal))
+            compiled = cross_compile(attention_bwd.bind(args), args,
+                                     {**gluon_bwd_config(causal, queries), "shared_operands": [False, shared]})
         except CrossCompileError as err:
             results[key] = {"error": str(err)}
             continue
@@ -88,6 +89,7 @@ def test_lowered_attention_compiles_for_sm90():
         # the output by TMA. Nothing spills, except on a persistent grid a few of the tile loop's
         # scalars, once per tile (none inside the device loops: their SASS, 2026-11-27)
         assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
+        assert not kernel["wgmma_serialized"], key
         groups, persistent = int(key.split("-")[2]), "persistent" in key
         assert kernel["tma_loads"] >= 3 and kernel["tma_stores"] == groups, key
         assert kernel["spill_stores"] <= (64 if persistent else 0), key
@@ -97,18 +99,22 @@ def test_lowered_attention_compiles_for_sm90():
 def test_lowered_attention_backward_compiles_for_sm90():
     """Both kernels of the backward lower: dq (two fresh dots, dO also read in registers for
     delta) and dk/dv (four dots in a loop over the query heads of a kv head, two of them fresh).
-    dq fits ptxas's 168 registers. dk/dv holds two [64, D] accumulators per consumer: with 32-query
-    tiles it spills 188 bytes causal, 0 non-causal (64-query tiles: 1456 and 184 bytes, 2026-11-27),
-    and runs slower than the Triton dk/dv kernel, so the tables lower dq alone."""
+    dq fits its 240 registers. dk/dv holds two [64, D] accumulators per consumer beside the scores
+    and dP: with 32-query tiles it spills 64 bytes causal, 0 non-causal. With 64-query tiles and P
+    and dS in registers ptxas serializes its wgmmas; staged in shared memory they are not, and it
+    spills 224 bytes non-causal, 984 causal (2026-11-27)."""
     results = results_without_interpreter("tests.dsl.test_gluon_backend", timeout=900)
-    for causal in BWD_CROSS_CASES:
-        kernels = results[f"bwd-{causal}"]
+    for causal, queries, shared in BWD_CROSS_CASES:
+        key = f"bwd-{causal}-{queries}-{shared}"
+        kernels = results[key]
         assert "error" not in kernels, kernels
         dq, dkdv = kernels
         for kernel in kernels:
-            assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], causal
-        assert dq["tma_stores"] == 2 and dkdv["tma_stores"] == 4, causal  # dq; dk and dv, per warpgroup
-        assert dq["spill_stores"] == 0 and dkdv["spill_stores"] <= (256 if causal else 0), (causal, dq, dkdv)
+            assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
+            assert not kernel["wgmma_serialized"], key
+        assert dq["tma_stores"] == 2 and dkdv["tma_stores"] == 4, key  # dq; dk and dv, per warpgroup
+        bound = {32: 128 if causal else 0, 64: 1024 if causal else 256}[queries]
+        assert dq["spill_stores"] == 0 and dkdv["spill_stores"] <= bound, (key, dq, dkdv)
 
 
 def partition(source: str, header: str) -> str:
@@ -262,6 +268,31 @@ def test_a_backend_per_kernel():
     assert runs_backend(["triton", "triton"], cpu) and not runs_backend(["gluon", "triton"], cpu)
 
 
+def test_shared_operands_per_kernel():
+    """`shared_operands`: the accumulating dots of a Gluon kernel read their register operand (P,
+    dS) from a shared-memory tile each warpgroup writes once the dots that read the previous one
+    are done. One bool or one per kernel; left out where no Gluon kernel takes it."""
+    args = make_bwd_inputs(bwd_shape(1, 2, 1, 200, 300, 128, True), torch.float16, "cpu", 0)
+    bound = attention_bwd.bind(args)
+    spec = bound.config_spec
+    config = gluon_bwd_config(True)
+    assert "shared_operands" not in spec.normalize({**config, "shared_operands": [False, False]})
+    assert spec.normalize({**config, "shared_operands": [True, True]})["shared_operands"] is True
+    mixed = spec.normalize({**config, "backend": ["gluon", "triton"], "shared_operands": True})
+    assert list(mixed["shared_operands"]) == [True, False]
+    assert "shared_operands" not in spec.normalize({**config, "backend": "triton", "shared_operands": True})
+    with pytest.raises(exc.InvalidConfig, match="shared_operands"):
+        spec.normalize({**config, "shared_operands": [True]})
+    assert [k.choices for k in spec.knobs() if k.name == "shared_operands"] == [(False, True)] * 2
+    source = bound.to_triton_code({**config, "shared_operands": [False, True]})
+    dq, dkdv = (partition(source, header) for header in re.findall(r"def (\w+_consumer)\(WG", source))
+    assert "operand_0" not in dq and "pend_a0 = gl.convert_layout" in dq
+    # two dots, each issued in the steps and the drain of the causal kernel's two loops
+    assert "pend_a0 =" not in dkdv and dkdv.count("warpgroup_mma(operand_") == 8
+    # the dk/dv kernel's lse and delta columns load one element per thread, then move to the dots' layout
+    assert dkdv.count(", vec_layout)") >= 2 and "vec_layout" not in dq
+
+
 def test_triton_only_hints_pass_through_or_drop():
     """Knobs a Gluon config keeps from a Triton one: eviction policies reach the consumers' pointer
     loads, and range hints (pipelining stages) on a scalar loop around device loops are dropped."""
@@ -380,17 +411,19 @@ def test_persistent_lowered_attention_matches_float64(causal, groups, grid, shap
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("query_block, peel, backend", [(32, False, "gluon"), (64, False, "gluon"), (32, True, "gluon"),
-                                                         (32, True, ["gluon", "triton"])])
+@pytest.mark.parametrize("query_block, peel, backend, shared", [
+    (32, False, "gluon", False), (64, False, "gluon", False), (32, True, "gluon", False),
+    (32, True, ["gluon", "triton"], False), (64, False, "gluon", True), (32, True, "gluon", [False, True])])
 @pytest.mark.parametrize("dims", [(2, 4, 2, 1000, 1000, 128), (1, 4, 4, 300, 777, 128), (1, 4, 1, 777, 300, 64),
                                   (1, 2, 2, 1, 129, 128), (1, 2, 1, 65, 1, 128)])
-def test_lowered_attention_backward_matches_float64(causal, query_block, peel, backend, dims, device):
-    """Both kernels lowered, or dq alone beside the Triton dk/dv kernel (a backend per kernel)."""
+def test_lowered_attention_backward_matches_float64(causal, query_block, peel, backend, shared, dims, device):
+    """Both kernels lowered, or dq alone beside the Triton dk/dv kernel (a backend per kernel); the
+    accumulating dots' register operands in registers or in shared memory (per kernel)."""
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
     args = make_bwd_inputs(bwd_shape(*dims, causal), torch.bfloat16, "cuda", 7)
     launcher = attention_bwd.bind(args).compile_config({**gluon_bwd_config(causal, query_block, peel=peel),
-                                                        "backend": backend})
+                                                        "backend": backend, "shared_operands": shared})
     with poisoned_allocations():
         grads = launcher(*args)
     rtol, atol = tolerance_bwd(torch.bfloat16)
