@@ -1,5 +1,6 @@
 """Per-kernel CUDA times (torch.profiler) of the attention backward's two kernels, dq and dk/dv,
-under the table's Triton config and under the Gluon back end, at D128 report shapes (bf16).
+under the table's config and under the Gluon back end (32- and 64-query tiles of dk/dv, its P and dS
+in registers or in shared memory: `shared_operands`), at D128 report shapes (bf16).
 
     python3 scratch/gluon_bwd_kernel_split.py   (on a Hopper GPU)
 """
@@ -18,9 +19,9 @@ from tools.config_probe import _device_header, _entry, with_siblings  # noqa: E4
 TABLE = Path("tuned_configs/sm_90-nvidia-h100-80gb-hbm3.json")
 
 
-def gluon(causal: bool, stages: int) -> dict:
-    return {"backend": "gluon", "consumer_groups": 2, "block_sizes": [128, 64, 128, 32], "num_stages": stages,
-            "range_peel_tails": [False] * (5 if causal else 3)}
+def gluon(causal: bool, stages: int, queries: int = 32, shared: bool = False) -> dict:
+    return {"backend": "gluon", "consumer_groups": 2, "block_sizes": [128, 64, 128, queries], "num_stages": stages,
+            "range_peel_tails": [False] * (5 if causal else 3), "shared_operands": shared}
 
 
 def roles(source: str) -> dict:
@@ -51,8 +52,10 @@ def main() -> None:
         args = make_bwd_inputs(shape, torch.bfloat16, "cuda", 0)
         entry = _entry(table, "attention_bwd", "bfloat16", shape)
         bound = attention_bwd.bind(args)
-        for label, config in (("tuned", entry["config"]), ("gluon, 3 stages", {**entry["config"], **gluon(causal, 3)}),
-                              ("gluon, 4 stages", {**entry["config"], **gluon(causal, 4)})):
+        variants = [("tuned", entry["config"])] + [
+            (f"gluon, {queries} queries, {stages} stages, shared {shared}", {**entry["config"], **gluon(causal, stages, queries, shared)})
+            for queries, shared in ((32, False), (64, True)) for stages in (3, 4)]
+        for label, config in variants:
             config = bound.config_spec.normalize(Config(config))
             names = roles(bound.to_triton_code(config))
             fn = bound.compile_config(config)
