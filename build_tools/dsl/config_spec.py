@@ -246,10 +246,8 @@ class ConfigSpec:
         out = []
         for knob in self._knobs:
             value = config.get(knob.name, knob.choices[0])  # the back end's fields are left out by default
-            if knob.name == "backend":
-                value = self.loop_backends(config)
-            if knob.name == "shared_operands":
-                value = self.loop_shared_operands(config)
+            if knob.name in self.PER_LOOP:
+                value = self.per_loop(config, knob.name)
             if knob.index is not None:
                 value = value[knob.index] if knob.index < len(value) else knob.choices[0]
             out.append(value)
@@ -420,25 +418,18 @@ class ConfigSpec:
         rows = self.found.gluon_rows
         return rows if any(r is not None for r in rows) else None
 
-    def loop_backends(self, fields) -> list:
-        """The back end of each top-level loop's kernel: `backend` is one name for all of them or a
-        list of one per loop."""
-        backend = fields.get("backend", BACKENDS[0])
-        loops = len(self.found.top_loops)
-        backends = [backend] * loops if isinstance(backend, str) else list(backend)
-        if len(backends) != loops or any(b not in BACKENDS for b in backends):
-            raise exc.InvalidConfig(f"backend {backend!r}: one of {BACKENDS}, or a list of one per top-level loop "
-                                    f"({loops})")
-        return backends
+    PER_LOOP = {"backend": (BACKENDS[0], BACKENDS), "shared_operands": (False, (False, True))}
 
-    def loop_shared_operands(self, fields) -> list:
-        """Whether each top-level loop's Gluon kernel reads its accumulating dots' register operands
-        from shared memory: `shared_operands` is one bool for all loops or a list of one per loop."""
-        value = fields.get("shared_operands", False)
+    def per_loop(self, fields, name: str) -> list:
+        """A field given as one value for every top-level loop's kernel or as a list of one per
+        loop (`backend`: each kernel's back end; `shared_operands`: whether its Gluon kernel reads
+        the accumulating dots' register operands from shared memory), as the per-loop list."""
+        default, choices = self.PER_LOOP[name]
+        value = fields.get(name, default)
         loops = len(self.found.top_loops)
-        values = [value] * loops if isinstance(value, bool) else list(value)
-        if len(values) != loops or any(not isinstance(v, bool) for v in values):
-            raise exc.InvalidConfig(f"shared_operands {value!r}: a bool, or a list of one per top-level loop ({loops})")
+        values = list(value) if isinstance(value, (list, tuple)) else [value] * loops
+        if len(values) != loops or any(v not in choices or type(v) is not type(default) for v in values):
+            raise exc.InvalidConfig(f"{name} {value!r}: one of {choices}, or a list of one per top-level loop ({loops})")
         return values
 
     def _backend(self, fields: dict) -> None:
@@ -450,11 +441,12 @@ class ConfigSpec:
         of each Gluon loop takes the groups' rows, the grid is one axis (flat, or persistent: its
         partitions walk the program's tiles together), and `num_stages` is the depth of the rings of
         streamed tiles (2 to 4; a Triton kernel beside it pipelines with the same value unless its
-        loops set range_num_stages). Where every loop is Gluon, the Triton-only knobs take their
-        neutral values.
+        loops set range_num_stages). `shared_operands` (per loop like `backend`) is kept for the
+        Gluon loops only, and left out where false for all. Where every loop is Gluon, the
+        Triton-only knobs take their neutral values.
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
-        backends = self.loop_backends(fields)
-        shared = [s and b == "gluon" for s, b in zip(self.loop_shared_operands(fields), backends)]
+        backends = self.per_loop(fields, "backend")
+        shared = [s and b == "gluon" for s, b in zip(self.per_loop(fields, "shared_operands"), backends)]
         fields.pop("backend", None)
         fields.pop("shared_operands", None)
         groups = fields.pop("consumer_groups", None)

@@ -697,11 +697,12 @@ class CompileSession:
         if self.config.get("static_reduction_sizes"):
             self.make_reduction_sizes_constexpr(compiler.rdims.values(), builder)
         name, source = builder.render()
-        backend = self.config.get("backend", "triton")
-        gluon = (backend if isinstance(backend, str) else backend[loop_index]) == "gluon"
+        def this_loop(value):  # a per-loop field (backend, shared_operands): one value or one per loop
+            return value[loop_index] if isinstance(value, (list, tuple)) else value
+
+        gluon = this_loop(self.config.get("backend", "triton")) == "gluon"
         if gluon:
-            shared = self.config.get("shared_operands", False)
-            name, source = self.gluon_kernel(builder, source, shared if isinstance(shared, bool) else shared[loop_index])
+            name, source = self.gluon_kernel(builder, source, this_loop(self.config.get("shared_operands", False)))
         else:
             self.note_gluon_form(builder, source)
         launch = self.current_launch
