@@ -10,9 +10,10 @@ another, possibly inside scalar loops (an `hl.grid` over heads: `Outer`). Each h
 - accumulating dots read a register value ([M, N]) and a tile loaded in the loop into an
   accumulator carried by the loop ([M, D]).
 Tiles loaded in the loops are read only by dots ("streamed": TMA through one ring in shared memory
-per tile, fed by a loader partition). Other loads (row vectors like the backward's lse, tiles read
-only elementwise) are pointer loads in the consumers; a column vector loads one element per thread
-and moves to the dots' layout. With `shared_operands` the accumulating dots read their register
+per tile, fed by a loader partition). A vector along the key block loaded in every loop (the
+backward's lse and delta columns) is copied by the loader too (cp.async, masked, into a ring of its
+own: "row copies"). Other loads (row vectors, tiles read only elementwise) are pointer loads in the
+consumers; a column vector loads one element per thread and moves to the dots' layout. With `shared_operands` the accumulating dots read their register
 operand from a shared-memory tile per warpgroup instead of registers (wgmma reads A from either).
 A store of a [M, whole dim] tile, masked (if at all) by its indices' bounds, leaves by TMA through
 shared memory. The launcher builds the TMA descriptors (`sites`) and passes them as parameters.
@@ -21,7 +22,7 @@ statement with explicit layouts: scores in the fresh dots' wgmma layout, accumul
 accumulating dots', and row and column vectors in their slices, converted where a row vector meets
 the other dot's layout.
 
-Schedule: a loader partition (4 warps) issues the TMA copies. The consumers are `groups`
+Schedule: a loader partition (4 warps) issues the TMA copies and the row copies. The consumers are `groups`
 warpgroups of M / groups rows each; they take turns issuing their dots (ping-pong), and each keeps
 the next key tile's fresh dots in flight while it runs the statements between the dots. Each loop
 is rotated: step j issues the fresh dots of tile j together with the accumulating dots of tile
@@ -42,6 +43,8 @@ from dataclasses import dataclass, field
 
 ROW, COL = "row", "col"
 VEC = ("vec", "")  # the layout context of a column vector's pointer load: one element per thread
+VEC_LAYOUT = "gl.BlockedLayout([1], [32], [4], [0])"  # its layout, over a partition's 4 warps
+LOADER_THREADS = 128  # the loader partition's 4 warps
 
 
 class NotLowerable(Exception):
@@ -57,6 +60,19 @@ class Tma:
     block: list
     loop: int | None  # device loop index; None for a resident tile
     indices: tuple = ()  # each dim's index vector (a name), or None for a scalar start
+
+
+@dataclass
+class RowCopy:
+    """A load in device loop `loop` of a vector along the key block, which the loader copies into a
+    ring (cp.async) from `pointer` (the load's, `tensor + offsets`) where `mask` (or everywhere)
+    and zero-fills elsewhere."""
+    name: str
+    tensor: str
+    pointer: ast.expr
+    mask: ast.expr | None
+    eviction_policy: ast.expr | None
+    loop: int
 
 
 @dataclass
@@ -101,7 +117,8 @@ class Dot:
 @dataclass
 class Loop:
     """A device loop `for var in tl.range(begin, end, step)`: its `fresh` and accumulating (`accum`)
-    dots, and `loads[r]` the load of this loop that ring r streams."""
+    dots, `loads[r]` the load of this loop that ring r streams and `rows[k]` the one that row
+    copy ring k does."""
     var: str
     begin: str
     end: str
@@ -110,6 +127,7 @@ class Loop:
     fresh: list = field(default_factory=list)
     accum: list = field(default_factory=list)
     loads: list = field(default_factory=list)
+    rows: list = field(default_factory=list)
 
 
 @dataclass
@@ -160,6 +178,8 @@ class Lowering:
         self.tmas: dict[str, Tma] = {}
         self.stores: dict[int, tuple] = {}        # id(store statement) -> (Tma, bounds) when it leaves by TMA
         self.reg_loads: set = set()               # resident tiles also read outside dots: loaded to registers too
+        self.row_copies: dict[str, RowCopy] = {}  # loop loads of key-block vectors the loader copies
+        self.row_rings: list[str] = []            # the tensor each row copy ring holds
         self.loops: list[Loop] = []               # the device loops, in order
         self.prologue: list[ast.stmt] = []        # statements before the first loop
         self.nest: list = []                      # the loops, scalar loops around them and statements between
@@ -211,6 +231,7 @@ class Lowering:
         self.rings = [t for t in self.tmas.values() if t.loop == 0]
         for i, loop in enumerate(self.loops):
             self._check_loop(i, loop)
+        self._match_row_copies()
         self.residents = [t for t in self.tmas.values() if t.loop is None]
         if not self.residents:
             raise NotLowerable("no tile loaded before the loops for the first dot")
@@ -332,8 +353,11 @@ class Lowering:
                     raise NotLowerable(f"load {name}: a streamed tile also read outside dots")
                 self.reg_loads.add(name)
             return
-        if _call(value) == "load":  # read only outside dots: a pointer load in the consumers
+        if _call(value) == "load":  # read only outside dots: a row copy or a pointer load in the consumers
             self.shapes[name] = self.shape(value)
+            copy = self._row_copy(name, value, loop)
+            if copy is not None:
+                self.row_copies[name] = copy
             return
         if _call(value) == "permute":
             src = value.args[0]
@@ -383,6 +407,51 @@ class Lowering:
     def _mentions_tensor(self, value: ast.expr) -> bool:
         return any(n in self.shapes or n in self.tmas or n in self.defs for n in _names(value)) or any(
             _call(n) in ("full", "dot", "arange") for n in ast.walk(value))
+
+    def _row_copy(self, name: str, call: ast.Call, loop: int | None) -> RowCopy | None:
+        """The load as a row copy, if it is one: in a device loop, a vector along the key block at
+        `tensor + offsets`, 0 (or nothing) where masked. As a pointer load in the consumers it is
+        spread over as many registers per thread as the dots' layout has columns, or moved there
+        through shared memory: 21-38% of the dk/dv kernel's time (H100, 2026-11-27). TMA cannot
+        copy it: a box must start 16 bytes aligned along its last dim, and the loops over queries
+        start anywhere (an illegal instruction at Sq 65, Sk 1, causal)."""
+        keywords = {k.arg: k.value for k in call.keywords}
+        ptr, other = call.args[0], keywords.get("other")
+        if loop is None or self.shape(call) != ("N",) or set(keywords) - {"mask", "other", "eviction_policy"}:
+            return None
+        if other is not None and not (isinstance(other, ast.Constant) and other.value == 0):
+            return None
+        if not (isinstance(ptr, ast.BinOp) and isinstance(ptr.op, ast.Add) and isinstance(ptr.left, ast.Name)
+                and ptr.left.id in self.params):
+            return None
+        return RowCopy(name, ptr.left.id, ptr, keywords.get("mask"), keywords.get("eviction_policy"), loop)
+
+    def _match_row_copies(self) -> None:
+        """Keep the row copies that every loop makes once of the same tensor (the rings advance
+        together) and whose pointer and mask the loader can compute (no value of a loop body); the
+        others stay pointer loads in the consumers."""
+        local = {s.targets[0].id for loop in self.loops for s in loop.body if isinstance(s, ast.Assign)}
+        per_loop: list[dict] = [{} for _ in self.loops]
+        for copy in self.row_copies.values():
+            reads = self._reads(copy.pointer) | (self._reads(copy.mask) if copy.mask is not None else set())
+            if not reads & (local | set(self.shapes)):
+                per_loop[copy.loop].setdefault(copy.tensor, []).append(copy.name)
+        self.row_rings = [t for t, names in per_loop[0].items()
+                          if all(len(loads.get(t, [])) == 1 for loads in per_loop)]
+        for i, loop in enumerate(self.loops):
+            loop.rows = [per_loop[i][t][0] for t in self.row_rings]
+        kept = {name for loop in self.loops for name in loop.rows}
+        self.row_copies = {name: copy for name, copy in self.row_copies.items() if name in kept}
+
+    def _reads(self, node: ast.expr) -> set:
+        """The names `node` reads, through the index definitions it inlines."""
+        names, todo = set(), list(_names(node))
+        while todo:
+            name = todo.pop()
+            if name in self.defs and name not in names:
+                todo += _names(self.defs[name])
+            names.add(name)
+        return names - set(self.defs)
 
     def _tma(self, name: str, call: ast.Call, loop: int | None) -> Tma:
         ptr = call.args[0]
@@ -696,6 +765,9 @@ class Lowering:
         if name in self.defs or (name in self.tmas and name not in self.reg_loads):
             return []
         shape = self.shapes.get(name)
+        if name in self.row_copies:  # its ring's slot of this step (waited for with the dots' tiles)
+            ring = self.row_rings.index(self.row_copies[name].tensor)
+            return [f"{name} = row_{ring}.index(slot).load({self.layout(self.natural(shape))})"]
         if shape is None:
             return [f"{name} = {_gl(ast.unparse(stmt.value))}"]
         return [f"{name} = {self.emit(stmt.value, self.natural(shape))}"]
@@ -802,7 +874,8 @@ class Lowering:
         self.allocated_stores = allocated
         smem = [f"{r.name}_smem" for r in residents] + [self.store_smem[t.name] for t in allocated]
         smem += [f"ring_{r}" for r in range(len(self.rings))] + self._operand_buffers()
-        bars = ["resident_bar", "resident_empty"] + [f"ring_{r}_{kind}" for r in range(len(self.rings))
+        smem += [f"row_{k}" for k in range(len(self.row_rings))]
+        bars = ["resident_bar", "resident_empty"] + [f"{ring}_{kind}" for ring in self._ring_names()
                                                      for kind in ("ready", "empty")] + ["turn"]
         bars += ["tile_ids"] if self.draw else []
         shared = ", ".join(smem + bars)
@@ -811,6 +884,11 @@ class Lowering:
         out = [self._loader(name, sig, shared), self._consumer(name, sig, shared),
                self._kernel(name, sig, args, shared, residents)]
         return "\n\n\n".join(out) + "\n"
+
+    def _ring_names(self) -> list:
+        """The rings, each a buffer of STAGES slots with a ready and an empty barrier per slot: the
+        streamed tiles' (`ring_r`), then the row copies' (`row_k`)."""
+        return [f"ring_{r}" for r in range(len(self.rings))] + [f"row_{k}" for k in range(len(self.row_rings))]
 
     def _operand_buffers(self) -> list:
         """The shared-memory buffers of the accumulating dots' register operands (one per dot of a
@@ -868,6 +946,7 @@ class Lowering:
     def _loader(self, name: str, sig: str, shared: str) -> str:
         lines = ["@gluon.jit", f"def {name}_loader({sig}, {shared}):", f"    ROWS: gl.constexpr = {self.rows} // GROUPS",
                  *self._id_layout()]
+        lines += [f"    vec_layout: gl.constexpr = {VEC_LAYOUT}"] if self.row_rings else []
         # a tile's residents load into their slot once both warpgroups' dots of the tile before in
         # that slot read theirs: on a persistent grid, during the previous tile
         tile = self.scalar_lines(self.prologue) + [
@@ -901,10 +980,22 @@ class Lowering:
                              f"mbarrier.expect(ring_{r}_ready.index(slot), {self.site(tma)}.block_type.nbytes)",
                              f"tma.async_copy_global_to_shared({self.site(tma)}, {self._coords(tma)}, "
                              f"ring_{r}_ready.index(slot), ring_{r}.index(slot))"]
+                for k, load in enumerate(item.rows):
+                    step += [f"mbarrier.wait(row_{k}_empty.index(slot), phase ^ 1)", *self._row_copy_lines(k, load)]
                 out += ["    " + s for s in step + ["c += 1"]]
             else:
                 out += self.scalar_lines([item])
         return out
+
+    def _row_copy_lines(self, ring: int, name: str) -> list:
+        """The loader's copy of row copy `name` into its ring's slot: each thread copies its
+        elements (masked ones read as zeros) and arrives on the slot's barrier once they landed."""
+        copy = self.row_copies[name]
+        args = [f"row_{ring}.index(slot)", self.emit(copy.pointer, VEC)]
+        args += [f"mask={self.emit(copy.mask, VEC)}"] if copy.mask is not None else []
+        args += [f"eviction_policy={ast.unparse(copy.eviction_policy)}"] if copy.eviction_policy is not None else []
+        return [f"async_copy.async_copy_global_to_shared({', '.join(args)})",
+                f"async_copy.mbarrier_arrive(row_{ring}_ready.index(slot), increment_count=False)"]
 
     def _turn(self, t: str) -> list:
         return ["if GROUPS > 1:", f"    mbarrier.wait(turn.index(WG), (({t}) & 1) ^ (1 if WG == 0 else 0))"]
@@ -931,7 +1022,7 @@ class Lowering:
         body += self._taken_tiles(tile) if self.draw else self._tiles(tile)
         body += ["tma.store_wait(0)"] if self.stores else []
         if any("vec_layout" in line for line in body):
-            head.append("    vec_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])")
+            head.append(f"    vec_layout: gl.constexpr = {VEC_LAYOUT}")
         return "\n".join(head + ["    " + s for s in body])
 
     def _id_layout(self) -> list:
@@ -968,10 +1059,16 @@ class Lowering:
         released once they are done; one read by an accumulating dot after that dot, a step later.
         Register operands staged in shared memory are written after the wait for the dots that
         read the previous tile's."""
+        def release(rings, slot: str) -> list:
+            return [f"mbarrier.arrive({r}_empty.index({slot}))" for r in sorted(rings)]
+
         a_part, acc_part, renames = self.parts(loop)
-        fresh_rings = {d.ring for d in loop.fresh}
-        late = {d.ring for d in loop.accum}
+        fresh_rings = {f"ring_{d.ring}" for d in loop.fresh}
+        late = {f"ring_{d.ring}" for d in loop.accum}
         early = fresh_rings - late
+        rows = {f"row_{k}" for k in range(len(loop.rows))}
+        # each thread reads a row copy's slot: released once the warpgroup passed a barrier
+        rows_read = ["gl.thread_barrier()", *release(rows, "slot")] if rows else []
 
         def operand(dot: Dot, slot: str) -> str:
             view = self._view(f"ring_{dot.ring}.index({slot})", self.rings[dot.ring])
@@ -1010,22 +1107,19 @@ class Lowering:
             [f"{s.targets[0].id} = {s.value.id}" for s in renames] + pend
 
         def ready(rings, slot: str, count: str) -> list:
-            return [f"mbarrier.wait(ring_{r}_ready.index({slot}), (({count}) // STAGES) & 1)" for r in sorted(rings)]
-
-        def release(rings, slot: str) -> list:
-            return [f"mbarrier.arrive(ring_{r}_empty.index({slot}))" for r in sorted(rings)]
+            return [f"mbarrier.wait({r}_ready.index({slot}), (({count}) // STAGES) & 1)" for r in sorted(rings)]
 
         n = f"n_{loop.var}"
         out = [f"{n} = gl.cdiv(gl.maximum(({_gl(loop.end)}) - ({_gl(loop.begin)}), 0), {loop.step})",
                f"if {n} > 0:"]
-        first_step = [f"{loop.var} = {_gl(loop.begin)}", "slot = c % STAGES", *ready(fresh_rings, "slot", "c"),
+        first_step = [f"{loop.var} = {_gl(loop.begin)}", "slot = c % STAGES", *ready(fresh_rings | rows, "slot", "c"),
                       *self._turn("t"), *issue_fresh(), *self.PASS_TURN, *ahead, *wait_fresh(0), *release(early, "slot"),
-                      *rest, *stage, *tail]
+                      *rest, *rows_read, *stage, *tail]
         step = [f"{loop.var} = {_gl(loop.begin)} + jj * {loop.step}", "slot = (c + jj) % STAGES",
-                "prev = (c + jj - 1) % STAGES", *ready(fresh_rings, "slot", "c + jj"),
+                "prev = (c + jj - 1) % STAGES", *ready(fresh_rings | rows, "slot", "c + jj"),
                 *ready(late - fresh_rings, "prev", "c + jj - 1"),
                 *self._turn("t + jj"), *issue_fresh(), *issue_accum, *self.PASS_TURN, *ahead, *wait_fresh(len(loop.accum)),
-                *release(early, "slot"), *rest, *wait_accum, *release(late, "prev"), *stage, *tail]
+                *release(early, "slot"), *rest, *rows_read, *wait_accum, *release(late, "prev"), *stage, *tail]
         drain = [f"prev = (c + {n} - 1) % STAGES", *ready(late - fresh_rings, "prev", f"c + {n} - 1"),
                  *self._turn(f"t + {n}"), *issue_accum, *self.PASS_TURN, *wait_accum, *release(late, "prev")]
         # the turn counter advances only by the turns taken: the turn barriers' waits test a
@@ -1084,12 +1178,15 @@ class Lowering:
                  "turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())",
                  f"for i in gl.static_range({self.slots}):",
                  "    mbarrier.init(resident_bar.index(i), count=1)", "    mbarrier.init(resident_empty.index(i), count=GROUPS)"]
-        rings = range(len(self.rings))
-        body += [f"ring_{r}_{kind} = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())"
-                 for r in rings for kind in ("ready", "empty")]
+        body += [f"row_{k} = gl.allocate_shared_memory({tensor}.dtype.element_ty, [STAGES, {self.keys}], "
+                 "gl.SwizzledSharedLayout(1, 1, 1, [0]))" for k, tensor in enumerate(self.row_rings)]
+        rings = self._ring_names()
+        body += [f"{ring}_{kind} = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())"
+                 for ring in rings for kind in ("ready", "empty")]
         body += ["for i in gl.static_range(STAGES):"]
-        body += [f"    mbarrier.init(ring_{r}_{kind}.index(i), count={count})"
-                 for r in rings for kind, count in (("ready", 1), ("empty", "GROUPS"))]
+        # a TMA copy's slot is ready on its bytes; a row copy's once each loader thread's copies landed
+        body += [f"    mbarrier.init({ring}_{kind}.index(i), count={count})" for ring in rings
+                 for kind, count in (("ready", LOADER_THREADS if ring.startswith("row") else 1), ("empty", "GROUPS"))]
         body += ["for i in gl.static_range(GROUPS):", "    mbarrier.init(turn.index(i), count=1)"]
         if self.draw:
             body.append(f"tile_ids = gl.allocate_shared_memory(gl.int32, [{self.slots}, 1], "
@@ -1105,5 +1202,6 @@ class Lowering:
 
 HEADER = """from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
 """
