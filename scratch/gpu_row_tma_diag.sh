@@ -1,4 +1,4 @@
-# The lse/delta-by-TMA patch (notes/gluon_row_tma.patch) on the GPU: each backward shape of the
+# The lse/delta-by-TMA patch (notes/gluon_row_tma.patch, in git history at 316e2ef) on the GPU: each backward shape of the
 # Gluon GPU test, causal and not, in its own process (a hang or a fault poisons only that one),
 # with CUDA_LAUNCH_BLOCKING for the failing launch's traceback.
 export HK_TEST_DEVICE=cuda PYTHONUNBUFFERED=1 CUDA_LAUNCH_BLOCKING=1

@@ -1,7 +1,7 @@
 # GPU run for the dk/dv kernel's operands in shared memory (`shared_operands`) and its lse and delta
 # columns by TMA: the backward's Gluon tests, per-kernel times, then the config probe of both
 # kernels in Gluon against the table's entries
-# (Ran with notes/gluon_row_tma.patch applied, which is not on main; see notes/gluon_backend.md.)
+# (Ran with notes/gluon_row_tma.patch applied, never on main, kept in git history at 316e2ef; see notes/gluon_backend.md.)
 export HK_TEST_DEVICE=cuda PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 nvidia-smi --query-gpu=name --format=csv,noheader
 timeout 150 python3 -m pytest -q -m gpu -n 12 -p no:cacheprovider -p no:benchmark --timeout 140 tests/dsl/test_gluon_backend.py 2>&1 | grep -E "Error|passed|failed|^FAILED" | head -30 | tee $OUT/gluon_tests.txt
