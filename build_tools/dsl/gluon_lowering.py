@@ -13,8 +13,9 @@ Tiles loaded in the loops are read only by dots ("streamed": TMA through one rin
 per tile, fed by a loader partition). A vector along the key block loaded in every loop (the
 backward's lse and delta columns) is copied by the loader too (cp.async, masked, into a ring of its
 own: "row copies"). Other loads (row vectors, tiles read only elementwise) are pointer loads in the
-consumers; a column vector loads one element per thread and moves to the dots' layout. With `shared_operands` the accumulating dots read their register
-operand from a shared-memory tile per warpgroup instead of registers (wgmma reads A from either).
+consumers; a column vector loads one element per thread and moves to the dots' layout. With
+`shared_operands` the accumulating dots read their register operand from a shared-memory tile per
+warpgroup instead of registers (wgmma reads A from either).
 A store of a [M, whole dim] tile, masked (if at all) by its indices' bounds, leaves by TMA through
 shared memory. The launcher builds the TMA descriptors (`sites`) and passes them as parameters.
 Everything else (elementwise ops, row reductions, masks, stores) is rewritten statement by
@@ -22,8 +23,8 @@ statement with explicit layouts: scores in the fresh dots' wgmma layout, accumul
 accumulating dots', and row and column vectors in their slices, converted where a row vector meets
 the other dot's layout.
 
-Schedule: a loader partition (4 warps) issues the TMA copies and the row copies. The consumers are `groups`
-warpgroups of M / groups rows each; they take turns issuing their dots (ping-pong), and each keeps
+Schedule: a loader partition (4 warps) issues the TMA copies and the row copies. The consumers are
+`groups` warpgroups of M / groups rows each; they take turns issuing their dots (ping-pong), and each keeps
 the next key tile's fresh dots in flight while it runs the statements between the dots. Each loop
 is rotated: step j issues the fresh dots of tile j together with the accumulating dots of tile
 j - 1, waits for the fresh ones only, runs the statements that do not read an accumulator, then
@@ -43,8 +44,9 @@ from dataclasses import dataclass, field
 
 ROW, COL = "row", "col"
 VEC = ("vec", "")  # the layout context of a column vector's pointer load: one element per thread
-VEC_LAYOUT = "gl.BlockedLayout([1], [32], [4], [0])"  # its layout, over a partition's 4 warps
-LOADER_THREADS = 128  # the loader partition's 4 warps
+PARTITION_WARPS = 4  # each partition's: a consumer warpgroup, the loader
+VEC_LAYOUT = f"gl.BlockedLayout([1], [32], [{PARTITION_WARPS}], [0])"  # its layout, over a partition's warps
+LOADER_THREADS = 32 * PARTITION_WARPS
 
 
 class NotLowerable(Exception):
@@ -436,8 +438,7 @@ class Lowering:
             reads = self._reads(copy.pointer) | (self._reads(copy.mask) if copy.mask is not None else set())
             if not reads & (local | set(self.shapes)):
                 per_loop[copy.loop].setdefault(copy.tensor, []).append(copy.name)
-        self.row_rings = [t for t, names in per_loop[0].items()
-                          if all(len(loads.get(t, [])) == 1 for loads in per_loop)]
+        self.row_rings = [t for t in per_loop[0] if all(len(loads.get(t, [])) == 1 for loads in per_loop)]
         for i, loop in enumerate(self.loops):
             loop.rows = [per_loop[i][t][0] for t in self.row_rings]
         kept = {name for loop in self.loops for name in loop.rows}
@@ -1059,6 +1060,9 @@ class Lowering:
         released once they are done; one read by an accumulating dot after that dot, a step later.
         Register operands staged in shared memory are written after the wait for the dots that
         read the previous tile's."""
+        def ready(rings, slot: str, count: str) -> list:
+            return [f"mbarrier.wait({r}_ready.index({slot}), (({count}) // STAGES) & 1)" for r in sorted(rings)]
+
         def release(rings, slot: str) -> list:
             return [f"mbarrier.arrive({r}_empty.index({slot}))" for r in sorted(rings)]
 
@@ -1105,9 +1109,6 @@ class Lowering:
         rest = [s for st in a_part if st.targets[0].id in fresh_results for s in self.statement(st)]
         tail = [s for st in acc_part for s in self.statement(st)] + \
             [f"{s.targets[0].id} = {s.value.id}" for s in renames] + pend
-
-        def ready(rings, slot: str, count: str) -> list:
-            return [f"mbarrier.wait({r}_ready.index({slot}), (({count}) // STAGES) & 1)" for r in sorted(rings)]
 
         n = f"n_{loop.var}"
         out = [f"{n} = gl.cdiv(gl.maximum(({_gl(loop.end)}) - ({_gl(loop.begin)}), 0), {loop.step})",
@@ -1193,11 +1194,10 @@ class Lowering:
                         "gl.SwizzledSharedLayout(1, 1, 1, [0]))")
         partitions = [f"({name}_consumer, ({g}, {args}, {shared}))" for g in range(self.groups)]
         partitions.append(f"({name}_loader, ({args}, {shared}))")
-        warps = ", ".join(["4"] * self.groups)
+        warps = ", ".join([str(PARTITION_WARPS)] * self.groups)
         regs = ", ".join(["CONSUMER_REGS"] * (self.groups - 1) + ["24"])
         body.append(f"gl.warp_specialize([{', '.join(partitions)}], [{warps}], [{regs}])")
         return "\n".join(lines + ["    " + s for s in body])
-
 
 
 HEADER = """from triton.experimental import gluon
