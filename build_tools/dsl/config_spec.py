@@ -16,6 +16,11 @@ from .session import Discovery
 
 BACKENDS = ("triton", "gluon")
 CONSUMER_GROUPS = (1, 2)
+# `maxnreg`, the registers per thread every kernel of a config compiles under (None: the compiler's
+# choice): a cap lets several CTAs share an SM. The search offers these where it offers Gluon, whose
+# one-warpgroup kernels otherwise take 255 registers and run one CTA per SM
+# (scratch/gluon_d64_occupancy_probe.py).
+MAXNREGS = (None, 80, 128)
 # persistent_dynamic: a persistent grid whose programs draw their next tile from a counter
 PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved", "persistent_dynamic"]
 INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
@@ -228,6 +233,7 @@ class ConfigSpec:
             for loop, row in enumerate(rows):
                 knobs.append(Knob("shared_operands", loop, (False, True) if row is not None else (False,)))
             knobs.append(Knob("consumer_groups", None, CONSUMER_GROUPS))
+            knobs.append(Knob("maxnreg", None, MAXNREGS))
         return knobs
 
     def knobs(self) -> list[Knob]:
@@ -410,6 +416,7 @@ class ConfigSpec:
             subtiles[store] = value if described and store in compiled.splittable_stores else 1
         fields["store_subtiles"] = subtiles
         self._backend(fields)
+        self._maxnreg(fields)
         return Config(fields)
 
     def _gluon_row_blocks(self) -> list | None:
@@ -476,6 +483,20 @@ class ConfigSpec:
             fields["range_warp_specializes"] = [None] * len(fields.get("range_warp_specializes") or [])
             fields["num_warps"] = 4
             fields["persistent_flattens"] = [False] * len(fields.get("persistent_flattens") or [])
+
+    @staticmethod
+    def _maxnreg(fields: dict) -> None:
+        """`maxnreg`: the registers per thread that every kernel of the config compiles under
+        (Triton's option of that name: ptxas allocates at most that many, so more CTAs fit an SM),
+        a multiple of 8 from 24 to 256; left out where None (the compiler's choice). A Gluon
+        kernel's consumer warpgroups then take what the cap leaves beside the loader
+        (gluon_lowering.consumer_registers)."""
+        value = fields.pop("maxnreg", None)
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int) or value % 8 or not 24 <= value <= 256:
+            raise exc.InvalidConfig(f"maxnreg {value!r}: a multiple of 8 from 24 to 256, or None")
+        fields["maxnreg"] = value
 
     def _scalar_defaults(self) -> dict:
         f = self.found

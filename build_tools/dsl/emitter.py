@@ -31,6 +31,7 @@ class KernelBuilder:
         self.warp_specialize_flags: list[str] = []  # constexprs of warp-specialized loops (DeviceCompiler.define_warp_specialize)
         self.loops = 0  # the kernel's loops, not counting a program's persistent loop
         self.programs_wait = False  # programs wait for each other (hl.wait): they must run concurrently
+        self.compile_options: dict = {}  # options beside num_warps/num_stages (`maxnreg`): compile_options_text
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -91,9 +92,17 @@ class KernelBuilder:
         body = "\n".join(self.lines) if self.lines else "    pass"
         function = "def {name}(" + signature + "):\n" + body + "\n"
         flag = f"\n\n{{name}}.fn.{CONCURRENT_PROGRAMS_FLAG} = True\n" if self.programs_wait else ""
+        flag += compile_options_text(self.compile_options)
         digest = hashlib.sha1(("@triton.jit\n" + function + flag).encode()).hexdigest()[:10]
         name = f"_{self.fn_name}_kernel_{digest}"
         return name, "@_jit_on_first_launch\n" + function.replace("{name}", name, 1) + flag.replace("{name}", name)
+
+
+def compile_options_text(options: dict) -> str:
+    """The module text after a kernel's definition that gives the options it compiles under beside
+    num_warps and num_stages (read by launch_helpers._compile_options); "" for none. `{name}` stands
+    for the kernel's name, whose digest covers this text."""
+    return f"\n\n{{name}}.fn.hk_compile_options = {dict(sorted(options.items()))!r}\n" if options else ""
 
 
 def _identifier(text: str) -> str:

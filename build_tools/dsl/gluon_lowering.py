@@ -47,6 +47,19 @@ VEC = ("vec", "")  # the layout context of a column vector's pointer load: one e
 PARTITION_WARPS = 4  # each partition's: a consumer warpgroup, the loader
 VEC_LAYOUT = f"gl.BlockedLayout([1], [32], [{PARTITION_WARPS}], [0])"  # its layout, over a partition's warps
 LOADER_THREADS = 32 * PARTITION_WARPS
+LOADER_REGS = 24  # the loader's registers per thread (setmaxnreg's least)
+CONSUMER_REGS = 240  # a consumer warpgroup's, under the compiler's own cap
+
+
+def consumer_registers(groups: int, maxnreg: int | None) -> int:
+    """Registers per thread of each consumer warpgroup: CONSUMER_REGS, or under a cap of `maxnreg`
+    per thread of the kernel's (groups + 1) warpgroups what the loader leaves, shared evenly and
+    rounded down to setmaxnreg's multiple of 8."""
+    if maxnreg is None:
+        return CONSUMER_REGS
+    threads = 32 * PARTITION_WARPS
+    share = (maxnreg * threads * (groups + 1) - LOADER_REGS * threads) // (groups * threads)
+    return min(CONSUMER_REGS, share // 8 * 8)
 
 
 class NotLowerable(Exception):
@@ -1195,7 +1208,7 @@ class Lowering:
         partitions = [f"({name}_consumer, ({g}, {args}, {shared}))" for g in range(self.groups)]
         partitions.append(f"({name}_loader, ({args}, {shared}))")
         warps = ", ".join([str(PARTITION_WARPS)] * self.groups)
-        regs = ", ".join(["CONSUMER_REGS"] * (self.groups - 1) + ["24"])
+        regs = ", ".join(["CONSUMER_REGS"] * (self.groups - 1) + [str(LOADER_REGS)])
         body.append(f"gl.warp_specialize([{', '.join(partitions)}], [{warps}], [{regs}])")
         return "\n".join(lines + ["    " + s for s in body])
 

@@ -35,6 +35,10 @@ module's `_launch`, `_new_empty`, `torch` and `_counters` swapped for wrappers t
 launches, allocations and counter buffers, and turns them into a native plan (native_replay's `replay_plan`); `_replayer`
 binds native_replay's `replay`, which runs such plans from C.
 
+A kernel compiled under options beside num_warps and num_stages (a config's `maxnreg`) carries
+them on its function as `hk_compile_options` (set by its module after its definition; they are part
+of the kernel's name, so one kernel object has one set); Triton's compiling launches pass them.
+
 `_cdiv` and `_next_power_of_2` are Triton's host helpers as plain functions (Triton's are
 constexpr functions, costly to call from Python).
 
@@ -328,6 +332,13 @@ def _argument_of_view(view, args):
     return sources[0] if len(sources) == 1 else view
 
 
+def _compile_options(kernel) -> dict:
+    """The options beside num_warps and num_stages that `kernel` compiles under (`maxnreg`): its
+    function's `hk_compile_options`, set by its module; none by default (or for an object without a
+    function)."""
+    return getattr(getattr(kernel, "fn", None), "hk_compile_options", None) or {}
+
+
 def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     """kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages); a repeated
     argument specialization on the same device launches the compiled kernel directly; an empty
@@ -349,7 +360,7 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     hooked = (enter.calls if enter.__class__ is triton.knobs.HookChain else enter is not None) or \
         (leave.calls if leave.__class__ is triton.knobs.HookChain else leave is not None)
     if launches is None or hooked or kernel.pre_run_hooks:
-        kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages, **_compile_options(kernel))
         return
     device = torch._C._cuda_getDevice()  # torch.cuda.current_device() without its lazy-init check
     key = _launch_key(device, args, constants, num_warps, num_stages)
@@ -357,7 +368,8 @@ def _launch_python(kernel, grid, args, constants, num_warps, num_stages):
     if launch is None or launch.__class__ is bytes:
         # a native descriptor here is a launch the native path handed back (no current CUDA context,
         # a tensor off the GPU): Triton's launch sets the context up or reports the error
-        compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages)
+        compiled = kernel[grid](*args, *constants, num_warps=num_warps, num_stages=num_stages,
+                                **_compile_options(kernel))
         if launch is None and compiled is not None and not kernel.used_global_vals:
             if len(launches) >= _LAUNCHES_PER_KERNEL:
                 launches.clear()

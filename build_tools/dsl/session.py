@@ -18,7 +18,7 @@ from . import exc
 from . import language as hl
 from .config import Config
 from .device import DeviceCompiler
-from .emitter import KernelBuilder
+from .emitter import KernelBuilder, compile_options_text
 from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
 from .sizes import SizeTracker
 from .values import DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
@@ -696,6 +696,9 @@ class CompileSession:
                     raise exc.NotSupported("internal: dot rdim padding without mask")
         if self.config.get("static_reduction_sizes"):
             self.make_reduction_sizes_constexpr(compiler.rdims.values(), builder)
+        maxnreg = self.config.get("maxnreg")
+        if maxnreg is not None:
+            builder.compile_options = {"maxnreg": int(maxnreg)}
         name, source = builder.render()
         def this_loop(value):  # a per-loop field (backend, shared_operands): one value or one per loop
             return value[loop_index] if isinstance(value, (list, tuple)) else value
@@ -734,7 +737,7 @@ class CompileSession:
         shared memory with `shared_operands`). The launcher builds its TMA descriptors (`_tma_descriptor`),
         passed as parameters added here; a stored tensor TMA cannot address is written through an
         aligned copy of it (`_tma_operand`), copied back after the launch."""
-        from .gluon_lowering import HEADER, Lowering, NotLowerable
+        from .gluon_lowering import HEADER, Lowering, NotLowerable, consumer_registers
 
         groups = int(self.config["consumer_groups"])
         try:
@@ -770,15 +773,17 @@ class CompileSession:
             site.name = builder.param(variable, site.name)
         builder.constexpr("GROUPS", str(groups))
         builder.constexpr("STAGES", str(int(self.config.get("num_stages") or 2)))
-        builder.constexpr("CONSUMER_REGS", "240")
+        options = builder.compile_options
+        builder.constexpr("CONSUMER_REGS", str(consumer_registers(groups, options.get("maxnreg"))))
         params = [(p.name, p.constexpr) for p in builder.ordered_params()]
-        digest = hashlib.sha1(source.encode() + repr(params).encode() + (b"shared" if shared_operands else b"")).hexdigest()[:10]
+        extra = (b"shared" if shared_operands else b"") + (repr(options).encode() if options else b"")
+        digest = hashlib.sha1(source.encode() + repr(params).encode() + extra).hexdigest()[:10]
         name = f"_{self.parsed.fn.__name__}_gluon_{digest}"
         try:
             body = lowering.render(name, params, {t: str(d) for t, d in dtypes.items()})
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
-        return name, HEADER + "\n\n" + body
+        return name, HEADER + "\n\n" + body + compile_options_text(options).replace("{name}", name)
 
     def tma_dtypes(self, builder: KernelBuilder, sites: list) -> dict:
         """{tensor parameter: dtype} of the Gluon lowering's TMA operands; NotSupported unless each

@@ -152,6 +152,10 @@ def test_unflatten_of_extreme_choices_runs(pick, device):
     {"blok_sizes": [16, 16, 16]},
     {"reduction_loops": [64]},
     {"pid_type": "persistent_interleaved", "num_stages": 0},
+    {"maxnreg": 100},
+    {"maxnreg": 16},
+    {"maxnreg": 264},
+    {"maxnreg": True},
 ])
 def test_normalize_rejects_illegal_configs(bad_fields, device):
     spec = matmul.bind(_matmul_args(device)).config_spec

@@ -3,6 +3,7 @@ configs that once tripped Triton 3.6 compiler assertions, and checks the code sh
 Also kernels whose generated code only real Triton rejects: a value defined inside a loop or branch
 is gone after it in Triton (the interpreter runs the code as Python, where it is not)."""
 import json
+import re
 
 import pytest
 import torch
@@ -62,6 +63,8 @@ CASES = {
     "if_in_unrolled_k_loop": (matmul_bias_on_first_k,
                               lambda: (torch.randn(20, 70), torch.randn(70, 18), torch.randn(18)), MATMUL_UNROLLED),
     "negated_row_sums": (negated_row_sums, lambda: (torch.randn(64, 512),), NEGATED_SUMS),
+    # `maxnreg`: ptxas allocates at most that many registers per thread
+    "register_capped": (negated_row_sums, lambda: (torch.randn(64, 512),), {**NEGATED_SUMS, "maxnreg": 32}),
     "name_reused_after_a_loop": (row_sums_and_shifted_rows, lambda: (torch.randn(5, 300), 2), None),
     "value_read_after_its_loop": (last_row, lambda: (torch.randn(6, 70),), None),
     # Hopper warp specialization: taken where every load uses a descriptor (k = 64: 16-byte rows),
@@ -97,6 +100,7 @@ def cross_compile_cases() -> dict:
             "thread_locality_rewrite": any("efficient_layout" in c.asm["ttgir"] for c in compiled),
             "fma_in_llvm_ir": any("llvm.fma" in c.asm["llir"] for c in compiled),
             "warp_specialized": any("ttg.warp_specialize" in c.asm["ttgir"] for c in compiled),
+            "maxnreg": sorted({int(n) for c in compiled for n in re.findall(r"\.maxnreg (\d+)", c.asm["ptx"])}),
         }
     results["gluon_tile_product"] = gluon_case()
     return results
@@ -129,6 +133,7 @@ def test_cases_compile_for_sm90():
     assert not results["warp_specialization_off"]["warp_specialized"]
     assert results["one_loop_ending_inside"]["warp_specialized"]
     assert not results["causal_attention_two_loops"]["warp_specialized"]
+    assert results["register_capped"]["maxnreg"] == [32] and results["negated_row_sums"]["maxnreg"] == []
     # Gluon: the loader partition is shrunk to its 24 registers, the product is one async wgmma
     gluon = results["gluon_tile_product"]
     assert gluon["wgmma"] and gluon["warp_specialize"] and 24 in gluon["setmaxnreg"]

@@ -13,6 +13,8 @@ import triton
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 from build_tools.dsl import exc
+from build_tools.dsl.gluon_lowering import consumer_registers
+from build_tools.dsl.launch_helpers import _compile_options
 from build_tools.dsl.module import HELPERS
 from kernels_src.attention import attention_bwd, attention_fwd, make_bwd_inputs, reference_bwd, tolerance_bwd
 
@@ -46,6 +48,9 @@ def bwd_shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal) -> dict:
 CROSS_CASES = [(False, 64, 2, "flat"), (True, 64, 2, "flat"), (False, 128, 1, "flat"), (True, 128, 2, "flat"),
                (True, 128, 2, "persistent_interleaved"), (True, 128, 2, "persistent_dynamic")]
 BWD_CROSS_CASES = [(False, 32, False), (True, 32, False), (False, 64, True), (True, 64, True)]  # causal, queries, shared
+# (causal, consumer groups): the D64 forward with 64-key tiles compiled under maxnreg 80
+CAPPED_CROSS_CASES = [(True, 1), (False, 2)]
+CAP = 80
 
 
 def cross_compile_cases() -> dict:
@@ -58,6 +63,16 @@ def cross_compile_cases() -> dict:
         key = f"{causal}-{head_dim}-{groups}-{pid_type}"
         try:
             compiled = cross_compile(attention_fwd.bind(args), args, {**gluon_config(causal, groups), "pid_type": pid_type})
+        except CrossCompileError as err:
+            results[key] = {"error": str(err)}
+            continue
+        results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
+    for causal, groups in CAPPED_CROSS_CASES:
+        args = attention_args(1, 2, 2, 256, 256, 64, causal)
+        key = f"capped-{causal}-{groups}"
+        try:
+            compiled = cross_compile(attention_fwd.bind(args), args,
+                                     {**gluon_config(causal, groups), "block_sizes": [64 * groups, 64], "maxnreg": CAP})
         except CrossCompileError as err:
             results[key] = {"error": str(err)}
             continue
@@ -81,7 +96,7 @@ def test_lowered_attention_compiles_for_sm90():
     failed = {key: r["error"] for key, r in results.items() if "error" in r}
     assert not failed, failed
     for key, kernels in results.items():
-        if key.startswith("bwd-"):
+        if key.startswith(("bwd-", "capped-")):
             continue
         assert len(kernels) == 1, key
         (kernel,) = kernels
@@ -116,6 +131,60 @@ def test_lowered_attention_backward_compiles_for_sm90():
         assert dq["tma_stores"] == 2 and dkdv["tma_stores"] == 4, key  # dq; dk and dv, per warpgroup
         bound = {32: 32 if causal else 0, 64: 1024 if causal else 512}[queries]
         assert dq["spill_stores"] == 0 and dkdv["spill_stores"] <= bound, (key, dq, dkdv)
+
+
+@pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
+def test_register_cap_shares_registers_between_partitions():
+    """Under `maxnreg` ptxas allocates at most that many registers per thread, so several CTAs fit
+    an SM: at 80, three of one consumer warpgroup and the loader (8 warps), two of two consumers
+    (12 warps). The loader keeps its 24; two consumers take what it leaves, 104 each
+    (consumer_registers), one consumer the rest by Triton's own count (136). One consumer holds a
+    D64 forward's 64-key step in that without spilling; two spill 48 bytes and ptxas serializes
+    their wgmmas (2026-11-28)."""
+    results = results_without_interpreter("tests.dsl.test_gluon_backend", timeout=900)
+    for causal, groups in CAPPED_CROSS_CASES:
+        key = f"capped-{causal}-{groups}"
+        assert "error" not in results[key], results[key]
+        (kernel,) = results[key]
+        assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
+        assert kernel["registers"] <= CAP, (key, kernel)
+        if groups == 1:
+            assert kernel["spill_stores"] == 0, (key, kernel)
+        else:
+            assert consumer_registers(groups, CAP) in kernel["setmaxnreg"], (key, kernel)
+
+
+def test_consumer_registers_fit_the_cap():
+    assert consumer_registers(2, None) == consumer_registers(1, None) == 240  # the compiler's cap: 168 for 12 warps
+    assert consumer_registers(2, 80) == 104  # (80 * 384 - 24 * 128) / 256, rounded down to a multiple of 8
+    assert consumer_registers(1, 80) == 136
+    assert consumer_registers(1, 256) == 240
+    for groups in (1, 2):
+        for cap in range(24, 257, 8):  # the consumers' and the loader's registers within the cap's
+            regs = consumer_registers(groups, cap)
+            assert regs % 8 == 0 and regs * groups + 24 <= cap * (groups + 1), (groups, cap)
+
+
+def test_register_cap_reaches_the_compile():
+    """`maxnreg` is part of the kernel's name and set on its function, where the launch helpers
+    read it for Triton's compile; a config without it carries nothing."""
+    args = attention_args(1, 2, 2, 128, 128, 64, False)
+    bound = attention_fwd.bind(args)
+    plain = bound.to_triton_code({**gluon_config(False, 1), "block_sizes": [64, 64]})
+    capped = bound.to_triton_code({**gluon_config(False, 1), "block_sizes": [64, 64], "maxnreg": 80})
+    names = [re.search(r"def (_attention_fwd_gluon_[0-9a-f]+)\(", text).group(1) for text in (plain, capped)]
+    assert names[0] != names[1]
+    assert "hk_compile_options =" not in plain
+    assert f"{names[1]}.fn.hk_compile_options = {{'maxnreg': 80}}" in capped
+    triton_capped = bound.to_triton_code({"block_sizes": [64, 64], "maxnreg": 128})
+    assert re.search(r"_attention_fwd_kernel_\w+\.fn\.hk_compile_options = \{'maxnreg': 128\}", triton_capped)
+
+    class Kernel:
+        def fn():
+            pass
+    assert _compile_options(Kernel) == {}
+    Kernel.fn.hk_compile_options = {"maxnreg": 80}
+    assert _compile_options(Kernel) == {"maxnreg": 80}
 
 
 def partition(source: str, header: str) -> str:
@@ -392,6 +461,25 @@ def test_lowered_attention_matches_float64(causal, head_dim, groups, shape, devi
                           dtype=torch.bfloat16)
     launcher = attention_fwd.bind(args).compile_config(gluon_config(causal, groups))
     with poisoned_allocations():  # an element the kernel does not write stays NaN and fails below
+        out, lse = launcher(*args)
+    want, want_lse = reference(*args)
+    assert (out.double() - want).abs().max() < 2e-2
+    assert (lse.double() - want_lse).abs().max() < 1e-4
+
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("groups, cap", [(1, 80), (1, 128), (2, 80)])
+@pytest.mark.parametrize("shape", [(2, 4, 2, 1000, 1000), (1, 2, 1, 65, 1), (1, 4, 4, 300, 777)])
+def test_register_capped_attention_matches_float64(causal, groups, cap, shape, device):
+    """The D64 forward with 64-key tiles under `maxnreg`, several CTAs per SM."""
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    args = attention_args(*shape, 64, causal, device="cuda", dtype=torch.bfloat16)
+    config = {**gluon_config(causal, groups), "block_sizes": [64 * groups, 64], "maxnreg": cap}
+    launcher = attention_fwd.bind(args).compile_config(config)
+    with poisoned_allocations():
         out, lse = launcher(*args)
     want, want_lse = reference(*args)
     assert (out.double() - want).abs().max() < 2e-2
