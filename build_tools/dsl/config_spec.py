@@ -16,11 +16,6 @@ from .session import Discovery
 
 BACKENDS = ("triton", "gluon")
 CONSUMER_GROUPS = (1, 2)
-# `maxnreg`, the registers per thread every kernel of a config compiles under (None: the compiler's
-# choice): a cap lets several CTAs share an SM. The search offers these where it offers Gluon, whose
-# one-warpgroup kernels otherwise take 255 registers and run one CTA per SM
-# (scratch/gluon_d64_occupancy_probe.py).
-MAXNREGS = (None, 80, 128)
 # persistent_dynamic: a persistent grid whose programs draw their next tile from a counter
 PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved", "persistent_dynamic"]
 INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
@@ -233,7 +228,6 @@ class ConfigSpec:
             for loop, row in enumerate(rows):
                 knobs.append(Knob("shared_operands", loop, (False, True) if row is not None else (False,)))
             knobs.append(Knob("consumer_groups", None, CONSUMER_GROUPS))
-            knobs.append(Knob("maxnreg", None, MAXNREGS))
         return knobs
 
     def knobs(self) -> list[Knob]:
@@ -490,7 +484,10 @@ class ConfigSpec:
         (Triton's option of that name: ptxas allocates at most that many, so more CTAs fit an SM),
         a multiple of 8 from 24 to 256; left out where None (the compiler's choice). A Gluon
         kernel's consumer warpgroups then take what the cap leaves beside the loader
-        (gluon_lowering.consumer_registers)."""
+        (gluon_lowering.consumer_registers). The search does not offer it: under a cap below what
+        an instruction needs ptxas fails (C7602, "Insufficient registers": a D128 Gluon forward
+        at 128), so random configs would not all compile; table entries set it, measured by
+        tools/config_probe.py."""
         value = fields.pop("maxnreg", None)
         if value is None:
             return
