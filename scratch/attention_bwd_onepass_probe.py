@@ -131,6 +131,19 @@ def cudnn_ms(args) -> float:
     return bench(lambda: torch.autograd.grad(out, leaves, grad_out, retain_graph=True))
 
 
+def shipped_row(shape: dict) -> tuple:
+    """(args, the shipped backward's outputs, a result row with its time and cuDNN's) at `shape`."""
+    args = make_bwd_inputs(shape, torch.bfloat16, "cuda", 0)
+    bound = attention_bwd.bind(args)
+    shipped = bound.compile_config(bound.config_spec.normalize(Config(table_config("attention_bwd", shape))))
+    want = shipped(*args)
+    return args, want, {"shape": shape, "shipped_ms": bench(lambda: shipped(*args)), "cudnn_ms": cudnn_ms(args)}
+
+
+def max_diff(got, want) -> float:
+    return max(float((g.float() - w.float()).abs().max()) for g, w in zip(got, want))
+
+
 ATOMIC = re.compile(r"old_\d+ = tl\.atomic_add\(acc_q \+ \((.*?)\), (dot_\d+), mask=\((.*?)\), sem='relaxed', scope='gpu'\)")
 
 
@@ -156,13 +169,7 @@ def variants(out_dir: Path) -> None:
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     results = []
     for shape in SHAPES[:2] + SHAPES[3:]:
-        args = make_bwd_inputs(shape, torch.bfloat16, "cuda", 0)
-        flops = cost_bwd(shape, torch.bfloat16)[0]
-        entry = {"config": table_config("attention_bwd", shape)}
-        bound = attention_bwd.bind(args)
-        shipped = bound.compile_config(bound.config_spec.normalize(Config(entry["config"])))
-        want = shipped(*args)
-        row = {"shape": shape, "shipped_ms": bench(lambda: shipped(*args)), "cudnn_ms": cudnn_ms(args)}
+        args, want, row = shipped_row(shape)
         one = attention_bwd_onepass.bind(args)
         config = one.config_spec.normalize(Config({"block_sizes": [64, 128, 64, 64], "num_warps": 8, "num_stages": 3}))
         source = one.to_triton_code(config)
@@ -170,7 +177,7 @@ def variants(out_dir: Path) -> None:
             try:
                 fn = getattr(load_module(edited(source, variant)), "attention_bwd_onepass")
                 got = fn(*args)
-                diff = max(float((g.float() - w.float()).abs().max()) for g, w in zip(got, want))
+                diff = max_diff(got, want)
                 row[variant] = {"ms": bench(lambda: fn(*args)), "max_diff_vs_shipped": diff}
             except Exception as error:  # noqa: BLE001 - reported per variant
                 row[variant] = {"error": f"{type(error).__name__}: {str(error)[-600:]}"}
@@ -187,20 +194,16 @@ def main() -> None:
         return
     results = []
     for shape in SHAPES:
-        args = make_bwd_inputs(shape, torch.bfloat16, "cuda", 0)
+        args, want, row = shipped_row(shape)
         flops = cost_bwd(shape, torch.bfloat16)[0]
-        entry = {"config": table_config("attention_bwd", shape)}
-        bound = attention_bwd.bind(args)
-        shipped = bound.compile_config(bound.config_spec.normalize(Config(entry["config"])))
-        want = shipped(*args)
-        row = {"shape": shape, "shipped_ms": bench(lambda: shipped(*args)), "cudnn_ms": cudnn_ms(args), "onepass": []}
+        row["onepass"] = []
         one = attention_bwd_onepass.bind(args)
         for keys, queries, warps, stages in CANDIDATES:
             config = {"block_sizes": [64, keys, queries, 64], "num_warps": warps, "num_stages": stages}
             try:
                 fn = one.compile_config(one.config_spec.normalize(Config(config)))
                 got = fn(*args)
-                diff = max(float((g.float() - w.float()).abs().max()) for g, w in zip(got, want))
+                diff = max_diff(got, want)
                 ms = bench(lambda: fn(*args))
                 row["onepass"].append({"config": config, "ms": ms, "max_diff_vs_shipped": diff})
             except Exception as error:  # noqa: BLE001 - reported per config

@@ -65,15 +65,15 @@ def main() -> None:
     for shape in SHAPES:
         args = make_fwd_inputs(shape, torch.bfloat16, "cuda", 0)
         flops = cost_fwd(shape, torch.bfloat16)[0]
-        entry = {"config": table_config("attention_fwd", shape)}
+        tuned = table_config("attention_fwd", shape)
         bound = attention_fwd.bind(args)
-        shipped = bound.compile_config(bound.config_spec.normalize(Config(entry["config"])))
+        shipped = bound.compile_config(bound.config_spec.normalize(Config(tuned)))
         want = shipped(*args)[0]
         row = {"shape": shape, "shipped_ms": bench(lambda: shipped(*args)), "cudnn_ms": cudnn_ms(args), "variants": []}
         print(f"{shape}: shipped {row['shipped_ms'] * 1e3:.1f} us ({row['cudnn_ms'] / row['shipped_ms']:.3f}x cuDNN), "
               f"cuDNN {row['cudnn_ms'] * 1e3:.1f} us", flush=True)
         for groups, keys, stages, maxnreg, regs in VARIANTS:
-            config = {**entry["config"], "backend": "gluon", "consumer_groups": groups, "block_sizes": [64 * groups, keys],
+            config = {**tuned, "backend": "gluon", "consumer_groups": groups, "block_sizes": [64 * groups, keys],
                       "num_stages": stages, "pid_type": "flat"}
             item = {"groups": groups, "keys": keys, "stages": stages, "maxnreg": maxnreg, "regs": regs}
             try:

@@ -57,8 +57,7 @@ def consumer_registers(groups: int, maxnreg: int | None) -> int:
     rounded down to setmaxnreg's multiple of 8."""
     if maxnreg is None:
         return CONSUMER_REGS
-    threads = 32 * PARTITION_WARPS
-    share = (maxnreg * threads * (groups + 1) - LOADER_REGS * threads) // (groups * threads)
+    share = (maxnreg * (groups + 1) - LOADER_REGS) // groups  # every warpgroup has the same threads
     return min(CONSUMER_REGS, share // 8 * 8)
 
 
