@@ -48,7 +48,9 @@ class CrossCompiled:
 
     def ptxas_info(self) -> dict:
         """Registers, spill bytes and shared memory reported by `ptxas -v` for the kernel's PTX, and
-        whether ptxas serialized its wgmma instructions for want of registers (warning C7512)."""
+        whether ptxas serialized its wgmma instructions (its "wgmma.mma_async instructions are
+        serialized" warnings: C7512 for want of registers, C7514 where other instructions read the
+        accumulator registers of a wgmma in flight on some path)."""
         arch = f"sm_{self.target.arch}a" if self.target.arch >= 90 else f"sm_{self.target.arch}"
         ptxas = knobs.nvidia.ptxas.path
         with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as fh:
@@ -69,7 +71,7 @@ class CrossCompiled:
         for key, pattern in numbers.items():
             match = re.search(pattern, log)
             out[key] = int(match.group(1)) if match else 0
-        out["wgmma_serialized"] = "C7512" in log
+        out["wgmma_serialized"] = "wgmma.mma_async instructions are serialized" in log
         return out
 
     def features(self) -> dict:

@@ -165,3 +165,34 @@ def test_loops_with_a_runtime_branch_are_not_unrolled():
 
 if __name__ == "__main__":
     print(json.dumps(cross_compile_cases()))
+
+
+@pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
+@pytest.mark.parametrize("warning, serialized", [
+    ("(C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to insufficient "
+     "register resources for the wgmma pipeline in the function 'k'", True),
+    ("(C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non wgmma "
+     "instructions reading accumulator registers of  a wgmma between start and end of the pipeline stage in "
+     "the function 'k'", True),
+    ("", False)])
+def test_ptxas_info_reads_every_serialization_warning(monkeypatch, warning, serialized):
+    """ptxas_info's `wgmma_serialized` is true for each of ptxas's serialization warnings (a Gluon
+    kernel whose first step branched on a run-time flag drew C7514, 2026-11-28), false without."""
+    import subprocess
+
+    from build_tools import cross_compile
+
+    log = f"ptxas info    : Used 168 registers\nptxas info    : 8 bytes spill stores\n{warning}\n"
+    run = subprocess.run
+
+    def ptxas(argv, *args, **kwargs):  # only the ptxas -v call answers with the log
+        if "-v" in argv:
+            return subprocess.CompletedProcess(argv, 0, "", log)
+        return run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", ptxas)
+    compiled = cross_compile.CrossCompiled("k", cross_compile.H100, {"ptx": ""}, 0)
+    info = compiled.ptxas_info()
+    assert info["wgmma_serialized"] is serialized
+    assert info["registers"] == 168 and info["spill_stores"] == 8
+
