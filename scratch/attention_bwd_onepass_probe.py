@@ -187,11 +187,39 @@ def variants(out_dir: Path) -> None:
         (out_dir / "onepass_variants.json").write_text(json.dumps(results, indent=1))
 
 
+# D64 (`d64` as second argument): (keys, queries, warps, stages)
+D64_CANDIDATES = [(128, 64, 8, 3), (128, 64, 8, 2), (128, 32, 8, 3), (64, 64, 4, 3), (64, 64, 4, 2),
+                  (128, 64, 4, 3), (64, 32, 4, 3), (128, 128, 8, 2)]
+D64_SHAPES = [{"B": 4, "H": 32, "Hkv": 32, "Sq": s, "Sk": s, "D": 64, "causal": c}
+              for s, c in ((2048, False), (4096, False), (2048, True), (8192, True))] + [
+    {"B": 16, "H": 16, "Hkv": 16, "Sq": 512, "Sk": 512, "D": 64, "causal": False}]
+
+
+def warm(index: int) -> None:
+    """Compiles D64 candidate `index` for both causal values at a small shape (fills Triton's cache)."""
+    keys, queries, warps, stages = D64_CANDIDATES[index]
+    for causal in (False, True):
+        args = make_bwd_inputs({"B": 2, "H": 2, "Hkv": 2, "Sq": 256, "Sk": 256, "D": 64, "causal": causal},
+                               torch.bfloat16, "cuda", 0)
+        one = attention_bwd_onepass.bind(args)
+        config = {"block_sizes": [64, keys, queries, 64], "num_warps": warps, "num_stages": stages}
+        try:
+            one.compile_config(one.config_spec.normalize(Config(config)))(*args)
+        except Exception as error:  # noqa: BLE001 - the timing run reports it
+            print(config, causal, type(error).__name__, str(error)[-300:], flush=True)
+
+
 def main() -> None:
+    global SHAPES, CANDIDATES
     out_dir = Path(sys.argv[1])
     if sys.argv[2:] == ["variants"]:
         variants(out_dir)
         return
+    if sys.argv[2:3] == ["warm"]:
+        warm(int(sys.argv[3]))
+        return
+    if sys.argv[2:] == ["d64"]:
+        SHAPES, CANDIDATES = D64_SHAPES, D64_CANDIDATES
     results = []
     for shape in SHAPES:
         args, want, row = shipped_row(shape)
