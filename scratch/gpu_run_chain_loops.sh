@@ -1,5 +1,6 @@
 #!/bin/bash
 # chain_loops (H100): the Gluon tests of chained loops against float64, then the config probe of every
+# Needs notes/gluon_chain_loops.patch applied (`git apply`): the knob and its tests are not on main.
 # Gluon entry of the H100 table with its loops chained.
 export HK_TEST_DEVICE=cuda PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/device.txt
