@@ -32,6 +32,7 @@ FIELDS = (
     "backend",
     "consumer_groups",
     "shared_operands",
+    "relative_masks",
     "maxnreg",
 )
 ALIASES = {"l2_grouping": "l2_groupings"}

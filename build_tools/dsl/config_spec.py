@@ -225,8 +225,9 @@ class ConfigSpec:
         if rows:  # each top-level loop's kernel: Triton, or Gluon where the lowering takes its form
             for loop, row in enumerate(rows):
                 knobs.append(Knob("backend", loop, BACKENDS if row is not None else BACKENDS[:1]))
-            for loop, row in enumerate(rows):
-                knobs.append(Knob("shared_operands", loop, (False, True) if row is not None else (False,)))
+            for field in self.GLUON_FLAGS:
+                for loop, row in enumerate(rows):
+                    knobs.append(Knob(field, loop, (False, True) if row is not None else (False,)))
             knobs.append(Knob("consumer_groups", None, CONSUMER_GROUPS))
         return knobs
 
@@ -419,12 +420,14 @@ class ConfigSpec:
         rows = self.found.gluon_rows
         return rows if any(r is not None for r in rows) else None
 
-    PER_LOOP = {"backend": (BACKENDS[0], BACKENDS), "shared_operands": (False, (False, True))}
+    GLUON_FLAGS = ("shared_operands", "relative_masks")
+    PER_LOOP = {"backend": (BACKENDS[0], BACKENDS), **{flag: (False, (False, True)) for flag in GLUON_FLAGS}}
 
     def per_loop(self, fields, name: str) -> list:
         """A field given as one value for every top-level loop's kernel or as a list of one per
         loop (`backend`: each kernel's back end; `shared_operands`: whether its Gluon kernel reads
-        the accumulating dots' register operands from shared memory), as the per-loop list."""
+        the accumulating dots' register operands from shared memory; `relative_masks`: whether its
+        Gluon kernel compares two tile indices with one offset moved across), as the per-loop list."""
         default, choices = self.PER_LOOP[name]
         value = fields.get(name, default)
         loops = len(self.found.top_loops)
@@ -442,19 +445,21 @@ class ConfigSpec:
         of each Gluon loop takes the groups' rows, the grid is one axis (flat, or persistent: its
         partitions walk the program's tiles together), and `num_stages` is the depth of the rings of
         streamed tiles (2 to 4; a Triton kernel beside it pipelines with the same value unless its
-        loops set range_num_stages). `shared_operands` (per loop like `backend`) is kept for the
-        Gluon loops only, and left out where false for all. Where every loop is Gluon, the
+        loops set range_num_stages). `shared_operands` and `relative_masks` (per loop like
+        `backend`) are kept for the Gluon loops only, and left out where false for all. Where every loop is Gluon, the
         Triton-only knobs take their neutral values.
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
         backends = self.per_loop(fields, "backend")
-        shared = [s and b == "gluon" for s, b in zip(self.per_loop(fields, "shared_operands"), backends)]
-        fields.pop("backend", None)
-        fields.pop("shared_operands", None)
+        flags = {flag: [v and b == "gluon" for v, b in zip(self.per_loop(fields, flag), backends)]
+                 for flag in self.GLUON_FLAGS}
+        for name in ("backend", *flags):
+            fields.pop(name, None)
         groups = fields.pop("consumer_groups", None)
         if "gluon" not in backends:
             return
-        if any(shared):  # left out where no Gluon kernel takes it (the default)
-            fields["shared_operands"] = shared[0] if len(set(shared)) == 1 else shared
+        for flag, values in flags.items():
+            if any(values):  # left out where no Gluon kernel takes it (the default)
+                fields[flag] = values[0] if len(set(values)) == 1 else values
         groups = 2 if groups is None else groups
         if groups not in CONSUMER_GROUPS:
             raise exc.InvalidConfig(f"consumer_groups {groups!r} is not one of {CONSUMER_GROUPS}")

@@ -700,12 +700,13 @@ class CompileSession:
         if maxnreg is not None:
             builder.compile_options = {"maxnreg": int(maxnreg)}
         name, source = builder.render()
-        def this_loop(value):  # a per-loop field (backend, shared_operands): one value or one per loop
+        def this_loop(value):  # a per-loop field (backend, shared_operands, ...): one value or one per loop
             return value[loop_index] if isinstance(value, (list, tuple)) else value
 
         gluon = this_loop(self.config.get("backend", "triton")) == "gluon"
         if gluon:
-            name, source = self.gluon_kernel(builder, source, this_loop(self.config.get("shared_operands", False)))
+            name, source = self.gluon_kernel(builder, source, this_loop(self.config.get("shared_operands", False)),
+                                             this_loop(self.config.get("relative_masks", False)))
         else:
             self.note_gluon_form(builder, source)
         launch = self.current_launch
@@ -731,17 +732,19 @@ class CompileSession:
         self.launcher_lines.append(call)
         self.launcher_lines.extend(launch["epilogue"])
 
-    def gluon_kernel(self, builder: KernelBuilder, source: str, shared_operands: bool) -> tuple[str, str]:
+    def gluon_kernel(self, builder: KernelBuilder, source: str, shared_operands: bool,
+                     relative_masks: bool) -> tuple[str, str]:
         """(name, source) of the config's `backend: "gluon"` kernel: the emitted Triton kernel
         lowered by gluon_lowering (its accumulating dots reading their register operands from
-        shared memory with `shared_operands`). The launcher builds its TMA descriptors (`_tma_descriptor`),
+        shared memory with `shared_operands`, its masks comparing tile-relative indices with
+        `relative_masks`). The launcher builds its TMA descriptors (`_tma_descriptor`),
         passed as parameters added here; a stored tensor TMA cannot address is written through an
         aligned copy of it (`_tma_operand`), copied back after the launch."""
         from .gluon_lowering import HEADER, Lowering, NotLowerable, consumer_registers
 
         groups = int(self.config["consumer_groups"])
         try:
-            lowering = Lowering(source[source.index("def "):], groups, shared_operands)
+            lowering = Lowering(source[source.index("def "):], groups, shared_operands, relative_masks)
             sites = lowering.sites()
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
@@ -776,7 +779,8 @@ class CompileSession:
         options = builder.compile_options
         builder.constexpr("CONSUMER_REGS", str(consumer_registers(groups, options.get("maxnreg"))))
         params = [(p.name, p.constexpr) for p in builder.ordered_params()]
-        extra = (b"shared" if shared_operands else b"") + (repr(options).encode() if options else b"")
+        extra = (b"shared" if shared_operands else b"") + (b"relative" if relative_masks else b"") + \
+            (repr(options).encode() if options else b"")
         digest = hashlib.sha1(source.encode() + repr(params).encode() + extra).hexdigest()[:10]
         name = f"_{self.parsed.fn.__name__}_gluon_{digest}"
         try:

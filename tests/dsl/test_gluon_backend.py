@@ -361,6 +361,38 @@ def test_shared_operands_per_kernel():
     assert "pend_a0 =" not in dkdv and dkdv.count("warpgroup_mma(operand_") == 8
 
 
+def test_relative_masks_per_kernel():
+    """`relative_masks`: a comparison of two tile indices (the causal mask) compares the bare
+    column indices against the row indices less the column offset; a bound mask (an index against
+    a scalar) keeps its form. One bool or one per kernel; left out where no Gluon kernel takes it."""
+    args = make_bwd_inputs(bwd_shape(1, 2, 1, 200, 300, 128, True), torch.float16, "cpu", 0)
+    bound = attention_bwd.bind(args)
+    spec = bound.config_spec
+    config = gluon_bwd_config(True)
+    assert "relative_masks" not in spec.normalize({**config, "relative_masks": [False, False]})
+    assert spec.normalize({**config, "relative_masks": [True, True]})["relative_masks"] is True
+    mixed = spec.normalize({**config, "backend": ["gluon", "triton"], "relative_masks": True})
+    assert list(mixed["relative_masks"]) == [True, False]
+    with pytest.raises(exc.InvalidConfig, match="relative_masks"):
+        spec.normalize({**config, "relative_masks": [1, 0]})
+    assert [k.choices for k in spec.knobs() if k.name == "relative_masks"] == [(False, True)] * 2
+    source = bound.to_triton_code({**config, "relative_masks": [True, False]})
+    dq, dkdv = (partition(source, header) for header in re.findall(r"def (\w+_consumer)\(WG", source))
+    column = r"gl\.arange\(0, _BLOCK_SIZE_\d, gl\.SliceLayout\(0, s_layout\)\)"
+    # dq: the causal where of its diagonal loop, in the first step and the steady step, compares
+    # the bare column indices against the rows less the loop's offset; dk/dv keeps its form
+    relative = re.findall(rf"gl\.where\(\(\({column}\[None, :\] <= \(\(\(\(offset_\d+ \+ .*?\)\[:, None\]\) - offset_\d+\)\)\)", dq)
+    assert len(relative) == 2 and not re.search(rf"{column}\[None, :\] <=", dkdv)
+    fwd = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, True))
+    plain, moved = (partition(fwd.to_triton_code({**gluon_config(True), "relative_masks": flag}), "_consumer(WG")
+                    for flag in (False, True))
+    # the forward's diagonal loop and its peeled tail: four causal wheres; the tails' bound masks
+    # (an index against a scalar) as they were
+    assert len(re.findall(rf"{column}\[None, :\] <=", moved)) == 4 and not re.search(rf"{column}\[None, :\] <=", plain)
+    bound = re.compile(rf"\(offset_\d+ \+ {column}\)\) < v_\d+")
+    assert len(bound.findall(moved)) == len(bound.findall(plain)) > 0
+
+
 def test_row_copies_stream_key_vectors():
     """The dk/dv kernel's lse and delta columns (vectors along its query loops' block) are row
     copies: in each step of both loops the loader copies them, masked, into a ring slot and arrives
@@ -453,13 +485,14 @@ def reference(q, k, v, causal, scale):
 @pytest.mark.parametrize("groups", [1, 2])
 @pytest.mark.parametrize("shape", [(2, 4, 2, 1000, 1000), (1, 4, 4, 300, 777), (1, 4, 2, 777, 300),
                                    (1, 2, 2, 1, 129), (1, 2, 1, 65, 1)])
-def test_lowered_attention_matches_float64(causal, head_dim, groups, shape, device):
+@pytest.mark.parametrize("relative", [False, True])
+def test_lowered_attention_matches_float64(causal, head_dim, groups, shape, relative, device):
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
     batch, heads, kv_heads, q_len, kv_len = shape
     args = attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, device="cuda",
                           dtype=torch.bfloat16)
-    launcher = attention_fwd.bind(args).compile_config(gluon_config(causal, groups))
+    launcher = attention_fwd.bind(args).compile_config({**gluon_config(causal, groups), "relative_masks": relative})
     with poisoned_allocations():  # an element the kernel does not write stays NaN and fails below
         out, lse = launcher(*args)
     want, want_lse = reference(*args)
@@ -524,19 +557,22 @@ def test_persistent_lowered_attention_matches_float64(causal, groups, grid, shap
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("query_block, peel, backend, shared", [
-    (32, False, "gluon", False), (64, False, "gluon", False), (32, True, "gluon", False),
-    (32, True, ["gluon", "triton"], False), (64, False, "gluon", True), (32, True, "gluon", [False, True])])
+@pytest.mark.parametrize("query_block, peel, backend, shared, relative", [
+    (32, False, "gluon", False, False), (64, False, "gluon", False, False), (32, True, "gluon", False, False),
+    (32, True, ["gluon", "triton"], False, False), (64, False, "gluon", True, False),
+    (32, True, "gluon", [False, True], False), (32, True, "gluon", False, True), (64, False, "gluon", True, [False, True])])
 @pytest.mark.parametrize("dims", [(2, 4, 2, 1000, 1000, 128), (1, 4, 4, 300, 777, 128), (1, 4, 1, 777, 300, 64),
                                   (1, 2, 2, 1, 129, 128), (1, 2, 1, 65, 1, 128)])
-def test_lowered_attention_backward_matches_float64(causal, query_block, peel, backend, shared, dims, device):
+def test_lowered_attention_backward_matches_float64(causal, query_block, peel, backend, shared, relative, dims, device):
     """Both kernels lowered, or dq alone beside the Triton dk/dv kernel (a backend per kernel); the
-    accumulating dots' register operands in registers or in shared memory (per kernel)."""
+    accumulating dots' register operands in registers or in shared memory (per kernel); masks
+    relative or not (per kernel)."""
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
     args = make_bwd_inputs(bwd_shape(*dims, causal), torch.bfloat16, "cuda", 7)
     launcher = attention_bwd.bind(args).compile_config({**gluon_bwd_config(causal, query_block, peel=peel),
-                                                        "backend": backend, "shared_operands": shared})
+                                                        "backend": backend, "shared_operands": shared,
+                                                        "relative_masks": relative})
     with poisoned_allocations():
         grads = launcher(*args)
     rtol, atol = tolerance_bwd(torch.bfloat16)
