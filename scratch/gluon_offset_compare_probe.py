@@ -1,6 +1,8 @@
 """Probe: the Gluon lowering's comparisons with the scalar offset moved off the index vector
-(`Lowering._offset_and_index`) against the lowering without it, on every Gluon entry of the H100
-table, in one process (benchmarks.timing.Timer rounds, L2 flushed). Outputs must be bit-identical.
+(`relative_masks`, `Lowering._offset_and_index`) against the lowering without it, on every Gluon
+entry of the H100 table, in one process (benchmarks.timing.Timer rounds, L2 flushed). Outputs must
+be bit-identical. (As first run, 2026-11-28, the rewrite was not yet a knob: the probe switched the
+method itself, and once also moved bound masks' offsets: notes/gluon_probe_results/h100_offset_compare_*.json.)
 
     python3 scratch/gluon_offset_compare_probe.py OUT_DIR [warm I]
 
@@ -16,7 +18,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import Timer  # noqa: E402
-from build_tools.dsl import gluon_lowering  # noqa: E402
 from build_tools.dsl.config import Config  # noqa: E402
 from build_tools.dsl.kernel import load_module  # noqa: E402
 from kernels_src import attention  # noqa: E402
@@ -24,7 +25,6 @@ from kernels_src import attention  # noqa: E402
 TABLE = Path(__file__).resolve().parents[1] / "tuned_configs" / "sm_90-nvidia-h100-80gb-hbm3.json"
 OPS = {"attention_fwd": (attention.attention_fwd, attention.make_fwd_inputs),
        "attention_bwd": (attention.attention_bwd, attention.make_bwd_inputs)}
-WITH_MOVE = gluon_lowering.Lowering._offset_and_index
 
 
 def entries() -> list:
@@ -35,14 +35,9 @@ def entries() -> list:
 def sources(entry) -> tuple:
     kernel, make = OPS[entry["op"]]
     args = make(entry["shape"], torch.bfloat16, "cuda", 0)
-    out = {}
-    for label, method in (("before", lambda self, node: None), ("moved", WITH_MOVE)):
-        gluon_lowering.Lowering._offset_and_index = method
-        kernel.reset()
-        bound = kernel.bind(args)
-        out[label] = bound.to_triton_code(bound.config_spec.normalize(Config(entry["config"])))
-    gluon_lowering.Lowering._offset_and_index = WITH_MOVE
-    return args, out
+    bound = kernel.bind(args)
+    return args, {label: bound.to_triton_code(bound.config_spec.normalize(Config({**entry["config"], "relative_masks": on})))
+                  for label, on in (("before", False), ("moved", True))}
 
 
 def functions(entry) -> tuple:
