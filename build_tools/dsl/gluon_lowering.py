@@ -166,6 +166,20 @@ def _names(node: ast.AST) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def _assigned(stmt: ast.stmt) -> set:
+    """The names an assignment, or a branch of assignments, binds."""
+    if isinstance(stmt, ast.If):
+        return {name for inner in stmt.body + stmt.orelse for name in _assigned(inner)}
+    return {stmt.targets[0].id} if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name) else set()
+
+
+def _read(stmt: ast.stmt) -> set:
+    """The names a statement reads: an assignment's value, or a branch's test and statements."""
+    if isinstance(stmt, ast.If):
+        return _names(stmt.test) | {name for inner in stmt.body + stmt.orelse for name in _read(inner)}
+    return _names(stmt.value)
+
+
 def _gl(text: str) -> str:
     return re.sub(r"\btl\.", "gl.", text)
 
@@ -283,7 +297,7 @@ class Lowering:
             elif isinstance(item, Loop):
                 self.axis_of[item.step] = "N"
                 for stmt in item.body:
-                    self._note(stmt, self.loops.index(item))
+                    self._note_branch(stmt, self.loops.index(item))
             else:
                 self._note(item, None)
 
@@ -340,6 +354,23 @@ class Lowering:
         if step not in self.constexprs:
             raise NotLowerable("loop step is not a block size")
         return Loop(stmt.target.id, begin, end, step, list(stmt.body))
+
+    def _note_branch(self, stmt: ast.stmt, loop: int) -> None:
+        """`_note` for a device loop's statement, which may be a branch on a scalar (`if c:` with an
+        optional `else:`) around elementwise assignments, such as a mask applied only to the tiles
+        that need it. It stays a branch in each consumer step: loads, dots and stores stay outside."""
+        if not isinstance(stmt, ast.If):
+            return self._note(stmt, loop)
+        if self.shape(stmt.test) != ():
+            raise NotLowerable(f"a branch on a tensor: {ast.unparse(stmt.test)}")
+        for inner in stmt.body + stmt.orelse:
+            if isinstance(inner, ast.If):
+                self._note_branch(inner, loop)
+                continue
+            if not isinstance(inner, ast.Assign) or any(_call(n) in ("load", "dot", "store", "atomic_add")
+                                                        for n in ast.walk(inner)):
+                raise NotLowerable(f"a branch around more than elementwise assignments: {ast.unparse(inner)}")
+            self._note(inner, loop)
 
     def _note(self, stmt: ast.stmt, loop: int | None) -> None:
         """Record definitions: index vectors, masks and views (inlined at each use), TMA loads and
@@ -447,7 +478,7 @@ class Lowering:
         """Keep the row copies that every loop makes once of the same tensor (the rings advance
         together) and whose pointer and mask the loader can compute (no value of a loop body); the
         others stay pointer loads in the consumers."""
-        local = {s.targets[0].id for loop in self.loops for s in loop.body if isinstance(s, ast.Assign)}
+        local = {name for loop in self.loops for s in loop.body for name in _assigned(s)}
         per_loop: list[dict] = [{} for _ in self.loops]
         for copy in self.row_copies.values():
             reads = self._reads(copy.pointer) | (self._reads(copy.mask) if copy.mask is not None else set())
@@ -722,11 +753,12 @@ class Lowering:
                 raise NotLowerable("chained comparison")
             op = ast.unparse(ast.Compare(ast.Name("a"), node.ops, [ast.Name("b")]))[2:-2]
             left, right = node.left, node.comparators[0]
-            both = self.relative_masks and self._offset_and_index(right) is not None
-            moved = self._offset_and_index(left) if both else None
-            if moved is not None:  # offset + i OP offset2 + j  ->  i OP offset2 + j - offset
-                offset, left = moved
-                right = ast.BinOp(right, ast.Sub(), offset)
+            sides = (self._offset_and_index(left), self._offset_and_index(right)) if self.relative_masks else (None, None)
+            if None not in sides:  # the column side bare: o1 + i OP o2 + j -> i OP (o2 + j) - o1, or back
+                if self._is_column(left):
+                    left, right = sides[0][1], ast.BinOp(right, ast.Sub(), sides[0][0])
+                elif self._is_column(right):
+                    left, right = ast.BinOp(left, ast.Sub(), sides[1][0]), sides[1][1]
             return f"({self.emit(left, ctx)} {op} {self.emit(right, ctx)})"
         if isinstance(node, ast.UnaryOp):
             op = ast.unparse(ast.UnaryOp(node.op, ast.Name("a")))[:-1]
@@ -738,9 +770,10 @@ class Lowering:
     def _offset_and_index(self, node: ast.expr) -> tuple | None:
         """(offset, index) where `node` is a scalar offset plus an index vector (through inlined
         index names and broadcast views), else None. A comparison of two such sides (a 2-D mask
-        such as the causal one) moves the left offset to the right: the column indices left alone
-        are the same constants in each thread's registers for every tile, so ptxas compares them
-        against one value per row instead of building each element's index first. In the causal
+        such as the causal one) moves the offset of its column side (`x[None, :]`) across: the
+        column indices left alone are the same constants in each thread's registers for every tile
+        (a thread holds many columns and few rows), so ptxas compares them against one value per
+        row instead of building each element's index first. In the causal
         forward's diagonal tile (D128, two consumers) that is 1,344 fewer SASS instructions of
         16,416. Exact for the int32 tile indices: both sides stay within the offsets' range.
         Only with `relative_masks` (a per-kernel knob): on the H100 (2026-11-28) it ran the causal
@@ -758,6 +791,13 @@ class Lowering:
                         and not any(_call(n) == "load" for n in ast.walk(offset)):
                     return offset, index
         return None
+
+    def _is_column(self, node: ast.expr) -> bool:
+        """Whether `node` (through inlined names) is a vector viewed along the last axis, `x[None, :]`."""
+        while isinstance(node, ast.Name) and node.id in self.defs and node.id not in self.shapes:
+            node = self.defs[node.id]
+        return isinstance(node, ast.Subscript) and self._is_view(node) and len(node.slice.elts) == 2 and \
+            isinstance(node.slice.elts[0], ast.Constant) and not isinstance(node.slice.elts[1], ast.Constant)
 
     def _emit_call(self, node: ast.Call, ctx) -> str:
         f = _call(node)
@@ -807,6 +847,13 @@ class Lowering:
             if id(stmt) in self.stores:
                 return self._tma_store(stmt)
             return [self._store(stmt.value)]
+        if isinstance(stmt, ast.If):
+            body = [line for inner in stmt.body for line in self.statement(inner)]
+            orelse = [line for inner in stmt.orelse for line in self.statement(inner)]
+            if not body and not orelse:
+                return []
+            lines = [f"if {self.emit(stmt.test, None)}:"] + ["    " + line for line in body or ["pass"]]
+            return lines + (["else:"] + ["    " + line for line in orelse] if orelse else [])
         name = stmt.targets[0].id
         if name in self.defs or (name in self.tmas and name not in self.reg_loads):
             return []
@@ -856,18 +903,18 @@ class Lowering:
         for k, stmt in enumerate(loop.body):
             if isinstance(stmt, ast.Expr):
                 raise NotLowerable("a store in a device loop")
-            target = stmt.targets[0].id
-            if k in skipped or target in accs:
-                read |= _names(stmt.value)
+            targets = _assigned(stmt)
+            if k in skipped or targets & accs:
+                read |= _read(stmt)
                 continue
-            if target in self.defs or target in self.tmas:
+            if isinstance(stmt, ast.Assign) and (targets & set(self.defs) or targets & set(self.tmas)):
                 continue
-            if isinstance(stmt.value, ast.Name) and target in read:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and targets & read:
                 renames.append(stmt)
                 continue
-            read |= _names(stmt.value)
-            if _names(stmt.value) & (accs | reads_acc):
-                reads_acc.add(target)
+            read |= _read(stmt)
+            if _read(stmt) & (accs | reads_acc):
+                reads_acc |= targets
                 acc_part.append(stmt)
             else:
                 a_part.append(stmt)
@@ -1147,11 +1194,13 @@ class Lowering:
             [] if self.shared_operands else [f"pend_a{i} = gl.convert_layout({self.emit(d.a, 'S')}, p_layout)"]) +
             [f"pend_acc{i} = {self.emit(d.acc_in, 'O')}"]]
         fresh_results = {d.target for d in loop.fresh}
+        waits = []
         for stmt in a_part:  # what does not wait for the fresh dots (row loads, say) runs while they do
-            if _names(stmt.value) & fresh_results:
-                fresh_results.add(stmt.targets[0].id)
-        ahead = [s for st in a_part if st.targets[0].id not in fresh_results for s in self.statement(st)]
-        rest = [s for st in a_part if st.targets[0].id in fresh_results for s in self.statement(st)]
+            if _read(stmt) & fresh_results:
+                fresh_results |= _assigned(stmt)
+                waits.append(stmt)
+        ahead = [s for st in a_part if st not in waits for s in self.statement(st)]
+        rest = [s for st in a_part if st in waits for s in self.statement(st)]
         tail = [s for st in acc_part for s in self.statement(st)] + \
             [f"{s.targets[0].id} = {s.value.id}" for s in renames] + pend
 

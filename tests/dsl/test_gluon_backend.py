@@ -2,6 +2,7 @@
 (the attention forward, and the backward's dq and dk/dv kernels) lowered to warp-specialized Gluon. Gluon has no interpreter, so on a machine without a GPU the
 lowered kernels are cross-compiled for sm_90 (all of Triton's passes and ptxas). Their values are
 checked on the GPU (`-m gpu`, HK_TEST_DEVICE=cuda) against float64."""
+import itertools
 import json
 import math
 import re
@@ -21,9 +22,12 @@ from kernels_src.attention import attention_bwd, attention_fwd, make_bwd_inputs,
 from ._harness import poisoned_allocations, results_without_interpreter
 
 
-def gluon_config(causal: bool, groups: int = 2, stages: int = 2) -> dict:
-    return {"block_sizes": [64 * groups, 128], "num_stages": stages, "range_peel_tails": [True] * (2 if causal else 1),
-            "backend": "gluon", "consumer_groups": groups}
+def gluon_config(causal: bool, groups: int = 2, stages: int = 2, branch: bool = False) -> dict:
+    """The forward's Gluon config; `branch`: one key loop, the causal mask under a branch
+    (`diagonal_branch`) instead of a second loop for the diagonal."""
+    loops = 2 if causal and not branch else 1
+    return {"block_sizes": [64 * groups, 128], "num_stages": stages, "range_peel_tails": [True] * loops,
+            "backend": "gluon", "consumer_groups": groups, "diagonal_branch": branch}
 
 
 def attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, device="cpu", dtype=torch.float16):
@@ -44,9 +48,11 @@ def bwd_shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal) -> dict:
     return {"B": batch, "H": heads, "Hkv": kv_heads, "Sq": q_len, "Sk": kv_len, "D": head_dim, "causal": causal}
 
 
-# (causal, head dim, consumer groups, pid_type)
-CROSS_CASES = [(False, 64, 2, "flat"), (True, 64, 2, "flat"), (False, 128, 1, "flat"), (True, 128, 2, "flat"),
-               (True, 128, 2, "persistent_interleaved"), (True, 128, 2, "persistent_dynamic")]
+# (causal, head dim, consumer groups, pid_type, diagonal_branch)
+CROSS_CASES = [(False, 64, 2, "flat", False), (True, 64, 2, "flat", False), (False, 128, 1, "flat", False),
+               (True, 128, 2, "flat", False), (True, 128, 2, "persistent_interleaved", False),
+               (True, 128, 2, "persistent_dynamic", False), (True, 128, 2, "persistent_dynamic", True),
+               (True, 64, 1, "flat", True)]
 BWD_CROSS_CASES = [(False, 32, False), (True, 32, False), (False, 64, True), (True, 64, True)]  # causal, queries, shared
 # (causal, consumer groups): the D64 forward with 64-key tiles compiled under maxnreg 80
 CAPPED_CROSS_CASES = [(True, 1), (False, 2)]
@@ -58,11 +64,12 @@ def cross_compile_cases() -> dict:
     from build_tools.cross_compile import CrossCompileError, cross_compile
 
     results = {}
-    for causal, head_dim, groups, pid_type in CROSS_CASES:
+    for causal, head_dim, groups, pid_type, branch in CROSS_CASES:
         args = attention_args(1, 2, 2, 256, 256, head_dim, causal)
-        key = f"{causal}-{head_dim}-{groups}-{pid_type}"
+        key = f"{causal}-{head_dim}-{groups}-{pid_type}" + ("-branch" if branch else "")
         try:
-            compiled = cross_compile(attention_fwd.bind(args), args, {**gluon_config(causal, groups), "pid_type": pid_type})
+            compiled = cross_compile(attention_fwd.bind(args), args,
+                                     {**gluon_config(causal, groups, branch=branch), "pid_type": pid_type})
         except CrossCompileError as err:
             results[key] = {"error": str(err)}
             continue
@@ -102,7 +109,8 @@ def test_lowered_attention_compiles_for_sm90():
         (kernel,) = kernels
         # a loader partition at 24 registers beside wgmma consumers; each consumer stores its rows of
         # the output by TMA. Nothing spills, except on a persistent grid a few of the tile loop's
-        # scalars, once per tile (none inside the device loops: their SASS, 2026-11-27)
+        # scalars, once per tile (none inside the device loops: their SASS, 2026-11-27). The causal
+        # mask under a branch, with the previous tile's P@V in flight, leaves the wgmmas unserialized.
         assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
         assert not kernel["wgmma_serialized"], key
         groups, persistent = int(key.split("-")[2]), "persistent" in key
@@ -363,8 +371,9 @@ def test_shared_operands_per_kernel():
 
 def test_relative_masks_per_kernel():
     """`relative_masks`: a comparison of two tile indices (the causal mask) compares the bare
-    column indices against the row indices less the column offset; a bound mask (an index against
-    a scalar) keeps its form. One bool or one per kernel; left out where no Gluon kernel takes it."""
+    column indices against the row indices less the column offset, whichever side the columns
+    are on; a bound mask (an index against a scalar) keeps its form. One bool or one per kernel;
+    left out where no Gluon kernel takes it."""
     args = make_bwd_inputs(bwd_shape(1, 2, 1, 200, 300, 128, True), torch.float16, "cpu", 0)
     bound = attention_bwd.bind(args)
     spec = bound.config_spec
@@ -383,6 +392,11 @@ def test_relative_masks_per_kernel():
     # the bare column indices against the rows less the loop's offset; dk/dv keeps its form
     relative = re.findall(rf"gl\.where\(\(\({column}\[None, :\] <= \(\(\(\(offset_\d+ \+ .*?\)\[:, None\]\) - offset_\d+\)\)\)", dq)
     assert len(relative) == 2 and not re.search(rf"{column}\[None, :\] <=", dkdv)
+    # dk/dv's mask has its column side on the right: that side is left bare and its offset moves left
+    source = bound.to_triton_code({**config, "relative_masks": [False, True]})
+    dq, dkdv = (partition(source, header) for header in re.findall(r"def (\w+_consumer)\(WG", source))
+    assert not re.search(rf"{column}\[None, :\] <=", dq)
+    assert len(re.findall(rf"\[:, None\]\) - offset_\d+\) <= {column}\[None, :\]\)", dkdv)) == 2
     fwd = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, True))
     plain, moved = (partition(fwd.to_triton_code({**gluon_config(True), "relative_masks": flag}), "_consumer(WG")
                     for flag in (False, True))
@@ -391,6 +405,30 @@ def test_relative_masks_per_kernel():
     assert len(re.findall(rf"{column}\[None, :\] <=", moved)) == 4 and not re.search(rf"{column}\[None, :\] <=", plain)
     bound = re.compile(rf"\(offset_\d+ \+ {column}\)\) < v_\d+")
     assert len(bound.findall(moved)) == len(bound.findall(plain)) > 0
+
+
+def test_diagonal_branch_lowers_to_a_branch():
+    """`diagonal_branch`: the causal forward in one key loop whose mask sits under a run-time branch
+    taken by the key tiles that reach past the query tile's first row. In each consumer step the
+    where stays inside the branch, and every loop step keeps its dots outside it."""
+    fwd = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, True))
+    source = fwd.to_triton_code({**gluon_config(True, branch=True), "relative_masks": True})
+    lines = partition(source, "_consumer(WG").splitlines()
+    wheres = [i for i, line in enumerate(lines) if "gl.where(" in line and "<=" in line]
+    # the loop's first step and steady step, and the same two of its peeled tail
+    assert len(wheres) == 4
+    for i in wheres:
+        test = lines[i - 1].strip()
+        assert re.fullmatch(r"if v_\d+:", test), lines[i - 1]
+        name = test[3:-1]
+        definition = next(line for line in reversed(lines[:i]) if line.strip().startswith(f"{name} = "))
+        assert re.search(r"end_\d+ > offset_\d+$", definition.strip()), definition
+        indent = len(lines[i - 1]) - len(lines[i - 1].lstrip())
+        block = list(itertools.takewhile(lambda line: len(line) - len(line.lstrip()) > indent, lines[i:]))
+        assert block[0] == lines[i] and all(re.fullmatch(r"\s*\w+ = .*", line) and "warpgroup_mma" not in line
+                                            for line in block), block
+    # one device loop (and its tail): two turn advances, against four with the diagonal loop
+    assert sum(line.strip().startswith("t += ") for line in lines) == 2
 
 
 def test_row_copies_stream_key_vectors():
@@ -480,19 +518,20 @@ def reference(q, k, v, causal, scale):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("causal, relative, branch", [(False, False, False), (False, True, False), (True, False, False),
+                                                      (True, True, False), (True, False, True), (True, True, True)])
 @pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("groups", [1, 2])
 @pytest.mark.parametrize("shape", [(2, 4, 2, 1000, 1000), (1, 4, 4, 300, 777), (1, 4, 2, 777, 300),
                                    (1, 2, 2, 1, 129), (1, 2, 1, 65, 1)])
-@pytest.mark.parametrize("relative", [False, True])
-def test_lowered_attention_matches_float64(causal, head_dim, groups, shape, relative, device):
+def test_lowered_attention_matches_float64(causal, relative, branch, head_dim, groups, shape, device):
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
     batch, heads, kv_heads, q_len, kv_len = shape
     args = attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, device="cuda",
                           dtype=torch.bfloat16)
-    launcher = attention_fwd.bind(args).compile_config({**gluon_config(causal, groups), "relative_masks": relative})
+    launcher = attention_fwd.bind(args).compile_config({**gluon_config(causal, groups, branch=branch),
+                                                        "relative_masks": relative})
     with poisoned_allocations():  # an element the kernel does not write stays NaN and fails below
         out, lse = launcher(*args)
     want, want_lse = reference(*args)
@@ -528,11 +567,11 @@ PERSISTENT = {"interleaved": {"pid_type": "persistent_interleaved"},
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("causal, branch", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("groups", [1, 2])
 @pytest.mark.parametrize("grid", sorted(PERSISTENT))
 @pytest.mark.parametrize("shape", [(4, 16, 4, 1100, 700), (1, 3, 1, 777, 300), (3, 2, 2, 65, 1)])
-def test_persistent_lowered_attention_matches_float64(causal, groups, grid, shape, device):
+def test_persistent_lowered_attention_matches_float64(causal, branch, groups, grid, shape, device):
     """Where a program walks several tiles (the first shape: more than 4 per SM), the residents, ring,
     turns and stores carry over from tile to tile."""
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
@@ -542,8 +581,9 @@ def test_persistent_lowered_attention_matches_float64(causal, groups, grid, shap
         assert batch * heads * math.ceil(q_len / 128) > 4 * torch.cuda.get_device_properties(0).multi_processor_count
     args = attention_args(*shape, 128, causal, device="cuda", dtype=torch.bfloat16)
     bound = attention_fwd.bind(args)
-    launcher = bound.compile_config({**gluon_config(causal, groups), **PERSISTENT[grid]})
-    assert bound.config_spec.normalize({**gluon_config(causal, groups), **PERSISTENT[grid]})["pid_type"] != "flat"
+    config = {**gluon_config(causal, groups, branch=branch), **PERSISTENT[grid]}
+    launcher = bound.compile_config(config)
+    assert bound.config_spec.normalize(config)["pid_type"] != "flat"
     for _ in range(2):  # drawn tiles: the second launch takes the counter the first left at zero
         with poisoned_allocations():
             out, lse = launcher(*args)

@@ -5,13 +5,14 @@ ways, grouped- and multi-query attention, a custom scale, head dims 64, 128 and 
 single-token case. Tolerances are the ops' own (kernels_src.attention.tolerance / tolerance_bwd):
 forward bf16 (1e-2, 1e-2), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 2e-2), fp16 (2e-3, 2e-3) as
 (rtol, atol); fp32 forward (1e-2, 1e-2), backward (2e-2, 2e-2), since GPUs run its dots in TF32.
-Each case runs under the default and random configs.
+Each case runs under the default and random configs; the causal forward also in one key loop with
+its mask under a branch (`diagonal_branch`).
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
 import pytest
 import torch
 
-from kernel_check import check_op
+from kernel_check import check_op, config_with
 from kernels_src import attention
 
 
@@ -45,6 +46,9 @@ CASES = {
     ],
 }
 DTYPES = [torch.bfloat16, torch.float16, torch.float32]
+# the causal forward in one key loop, its mask under a branch; 16-row tiles so that the lengths
+# above give tiles before the diagonal (unmasked), on it and past a ragged end
+DIAGONAL_BRANCH = config_with("diagonal branch", {("diagonal_branch", None): True, ("block_sizes", None): 16})
 
 
 def _label(op, shape, dtype):
@@ -57,7 +61,8 @@ def test_forward(device, dtype, case):
     shape = CASES[device][case]
     args = attention.make_fwd_inputs(shape, dtype, device, seed=case)
     check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(dtype),
-             _label("attention_fwd", shape, dtype), output_dtypes=(dtype, torch.float32))
+             _label("attention_fwd", shape, dtype), output_dtypes=(dtype, torch.float32),
+             extra_configs=[DIAGONAL_BRANCH] if shape["causal"] else [])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
