@@ -410,7 +410,7 @@ class ConfigSpec:
             described = fields["indexing"][compiled.store_sites[store]] == "tensor_descriptor"
             subtiles[store] = value if described and store in compiled.splittable_stores else 1
         fields["store_subtiles"] = subtiles
-        self._backend(fields)
+        self._backend(fields, compiled)
         self._maxnreg(fields)
         return Config(fields)
 
@@ -436,7 +436,7 @@ class ConfigSpec:
             raise exc.InvalidConfig(f"{name} {value!r}: one of {choices}, or a list of one per top-level loop ({loops})")
         return values
 
-    def _backend(self, fields: dict) -> None:
+    def _backend(self, fields: dict, compiled: Discovery) -> None:
         """`backend`: "triton" (the default, left out of configs), "gluon" (build_tools/dsl/
         gluon_lowering.py: warp-specialized kernels of the loop form it takes), or a list of one
         of them per top-level loop (each loop is its own kernel: e.g. the attention backward's dq
@@ -474,14 +474,22 @@ class ConfigSpec:
         for loop, backend in enumerate(backends):
             if backend == "gluon" and loop < len(rows) and rows[loop] is not None:  # 64 rows per warpgroup
                 fields["block_sizes"][rows[loop]] = 64 * groups
+        # the lowering takes a Triton kernel's pointer loads (it makes them TMA copies), walks a
+        # persistent grid's tiles in a loop of its own and ignores Triton's warp specialization: in
+        # each Gluon kernel those knobs take their neutral values (also beside Triton kernels, whose
+        # descriptors or flattened tile loop it could not lower), so that a Triton config with the
+        # back end switched normalizes to one config; where every kernel is Gluon, its warps too
+        gluon = {kernel for kernel, backend in enumerate(backends) if backend == "gluon"}
+        fields["indexing"] = ["pointer" if compiled.site_kernels[site] in gluon else value
+                              for site, value in enumerate(fields["indexing"])]
+        fields["store_subtiles"] = [1 if compiled.site_kernels[compiled.store_sites[store]] in gluon else value
+                                    for store, value in enumerate(fields["store_subtiles"])]
+        fields["range_warp_specializes"] = [None if compiled.device_loop_kernels[loop] in gluon else value
+                                            for loop, value in enumerate(fields["range_warp_specializes"])]
+        fields["persistent_flattens"] = [value and kernel not in gluon
+                                         for kernel, value in enumerate(fields["persistent_flattens"])]
         if uniform:
-            # the lowering takes the Triton kernel's pointer loads (it makes them TMA copies), sets its
-            # own warps and ignores Triton's warp specialization: those knobs take their neutral
-            # values, so that a Triton config with the back end switched normalizes to one config
-            fields["indexing"] = ["pointer"] * len(fields.get("indexing") or [])
-            fields["range_warp_specializes"] = [None] * len(fields.get("range_warp_specializes") or [])
             fields["num_warps"] = 4
-            fields["persistent_flattens"] = [False] * len(fields.get("persistent_flattens") or [])
 
     @staticmethod
     def _maxnreg(fields: dict) -> None:

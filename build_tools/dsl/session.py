@@ -84,6 +84,10 @@ class Discovery:
     # ones a tensor-descriptor store may write in pieces along its last dimension (store_subtiles)
     splittable_stores: set = field(default_factory=set)
     store_sites: list = field(default_factory=list)  # each store's index in `indexing`
+    # the top-level loop (kernel) of each `indexing` site and of each device loop: a config with a
+    # back end per kernel gives a Gluon kernel's Triton-only knobs their neutral values
+    site_kernels: list = field(default_factory=list)
+    device_loop_kernels: list = field(default_factory=list)
     # top-level loops whose programs wait for each other: their tiles keep launch order
     # (tile_reversals), since a program may wait for one that a reversed order would launch later
     waiting_loops: set = field(default_factory=set)
@@ -419,6 +423,7 @@ class CompileSession:
                 self.found.stores += 1
                 known = (self.found.loads + self.found.stores - 1, self.found.stores - 1)
                 self.found.store_sites.append(known[0])
+            self.found.site_kernels.append(self.top_loop_index)
             self.memory_sites[(kind, access)] = known
         return known
 
@@ -443,6 +448,7 @@ class CompileSession:
 
     def next_device_loop(self, has_dot: bool) -> int:
         self.found.device_loops.append(DeviceLoopInfo(has_dot))
+        self.found.device_loop_kernels.append(self.top_loop_index)
         index = self.device_loop_index
         self.device_loop_index += 1
         return index

@@ -38,10 +38,13 @@ def attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, devi
     return q, k, v, causal, 1 / math.sqrt(head_dim)
 
 
-def gluon_bwd_config(causal: bool, query_block: int = 32, stages: int = 3, peel: bool = False) -> dict:
-    """The backward's blocks: dq's rows and key tiles, dk/dv's key rows and query tiles."""
-    return {"block_sizes": [128, 64, 128, query_block], "num_stages": stages,
-            "range_peel_tails": [peel] * (5 if causal else 3), "backend": "gluon", "consumer_groups": 2}
+def gluon_bwd_config(causal: bool, query_block: int = 32, stages: int = 3, peel: bool = False,
+                     branch: tuple = (False, False)) -> dict:
+    """The backward's blocks: dq's rows and key tiles, dk/dv's key rows and query tiles. `branch`:
+    (dq, dk/dv) in one loop each with the causal mask under a branch, instead of a loop of its own."""
+    loops = 3 + (2 - sum(branch) if causal else 0)
+    return {"block_sizes": [128, 64, 128, query_block], "num_stages": stages, "range_peel_tails": [peel] * loops,
+            "backend": "gluon", "consumer_groups": 2, "dq_diagonal_branch": branch[0], "dkv_diagonal_branch": branch[1]}
 
 
 def bwd_shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal) -> dict:
@@ -53,7 +56,9 @@ CROSS_CASES = [(False, 64, 2, "flat", False), (True, 64, 2, "flat", False), (Fal
                (True, 128, 2, "flat", False), (True, 128, 2, "persistent_interleaved", False),
                (True, 128, 2, "persistent_dynamic", False), (True, 128, 2, "persistent_dynamic", True),
                (True, 64, 1, "flat", True)]
-BWD_CROSS_CASES = [(False, 32, False), (True, 32, False), (False, 64, True), (True, 64, True)]  # causal, queries, shared
+# causal, queries, shared, (dq, dk/dv) masks under branches
+BWD_CROSS_CASES = [(False, 32, False, (False, False)), (True, 32, False, (False, False)), (False, 64, True, (False, False)),
+                   (True, 64, True, (False, False)), (True, 32, False, (True, True))]
 # (causal, consumer groups): the D64 forward with 64-key tiles compiled under maxnreg 80
 CAPPED_CROSS_CASES = [(True, 1), (False, 2)]
 CAP = 80
@@ -84,12 +89,12 @@ def cross_compile_cases() -> dict:
             results[key] = {"error": str(err)}
             continue
         results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
-    for causal, queries, shared in BWD_CROSS_CASES:
+    for causal, queries, shared, branch in BWD_CROSS_CASES:
         args = make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0)
-        key = f"bwd-{causal}-{queries}-{shared}"
+        key = f"bwd-{causal}-{queries}-{shared}-{branch}"
         try:
-            compiled = cross_compile(attention_bwd.bind(args), args,
-                                     {**gluon_bwd_config(causal, queries), "shared_operands": [False, shared]})
+            compiled = cross_compile(attention_bwd.bind(args), args, {**gluon_bwd_config(causal, queries, branch=branch),
+                                                                      "shared_operands": [False, shared]})
         except CrossCompileError as err:
             results[key] = {"error": str(err)}
             continue
@@ -128,8 +133,8 @@ def test_lowered_attention_backward_compiles_for_sm90():
     serializes its wgmmas; staged in shared memory they are not, and it spills 328 bytes
     non-causal, 840 causal (2026-11-27)."""
     results = results_without_interpreter("tests.dsl.test_gluon_backend", timeout=900)
-    for causal, queries, shared in BWD_CROSS_CASES:
-        key = f"bwd-{causal}-{queries}-{shared}"
+    for causal, queries, shared, branch in BWD_CROSS_CASES:
+        key = f"bwd-{causal}-{queries}-{shared}-{branch}"
         kernels = results[key]
         assert "error" not in kernels, kernels
         dq, dkdv = kernels
@@ -344,6 +349,33 @@ def test_a_backend_per_kernel():
         "@_jit_on_first_launch\ndef _attention_bwd_kernel") == 1
     cpu = torch.device("cpu")
     assert runs_backend(["triton", "triton"], cpu) and not runs_backend(["gluon", "triton"], cpu)
+
+
+def test_gluon_kernels_beside_triton_ones_take_neutral_triton_knobs():
+    """With a back end per kernel, a Gluon kernel's sites load by pointer (the lowering makes its TMA
+    copies), its persistent tile loop is not flattened and Triton does not warp-specialize its loops;
+    the Triton kernel beside it keeps those knobs. Random configs that draw Gluon for a kernel lower
+    (a descriptor or a flattened tile loop in a Gluon kernel failed to, 2026-11-28)."""
+    args = make_bwd_inputs(bwd_shape(1, 2, 1, 200, 300, 128, True), torch.float16, "cpu", 0)
+    bound = attention_bwd.bind(args)
+    spec = bound.config_spec
+    config = spec.normalize({"block_sizes": [64, 32, 64, 32], "backend": ["gluon", "triton"],
+                             "pid_type": "persistent_interleaved", "indexing": "tensor_descriptor",
+                             "persistent_flattens": [True, True], "range_warp_specializes": [True] * 5})
+    found = spec.found_for(dict(config))
+    assert set(found.site_kernels) == {0, 1} and set(found.device_loop_kernels) == {0, 1}
+    assert [value for value, kernel in zip(config["indexing"], found.site_kernels) if kernel == 0] == \
+        ["pointer"] * found.site_kernels.count(0)
+    assert set(value for value, kernel in zip(config["indexing"], found.site_kernels) if kernel == 1) == {"tensor_descriptor"}
+    assert list(config["persistent_flattens"]) == [False, True]
+    assert all(value is None for value, kernel in zip(config["range_warp_specializes"], found.device_loop_kernels)
+               if kernel == 0)
+    assert bound.to_triton_code(config).count("gl.warp_specialize(") == 1
+    drawn = [spec.random_config(seed, backends=("triton", "gluon")) for seed in range(24)]
+    drawn = [config for config in drawn if "gluon" in str(config.get("backend"))]
+    assert len(drawn) >= 6
+    for config in drawn:
+        assert "gl.warp_specialize(" in bound.to_triton_code(config), dict(config)
 
 
 def test_shared_operands_per_kernel():
@@ -595,22 +627,30 @@ def test_persistent_lowered_attention_matches_float64(causal, branch, groups, gr
         assert int(tickets.abs().sum()) == 0
 
 
+BWD_CASES = [(32, False, "gluon", False, False), (64, False, "gluon", False, False), (32, True, "gluon", False, False),
+             (32, True, ["gluon", "triton"], False, False), (64, False, "gluon", True, False),
+             (32, True, "gluon", [False, True], False), (32, True, "gluon", False, True),
+             (64, False, "gluon", True, [False, True])]
+# causal only: the masks under branches (dq, dk/dv), beside the cases above
+BWD_BRANCH_CASES = [(32, False, "gluon", False, False, (True, True)), (64, False, "gluon", True, [False, True], (True, True)),
+                    (32, True, "gluon", False, True, (True, False)), (32, True, ["gluon", "triton"], False, False, (False, True))]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("query_block, peel, backend, shared, relative", [
-    (32, False, "gluon", False, False), (64, False, "gluon", False, False), (32, True, "gluon", False, False),
-    (32, True, ["gluon", "triton"], False, False), (64, False, "gluon", True, False),
-    (32, True, "gluon", [False, True], False), (32, True, "gluon", False, True), (64, False, "gluon", True, [False, True])])
+@pytest.mark.parametrize("causal, query_block, peel, backend, shared, relative, branch",
+                         [(causal, *case, (False, False)) for causal in (False, True) for case in BWD_CASES] +
+                         [(True, *case) for case in BWD_BRANCH_CASES])
 @pytest.mark.parametrize("dims", [(2, 4, 2, 1000, 1000, 128), (1, 4, 4, 300, 777, 128), (1, 4, 1, 777, 300, 64),
                                   (1, 2, 2, 1, 129, 128), (1, 2, 1, 65, 1, 128)])
-def test_lowered_attention_backward_matches_float64(causal, query_block, peel, backend, shared, relative, dims, device):
+def test_lowered_attention_backward_matches_float64(causal, query_block, peel, backend, shared, relative, branch, dims,
+                                                    device):
     """Both kernels lowered, or dq alone beside the Triton dk/dv kernel (a backend per kernel); the
     accumulating dots' register operands in registers or in shared memory (per kernel); masks
-    relative or not (per kernel)."""
+    relative or not (per kernel); causal masks under branches in one loop per kernel or not."""
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
     args = make_bwd_inputs(bwd_shape(*dims, causal), torch.bfloat16, "cuda", 7)
-    launcher = attention_bwd.bind(args).compile_config({**gluon_bwd_config(causal, query_block, peel=peel),
+    launcher = attention_bwd.bind(args).compile_config({**gluon_bwd_config(causal, query_block, peel=peel, branch=branch),
                                                         "backend": backend, "shared_operands": shared,
                                                         "relative_masks": relative})
     with poisoned_allocations():
