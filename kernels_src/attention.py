@@ -126,6 +126,8 @@ def attention_bwd(
     dq_block_n = hl.register_block_size(kv_len)
     dkv_block_n = hl.register_block_size(kv_len)
     dkv_block_m = hl.register_block_size(q_len)
+    dq_diagonal_branch = hl.register_tunable("dq_diagonal_branch", helion.EnumFragment((False, True)))
+    dkv_diagonal_branch = hl.register_tunable("dkv_diagonal_branch", helion.EnumFragment((False, True)))
     delta = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     grad_q = torch.empty_like(q)
     grad_k = torch.empty_like(k)
@@ -141,17 +143,22 @@ def attention_bwd(
         delta[b, h, tile_m] = row_delta
         lse_log2 = lse[b, h, tile_m] * LOG2E
         acc_q = hl.zeros([tile_m, head_dim], dtype=torch.float32)
-        if causal:
+        if causal and dq_diagonal_branch:
+            unmasked_end = min(tile_m.end, kv_len)
+        elif causal:
             unmasked_end = min(tile_m.begin, kv_len)
         else:
             unmasked_end = kv_len
         for tile_n in hl.tile(0, unmasked_end, block_size=dq_block_n):
             k_tile = k[b, kv_h, tile_n, :]
             probs = torch.exp2(hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale - lse_log2[:, None])
+            if causal and dq_diagonal_branch:
+                if tile_n.end > tile_m.begin:
+                    probs = torch.where(tile_n.index[None, :] <= tile_m.index[:, None], probs, 0.0)
             grad_probs = hl.dot(do_tile, v[b, kv_h, tile_n, :].T, out_dtype=torch.float32)
             grad_scores = probs * (grad_probs - row_delta[:, None])
             acc_q = hl.dot(grad_scores.to(k_tile.dtype), k_tile, acc=acc_q)
-        if causal:
+        if causal and not dq_diagonal_branch:
             for tile_n in hl.tile(unmasked_end, min(tile_m.end, kv_len), block_size=dq_block_n):
                 k_tile = k[b, kv_h, tile_n, :]
                 probs = torch.exp2(hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale - lse_log2[:, None])
@@ -168,13 +175,15 @@ def attention_bwd(
         v_tile = v[b, kv_h, tile_n, :]
         acc_k = hl.zeros([tile_n, head_dim], dtype=torch.float32)
         acc_v = hl.zeros([tile_n, head_dim], dtype=torch.float32)
-        if causal:
+        if causal and dkv_diagonal_branch:
+            masked_end = tile_n.begin
+        elif causal:
             masked_end = min(tile_n.end, q_len)
         else:
             masked_end = 0
         for head in hl.grid(group):
             h = kv_h * group + head
-            if causal:
+            if causal and not dkv_diagonal_branch:
                 for tile_m in hl.tile(tile_n.begin, masked_end, block_size=dkv_block_m):
                     q_tile = q[b, h, tile_m, :]
                     do_tile = grad_out[b, h, tile_m, :]
@@ -190,6 +199,9 @@ def attention_bwd(
                 do_tile = grad_out[b, h, tile_m, :]
                 lse_log2 = lse[b, h, tile_m] * LOG2E
                 probs_t = torch.exp2(hl.dot(k_tile, q_tile.T, out_dtype=torch.float32) * qk_scale - lse_log2[None, :])
+                if causal and dkv_diagonal_branch:
+                    if tile_m.begin < tile_n.end:
+                        probs_t = torch.where(tile_n.index[:, None] <= tile_m.index[None, :], probs_t, 0.0)
                 acc_v = hl.dot(probs_t.to(do_tile.dtype), do_tile, acc=acc_v)
                 grad_probs_t = hl.dot(v_tile, do_tile.T, out_dtype=torch.float32)
                 grad_scores_t = probs_t * (grad_probs_t - delta[b, h, tile_m][None, :])

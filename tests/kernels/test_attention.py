@@ -5,8 +5,8 @@ ways, grouped- and multi-query attention, a custom scale, head dims 64, 128 and 
 single-token case. Tolerances are the ops' own (kernels_src.attention.tolerance / tolerance_bwd):
 forward bf16 (1e-2, 1e-2), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 2e-2), fp16 (2e-3, 2e-3) as
 (rtol, atol); fp32 forward (1e-2, 1e-2), backward (2e-2, 2e-2), since GPUs run its dots in TF32.
-Each case runs under the default and random configs; the causal forward also in one key loop with
-its mask under a branch (`diagonal_branch`).
+Each case runs under the default and random configs; causal kernels also in one loop with their
+mask under a branch (`diagonal_branch`, `dq_diagonal_branch`, `dkv_diagonal_branch`).
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
 import pytest
@@ -49,6 +49,8 @@ DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 # the causal forward in one key loop, its mask under a branch; 16-row tiles so that the lengths
 # above give tiles before the diagonal (unmasked), on it and past a ragged end
 DIAGONAL_BRANCH = config_with("diagonal branch", {("diagonal_branch", None): True, ("block_sizes", None): 16})
+DIAGONAL_BRANCHES_BWD = config_with("diagonal branches", {("dq_diagonal_branch", None): True,
+                                                          ("dkv_diagonal_branch", None): True, ("block_sizes", None): 16})
 
 
 def _label(op, shape, dtype):
@@ -71,7 +73,8 @@ def test_backward(device, dtype, case):
     shape = CASES[device][case]
     args = attention.make_bwd_inputs(shape, dtype, device, seed=200 + case)
     check_op(attention.attention_bwd, args, attention.reference_bwd(*args), attention.tolerance_bwd(dtype),
-             _label("attention_bwd", shape, dtype), output_dtypes=(dtype, dtype, dtype))
+             _label("attention_bwd", shape, dtype), output_dtypes=(dtype, dtype, dtype),
+             extra_configs=[DIAGONAL_BRANCHES_BWD] if shape["causal"] else [])
 
 
 @pytest.mark.parametrize("causal", [False, True])
