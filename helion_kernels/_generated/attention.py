@@ -14785,41 +14785,6 @@ def _attention_fwd_kernel_cd7a918655(q_len, q_heads, batch, group, q, q_stride_0
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_47, mask=(mask_7))
 
 
-# attention_bwd variant 059606b304d8
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__059606b304d8(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_bwd variant 119ce109e469
 # config: {"backend":"gluon","block_sizes":[128,64,128,32],"consumer_groups":2,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,3,3,3],"range_peel_tails":[true,true,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
@@ -14883,151 +14848,11 @@ def attention_bwd__119ce109e469(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 13a59b93a5c8
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__13a59b93a5c8(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 177ee47e5fd8
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__177ee47e5fd8(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 2b75df92a2ae
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__2b75df92a2ae(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 335dcf1efb8a
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__335dcf1efb8a(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 3922f71f55d5
-# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# attention_bwd variant 15158d4ff67c
+# config: {"block_sizes":[32,32,32,16],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
 # used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__3922f71f55d5(grad_out, q, k, v, out, lse, causal, scale):
+def attention_bwd__15158d4ff67c(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15058,11 +14883,11 @@ def attention_bwd__3922f71f55d5(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 3b7da651f310
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__3b7da651f310(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 1591667f6871
+# config: {"block_sizes":[64,64,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__1591667f6871(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15080,7 +14905,7 @@ def attention_bwd__3b7da651f310(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -15089,15 +14914,15 @@ def attention_bwd__3b7da651f310(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 3e65d19b2e03
-# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__3e65d19b2e03(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 16ea1f4c33e6
+# config: {"block_sizes":[16,16,16,16],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__16ea1f4c33e6(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15115,7 +14940,7 @@ def attention_bwd__3e65d19b2e03(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -15124,7 +14949,147 @@ def attention_bwd__3e65d19b2e03(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 30f7ab054697
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__30f7ab054697(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 31e8e56322a0
+# config: {"block_sizes":[64,64,64,64],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__31e8e56322a0(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 367bcff9b39e
+# config: {"block_sizes":[16,16,16,16],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__367bcff9b39e(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 3b3a513785ae
+# config: {"block_sizes":[64,64,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__3b3a513785ae(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -15192,11 +15157,11 @@ def attention_bwd__3f69e6669895(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 40896e4d822c
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__40896e4d822c(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 4df30eac6d4f
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__4df30eac6d4f(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15214,7 +15179,7 @@ def attention_bwd__40896e4d822c(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -15223,42 +15188,7 @@ def attention_bwd__40896e4d822c(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 43a2f8292a5d
-# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__43a2f8292a5d(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -15297,11 +15227,11 @@ def attention_bwd__5139e7e849cd(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 5b58bcce9bbf
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# attention_bwd variant 57820af9e5fc
+# config: {"block_sizes":[64,64,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
 # used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__5b58bcce9bbf(grad_out, q, k, v, out, lse, causal, scale):
+def attention_bwd__57820af9e5fc(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15329,41 +15259,6 @@ def attention_bwd__5b58bcce9bbf(grad_out, q, k, v, out, lse, causal, scale):
     _q_strides = q.stride()
     _v_strides = v.stride()
     _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 6161857370e8
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__6161857370e8(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -15402,11 +15297,11 @@ def attention_bwd__61e4a6ea5ab3(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 632ca1d5dfa7
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__632ca1d5dfa7(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 6587daedf9ae
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__6587daedf9ae(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15424,7 +15319,7 @@ def attention_bwd__632ca1d5dfa7(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -15433,15 +15328,15 @@ def attention_bwd__632ca1d5dfa7(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 669ce51a0b11
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__669ce51a0b11(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 66f3fcf28c63
+# config: {"block_sizes":[64,64,64,64],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__66f3fcf28c63(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15459,7 +15354,7 @@ def attention_bwd__669ce51a0b11(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -15468,42 +15363,7 @@ def attention_bwd__669ce51a0b11(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 6a04f1555d66
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__6a04f1555d66(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -15570,11 +15430,11 @@ def attention_bwd__6b79db165b6f(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 6f521734ff72
-# config: {"block_sizes":[32,32,32,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__6f521734ff72(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 789d00a9d874
+# config: {"block_sizes":[64,64,64,64],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__789d00a9d874(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15592,7 +15452,7 @@ def attention_bwd__6f521734ff72(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -15601,7 +15461,42 @@ def attention_bwd__6f521734ff72(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 7d2ad1776c1b
+# config: {"block_sizes":[64,64,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__7d2ad1776c1b(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -15733,11 +15628,11 @@ def attention_bwd__86d89ed16f05(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 8b268e94fc15
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__8b268e94fc15(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 8cea3aa659bf
+# config: {"block_sizes":[64,64,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__8cea3aa659bf(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15755,7 +15650,7 @@ def attention_bwd__8b268e94fc15(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -15764,15 +15659,15 @@ def attention_bwd__8b268e94fc15(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 8ec5918bb291
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__8ec5918bb291(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant 8fe1ed12a040
+# config: {"block_sizes":[32,32,32,16],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__8fe1ed12a040(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -15790,7 +15685,7 @@ def attention_bwd__8ec5918bb291(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -15799,42 +15694,7 @@ def attention_bwd__8ec5918bb291(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 933c3a0f4eaa
-# config: {"block_sizes":[16,16,16,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__933c3a0f4eaa(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -15898,41 +15758,6 @@ def attention_bwd__95ea9911cf94(grad_out, q, k, v, out, lse, causal, scale):
         grad_k.copy_(_grad_k_tma)
     if _grad_v_tma is not grad_v:
         grad_v.copy_(_grad_v_tma)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant 963cdd50bd19
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__963cdd50bd19(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -16035,11 +15860,11 @@ def attention_bwd__9995b581b919(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 9ac2d1ec8ee0
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__9ac2d1ec8ee0(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant a8bf1b244829
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__a8bf1b244829(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -16057,7 +15882,7 @@ def attention_bwd__9ac2d1ec8ee0(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -16066,112 +15891,7 @@ def attention_bwd__9ac2d1ec8ee0(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant a13a386bfe0f
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__a13a386bfe0f(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant a5e24d7fe1ec
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__a5e24d7fe1ec(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant a671f6eb2acf
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[16],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__a671f6eb2acf(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -16210,11 +15930,11 @@ def attention_bwd__b19b9b60d00c(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant c78750da2c1a
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__c78750da2c1a(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant bbbcf6e69bed
+# config: {"block_sizes":[32,32,32,16],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__bbbcf6e69bed(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -16232,7 +15952,7 @@ def attention_bwd__c78750da2c1a(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -16241,15 +15961,15 @@ def attention_bwd__c78750da2c1a(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant c9dd84a3aa81
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__c9dd84a3aa81(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant c38b1bd94e7b
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__c38b1bd94e7b(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -16267,7 +15987,7 @@ def attention_bwd__c9dd84a3aa81(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -16276,7 +15996,112 @@ def attention_bwd__c9dd84a3aa81(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant c9ccfdc3ee60
+# config: {"block_sizes":[64,64,64,64],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__c9ccfdc3ee60(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant d68f683fc712
+# config: {"block_sizes":[64,64,64,64],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__d68f683fc712(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant d97081674da3
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__d97081674da3(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -16343,6 +16168,111 @@ def attention_bwd__d9e0b51d9253(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
+# attention_bwd variant dbc9ca46b8bf
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__dbc9ca46b8bf(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 8, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 8, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant dc3003ee150c
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__dc3003ee150c(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant dd50c71faee6
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__dd50c71faee6(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
 # attention_bwd variant df321e6a87d5
 # config: {"backend":"gluon","block_sizes":[128,64,128,32],"consumer_groups":2,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,2,2],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
@@ -16406,11 +16336,11 @@ def attention_bwd__df321e6a87d5(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant e40d7efcd963
-# config: {"block_sizes":[16,16,16,16],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[256],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__e40d7efcd963(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant e5092e3fbadc
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":128,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__e5092e3fbadc(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -16428,7 +16358,7 @@ def attention_bwd__e40d7efcd963(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 16) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 128, 32), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -16437,15 +16367,15 @@ def attention_bwd__e40d7efcd963(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 16) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (16, 256, 16), 4, 2)
+    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 128, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant e5bd0e20afa2
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[32],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
-def attention_bwd__e5bd0e20afa2(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant e892de80f595
+# config: {"block_sizes":[64,64,64,64],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
+# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__e892de80f595(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -16463,7 +16393,7 @@ def attention_bwd__e5bd0e20afa2(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 32, 32), 4, 2)
+    _launch(_attention_bwd_kernel_e025185a1b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -16472,15 +16402,15 @@ def attention_bwd__e5bd0e20afa2(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
+    _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant e6e38cc662aa
-# config: {"block_sizes":[64,64,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[16],"v":{"dtype":"bfloat16","rank":4}}
-# used by: default.json bfloat16 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__e6e38cc662aa(grad_out, q, k, v, out, lse, causal, scale):
+# attention_bwd variant efe4245d3601
+# config: {"block_sizes":[64,64,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__efe4245d3601(grad_out, q, k, v, out, lse, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -16498,7 +16428,7 @@ def attention_bwd__e6e38cc662aa(grad_out, q, k, v, out, lse, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_bwd_kernel_4654231087, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 64), 4, 3)
+    _launch(_attention_bwd_kernel_4ed6176485, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
     _delta_strides = delta.stride()
     grad_k_strides = grad_k.stride()
     _grad_out_strides = grad_out.stride()
@@ -16507,42 +16437,7 @@ def attention_bwd__e6e38cc662aa(grad_out, q, k, v, out, lse, causal, scale):
     _lse_strides = lse.stride()
     _q_strides = q.stride()
     _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_ac6650c698, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant e9e29130d978
-# config: {"block_sizes":[64,32,64,32],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
-# used by: default.json float32 {"B":1,"D":16,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_bwd__e9e29130d978(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 16, 32), 4, 2)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 16, 32), 4, 2)
+    _launch(_attention_bwd_kernel_caf05471aa, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -16606,6 +16501,111 @@ def attention_bwd__f37ebfcaf290(grad_out, q, k, v, out, lse, causal, scale):
         grad_k.copy_(_grad_k_tma)
     if _grad_v_tma is not grad_v:
         grad_v.copy_(_grad_v_tma)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant f7164d88fcff
+# config: {"block_sizes":[32,32,32,16],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":256,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__f7164d88fcff(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8fa83f558c, (_cdiv(q_len, 32) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (32, 256, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_067e102326, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant fb50aa045b3d
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_bwd__fb50aa045b3d(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_e8cbd2cd4f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_8533603493, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant fe9d84be8185
+# config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[64],"v":{"dtype":"float32","rank":4}}
+# used by: default.json float32 {"B":1,"D":64,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":false}
+def attention_bwd__fe9d84be8185(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_9a36c76a4b, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 32), 4, 2)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 32), 4, 2)
     return (grad_q, grad_k, grad_v)
 
 
@@ -17951,89 +17951,89 @@ VARIANTS = {
         'ffd8e722523c': attention_fwd__ffd8e722523c,
     },
     'attention_bwd': {
-        '059606b304d8': attention_bwd__059606b304d8,
         '119ce109e469': attention_bwd__119ce109e469,
-        '13a59b93a5c8': attention_bwd__13a59b93a5c8,
-        '177ee47e5fd8': attention_bwd__177ee47e5fd8,
-        '2b75df92a2ae': attention_bwd__2b75df92a2ae,
-        '335dcf1efb8a': attention_bwd__335dcf1efb8a,
-        '3922f71f55d5': attention_bwd__3922f71f55d5,
-        '3b7da651f310': attention_bwd__3b7da651f310,
-        '3e65d19b2e03': attention_bwd__3e65d19b2e03,
+        '15158d4ff67c': attention_bwd__15158d4ff67c,
+        '1591667f6871': attention_bwd__1591667f6871,
+        '16ea1f4c33e6': attention_bwd__16ea1f4c33e6,
+        '30f7ab054697': attention_bwd__30f7ab054697,
+        '31e8e56322a0': attention_bwd__31e8e56322a0,
+        '367bcff9b39e': attention_bwd__367bcff9b39e,
+        '3b3a513785ae': attention_bwd__3b3a513785ae,
         '3f69e6669895': attention_bwd__3f69e6669895,
-        '40896e4d822c': attention_bwd__40896e4d822c,
-        '43a2f8292a5d': attention_bwd__43a2f8292a5d,
+        '4df30eac6d4f': attention_bwd__4df30eac6d4f,
         '5139e7e849cd': attention_bwd__5139e7e849cd,
-        '5b58bcce9bbf': attention_bwd__5b58bcce9bbf,
-        '6161857370e8': attention_bwd__6161857370e8,
+        '57820af9e5fc': attention_bwd__57820af9e5fc,
         '61e4a6ea5ab3': attention_bwd__61e4a6ea5ab3,
-        '632ca1d5dfa7': attention_bwd__632ca1d5dfa7,
-        '669ce51a0b11': attention_bwd__669ce51a0b11,
-        '6a04f1555d66': attention_bwd__6a04f1555d66,
+        '6587daedf9ae': attention_bwd__6587daedf9ae,
+        '66f3fcf28c63': attention_bwd__66f3fcf28c63,
         '6b79db165b6f': attention_bwd__6b79db165b6f,
-        '6f521734ff72': attention_bwd__6f521734ff72,
+        '789d00a9d874': attention_bwd__789d00a9d874,
+        '7d2ad1776c1b': attention_bwd__7d2ad1776c1b,
         '802aa15c2a14': attention_bwd__802aa15c2a14,
         '86d89ed16f05': attention_bwd__86d89ed16f05,
-        '8b268e94fc15': attention_bwd__8b268e94fc15,
-        '8ec5918bb291': attention_bwd__8ec5918bb291,
-        '933c3a0f4eaa': attention_bwd__933c3a0f4eaa,
+        '8cea3aa659bf': attention_bwd__8cea3aa659bf,
+        '8fe1ed12a040': attention_bwd__8fe1ed12a040,
         '95ea9911cf94': attention_bwd__95ea9911cf94,
-        '963cdd50bd19': attention_bwd__963cdd50bd19,
         '97b9640b9b18': attention_bwd__97b9640b9b18,
         '9995b581b919': attention_bwd__9995b581b919,
-        '9ac2d1ec8ee0': attention_bwd__9ac2d1ec8ee0,
-        'a13a386bfe0f': attention_bwd__a13a386bfe0f,
-        'a5e24d7fe1ec': attention_bwd__a5e24d7fe1ec,
-        'a671f6eb2acf': attention_bwd__a671f6eb2acf,
+        'a8bf1b244829': attention_bwd__a8bf1b244829,
         'b19b9b60d00c': attention_bwd__b19b9b60d00c,
-        'c78750da2c1a': attention_bwd__c78750da2c1a,
-        'c9dd84a3aa81': attention_bwd__c9dd84a3aa81,
+        'bbbcf6e69bed': attention_bwd__bbbcf6e69bed,
+        'c38b1bd94e7b': attention_bwd__c38b1bd94e7b,
+        'c9ccfdc3ee60': attention_bwd__c9ccfdc3ee60,
+        'd68f683fc712': attention_bwd__d68f683fc712,
+        'd97081674da3': attention_bwd__d97081674da3,
         'd9e0b51d9253': attention_bwd__d9e0b51d9253,
+        'dbc9ca46b8bf': attention_bwd__dbc9ca46b8bf,
+        'dc3003ee150c': attention_bwd__dc3003ee150c,
+        'dd50c71faee6': attention_bwd__dd50c71faee6,
         'df321e6a87d5': attention_bwd__df321e6a87d5,
-        'e40d7efcd963': attention_bwd__e40d7efcd963,
-        'e5bd0e20afa2': attention_bwd__e5bd0e20afa2,
-        'e6e38cc662aa': attention_bwd__e6e38cc662aa,
-        'e9e29130d978': attention_bwd__e9e29130d978,
+        'e5092e3fbadc': attention_bwd__e5092e3fbadc,
+        'e892de80f595': attention_bwd__e892de80f595,
+        'efe4245d3601': attention_bwd__efe4245d3601,
         'f37ebfcaf290': attention_bwd__f37ebfcaf290,
+        'f7164d88fcff': attention_bwd__f7164d88fcff,
+        'fb50aa045b3d': attention_bwd__fb50aa045b3d,
+        'fe9d84be8185': attention_bwd__fe9d84be8185,
     },
 }
 
 
 REPLAYABLE = frozenset({
-    'attention_bwd__059606b304d8',
-    'attention_bwd__13a59b93a5c8',
-    'attention_bwd__177ee47e5fd8',
-    'attention_bwd__2b75df92a2ae',
-    'attention_bwd__335dcf1efb8a',
-    'attention_bwd__3922f71f55d5',
-    'attention_bwd__3b7da651f310',
-    'attention_bwd__3e65d19b2e03',
-    'attention_bwd__40896e4d822c',
-    'attention_bwd__43a2f8292a5d',
+    'attention_bwd__15158d4ff67c',
+    'attention_bwd__1591667f6871',
+    'attention_bwd__16ea1f4c33e6',
+    'attention_bwd__30f7ab054697',
+    'attention_bwd__31e8e56322a0',
+    'attention_bwd__367bcff9b39e',
+    'attention_bwd__3b3a513785ae',
+    'attention_bwd__4df30eac6d4f',
     'attention_bwd__5139e7e849cd',
-    'attention_bwd__5b58bcce9bbf',
-    'attention_bwd__6161857370e8',
+    'attention_bwd__57820af9e5fc',
     'attention_bwd__61e4a6ea5ab3',
-    'attention_bwd__632ca1d5dfa7',
-    'attention_bwd__669ce51a0b11',
-    'attention_bwd__6a04f1555d66',
-    'attention_bwd__6f521734ff72',
-    'attention_bwd__8b268e94fc15',
-    'attention_bwd__8ec5918bb291',
-    'attention_bwd__933c3a0f4eaa',
-    'attention_bwd__963cdd50bd19',
+    'attention_bwd__6587daedf9ae',
+    'attention_bwd__66f3fcf28c63',
+    'attention_bwd__789d00a9d874',
+    'attention_bwd__7d2ad1776c1b',
+    'attention_bwd__8cea3aa659bf',
+    'attention_bwd__8fe1ed12a040',
     'attention_bwd__9995b581b919',
-    'attention_bwd__9ac2d1ec8ee0',
-    'attention_bwd__a13a386bfe0f',
-    'attention_bwd__a5e24d7fe1ec',
-    'attention_bwd__a671f6eb2acf',
+    'attention_bwd__a8bf1b244829',
     'attention_bwd__b19b9b60d00c',
-    'attention_bwd__c78750da2c1a',
-    'attention_bwd__c9dd84a3aa81',
-    'attention_bwd__e40d7efcd963',
-    'attention_bwd__e5bd0e20afa2',
-    'attention_bwd__e6e38cc662aa',
-    'attention_bwd__e9e29130d978',
+    'attention_bwd__bbbcf6e69bed',
+    'attention_bwd__c38b1bd94e7b',
+    'attention_bwd__c9ccfdc3ee60',
+    'attention_bwd__d68f683fc712',
+    'attention_bwd__d97081674da3',
+    'attention_bwd__dbc9ca46b8bf',
+    'attention_bwd__dc3003ee150c',
+    'attention_bwd__dd50c71faee6',
+    'attention_bwd__e5092e3fbadc',
+    'attention_bwd__e892de80f595',
+    'attention_bwd__efe4245d3601',
+    'attention_bwd__f7164d88fcff',
+    'attention_bwd__fb50aa045b3d',
+    'attention_bwd__fe9d84be8185',
     'attention_fwd__03a75b38c625',
     'attention_fwd__076e8bb70bbf',
     'attention_fwd__08fbd3f07595',
