@@ -1,11 +1,14 @@
 #!/bin/bash
 # A config probe whose compiles run first in parallel: one process per (job, variant) fills Triton's
 # on-disk cache (one timing round, results thrown away), then one process times every job in
-# alternating rounds with the cache warm. Usage: bash scratch/gpu_run_probe_parallel_warm.sh JOBS TABLE
+# alternating rounds with the cache warm. Usage: bash scratch/gpu_run_probe_parallel_warm.sh JOBS TABLE [PHASE]
+# PHASE "warm" or "time" runs one half (so that other work can run between them); WARM_PROCS
+# sets the parallel compiles (14).
 set -u
-JOBS=$1; TABLE=$2
+JOBS=$1; TABLE=$2; PHASE=${3:-both}
 export HK_TEST_DEVICE=cuda PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/device.txt
+if [ "$PHASE" != time ]; then
 mkdir -p /tmp/warm
 python3 - "$JOBS" <<'PY'
 import json, sys
@@ -14,7 +17,9 @@ for i, job in enumerate(json.load(open(sys.argv[1]))):
         json.dump([{**job, "variants": {label: overrides}}], open(f"/tmp/warm/job_{i}_{j}.json", "w"))
 PY
 start=$(date +%s)
-ls /tmp/warm/job_*.json | xargs -P 14 -I{} sh -c 'timeout 300 python3 tools/config_probe.py time {} --rounds 1 --table '"$TABLE"' --out {}.d > {}.log 2>&1'
+ls /tmp/warm/job_*.json | xargs -P ${WARM_PROCS:-14} -I{} sh -c 'timeout 300 python3 tools/config_probe.py time {} --rounds 1 --table '"$TABLE"' --out {}.d > {}.log 2>&1'
 echo "warm-up compiles: $(( $(date +%s) - start )) s"
 grep -h -E "failed|rejected|differ" /tmp/warm/*.log | head -20
+fi
+[ "$PHASE" = warm ] && exit 0
 timeout -s TERM 400 python3 tools/config_probe.py time "$JOBS" --rounds 5 --table "$TABLE" --out $OUT 2>&1 | grep -v Warning | tail -80

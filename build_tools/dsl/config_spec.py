@@ -446,8 +446,9 @@ class ConfigSpec:
         partitions walk the program's tiles together), and `num_stages` is the depth of the rings of
         streamed tiles (2 to 4; a Triton kernel beside it pipelines with the same value unless its
         loops set range_num_stages). `shared_operands` and `relative_masks` (per loop like
-        `backend`) are kept for the Gluon loops only, and left out where false for all. Where every loop is Gluon, the
-        Triton-only knobs take their neutral values.
+        `backend`) are kept for the Gluon loops only, and left out where false for all. Each Gluon
+        kernel's Triton-only knobs take their neutral values (`compiled` says which sites and device
+        loops are whose).
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
         backends = self.per_loop(fields, "backend")
         flags = {flag: [v and b == "gluon" for v, b in zip(self.per_loop(fields, flag), backends)]

@@ -903,17 +903,17 @@ class Lowering:
         for k, stmt in enumerate(loop.body):
             if isinstance(stmt, ast.Expr):
                 raise NotLowerable("a store in a device loop")
-            targets = _assigned(stmt)
+            targets, reads = _assigned(stmt), _read(stmt)
             if k in skipped or targets & accs:
-                read |= _read(stmt)
+                read |= reads
                 continue
             if isinstance(stmt, ast.Assign) and (targets & set(self.defs) or targets & set(self.tmas)):
                 continue
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and targets & read:
                 renames.append(stmt)
                 continue
-            read |= _read(stmt)
-            if _read(stmt) & (accs | reads_acc):
+            read |= reads
+            if reads & (accs | reads_acc):
                 reads_acc |= targets
                 acc_part.append(stmt)
             else:
