@@ -127,8 +127,9 @@ def _first_call_table(records: list) -> list:
                     "run filled. The processes of one round run side by side.", ""]
 
 
-MISSED_LINK = ("Why each missed bar is missed (profile evidence: achieved bandwidth, registers, spills, "
-               "host time) and the next step for each: [MISSED.md](MISSED.md), written for the run it names.")
+def _missed_link(target: str) -> str:
+    return ("Why each missed bar is missed (profile evidence: achieved bandwidth, registers, spills, "
+            f"host time) and the next step for each: [MISSED.md]({target}), written for the run it names.")
 
 
 def markdown(data: dict) -> str:
@@ -147,7 +148,7 @@ def markdown(data: dict) -> str:
         lines.append(f"Ceilings: {ceilings.get('status', 'not measured')}")
     lines += ["", METHOD, "", "## Bar check", "", "| bar | result | detail |", "|---|---|---|"]
     lines += [f"| {b['bar']} | {b['result']} | {b['detail']} |" for b in data["bars"]]
-    lines += ["", MISSED_LINK, ""]
+    lines += ["", _missed_link(meta.get("missed", "MISSED.md")), ""]
     lines += [f"![{name}]({name})" for name in data.get("plots", [])] + [""]
     for (op, mode), title in GROUPS:
         group = [r for r in records if r["op"] == op and r.get("mode") == mode]

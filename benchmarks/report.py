@@ -14,6 +14,9 @@ def main(argv=None):
     parser.add_argument("--budget-s", type=float, default=420.0,
                         help="seconds after which the remaining rows are marked 'not run (budget)'")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on CPU with TRITON_INTERPRET=1")
+    parser.add_argument("--missed", default="MISSED.md",
+                        help="where RESULTS.md links for the analysis of its misses, relative to the folder "
+                             "it is committed to (benchmarks/h200/RESULTS.md: ../MISSED.md)")
     args = parser.parse_args(argv)
     if args.tiny:
         os.environ["TRITON_INTERPRET"] = "1"   # before torch/triton/helion_kernels are imported
@@ -23,7 +26,7 @@ def main(argv=None):
     device = torch.device("cpu" if args.tiny else "cuda")
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error("no CUDA device: use --tiny for the CPU dry run")
-    runner.run(args.out, device, args.budget_s, args.tiny)
+    runner.run(args.out, device, args.budget_s, args.tiny, args.missed)
 
 
 if __name__ == "__main__":

@@ -215,11 +215,12 @@ def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def run(out: Path, device: torch.device, budget_s: float, tiny: bool):
-    """Measure the ceilings, then every planned row until the budget ends; always leave the outputs."""
+def run(out: Path, device: torch.device, budget_s: float, tiny: bool, missed: str = "MISSED.md"):
+    """Measure the ceilings, then every planned row until the budget ends; always leave the outputs.
+    `missed` is the link RESULTS.md gives for the analysis of its misses."""
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(budget_s)
-    results = Results(out, environment(device, budget_s, tiny))
+    results = Results(out, {**environment(device, budget_s, tiny), "missed": missed})
     timer = Timer(device, reps=5, warmup=1, seconds=0.05) if tiny else Timer(device)
     signal.signal(signal.SIGTERM, _terminate)
     warnings.filterwarnings("ignore", category=UserWarning)   # SDPA's per-call backend notices
