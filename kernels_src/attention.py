@@ -2,7 +2,10 @@
 
 attention_fwd(q, k, v, causal, scale) -> (out, lse)
     Online softmax over key tiles in the exp2 domain (log2(e) folded into the scale); `lse` is the
-    natural-log log-sum-exp of the scaled scores per query row, fp32 [B, Hq, Sq].
+    natural-log log-sum-exp of the scaled scores per query row, fp32 [B, Hq, Sq]. The running
+    maximum is taken over the unscaled scores (times the scale, a row vector) and the scale is
+    applied inside the exponential's argument, `exp2(s * scale - max)`: one fused multiply-add per
+    score where scaling first costs a multiply and a subtraction (as FlashAttention does).
 attention_bwd(grad_out, q, k, v, out, lse, causal, scale) -> (dq, dk, dv)
     FlashAttention-2 in two kernels, written straight into outputs of the input dtype (no atomics,
     no fp32 buffers): first one program per query tile computes delta = sum(grad_out * out, -1)
@@ -77,12 +80,12 @@ def attention_fwd(
             unmasked_end = kv_len
         for tile_n in hl.tile(0, unmasked_end, block_size=block_n):
             k_tile = k[b, kv_h, tile_n, :]
-            scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale
+            scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32)
             if causal and diagonal_branch:
                 if tile_n.end > tile_m.begin:
                     scores = torch.where(tile_n.index[None, :] <= tile_m.index[:, None], scores, float("-inf"))
-            new_max = torch.maximum(row_max, torch.amax(scores, dim=1))
-            probs = torch.exp2(scores - new_max[:, None])
+            new_max = torch.maximum(row_max, torch.amax(scores, dim=1) * qk_scale)
+            probs = torch.exp2(scores * qk_scale - new_max[:, None])
             rescale = torch.exp2(row_max - new_max)
             row_sum = row_sum * rescale + torch.sum(probs, dim=1)
             v_tile = v[b, kv_h, tile_n, :]
@@ -91,10 +94,10 @@ def attention_fwd(
         if causal and not diagonal_branch:
             for tile_n in hl.tile(unmasked_end, min(tile_m.end, kv_len), block_size=block_n):
                 k_tile = k[b, kv_h, tile_n, :]
-                scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32) * qk_scale
+                scores = hl.dot(q_tile, k_tile.T, out_dtype=torch.float32)
                 scores = torch.where(tile_n.index[None, :] <= tile_m.index[:, None], scores, float("-inf"))
-                new_max = torch.maximum(row_max, torch.amax(scores, dim=1))
-                probs = torch.exp2(scores - new_max[:, None])
+                new_max = torch.maximum(row_max, torch.amax(scores, dim=1) * qk_scale)
+                probs = torch.exp2(scores * qk_scale - new_max[:, None])
                 rescale = torch.exp2(row_max - new_max)
                 row_sum = row_sum * rescale + torch.sum(probs, dim=1)
                 v_tile = v[b, kv_h, tile_n, :]

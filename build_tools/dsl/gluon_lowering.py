@@ -615,7 +615,9 @@ class Lowering:
         for stmt in loop.body:  # each accumulating dot's result is renamed to its accumulator, and read nowhere else
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and stmt.value.id in results:
                 dot = results[stmt.value.id]
-                if dot.acc is not None or dot.acc_in is None:
+                if dot.acc_in is None:  # a fresh dot's copy (a name a branch reassigns) is elementwise code
+                    continue
+                if dot.acc is not None:
                     raise NotLowerable(f"loop {i}: dot {dot.target} is read outside the dots")
                 dot.acc = stmt.targets[0].id
         if any(d.acc is None for d in loop.accum):

@@ -7015,7 +7015,268 @@ def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_66, mask=(mask_7[:, None]))
 
 @gluon.jit
-def _attention_fwd_gluon_1f8319029d_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_00ad2a745d_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+        offset_8 = 0 + pid_3 * 1
+        offset_11 = 0 + pid_4 * 1
+        v_14 = offset_8 // group
+        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
+        for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_23, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_23, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_48 in range(whole_end_22, kv_len, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_00ad2a745d_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+        offset_8 = 0 + pid_3 * 1
+        offset_11 = 0 + pid_4 * 1
+        v_14 = offset_8 // group
+        v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        row_sum_19 = v_17
+        acc_20 = v_18
+        row_max_21 = v_16
+        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_23 > 0:
+            offset_23 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_27 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_28 = gl.max(dot_27, 1)
+            v_29 = (red_28 * qk_scale)
+            v_30 = gl.maximum(row_max_21, v_29)
+            v_31 = (dot_27 * qk_scale)
+            v_33 = (v_31 - (v_30[:, None]))
+            v_34 = gl.exp2(v_33)
+            v_35 = (row_max_21 - v_30)
+            v_36 = gl.exp2(v_35)
+            v_37 = (row_sum_19 * v_36)
+            red_38 = gl.sum(v_34, 1)
+            v_39 = (v_37 + red_38)
+            v_41 = v_34.to(gl.bfloat16)
+            v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_19 = v_39
+            row_max_21 = v_30
+            pend_a0 = gl.convert_layout(v_41, p_layout)
+            pend_acc0 = v_43
+            for jj in range(1, n_offset_23):
+                offset_23 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_27 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_28 = gl.max(dot_27, 1)
+                v_29 = (red_28 * qk_scale)
+                v_30 = gl.maximum(row_max_21, v_29)
+                v_31 = (dot_27 * qk_scale)
+                v_33 = (v_31 - (v_30[:, None]))
+                v_34 = gl.exp2(v_33)
+                v_35 = (row_max_21 - v_30)
+                v_36 = gl.exp2(v_35)
+                v_37 = (row_sum_19 * v_36)
+                red_38 = gl.sum(v_34, 1)
+                v_39 = (v_37 + red_38)
+                v_41 = v_34.to(gl.bfloat16)
+                acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_19 = v_39
+                row_max_21 = v_30
+                pend_a0 = gl.convert_layout(v_41, p_layout)
+                pend_acc0 = v_43
+            prev = (c + n_offset_23 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_23 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_23) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_23 + 1
+        c += n_offset_23
+        row_sum_45 = row_sum_19
+        acc_46 = acc_20
+        row_max_47 = row_max_21
+        n_offset_48 = gl.cdiv(gl.maximum((kv_len) - (whole_end_22), 0), _BLOCK_SIZE_1)
+        if n_offset_48 > 0:
+            offset_48 = whole_end_22
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_53 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_54 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1)
+            v_55 = (red_54 * qk_scale)
+            v_56 = gl.maximum(row_max_47, v_55)
+            v_57 = (dot_53 * qk_scale)
+            v_59 = (v_57 - (v_56[:, None]))
+            v_60 = gl.exp2(v_59)
+            v_61 = (row_max_47 - v_56)
+            v_62 = gl.exp2(v_61)
+            v_63 = (row_sum_45 * v_62)
+            red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
+            v_65 = (v_63 + red_64)
+            v_67 = v_60.to(gl.bfloat16)
+            v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_45 = v_65
+            row_max_47 = v_56
+            pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
+            pend_acc0 = v_69
+            for jj in range(1, n_offset_48):
+                offset_48 = whole_end_22 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_53 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_54 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1)
+                v_55 = (red_54 * qk_scale)
+                v_56 = gl.maximum(row_max_47, v_55)
+                v_57 = (dot_53 * qk_scale)
+                v_59 = (v_57 - (v_56[:, None]))
+                v_60 = gl.exp2(v_59)
+                v_61 = (row_max_47 - v_56)
+                v_62 = gl.exp2(v_61)
+                v_63 = (row_sum_45 * v_62)
+                red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
+                v_65 = (v_63 + red_64)
+                v_67 = v_60.to(gl.bfloat16)
+                acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_45 = v_65
+                row_max_47 = v_56
+                pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
+                pend_acc0 = v_69
+            prev = (c + n_offset_48 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_48 + 1
+        c += n_offset_48
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_72 = (acc_46 / (gl.convert_layout(row_sum_45, gl.SliceLayout(1, o_layout))[:, None]))
+        v_73 = v_72.to(gl.bfloat16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_73)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_74 = gl.log2(row_sum_45)
+        v_75 = (row_max_47 + v_74)
+        v_76 = (v_75 * 0.6931471805599453)
+        gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_76, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_00ad2a745d(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_00ad2a745d_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_00ad2a745d_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_00ad2a745d_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_0f6b5b9b5e_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
@@ -7044,43 +7305,43 @@ def _attention_fwd_gluon_1f8319029d_loader(q_len, q_heads, batch, group, q, q_st
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
         tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_48 in range(whole_end_23, v_19, _BLOCK_SIZE_1):
+    for offset_49 in range(whole_end_23, v_19, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    end_70 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_71 = gl.minimum(end_70, kv_len)
-    whole_end_75 = v_19 + gl.maximum(v_71 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_76 in range(v_19, whole_end_75, _BLOCK_SIZE_1):
+    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_73 = gl.minimum(end_72, kv_len)
+    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_78 in range(v_19, whole_end_77, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_76, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_78, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_76, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_78, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_104 in range(whole_end_75, v_71, _BLOCK_SIZE_1):
+    for offset_107 in range(whole_end_77, v_73, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_104, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_107, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_104, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_107, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_0f6b5b9b5e_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -7119,22 +7380,23 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_29 = (dot_28 * qk_scale)
-        red_30 = gl.max(v_29, 1)
-        v_31 = gl.maximum(row_max_22, red_30)
-        v_33 = (v_29 - (v_31[:, None]))
-        v_34 = gl.exp2(v_33)
-        v_35 = (row_max_22 - v_31)
-        v_36 = gl.exp2(v_35)
-        v_37 = (row_sum_20 * v_36)
-        red_38 = gl.sum(v_34, 1)
-        v_39 = (v_37 + red_38)
-        v_41 = v_34.to(gl.bfloat16)
-        v_43 = (acc_21 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_20 = v_39
+        red_29 = gl.max(dot_28, 1)
+        v_30 = (red_29 * qk_scale)
+        v_31 = gl.maximum(row_max_22, v_30)
+        v_32 = (dot_28 * qk_scale)
+        v_34 = (v_32 - (v_31[:, None]))
+        v_35 = gl.exp2(v_34)
+        v_36 = (row_max_22 - v_31)
+        v_37 = gl.exp2(v_36)
+        v_38 = (row_sum_20 * v_37)
+        red_39 = gl.sum(v_35, 1)
+        v_40 = (v_38 + red_39)
+        v_42 = v_35.to(gl.float16)
+        v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_20 = v_40
         row_max_22 = v_31
-        pend_a0 = gl.convert_layout(v_41, p_layout)
-        pend_acc0 = v_43
+        pend_a0 = gl.convert_layout(v_42, p_layout)
+        pend_acc0 = v_44
         for jj in range(1, n_offset_24):
             offset_24 = 0 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
@@ -7149,24 +7411,25 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_29 = (dot_28 * qk_scale)
-            red_30 = gl.max(v_29, 1)
-            v_31 = gl.maximum(row_max_22, red_30)
-            v_33 = (v_29 - (v_31[:, None]))
-            v_34 = gl.exp2(v_33)
-            v_35 = (row_max_22 - v_31)
-            v_36 = gl.exp2(v_35)
-            v_37 = (row_sum_20 * v_36)
-            red_38 = gl.sum(v_34, 1)
-            v_39 = (v_37 + red_38)
-            v_41 = v_34.to(gl.bfloat16)
+            red_29 = gl.max(dot_28, 1)
+            v_30 = (red_29 * qk_scale)
+            v_31 = gl.maximum(row_max_22, v_30)
+            v_32 = (dot_28 * qk_scale)
+            v_34 = (v_32 - (v_31[:, None]))
+            v_35 = gl.exp2(v_34)
+            v_36 = (row_max_22 - v_31)
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_sum_20 * v_37)
+            red_39 = gl.sum(v_35, 1)
+            v_40 = (v_38 + red_39)
+            v_42 = v_35.to(gl.float16)
             acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_43 = (acc_21 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_20 = v_39
+            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_20 = v_40
             row_max_22 = v_31
-            pend_a0 = gl.convert_layout(v_41, p_layout)
-            pend_acc0 = v_43
+            pend_a0 = gl.convert_layout(v_42, p_layout)
+            pend_acc0 = v_44
         prev = (c + n_offset_24 - 1) % STAGES
         mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
         if GROUPS > 1:
@@ -7178,12 +7441,12 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.arrive(ring_1_empty.index(prev))
         t += n_offset_24 + 1
     c += n_offset_24
-    row_sum_45 = row_sum_20
-    acc_46 = acc_21
-    row_max_47 = row_max_22
-    n_offset_48 = gl.cdiv(gl.maximum((v_19) - (whole_end_23), 0), _BLOCK_SIZE_1)
-    if n_offset_48 > 0:
-        offset_48 = whole_end_23
+    row_sum_46 = row_sum_20
+    acc_47 = acc_21
+    row_max_48 = row_max_22
+    n_offset_49 = gl.cdiv(gl.maximum((v_19) - (whole_end_23), 0), _BLOCK_SIZE_1)
+    if n_offset_49 > 0:
+        offset_49 = whole_end_23
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -7191,26 +7454,27 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_53 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_54 = (dot_53 * qk_scale)
-        red_55 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_54, float('-inf')), 1)
-        v_56 = gl.maximum(row_max_47, red_55)
-        v_58 = (v_54 - (v_56[:, None]))
-        v_59 = gl.exp2(v_58)
-        v_60 = (row_max_47 - v_56)
+        red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1)
+        v_56 = (red_55 * qk_scale)
+        v_57 = gl.maximum(row_max_48, v_56)
+        v_58 = (dot_54 * qk_scale)
+        v_60 = (v_58 - (v_57[:, None]))
         v_61 = gl.exp2(v_60)
-        v_62 = (row_sum_45 * v_61)
-        red_63 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_59, 0), 1)
-        v_64 = (v_62 + red_63)
-        v_66 = v_59.to(gl.bfloat16)
-        v_68 = (acc_46 * (gl.convert_layout(v_61, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_45 = v_64
-        row_max_47 = v_56
-        pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_66, 0), p_layout)
-        pend_acc0 = v_68
-        for jj in range(1, n_offset_48):
-            offset_48 = whole_end_23 + jj * _BLOCK_SIZE_1
+        v_62 = (row_max_48 - v_57)
+        v_63 = gl.exp2(v_62)
+        v_64 = (row_sum_46 * v_63)
+        red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
+        v_66 = (v_64 + red_65)
+        v_68 = v_61.to(gl.float16)
+        v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_46 = v_66
+        row_max_48 = v_57
+        pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
+        pend_acc0 = v_70
+        for jj in range(1, n_offset_49):
+            offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -7221,46 +7485,47 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_53 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_54 = (dot_53 * qk_scale)
-            red_55 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_54, float('-inf')), 1)
-            v_56 = gl.maximum(row_max_47, red_55)
-            v_58 = (v_54 - (v_56[:, None]))
-            v_59 = gl.exp2(v_58)
-            v_60 = (row_max_47 - v_56)
+            red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1)
+            v_56 = (red_55 * qk_scale)
+            v_57 = gl.maximum(row_max_48, v_56)
+            v_58 = (dot_54 * qk_scale)
+            v_60 = (v_58 - (v_57[:, None]))
             v_61 = gl.exp2(v_60)
-            v_62 = (row_sum_45 * v_61)
-            red_63 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_59, 0), 1)
-            v_64 = (v_62 + red_63)
-            v_66 = v_59.to(gl.bfloat16)
-            acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            v_62 = (row_max_48 - v_57)
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_sum_46 * v_63)
+            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
+            v_66 = (v_64 + red_65)
+            v_68 = v_61.to(gl.float16)
+            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_68 = (acc_46 * (gl.convert_layout(v_61, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_45 = v_64
-            row_max_47 = v_56
-            pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_66, 0), p_layout)
-            pend_acc0 = v_68
-        prev = (c + n_offset_48 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
+            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_46 = v_66
+            row_max_48 = v_57
+            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
+            pend_acc0 = v_70
+        prev = (c + n_offset_49 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_48 + 1
-    c += n_offset_48
-    end_70 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_71 = gl.minimum(end_70, kv_len)
-    row_sum_72 = row_sum_45
-    acc_73 = acc_46
-    row_max_74 = row_max_47
-    whole_end_75 = v_19 + gl.maximum(v_71 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    n_offset_76 = gl.cdiv(gl.maximum((whole_end_75) - (v_19), 0), _BLOCK_SIZE_1)
-    if n_offset_76 > 0:
-        offset_76 = v_19
+        t += n_offset_49 + 1
+    c += n_offset_49
+    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_73 = gl.minimum(end_72, kv_len)
+    row_sum_74 = row_sum_46
+    acc_75 = acc_47
+    row_max_76 = row_max_48
+    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_78 = gl.cdiv(gl.maximum((whole_end_77) - (v_19), 0), _BLOCK_SIZE_1)
+    if n_offset_78 > 0:
+        offset_78 = v_19
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -7268,27 +7533,28 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_80 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        dot_82 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_81 = (dot_80 * qk_scale)
-        v_85 = gl.where((((((offset_76 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_81, float('-inf'))
-        red_86 = gl.max(v_85, 1)
-        v_87 = gl.maximum(row_max_74, red_86)
-        v_89 = (v_85 - (v_87[:, None]))
-        v_90 = gl.exp2(v_89)
-        v_91 = (row_max_74 - v_87)
-        v_92 = gl.exp2(v_91)
-        v_93 = (row_sum_72 * v_92)
-        red_94 = gl.sum(v_90, 1)
-        v_95 = (v_93 + red_94)
-        v_97 = v_90.to(gl.bfloat16)
-        v_99 = (acc_73 * (gl.convert_layout(v_92, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_72 = v_95
-        row_max_74 = v_87
-        pend_a0 = gl.convert_layout(v_97, p_layout)
-        pend_acc0 = v_99
-        for jj in range(1, n_offset_76):
-            offset_76 = v_19 + jj * _BLOCK_SIZE_1
+        v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
+        red_87 = gl.max(v_86, 1)
+        v_88 = (red_87 * qk_scale)
+        v_89 = gl.maximum(row_max_76, v_88)
+        v_90 = (v_86 * qk_scale)
+        v_92 = (v_90 - (v_89[:, None]))
+        v_93 = gl.exp2(v_92)
+        v_94 = (row_max_76 - v_89)
+        v_95 = gl.exp2(v_94)
+        v_96 = (row_sum_74 * v_95)
+        red_97 = gl.sum(v_93, 1)
+        v_98 = (v_96 + red_97)
+        v_100 = v_93.to(gl.float16)
+        v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_74 = v_98
+        row_max_76 = v_89
+        pend_a0 = gl.convert_layout(v_100, p_layout)
+        pend_acc0 = v_102
+        for jj in range(1, n_offset_78):
+            offset_78 = v_19 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -7299,44 +7565,45 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_80 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            dot_82 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_81 = (dot_80 * qk_scale)
-            v_85 = gl.where((((((offset_76 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_81, float('-inf'))
-            red_86 = gl.max(v_85, 1)
-            v_87 = gl.maximum(row_max_74, red_86)
-            v_89 = (v_85 - (v_87[:, None]))
-            v_90 = gl.exp2(v_89)
-            v_91 = (row_max_74 - v_87)
-            v_92 = gl.exp2(v_91)
-            v_93 = (row_sum_72 * v_92)
-            red_94 = gl.sum(v_90, 1)
-            v_95 = (v_93 + red_94)
-            v_97 = v_90.to(gl.bfloat16)
-            acc_73 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
+            red_87 = gl.max(v_86, 1)
+            v_88 = (red_87 * qk_scale)
+            v_89 = gl.maximum(row_max_76, v_88)
+            v_90 = (v_86 * qk_scale)
+            v_92 = (v_90 - (v_89[:, None]))
+            v_93 = gl.exp2(v_92)
+            v_94 = (row_max_76 - v_89)
+            v_95 = gl.exp2(v_94)
+            v_96 = (row_sum_74 * v_95)
+            red_97 = gl.sum(v_93, 1)
+            v_98 = (v_96 + red_97)
+            v_100 = v_93.to(gl.float16)
+            acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_99 = (acc_73 * (gl.convert_layout(v_92, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_72 = v_95
-            row_max_74 = v_87
-            pend_a0 = gl.convert_layout(v_97, p_layout)
-            pend_acc0 = v_99
-        prev = (c + n_offset_76 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_76 - 1) // STAGES) & 1)
+            v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_74 = v_98
+            row_max_76 = v_89
+            pend_a0 = gl.convert_layout(v_100, p_layout)
+            pend_acc0 = v_102
+        prev = (c + n_offset_78 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_78 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_76) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_78) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_73 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_76 + 1
-    c += n_offset_76
-    row_sum_101 = row_sum_72
-    acc_102 = acc_73
-    row_max_103 = row_max_74
-    n_offset_104 = gl.cdiv(gl.maximum((v_71) - (whole_end_75), 0), _BLOCK_SIZE_1)
-    if n_offset_104 > 0:
-        offset_104 = whole_end_75
+        t += n_offset_78 + 1
+    c += n_offset_78
+    row_sum_104 = row_sum_74
+    acc_105 = acc_75
+    row_max_106 = row_max_76
+    n_offset_107 = gl.cdiv(gl.maximum((v_73) - (whole_end_77), 0), _BLOCK_SIZE_1)
+    if n_offset_107 > 0:
+        offset_107 = whole_end_77
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -7344,27 +7611,28 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_109 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        dot_112 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_110 = (dot_109 * qk_scale)
-        v_114 = gl.where((((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_110, float('-inf'))
-        red_115 = gl.max(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_114, float('-inf')), 1)
-        v_116 = gl.maximum(row_max_103, red_115)
-        v_118 = (v_114 - (v_116[:, None]))
-        v_119 = gl.exp2(v_118)
-        v_120 = (row_max_103 - v_116)
-        v_121 = gl.exp2(v_120)
-        v_122 = (row_sum_101 * v_121)
-        red_123 = gl.sum(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_119, 0), 1)
-        v_124 = (v_122 + red_123)
-        v_126 = v_119.to(gl.bfloat16)
-        v_128 = (acc_102 * (gl.convert_layout(v_121, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_101 = v_124
-        row_max_103 = v_116
-        pend_a0 = gl.convert_layout(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_126, 0), p_layout)
-        pend_acc0 = v_128
-        for jj in range(1, n_offset_104):
-            offset_104 = whole_end_75 + jj * _BLOCK_SIZE_1
+        v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
+        red_117 = gl.max(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
+        v_118 = (red_117 * qk_scale)
+        v_119 = gl.maximum(row_max_106, v_118)
+        v_120 = (v_116 * qk_scale)
+        v_122 = (v_120 - (v_119[:, None]))
+        v_123 = gl.exp2(v_122)
+        v_124 = (row_max_106 - v_119)
+        v_125 = gl.exp2(v_124)
+        v_126 = (row_sum_104 * v_125)
+        red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
+        v_128 = (v_126 + red_127)
+        v_130 = v_123.to(gl.float16)
+        v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_104 = v_128
+        row_max_106 = v_119
+        pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
+        pend_acc0 = v_132
+        for jj in range(1, n_offset_107):
+            offset_107 = whole_end_77 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -7375,54 +7643,55 @@ def _attention_fwd_gluon_1f8319029d_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_109 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            dot_112 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_110 = (dot_109 * qk_scale)
-            v_114 = gl.where((((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_110, float('-inf'))
-            red_115 = gl.max(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_114, float('-inf')), 1)
-            v_116 = gl.maximum(row_max_103, red_115)
-            v_118 = (v_114 - (v_116[:, None]))
-            v_119 = gl.exp2(v_118)
-            v_120 = (row_max_103 - v_116)
-            v_121 = gl.exp2(v_120)
-            v_122 = (row_sum_101 * v_121)
-            red_123 = gl.sum(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_119, 0), 1)
-            v_124 = (v_122 + red_123)
-            v_126 = v_119.to(gl.bfloat16)
-            acc_102 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
+            red_117 = gl.max(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
+            v_118 = (red_117 * qk_scale)
+            v_119 = gl.maximum(row_max_106, v_118)
+            v_120 = (v_116 * qk_scale)
+            v_122 = (v_120 - (v_119[:, None]))
+            v_123 = gl.exp2(v_122)
+            v_124 = (row_max_106 - v_119)
+            v_125 = gl.exp2(v_124)
+            v_126 = (row_sum_104 * v_125)
+            red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
+            v_128 = (v_126 + red_127)
+            v_130 = v_123.to(gl.float16)
+            acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_128 = (acc_102 * (gl.convert_layout(v_121, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_101 = v_124
-            row_max_103 = v_116
-            pend_a0 = gl.convert_layout(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_126, 0), p_layout)
-            pend_acc0 = v_128
-        prev = (c + n_offset_104 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_104 - 1) // STAGES) & 1)
+            v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_104 = v_128
+            row_max_106 = v_119
+            pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
+            pend_acc0 = v_132
+        prev = (c + n_offset_107 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_107 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_104) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_107) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_102 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_104 + 1
-    c += n_offset_104
+        t += n_offset_107 + 1
+    c += n_offset_107
     mbarrier.arrive(resident_empty.index(rslot))
-    v_131 = (acc_102 / (gl.convert_layout(row_sum_101, gl.SliceLayout(1, o_layout))[:, None]))
-    v_132 = v_131.to(gl.bfloat16)
+    v_135 = (acc_105 / (gl.convert_layout(row_sum_104, gl.SliceLayout(1, o_layout))[:, None]))
+    v_136 = v_135.to(gl.float16)
     tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_132)
+    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_136)
     fence_async_shared()
     tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_133 = gl.log2(row_sum_101)
-    v_134 = (row_max_103 + v_133)
-    v_135 = (v_134 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_135, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    v_137 = gl.log2(row_sum_104)
+    v_138 = (row_max_106 + v_137)
+    v_139 = (v_138 * 0.6931471805599453)
+    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_139, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_1f8319029d(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_0f6b5b9b5e(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -7444,330 +7713,13 @@ def _attention_fwd_gluon_1f8319029d(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_1f8319029d_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_1f8319029d_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+    gl.warp_specialize([(_attention_fwd_gluon_0f6b5b9b5e_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_0f6b5b9b5e_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
 
 
-_attention_fwd_gluon_1f8319029d.fn.hk_compile_options = {'maxnreg': 80}
-
-@gluon.jit
-def _attention_fwd_gluon_287ef97623_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 32 * num_pid_4
-        inner_6 = virtual_pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 32
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 32)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = virtual_pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = gl.minimum(end_27, kv_len)
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
-        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_64 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_64, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_64, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
-
+_attention_fwd_gluon_0f6b5b9b5e.fn.hk_compile_options = {'maxnreg': 80}
 
 @gluon.jit
-def _attention_fwd_gluon_287ef97623_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 32 * num_pid_4
-        inner_6 = virtual_pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 32
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 32)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = virtual_pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = gl.minimum(end_27, kv_len)
-        row_sum_29 = v_25
-        acc_30 = v_26
-        row_max_31 = v_24
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_33 > 0:
-            offset_33 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_39 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-            v_40 = end_39 > offset_13
-            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_38 = (dot_37 * qk_scale)
-            scores_41 = v_38
-            if v_40:
-                v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_41, float('-inf'))
-                scores_41 = v_45
-            red_46 = gl.max(scores_41, 1)
-            v_47 = gl.maximum(row_max_31, red_46)
-            v_49 = (scores_41 - (v_47[:, None]))
-            v_50 = gl.exp2(v_49)
-            v_51 = (row_max_31 - v_47)
-            v_52 = gl.exp2(v_51)
-            v_53 = (row_sum_29 * v_52)
-            red_54 = gl.sum(v_50, 1)
-            v_55 = (v_53 + red_54)
-            v_57 = v_50.to(gl.bfloat16)
-            v_59 = (acc_30 * (gl.convert_layout(v_52, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_55
-            row_max_31 = v_47
-            pend_a0 = gl.convert_layout(v_57, p_layout)
-            pend_acc0 = v_59
-            for jj in range(1, n_offset_33):
-                offset_33 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_39 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-                v_40 = end_39 > offset_13
-                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_38 = (dot_37 * qk_scale)
-                scores_41 = v_38
-                if v_40:
-                    v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_41, float('-inf'))
-                    scores_41 = v_45
-                red_46 = gl.max(scores_41, 1)
-                v_47 = gl.maximum(row_max_31, red_46)
-                v_49 = (scores_41 - (v_47[:, None]))
-                v_50 = gl.exp2(v_49)
-                v_51 = (row_max_31 - v_47)
-                v_52 = gl.exp2(v_51)
-                v_53 = (row_sum_29 * v_52)
-                red_54 = gl.sum(v_50, 1)
-                v_55 = (v_53 + red_54)
-                v_57 = v_50.to(gl.bfloat16)
-                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_59 = (acc_30 * (gl.convert_layout(v_52, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_55
-                row_max_31 = v_47
-                pend_a0 = gl.convert_layout(v_57, p_layout)
-                pend_acc0 = v_59
-            prev = (c + n_offset_33 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_33 + 1
-        c += n_offset_33
-        row_sum_61 = row_sum_29
-        acc_62 = acc_30
-        row_max_63 = row_max_31
-        n_offset_64 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_64 > 0:
-            offset_64 = whole_end_32
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_71 = gl.minimum(offset_64 + _BLOCK_SIZE_1, v_28)
-            v_72 = end_71 > offset_13
-            dot_69 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_70 = (dot_69 * qk_scale)
-            scores_73 = v_70
-            if v_72:
-                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_64))), scores_73, float('-inf'))
-                scores_73 = v_77
-            red_78 = gl.max(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-            v_79 = gl.maximum(row_max_63, red_78)
-            v_81 = (scores_73 - (v_79[:, None]))
-            v_82 = gl.exp2(v_81)
-            v_83 = (row_max_63 - v_79)
-            v_84 = gl.exp2(v_83)
-            v_85 = (row_sum_61 * v_84)
-            red_86 = gl.sum(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_82, 0), 1)
-            v_87 = (v_85 + red_86)
-            v_89 = v_82.to(gl.bfloat16)
-            v_91 = (acc_62 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_61 = v_87
-            row_max_63 = v_79
-            pend_a0 = gl.convert_layout(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_89, 0), p_layout)
-            pend_acc0 = v_91
-            for jj in range(1, n_offset_64):
-                offset_64 = whole_end_32 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_71 = gl.minimum(offset_64 + _BLOCK_SIZE_1, v_28)
-                v_72 = end_71 > offset_13
-                dot_69 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_70 = (dot_69 * qk_scale)
-                scores_73 = v_70
-                if v_72:
-                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_64))), scores_73, float('-inf'))
-                    scores_73 = v_77
-                red_78 = gl.max(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-                v_79 = gl.maximum(row_max_63, red_78)
-                v_81 = (scores_73 - (v_79[:, None]))
-                v_82 = gl.exp2(v_81)
-                v_83 = (row_max_63 - v_79)
-                v_84 = gl.exp2(v_83)
-                v_85 = (row_sum_61 * v_84)
-                red_86 = gl.sum(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_82, 0), 1)
-                v_87 = (v_85 + red_86)
-                v_89 = v_82.to(gl.bfloat16)
-                acc_62 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_91 = (acc_62 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_61 = v_87
-                row_max_63 = v_79
-                pend_a0 = gl.convert_layout(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_89, 0), p_layout)
-                pend_acc0 = v_91
-            prev = (c + n_offset_64 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_64 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_64) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_62 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_64 + 1
-        c += n_offset_64
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_94 = (acc_62 / (gl.convert_layout(row_sum_61, gl.SliceLayout(1, o_layout))[:, None]))
-        v_95 = v_94.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_96 = gl.log2(row_sum_61)
-        v_97 = (row_max_63 + v_96)
-        v_98 = (v_97 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_287ef97623(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_287ef97623_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_287ef97623_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_287ef97623_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_2f8631b0f7_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_4a37337566_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     c = 0
@@ -7806,21 +7758,21 @@ def _attention_fwd_gluon_2f8631b0f7_loader(q_len, q_heads, batch, group, q, q_st
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
             tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_64 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
+        for offset_65 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_64, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_64, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
         it += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_2f8631b0f7_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_4a37337566_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -7867,30 +7819,31 @@ def _attention_fwd_gluon_2f8631b0f7_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_39 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-            v_40 = end_39 > offset_13
+            end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
+            v_39 = end_38 > offset_13
             dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_38 = (dot_37 * qk_scale)
-            scores_41 = v_38
-            if v_40:
-                v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_41, float('-inf'))
-                scores_41 = v_45
-            red_46 = gl.max(scores_41, 1)
-            v_47 = gl.maximum(row_max_31, red_46)
-            v_49 = (scores_41 - (v_47[:, None]))
-            v_50 = gl.exp2(v_49)
-            v_51 = (row_max_31 - v_47)
-            v_52 = gl.exp2(v_51)
-            v_53 = (row_sum_29 * v_52)
-            red_54 = gl.sum(v_50, 1)
-            v_55 = (v_53 + red_54)
-            v_57 = v_50.to(gl.bfloat16)
-            v_59 = (acc_30 * (gl.convert_layout(v_52, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_55
+            scores_40 = dot_37
+            if v_39:
+                v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
+                scores_40 = v_44
+            red_45 = gl.max(scores_40, 1)
+            v_46 = (red_45 * qk_scale)
+            v_47 = gl.maximum(row_max_31, v_46)
+            v_48 = (scores_40 * qk_scale)
+            v_50 = (v_48 - (v_47[:, None]))
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_max_31 - v_47)
+            v_53 = gl.exp2(v_52)
+            v_54 = (row_sum_29 * v_53)
+            red_55 = gl.sum(v_51, 1)
+            v_56 = (v_54 + red_55)
+            v_58 = v_51.to(gl.bfloat16)
+            v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_29 = v_56
             row_max_31 = v_47
-            pend_a0 = gl.convert_layout(v_57, p_layout)
-            pend_acc0 = v_59
+            pend_a0 = gl.convert_layout(v_58, p_layout)
+            pend_acc0 = v_60
             for jj in range(1, n_offset_33):
                 offset_33 = 0 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
@@ -7903,32 +7856,33 @@ def _attention_fwd_gluon_2f8631b0f7_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_39 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-                v_40 = end_39 > offset_13
+                end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
+                v_39 = end_38 > offset_13
                 dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_38 = (dot_37 * qk_scale)
-                scores_41 = v_38
-                if v_40:
-                    v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_41, float('-inf'))
-                    scores_41 = v_45
-                red_46 = gl.max(scores_41, 1)
-                v_47 = gl.maximum(row_max_31, red_46)
-                v_49 = (scores_41 - (v_47[:, None]))
-                v_50 = gl.exp2(v_49)
-                v_51 = (row_max_31 - v_47)
-                v_52 = gl.exp2(v_51)
-                v_53 = (row_sum_29 * v_52)
-                red_54 = gl.sum(v_50, 1)
-                v_55 = (v_53 + red_54)
-                v_57 = v_50.to(gl.bfloat16)
+                scores_40 = dot_37
+                if v_39:
+                    v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
+                    scores_40 = v_44
+                red_45 = gl.max(scores_40, 1)
+                v_46 = (red_45 * qk_scale)
+                v_47 = gl.maximum(row_max_31, v_46)
+                v_48 = (scores_40 * qk_scale)
+                v_50 = (v_48 - (v_47[:, None]))
+                v_51 = gl.exp2(v_50)
+                v_52 = (row_max_31 - v_47)
+                v_53 = gl.exp2(v_52)
+                v_54 = (row_sum_29 * v_53)
+                red_55 = gl.sum(v_51, 1)
+                v_56 = (v_54 + red_55)
+                v_58 = v_51.to(gl.bfloat16)
                 acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_59 = (acc_30 * (gl.convert_layout(v_52, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_55
+                v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_29 = v_56
                 row_max_31 = v_47
-                pend_a0 = gl.convert_layout(v_57, p_layout)
-                pend_acc0 = v_59
+                pend_a0 = gl.convert_layout(v_58, p_layout)
+                pend_acc0 = v_60
             prev = (c + n_offset_33 - 1) % STAGES
             mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
             if GROUPS > 1:
@@ -7940,12 +7894,12 @@ def _attention_fwd_gluon_2f8631b0f7_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(ring_1_empty.index(prev))
             t += n_offset_33 + 1
         c += n_offset_33
-        row_sum_61 = row_sum_29
-        acc_62 = acc_30
-        row_max_63 = row_max_31
-        n_offset_64 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_64 > 0:
-            offset_64 = whole_end_32
+        row_sum_62 = row_sum_29
+        acc_63 = acc_30
+        row_max_64 = row_max_31
+        n_offset_65 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
+        if n_offset_65 > 0:
+            offset_65 = whole_end_32
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -7953,32 +7907,33 @@ def _attention_fwd_gluon_2f8631b0f7_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_71 = gl.minimum(offset_64 + _BLOCK_SIZE_1, v_28)
+            end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
             v_72 = end_71 > offset_13
-            dot_69 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_70 = (dot_69 * qk_scale)
-            scores_73 = v_70
+            scores_73 = dot_70
             if v_72:
-                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_64))), scores_73, float('-inf'))
+                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
                 scores_73 = v_77
-            red_78 = gl.max(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-            v_79 = gl.maximum(row_max_63, red_78)
-            v_81 = (scores_73 - (v_79[:, None]))
-            v_82 = gl.exp2(v_81)
-            v_83 = (row_max_63 - v_79)
+            red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
+            v_79 = (red_78 * qk_scale)
+            v_80 = gl.maximum(row_max_64, v_79)
+            v_81 = (scores_73 * qk_scale)
+            v_83 = (v_81 - (v_80[:, None]))
             v_84 = gl.exp2(v_83)
-            v_85 = (row_sum_61 * v_84)
-            red_86 = gl.sum(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_82, 0), 1)
-            v_87 = (v_85 + red_86)
-            v_89 = v_82.to(gl.bfloat16)
-            v_91 = (acc_62 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_61 = v_87
-            row_max_63 = v_79
-            pend_a0 = gl.convert_layout(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_89, 0), p_layout)
-            pend_acc0 = v_91
-            for jj in range(1, n_offset_64):
-                offset_64 = whole_end_32 + jj * _BLOCK_SIZE_1
+            v_85 = (row_max_64 - v_80)
+            v_86 = gl.exp2(v_85)
+            v_87 = (row_sum_62 * v_86)
+            red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
+            v_89 = (v_87 + red_88)
+            v_91 = v_84.to(gl.bfloat16)
+            v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_62 = v_89
+            row_max_64 = v_80
+            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
+            pend_acc0 = v_93
+            for jj in range(1, n_offset_65):
+                offset_65 = whole_end_32 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -7989,60 +7944,61 @@ def _attention_fwd_gluon_2f8631b0f7_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_71 = gl.minimum(offset_64 + _BLOCK_SIZE_1, v_28)
+                end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
                 v_72 = end_71 > offset_13
-                dot_69 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_70 = (dot_69 * qk_scale)
-                scores_73 = v_70
+                scores_73 = dot_70
                 if v_72:
-                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_64))), scores_73, float('-inf'))
+                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
                     scores_73 = v_77
-                red_78 = gl.max(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-                v_79 = gl.maximum(row_max_63, red_78)
-                v_81 = (scores_73 - (v_79[:, None]))
-                v_82 = gl.exp2(v_81)
-                v_83 = (row_max_63 - v_79)
+                red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
+                v_79 = (red_78 * qk_scale)
+                v_80 = gl.maximum(row_max_64, v_79)
+                v_81 = (scores_73 * qk_scale)
+                v_83 = (v_81 - (v_80[:, None]))
                 v_84 = gl.exp2(v_83)
-                v_85 = (row_sum_61 * v_84)
-                red_86 = gl.sum(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_82, 0), 1)
-                v_87 = (v_85 + red_86)
-                v_89 = v_82.to(gl.bfloat16)
-                acc_62 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                v_85 = (row_max_64 - v_80)
+                v_86 = gl.exp2(v_85)
+                v_87 = (row_sum_62 * v_86)
+                red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
+                v_89 = (v_87 + red_88)
+                v_91 = v_84.to(gl.bfloat16)
+                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_91 = (acc_62 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_61 = v_87
-                row_max_63 = v_79
-                pend_a0 = gl.convert_layout(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_89, 0), p_layout)
-                pend_acc0 = v_91
-            prev = (c + n_offset_64 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_64 - 1) // STAGES) & 1)
+                v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_62 = v_89
+                row_max_64 = v_80
+                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
+                pend_acc0 = v_93
+            prev = (c + n_offset_65 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_64) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_62 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_64 + 1
-        c += n_offset_64
+            t += n_offset_65 + 1
+        c += n_offset_65
         mbarrier.arrive(resident_empty.index(rslot))
-        v_94 = (acc_62 / (gl.convert_layout(row_sum_61, gl.SliceLayout(1, o_layout))[:, None]))
-        v_95 = v_94.to(gl.bfloat16)
+        v_96 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
+        v_97 = v_96.to(gl.bfloat16)
         tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_97)
         fence_async_shared()
         tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_96 = gl.log2(row_sum_61)
-        v_97 = (row_max_63 + v_96)
-        v_98 = (v_97 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        v_98 = gl.log2(row_sum_62)
+        v_99 = (row_max_64 + v_98)
+        v_100 = (v_99 * 0.6931471805599453)
+        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_100, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
         it += 1
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_2f8631b0f7(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_4a37337566(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -8065,293 +8021,10 @@ def _attention_fwd_gluon_2f8631b0f7(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_2f8631b0f7_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_2f8631b0f7_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_2f8631b0f7_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_4a37337566_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_4a37337566_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_4a37337566_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_3efa2694a9_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    c = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
-    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-    for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-    for offset_25 in range(0, whole_end_24, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_25, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_25, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_56 in range(whole_end_24, v_20, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_56, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_56, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_3efa2694a9_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    row_sum_21 = v_17
-    acc_22 = v_18
-    row_max_23 = v_16
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_25 = gl.cdiv(gl.maximum((whole_end_24) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_25 > 0:
-        offset_25 = 0
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_31 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-        v_32 = end_31 > offset_5
-        dot_29 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_30 = (dot_29 * qk_scale)
-        scores_33 = v_30
-        if v_32:
-            v_37 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_33, float('-inf'))
-            scores_33 = v_37
-        red_38 = gl.max(scores_33, 1)
-        v_39 = gl.maximum(row_max_23, red_38)
-        v_41 = (scores_33 - (v_39[:, None]))
-        v_42 = gl.exp2(v_41)
-        v_43 = (row_max_23 - v_39)
-        v_44 = gl.exp2(v_43)
-        v_45 = (row_sum_21 * v_44)
-        red_46 = gl.sum(v_42, 1)
-        v_47 = (v_45 + red_46)
-        v_49 = v_42.to(gl.float16)
-        v_51 = (acc_22 * (gl.convert_layout(v_44, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_21 = v_47
-        row_max_23 = v_39
-        pend_a0 = gl.convert_layout(v_49, p_layout)
-        pend_acc0 = v_51
-        for jj in range(1, n_offset_25):
-            offset_25 = 0 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_31 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-            v_32 = end_31 > offset_5
-            dot_29 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_30 = (dot_29 * qk_scale)
-            scores_33 = v_30
-            if v_32:
-                v_37 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_33, float('-inf'))
-                scores_33 = v_37
-            red_38 = gl.max(scores_33, 1)
-            v_39 = gl.maximum(row_max_23, red_38)
-            v_41 = (scores_33 - (v_39[:, None]))
-            v_42 = gl.exp2(v_41)
-            v_43 = (row_max_23 - v_39)
-            v_44 = gl.exp2(v_43)
-            v_45 = (row_sum_21 * v_44)
-            red_46 = gl.sum(v_42, 1)
-            v_47 = (v_45 + red_46)
-            v_49 = v_42.to(gl.float16)
-            acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_51 = (acc_22 * (gl.convert_layout(v_44, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_21 = v_47
-            row_max_23 = v_39
-            pend_a0 = gl.convert_layout(v_49, p_layout)
-            pend_acc0 = v_51
-        prev = (c + n_offset_25 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_25 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_25) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_25 + 1
-    c += n_offset_25
-    row_sum_53 = row_sum_21
-    acc_54 = acc_22
-    row_max_55 = row_max_23
-    n_offset_56 = gl.cdiv(gl.maximum((v_20) - (whole_end_24), 0), _BLOCK_SIZE_1)
-    if n_offset_56 > 0:
-        offset_56 = whole_end_24
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_63 = gl.minimum(offset_56 + _BLOCK_SIZE_1, v_20)
-        v_64 = end_63 > offset_5
-        dot_61 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_62 = (dot_61 * qk_scale)
-        scores_65 = v_62
-        if v_64:
-            v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_56))), scores_65, float('-inf'))
-            scores_65 = v_69
-        red_70 = gl.max(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-        v_71 = gl.maximum(row_max_55, red_70)
-        v_73 = (scores_65 - (v_71[:, None]))
-        v_74 = gl.exp2(v_73)
-        v_75 = (row_max_55 - v_71)
-        v_76 = gl.exp2(v_75)
-        v_77 = (row_sum_53 * v_76)
-        red_78 = gl.sum(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_74, 0), 1)
-        v_79 = (v_77 + red_78)
-        v_81 = v_74.to(gl.float16)
-        v_83 = (acc_54 * (gl.convert_layout(v_76, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_53 = v_79
-        row_max_55 = v_71
-        pend_a0 = gl.convert_layout(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_81, 0), p_layout)
-        pend_acc0 = v_83
-        for jj in range(1, n_offset_56):
-            offset_56 = whole_end_24 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_63 = gl.minimum(offset_56 + _BLOCK_SIZE_1, v_20)
-            v_64 = end_63 > offset_5
-            dot_61 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_62 = (dot_61 * qk_scale)
-            scores_65 = v_62
-            if v_64:
-                v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_56))), scores_65, float('-inf'))
-                scores_65 = v_69
-            red_70 = gl.max(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-            v_71 = gl.maximum(row_max_55, red_70)
-            v_73 = (scores_65 - (v_71[:, None]))
-            v_74 = gl.exp2(v_73)
-            v_75 = (row_max_55 - v_71)
-            v_76 = gl.exp2(v_75)
-            v_77 = (row_sum_53 * v_76)
-            red_78 = gl.sum(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_74, 0), 1)
-            v_79 = (v_77 + red_78)
-            v_81 = v_74.to(gl.float16)
-            acc_54 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_83 = (acc_54 * (gl.convert_layout(v_76, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_53 = v_79
-            row_max_55 = v_71
-            pend_a0 = gl.convert_layout(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_81, 0), p_layout)
-            pend_acc0 = v_83
-        prev = (c + n_offset_56 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_56 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_56) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_54 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_56 + 1
-    c += n_offset_56
-    mbarrier.arrive(resident_empty.index(rslot))
-    v_86 = (acc_54 / (gl.convert_layout(row_sum_53, gl.SliceLayout(1, o_layout))[:, None]))
-    v_87 = v_86.to(gl.float16)
-    tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_87)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_88 = gl.log2(row_sum_53)
-    v_89 = (row_max_55 + v_88)
-    v_90 = (v_89 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_90, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_3efa2694a9(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(1):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_3efa2694a9_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_3efa2694a9_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
-
-
-_attention_fwd_gluon_3efa2694a9.fn.hk_compile_options = {'maxnreg': 80}
-
-@gluon.jit
-def _attention_fwd_gluon_561c7b1c99_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_785fd8ab36_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -8394,15 +8067,15 @@ def _attention_fwd_gluon_561c7b1c99_loader(q_len, q_heads, batch, tickets, group
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
             tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_34, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_65 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
+        for offset_66 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_66, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_66, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
         it += 1
         virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
@@ -8416,7 +8089,7 @@ def _attention_fwd_gluon_561c7b1c99_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_561c7b1c99_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_785fd8ab36_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -8465,30 +8138,31 @@ def _attention_fwd_gluon_561c7b1c99_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_40 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-            v_41 = end_40 > offset_14
+            end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
+            v_40 = end_39 > offset_14
             dot_38 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_39 = (dot_38 * qk_scale)
-            scores_42 = v_39
-            if v_41:
-                v_46 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_42, float('-inf'))
-                scores_42 = v_46
-            red_47 = gl.max(scores_42, 1)
-            v_48 = gl.maximum(row_max_32, red_47)
-            v_50 = (scores_42 - (v_48[:, None]))
-            v_51 = gl.exp2(v_50)
-            v_52 = (row_max_32 - v_48)
-            v_53 = gl.exp2(v_52)
-            v_54 = (row_sum_30 * v_53)
-            red_55 = gl.sum(v_51, 1)
-            v_56 = (v_54 + red_55)
-            v_58 = v_51.to(gl.bfloat16)
-            v_60 = (acc_31 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_30 = v_56
+            scores_41 = dot_38
+            if v_40:
+                v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_41, float('-inf'))
+                scores_41 = v_45
+            red_46 = gl.max(scores_41, 1)
+            v_47 = (red_46 * qk_scale)
+            v_48 = gl.maximum(row_max_32, v_47)
+            v_49 = (scores_41 * qk_scale)
+            v_51 = (v_49 - (v_48[:, None]))
+            v_52 = gl.exp2(v_51)
+            v_53 = (row_max_32 - v_48)
+            v_54 = gl.exp2(v_53)
+            v_55 = (row_sum_30 * v_54)
+            red_56 = gl.sum(v_52, 1)
+            v_57 = (v_55 + red_56)
+            v_59 = v_52.to(gl.float16)
+            v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_30 = v_57
             row_max_32 = v_48
-            pend_a0 = gl.convert_layout(v_58, p_layout)
-            pend_acc0 = v_60
+            pend_a0 = gl.convert_layout(v_59, p_layout)
+            pend_acc0 = v_61
             for jj in range(1, n_offset_34):
                 offset_34 = 0 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
@@ -8501,32 +8175,33 @@ def _attention_fwd_gluon_561c7b1c99_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_40 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-                v_41 = end_40 > offset_14
+                end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
+                v_40 = end_39 > offset_14
                 dot_38 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_39 = (dot_38 * qk_scale)
-                scores_42 = v_39
-                if v_41:
-                    v_46 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_42, float('-inf'))
-                    scores_42 = v_46
-                red_47 = gl.max(scores_42, 1)
-                v_48 = gl.maximum(row_max_32, red_47)
-                v_50 = (scores_42 - (v_48[:, None]))
-                v_51 = gl.exp2(v_50)
-                v_52 = (row_max_32 - v_48)
-                v_53 = gl.exp2(v_52)
-                v_54 = (row_sum_30 * v_53)
-                red_55 = gl.sum(v_51, 1)
-                v_56 = (v_54 + red_55)
-                v_58 = v_51.to(gl.bfloat16)
+                scores_41 = dot_38
+                if v_40:
+                    v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_41, float('-inf'))
+                    scores_41 = v_45
+                red_46 = gl.max(scores_41, 1)
+                v_47 = (red_46 * qk_scale)
+                v_48 = gl.maximum(row_max_32, v_47)
+                v_49 = (scores_41 * qk_scale)
+                v_51 = (v_49 - (v_48[:, None]))
+                v_52 = gl.exp2(v_51)
+                v_53 = (row_max_32 - v_48)
+                v_54 = gl.exp2(v_53)
+                v_55 = (row_sum_30 * v_54)
+                red_56 = gl.sum(v_52, 1)
+                v_57 = (v_55 + red_56)
+                v_59 = v_52.to(gl.float16)
                 acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_60 = (acc_31 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_30 = v_56
+                v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_30 = v_57
                 row_max_32 = v_48
-                pend_a0 = gl.convert_layout(v_58, p_layout)
-                pend_acc0 = v_60
+                pend_a0 = gl.convert_layout(v_59, p_layout)
+                pend_acc0 = v_61
             prev = (c + n_offset_34 - 1) % STAGES
             mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_34 - 1) // STAGES) & 1)
             if GROUPS > 1:
@@ -8538,12 +8213,12 @@ def _attention_fwd_gluon_561c7b1c99_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(ring_1_empty.index(prev))
             t += n_offset_34 + 1
         c += n_offset_34
-        row_sum_62 = row_sum_30
-        acc_63 = acc_31
-        row_max_64 = row_max_32
-        n_offset_65 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
-        if n_offset_65 > 0:
-            offset_65 = whole_end_33
+        row_sum_63 = row_sum_30
+        acc_64 = acc_31
+        row_max_65 = row_max_32
+        n_offset_66 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
+        if n_offset_66 > 0:
+            offset_66 = whole_end_33
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -8551,32 +8226,33 @@ def _attention_fwd_gluon_561c7b1c99_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_72 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_29)
+            end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
             v_73 = end_72 > offset_14
-            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            dot_71 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_71 = (dot_70 * qk_scale)
-            scores_74 = v_71
+            scores_74 = dot_71
             if v_73:
-                v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_74, float('-inf'))
+                v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_66))), scores_74, float('-inf'))
                 scores_74 = v_78
-            red_79 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-            v_80 = gl.maximum(row_max_64, red_79)
-            v_82 = (scores_74 - (v_80[:, None]))
-            v_83 = gl.exp2(v_82)
-            v_84 = (row_max_64 - v_80)
+            red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
+            v_80 = (red_79 * qk_scale)
+            v_81 = gl.maximum(row_max_65, v_80)
+            v_82 = (scores_74 * qk_scale)
+            v_84 = (v_82 - (v_81[:, None]))
             v_85 = gl.exp2(v_84)
-            v_86 = (row_sum_62 * v_85)
-            red_87 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_83, 0), 1)
-            v_88 = (v_86 + red_87)
-            v_90 = v_83.to(gl.bfloat16)
-            v_92 = (acc_63 * (gl.convert_layout(v_85, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_62 = v_88
-            row_max_64 = v_80
-            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_90, 0), p_layout)
-            pend_acc0 = v_92
-            for jj in range(1, n_offset_65):
-                offset_65 = whole_end_33 + jj * _BLOCK_SIZE_1
+            v_86 = (row_max_65 - v_81)
+            v_87 = gl.exp2(v_86)
+            v_88 = (row_sum_63 * v_87)
+            red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
+            v_90 = (v_88 + red_89)
+            v_92 = v_85.to(gl.float16)
+            v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_63 = v_90
+            row_max_65 = v_81
+            pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
+            pend_acc0 = v_94
+            for jj in range(1, n_offset_66):
+                offset_66 = whole_end_33 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -8587,54 +8263,55 @@ def _attention_fwd_gluon_561c7b1c99_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_72 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_29)
+                end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
                 v_73 = end_72 > offset_14
-                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                dot_71 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_71 = (dot_70 * qk_scale)
-                scores_74 = v_71
+                scores_74 = dot_71
                 if v_73:
-                    v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_74, float('-inf'))
+                    v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_66))), scores_74, float('-inf'))
                     scores_74 = v_78
-                red_79 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-                v_80 = gl.maximum(row_max_64, red_79)
-                v_82 = (scores_74 - (v_80[:, None]))
-                v_83 = gl.exp2(v_82)
-                v_84 = (row_max_64 - v_80)
+                red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
+                v_80 = (red_79 * qk_scale)
+                v_81 = gl.maximum(row_max_65, v_80)
+                v_82 = (scores_74 * qk_scale)
+                v_84 = (v_82 - (v_81[:, None]))
                 v_85 = gl.exp2(v_84)
-                v_86 = (row_sum_62 * v_85)
-                red_87 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_83, 0), 1)
-                v_88 = (v_86 + red_87)
-                v_90 = v_83.to(gl.bfloat16)
-                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                v_86 = (row_max_65 - v_81)
+                v_87 = gl.exp2(v_86)
+                v_88 = (row_sum_63 * v_87)
+                red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
+                v_90 = (v_88 + red_89)
+                v_92 = v_85.to(gl.float16)
+                acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_92 = (acc_63 * (gl.convert_layout(v_85, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_62 = v_88
-                row_max_64 = v_80
-                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_90, 0), p_layout)
-                pend_acc0 = v_92
-            prev = (c + n_offset_65 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
+                v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_63 = v_90
+                row_max_65 = v_81
+                pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
+                pend_acc0 = v_94
+            prev = (c + n_offset_66 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_66 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_66) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_65 + 1
-        c += n_offset_65
+            t += n_offset_66 + 1
+        c += n_offset_66
         mbarrier.arrive(resident_empty.index(rslot))
-        v_95 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
-        v_96 = v_95.to(gl.bfloat16)
+        v_97 = (acc_64 / (gl.convert_layout(row_sum_63, gl.SliceLayout(1, o_layout))[:, None]))
+        v_98 = v_97.to(gl.float16)
         tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_96)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_98)
         fence_async_shared()
         tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_97 = gl.log2(row_sum_62)
-        v_98 = (row_max_64 + v_97)
-        v_99 = (v_98 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_99, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        v_99 = gl.log2(row_sum_63)
+        v_100 = (row_max_65 + v_99)
+        v_101 = (v_100 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_101, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
         it += 1
         rslot = it % 2
         mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
@@ -8643,7 +8320,7 @@ def _attention_fwd_gluon_561c7b1c99_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_561c7b1c99(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_785fd8ab36(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -8667,10 +8344,10 @@ def _attention_fwd_gluon_561c7b1c99(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_561c7b1c99_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_561c7b1c99_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_561c7b1c99_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_785fd8ab36_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_785fd8ab36_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_785fd8ab36_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_61b3482380_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_7e5d70ffda_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
@@ -8700,20 +8377,20 @@ def _attention_fwd_gluon_61b3482380_loader(q_len, q_heads, batch, group, q, q_st
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
         tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_25, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_56 in range(whole_end_24, v_20, _BLOCK_SIZE_1):
+    for offset_57 in range(whole_end_24, v_20, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_56, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_57, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_56, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_57, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_61b3482380_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_7e5d70ffda_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -8751,30 +8428,31 @@ def _attention_fwd_gluon_61b3482380_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_31 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-        v_32 = end_31 > offset_5
+        end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
+        v_31 = end_30 > offset_5
         dot_29 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_30 = (dot_29 * qk_scale)
-        scores_33 = v_30
-        if v_32:
-            v_37 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_33, float('-inf'))
-            scores_33 = v_37
-        red_38 = gl.max(scores_33, 1)
-        v_39 = gl.maximum(row_max_23, red_38)
-        v_41 = (scores_33 - (v_39[:, None]))
-        v_42 = gl.exp2(v_41)
-        v_43 = (row_max_23 - v_39)
-        v_44 = gl.exp2(v_43)
-        v_45 = (row_sum_21 * v_44)
-        red_46 = gl.sum(v_42, 1)
-        v_47 = (v_45 + red_46)
-        v_49 = v_42.to(gl.bfloat16)
-        v_51 = (acc_22 * (gl.convert_layout(v_44, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_21 = v_47
+        scores_32 = dot_29
+        if v_31:
+            v_36 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_32, float('-inf'))
+            scores_32 = v_36
+        red_37 = gl.max(scores_32, 1)
+        v_38 = (red_37 * qk_scale)
+        v_39 = gl.maximum(row_max_23, v_38)
+        v_40 = (scores_32 * qk_scale)
+        v_42 = (v_40 - (v_39[:, None]))
+        v_43 = gl.exp2(v_42)
+        v_44 = (row_max_23 - v_39)
+        v_45 = gl.exp2(v_44)
+        v_46 = (row_sum_21 * v_45)
+        red_47 = gl.sum(v_43, 1)
+        v_48 = (v_46 + red_47)
+        v_50 = v_43.to(gl.bfloat16)
+        v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_21 = v_48
         row_max_23 = v_39
-        pend_a0 = gl.convert_layout(v_49, p_layout)
-        pend_acc0 = v_51
+        pend_a0 = gl.convert_layout(v_50, p_layout)
+        pend_acc0 = v_52
         for jj in range(1, n_offset_25):
             offset_25 = 0 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
@@ -8787,32 +8465,33 @@ def _attention_fwd_gluon_61b3482380_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_31 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-            v_32 = end_31 > offset_5
+            end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
+            v_31 = end_30 > offset_5
             dot_29 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_30 = (dot_29 * qk_scale)
-            scores_33 = v_30
-            if v_32:
-                v_37 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_33, float('-inf'))
-                scores_33 = v_37
-            red_38 = gl.max(scores_33, 1)
-            v_39 = gl.maximum(row_max_23, red_38)
-            v_41 = (scores_33 - (v_39[:, None]))
-            v_42 = gl.exp2(v_41)
-            v_43 = (row_max_23 - v_39)
-            v_44 = gl.exp2(v_43)
-            v_45 = (row_sum_21 * v_44)
-            red_46 = gl.sum(v_42, 1)
-            v_47 = (v_45 + red_46)
-            v_49 = v_42.to(gl.bfloat16)
+            scores_32 = dot_29
+            if v_31:
+                v_36 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_32, float('-inf'))
+                scores_32 = v_36
+            red_37 = gl.max(scores_32, 1)
+            v_38 = (red_37 * qk_scale)
+            v_39 = gl.maximum(row_max_23, v_38)
+            v_40 = (scores_32 * qk_scale)
+            v_42 = (v_40 - (v_39[:, None]))
+            v_43 = gl.exp2(v_42)
+            v_44 = (row_max_23 - v_39)
+            v_45 = gl.exp2(v_44)
+            v_46 = (row_sum_21 * v_45)
+            red_47 = gl.sum(v_43, 1)
+            v_48 = (v_46 + red_47)
+            v_50 = v_43.to(gl.bfloat16)
             acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_51 = (acc_22 * (gl.convert_layout(v_44, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_21 = v_47
+            v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_21 = v_48
             row_max_23 = v_39
-            pend_a0 = gl.convert_layout(v_49, p_layout)
-            pend_acc0 = v_51
+            pend_a0 = gl.convert_layout(v_50, p_layout)
+            pend_acc0 = v_52
         prev = (c + n_offset_25 - 1) % STAGES
         mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_25 - 1) // STAGES) & 1)
         if GROUPS > 1:
@@ -8824,12 +8503,12 @@ def _attention_fwd_gluon_61b3482380_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.arrive(ring_1_empty.index(prev))
         t += n_offset_25 + 1
     c += n_offset_25
-    row_sum_53 = row_sum_21
-    acc_54 = acc_22
-    row_max_55 = row_max_23
-    n_offset_56 = gl.cdiv(gl.maximum((v_20) - (whole_end_24), 0), _BLOCK_SIZE_1)
-    if n_offset_56 > 0:
-        offset_56 = whole_end_24
+    row_sum_54 = row_sum_21
+    acc_55 = acc_22
+    row_max_56 = row_max_23
+    n_offset_57 = gl.cdiv(gl.maximum((v_20) - (whole_end_24), 0), _BLOCK_SIZE_1)
+    if n_offset_57 > 0:
+        offset_57 = whole_end_24
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -8837,32 +8516,33 @@ def _attention_fwd_gluon_61b3482380_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_63 = gl.minimum(offset_56 + _BLOCK_SIZE_1, v_20)
+        end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
         v_64 = end_63 > offset_5
-        dot_61 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        dot_62 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_62 = (dot_61 * qk_scale)
-        scores_65 = v_62
+        scores_65 = dot_62
         if v_64:
-            v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_56))), scores_65, float('-inf'))
+            v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_57))), scores_65, float('-inf'))
             scores_65 = v_69
-        red_70 = gl.max(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-        v_71 = gl.maximum(row_max_55, red_70)
-        v_73 = (scores_65 - (v_71[:, None]))
-        v_74 = gl.exp2(v_73)
-        v_75 = (row_max_55 - v_71)
+        red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
+        v_71 = (red_70 * qk_scale)
+        v_72 = gl.maximum(row_max_56, v_71)
+        v_73 = (scores_65 * qk_scale)
+        v_75 = (v_73 - (v_72[:, None]))
         v_76 = gl.exp2(v_75)
-        v_77 = (row_sum_53 * v_76)
-        red_78 = gl.sum(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_74, 0), 1)
-        v_79 = (v_77 + red_78)
-        v_81 = v_74.to(gl.bfloat16)
-        v_83 = (acc_54 * (gl.convert_layout(v_76, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_53 = v_79
-        row_max_55 = v_71
-        pend_a0 = gl.convert_layout(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_81, 0), p_layout)
-        pend_acc0 = v_83
-        for jj in range(1, n_offset_56):
-            offset_56 = whole_end_24 + jj * _BLOCK_SIZE_1
+        v_77 = (row_max_56 - v_72)
+        v_78 = gl.exp2(v_77)
+        v_79 = (row_sum_54 * v_78)
+        red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
+        v_81 = (v_79 + red_80)
+        v_83 = v_76.to(gl.bfloat16)
+        v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_54 = v_81
+        row_max_56 = v_72
+        pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
+        pend_acc0 = v_85
+        for jj in range(1, n_offset_57):
+            offset_57 = whole_end_24 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -8873,59 +8553,60 @@ def _attention_fwd_gluon_61b3482380_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_63 = gl.minimum(offset_56 + _BLOCK_SIZE_1, v_20)
+            end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
             v_64 = end_63 > offset_5
-            dot_61 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            dot_62 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_62 = (dot_61 * qk_scale)
-            scores_65 = v_62
+            scores_65 = dot_62
             if v_64:
-                v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_56))), scores_65, float('-inf'))
+                v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_57))), scores_65, float('-inf'))
                 scores_65 = v_69
-            red_70 = gl.max(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-            v_71 = gl.maximum(row_max_55, red_70)
-            v_73 = (scores_65 - (v_71[:, None]))
-            v_74 = gl.exp2(v_73)
-            v_75 = (row_max_55 - v_71)
+            red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
+            v_71 = (red_70 * qk_scale)
+            v_72 = gl.maximum(row_max_56, v_71)
+            v_73 = (scores_65 * qk_scale)
+            v_75 = (v_73 - (v_72[:, None]))
             v_76 = gl.exp2(v_75)
-            v_77 = (row_sum_53 * v_76)
-            red_78 = gl.sum(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_74, 0), 1)
-            v_79 = (v_77 + red_78)
-            v_81 = v_74.to(gl.bfloat16)
-            acc_54 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            v_77 = (row_max_56 - v_72)
+            v_78 = gl.exp2(v_77)
+            v_79 = (row_sum_54 * v_78)
+            red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
+            v_81 = (v_79 + red_80)
+            v_83 = v_76.to(gl.bfloat16)
+            acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_83 = (acc_54 * (gl.convert_layout(v_76, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_53 = v_79
-            row_max_55 = v_71
-            pend_a0 = gl.convert_layout(gl.where(((((offset_56 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_81, 0), p_layout)
-            pend_acc0 = v_83
-        prev = (c + n_offset_56 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_56 - 1) // STAGES) & 1)
+            v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_54 = v_81
+            row_max_56 = v_72
+            pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
+            pend_acc0 = v_85
+        prev = (c + n_offset_57 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_57 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_56) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_57) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_54 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_56 + 1
-    c += n_offset_56
+        t += n_offset_57 + 1
+    c += n_offset_57
     mbarrier.arrive(resident_empty.index(rslot))
-    v_86 = (acc_54 / (gl.convert_layout(row_sum_53, gl.SliceLayout(1, o_layout))[:, None]))
-    v_87 = v_86.to(gl.bfloat16)
+    v_88 = (acc_55 / (gl.convert_layout(row_sum_54, gl.SliceLayout(1, o_layout))[:, None]))
+    v_89 = v_88.to(gl.bfloat16)
     tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_87)
+    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_89)
     fence_async_shared()
     tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_88 = gl.log2(row_sum_53)
-    v_89 = (row_max_55 + v_88)
-    v_90 = (v_89 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_90, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    v_90 = gl.log2(row_sum_54)
+    v_91 = (row_max_56 + v_90)
+    v_92 = (v_91 * 0.6931471805599453)
+    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_92, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_61b3482380(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_7e5d70ffda(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -8947,246 +8628,311 @@ def _attention_fwd_gluon_61b3482380(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_61b3482380_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_61b3482380_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+    gl.warp_specialize([(_attention_fwd_gluon_7e5d70ffda_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_7e5d70ffda_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
 
 
-_attention_fwd_gluon_61b3482380.fn.hk_compile_options = {'maxnreg': 80}
+_attention_fwd_gluon_7e5d70ffda.fn.hk_compile_options = {'maxnreg': 80}
 
 @gluon.jit
-def _attention_fwd_gluon_7aa30d866b_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_889098897a_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     c = 0
     it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-        offset_8 = 0 + pid_3 * 1
-        offset_11 = 0 + pid_4 * 1
-        v_14 = offset_8 // group
-        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 32 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 32
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 32)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_29 = gl.minimum(end_28, kv_len)
+        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
         rslot = it % 2
         mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
         mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-        for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
+        for offset_34 in range(0, whole_end_33, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_23, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_34, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_23, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_34, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_47 in range(whole_end_22, kv_len, _BLOCK_SIZE_1):
+        for offset_66 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_47, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_66, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_47, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_66, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
         it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_7aa30d866b_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_889098897a_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
     c = 0
     t = 0
     it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-        offset_8 = 0 + pid_3 * 1
-        offset_11 = 0 + pid_4 * 1
-        v_14 = offset_8 // group
-        v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        row_sum_19 = v_17
-        acc_20 = v_18
-        row_max_21 = v_16
-        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 32 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 32
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 32)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_29 = gl.minimum(end_28, kv_len)
+        row_sum_30 = v_26
+        acc_31 = v_27
+        row_max_32 = v_25
+        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_34 = gl.cdiv(gl.maximum((whole_end_33) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_34 > 0:
+            offset_34 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
+            v_40 = end_39 > offset_14
+            dot_38 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_41 = dot_38
+            if v_40:
+                v_45 = gl.where((((((offset_34 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_41, float('-inf'))
+                scores_41 = v_45
+            red_46 = gl.max(scores_41, 1)
+            v_47 = (red_46 * qk_scale)
+            v_48 = gl.maximum(row_max_32, v_47)
+            v_49 = (scores_41 * qk_scale)
+            v_51 = (v_49 - (v_48[:, None]))
+            v_52 = gl.exp2(v_51)
+            v_53 = (row_max_32 - v_48)
+            v_54 = gl.exp2(v_53)
+            v_55 = (row_sum_30 * v_54)
+            red_56 = gl.sum(v_52, 1)
+            v_57 = (v_55 + red_56)
+            v_59 = v_52.to(gl.float16)
+            v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_30 = v_57
+            row_max_32 = v_48
+            pend_a0 = gl.convert_layout(v_59, p_layout)
+            pend_acc0 = v_61
+            for jj in range(1, n_offset_34):
+                offset_34 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
+                v_40 = end_39 > offset_14
+                dot_38 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_41 = dot_38
+                if v_40:
+                    v_45 = gl.where((((((offset_34 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_41, float('-inf'))
+                    scores_41 = v_45
+                red_46 = gl.max(scores_41, 1)
+                v_47 = (red_46 * qk_scale)
+                v_48 = gl.maximum(row_max_32, v_47)
+                v_49 = (scores_41 * qk_scale)
+                v_51 = (v_49 - (v_48[:, None]))
+                v_52 = gl.exp2(v_51)
+                v_53 = (row_max_32 - v_48)
+                v_54 = gl.exp2(v_53)
+                v_55 = (row_sum_30 * v_54)
+                red_56 = gl.sum(v_52, 1)
+                v_57 = (v_55 + red_56)
+                v_59 = v_52.to(gl.float16)
+                acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_30 = v_57
+                row_max_32 = v_48
+                pend_a0 = gl.convert_layout(v_59, p_layout)
+                pend_acc0 = v_61
+            prev = (c + n_offset_34 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_34 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_34) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_34 + 1
+        c += n_offset_34
+        row_sum_63 = row_sum_30
+        acc_64 = acc_31
+        row_max_65 = row_max_32
+        n_offset_66 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
+        if n_offset_66 > 0:
+            offset_66 = whole_end_33
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
+            v_73 = end_72 > offset_14
+            dot_71 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_74 = dot_71
+            if v_73:
+                v_78 = gl.where((((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_74, float('-inf'))
+                scores_74 = v_78
+            red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
+            v_80 = (red_79 * qk_scale)
+            v_81 = gl.maximum(row_max_65, v_80)
+            v_82 = (scores_74 * qk_scale)
+            v_84 = (v_82 - (v_81[:, None]))
+            v_85 = gl.exp2(v_84)
+            v_86 = (row_max_65 - v_81)
+            v_87 = gl.exp2(v_86)
+            v_88 = (row_sum_63 * v_87)
+            red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
+            v_90 = (v_88 + red_89)
+            v_92 = v_85.to(gl.float16)
+            v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_63 = v_90
+            row_max_65 = v_81
+            pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
+            pend_acc0 = v_94
+            for jj in range(1, n_offset_66):
+                offset_66 = whole_end_33 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
+                v_73 = end_72 > offset_14
+                dot_71 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_74 = dot_71
+                if v_73:
+                    v_78 = gl.where((((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_74, float('-inf'))
+                    scores_74 = v_78
+                red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
+                v_80 = (red_79 * qk_scale)
+                v_81 = gl.maximum(row_max_65, v_80)
+                v_82 = (scores_74 * qk_scale)
+                v_84 = (v_82 - (v_81[:, None]))
+                v_85 = gl.exp2(v_84)
+                v_86 = (row_max_65 - v_81)
+                v_87 = gl.exp2(v_86)
+                v_88 = (row_sum_63 * v_87)
+                red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
+                v_90 = (v_88 + red_89)
+                v_92 = v_85.to(gl.float16)
+                acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_63 = v_90
+                row_max_65 = v_81
+                pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
+                pend_acc0 = v_94
+            prev = (c + n_offset_66 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_66 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_66) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_66 + 1
+        c += n_offset_66
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_97 = (acc_64 / (gl.convert_layout(row_sum_63, gl.SliceLayout(1, o_layout))[:, None]))
+        v_98 = v_97.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_98)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_99 = gl.log2(row_sum_63)
+        v_100 = (row_max_65 + v_99)
+        v_101 = (v_100 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_101, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
         rslot = it % 2
         mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_23 > 0:
-            offset_23 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_27 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_28 = (dot_27 * qk_scale)
-            red_29 = gl.max(v_28, 1)
-            v_30 = gl.maximum(row_max_21, red_29)
-            v_32 = (v_28 - (v_30[:, None]))
-            v_33 = gl.exp2(v_32)
-            v_34 = (row_max_21 - v_30)
-            v_35 = gl.exp2(v_34)
-            v_36 = (row_sum_19 * v_35)
-            red_37 = gl.sum(v_33, 1)
-            v_38 = (v_36 + red_37)
-            v_40 = v_33.to(gl.bfloat16)
-            v_42 = (acc_20 * (gl.convert_layout(v_35, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_19 = v_38
-            row_max_21 = v_30
-            pend_a0 = gl.convert_layout(v_40, p_layout)
-            pend_acc0 = v_42
-            for jj in range(1, n_offset_23):
-                offset_23 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_27 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_28 = (dot_27 * qk_scale)
-                red_29 = gl.max(v_28, 1)
-                v_30 = gl.maximum(row_max_21, red_29)
-                v_32 = (v_28 - (v_30[:, None]))
-                v_33 = gl.exp2(v_32)
-                v_34 = (row_max_21 - v_30)
-                v_35 = gl.exp2(v_34)
-                v_36 = (row_sum_19 * v_35)
-                red_37 = gl.sum(v_33, 1)
-                v_38 = (v_36 + red_37)
-                v_40 = v_33.to(gl.bfloat16)
-                acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_42 = (acc_20 * (gl.convert_layout(v_35, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_19 = v_38
-                row_max_21 = v_30
-                pend_a0 = gl.convert_layout(v_40, p_layout)
-                pend_acc0 = v_42
-            prev = (c + n_offset_23 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_23 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_23) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_23 + 1
-        c += n_offset_23
-        row_sum_44 = row_sum_19
-        acc_45 = acc_20
-        row_max_46 = row_max_21
-        n_offset_47 = gl.cdiv(gl.maximum((kv_len) - (whole_end_22), 0), _BLOCK_SIZE_1)
-        if n_offset_47 > 0:
-            offset_47 = whole_end_22
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_52 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_53 = (dot_52 * qk_scale)
-            red_54 = gl.max(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_53, float('-inf')), 1)
-            v_55 = gl.maximum(row_max_46, red_54)
-            v_57 = (v_53 - (v_55[:, None]))
-            v_58 = gl.exp2(v_57)
-            v_59 = (row_max_46 - v_55)
-            v_60 = gl.exp2(v_59)
-            v_61 = (row_sum_44 * v_60)
-            red_62 = gl.sum(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_58, 0), 1)
-            v_63 = (v_61 + red_62)
-            v_65 = v_58.to(gl.bfloat16)
-            v_67 = (acc_45 * (gl.convert_layout(v_60, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_44 = v_63
-            row_max_46 = v_55
-            pend_a0 = gl.convert_layout(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_65, 0), p_layout)
-            pend_acc0 = v_67
-            for jj in range(1, n_offset_47):
-                offset_47 = whole_end_22 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_52 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_53 = (dot_52 * qk_scale)
-                red_54 = gl.max(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_53, float('-inf')), 1)
-                v_55 = gl.maximum(row_max_46, red_54)
-                v_57 = (v_53 - (v_55[:, None]))
-                v_58 = gl.exp2(v_57)
-                v_59 = (row_max_46 - v_55)
-                v_60 = gl.exp2(v_59)
-                v_61 = (row_sum_44 * v_60)
-                red_62 = gl.sum(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_58, 0), 1)
-                v_63 = (v_61 + red_62)
-                v_65 = v_58.to(gl.bfloat16)
-                acc_45 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_67 = (acc_45 * (gl.convert_layout(v_60, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_44 = v_63
-                row_max_46 = v_55
-                pend_a0 = gl.convert_layout(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_65, 0), p_layout)
-                pend_acc0 = v_67
-            prev = (c + n_offset_47 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_47 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_47) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_45 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_47 + 1
-        c += n_offset_47
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_70 = (acc_45 / (gl.convert_layout(row_sum_44, gl.SliceLayout(1, o_layout))[:, None]))
-        v_71 = v_70.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_71)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_72 = gl.log2(row_sum_44)
-        v_73 = (row_max_46 + v_72)
-        v_74 = (v_73 * 0.6931471805599453)
-        gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_74, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_7aa30d866b(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_889098897a(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
@@ -9207,10 +8953,11 @@ def _attention_fwd_gluon_7aa30d866b(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_7aa30d866b_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_7aa30d866b_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_7aa30d866b_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gl.warp_specialize([(_attention_fwd_gluon_889098897a_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_889098897a_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_889098897a_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_82d6987547_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_9b631b46c8_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -9252,38 +8999,38 @@ def _attention_fwd_gluon_82d6987547_loader(q_len, q_heads, batch, tickets, group
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
             tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_57 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
+        for offset_58 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_57, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_58, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_57, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_58, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        end_79 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_80 = gl.minimum(end_79, kv_len)
-        whole_end_84 = v_28 + gl.maximum(v_80 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        for offset_85 in range(v_28, whole_end_84, _BLOCK_SIZE_1):
+        end_81 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_82 = gl.minimum(end_81, kv_len)
+        whole_end_86 = v_28 + gl.maximum(v_82 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        for offset_87 in range(v_28, whole_end_86, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_85, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_87, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_85, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_87, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_113 in range(whole_end_84, v_80, _BLOCK_SIZE_1):
+        for offset_116 in range(whole_end_86, v_82, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_113, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_116, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_113, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_116, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
         it += 1
         virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
@@ -9297,7 +9044,7 @@ def _attention_fwd_gluon_82d6987547_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_9b631b46c8_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -9347,22 +9094,23 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_38 = (dot_37 * qk_scale)
-            red_39 = gl.max(v_38, 1)
-            v_40 = gl.maximum(row_max_31, red_39)
-            v_42 = (v_38 - (v_40[:, None]))
-            v_43 = gl.exp2(v_42)
-            v_44 = (row_max_31 - v_40)
-            v_45 = gl.exp2(v_44)
-            v_46 = (row_sum_29 * v_45)
-            red_47 = gl.sum(v_43, 1)
-            v_48 = (v_46 + red_47)
-            v_50 = v_43.to(gl.float16)
-            v_52 = (acc_30 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_48
+            red_38 = gl.max(dot_37, 1)
+            v_39 = (red_38 * qk_scale)
+            v_40 = gl.maximum(row_max_31, v_39)
+            v_41 = (dot_37 * qk_scale)
+            v_43 = (v_41 - (v_40[:, None]))
+            v_44 = gl.exp2(v_43)
+            v_45 = (row_max_31 - v_40)
+            v_46 = gl.exp2(v_45)
+            v_47 = (row_sum_29 * v_46)
+            red_48 = gl.sum(v_44, 1)
+            v_49 = (v_47 + red_48)
+            v_51 = v_44.to(gl.bfloat16)
+            v_53 = (acc_30 * (gl.convert_layout(v_46, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_29 = v_49
             row_max_31 = v_40
-            pend_a0 = gl.convert_layout(v_50, p_layout)
-            pend_acc0 = v_52
+            pend_a0 = gl.convert_layout(v_51, p_layout)
+            pend_acc0 = v_53
             for jj in range(1, n_offset_33):
                 offset_33 = 0 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
@@ -9377,24 +9125,25 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
                 dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_38 = (dot_37 * qk_scale)
-                red_39 = gl.max(v_38, 1)
-                v_40 = gl.maximum(row_max_31, red_39)
-                v_42 = (v_38 - (v_40[:, None]))
-                v_43 = gl.exp2(v_42)
-                v_44 = (row_max_31 - v_40)
-                v_45 = gl.exp2(v_44)
-                v_46 = (row_sum_29 * v_45)
-                red_47 = gl.sum(v_43, 1)
-                v_48 = (v_46 + red_47)
-                v_50 = v_43.to(gl.float16)
+                red_38 = gl.max(dot_37, 1)
+                v_39 = (red_38 * qk_scale)
+                v_40 = gl.maximum(row_max_31, v_39)
+                v_41 = (dot_37 * qk_scale)
+                v_43 = (v_41 - (v_40[:, None]))
+                v_44 = gl.exp2(v_43)
+                v_45 = (row_max_31 - v_40)
+                v_46 = gl.exp2(v_45)
+                v_47 = (row_sum_29 * v_46)
+                red_48 = gl.sum(v_44, 1)
+                v_49 = (v_47 + red_48)
+                v_51 = v_44.to(gl.bfloat16)
                 acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_52 = (acc_30 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_48
+                v_53 = (acc_30 * (gl.convert_layout(v_46, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_29 = v_49
                 row_max_31 = v_40
-                pend_a0 = gl.convert_layout(v_50, p_layout)
-                pend_acc0 = v_52
+                pend_a0 = gl.convert_layout(v_51, p_layout)
+                pend_acc0 = v_53
             prev = (c + n_offset_33 - 1) % STAGES
             mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
             if GROUPS > 1:
@@ -9406,12 +9155,12 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(ring_1_empty.index(prev))
             t += n_offset_33 + 1
         c += n_offset_33
-        row_sum_54 = row_sum_29
-        acc_55 = acc_30
-        row_max_56 = row_max_31
-        n_offset_57 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_57 > 0:
-            offset_57 = whole_end_32
+        row_sum_55 = row_sum_29
+        acc_56 = acc_30
+        row_max_57 = row_max_31
+        n_offset_58 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
+        if n_offset_58 > 0:
+            offset_58 = whole_end_32
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -9419,26 +9168,27 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_62 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            dot_63 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_63 = (dot_62 * qk_scale)
-            red_64 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_63, float('-inf')), 1)
-            v_65 = gl.maximum(row_max_56, red_64)
-            v_67 = (v_63 - (v_65[:, None]))
-            v_68 = gl.exp2(v_67)
-            v_69 = (row_max_56 - v_65)
+            red_64 = gl.max(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1)
+            v_65 = (red_64 * qk_scale)
+            v_66 = gl.maximum(row_max_57, v_65)
+            v_67 = (dot_63 * qk_scale)
+            v_69 = (v_67 - (v_66[:, None]))
             v_70 = gl.exp2(v_69)
-            v_71 = (row_sum_54 * v_70)
-            red_72 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_68, 0), 1)
-            v_73 = (v_71 + red_72)
-            v_75 = v_68.to(gl.float16)
-            v_77 = (acc_55 * (gl.convert_layout(v_70, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_54 = v_73
-            row_max_56 = v_65
-            pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_75, 0), p_layout)
-            pend_acc0 = v_77
-            for jj in range(1, n_offset_57):
-                offset_57 = whole_end_32 + jj * _BLOCK_SIZE_1
+            v_71 = (row_max_57 - v_66)
+            v_72 = gl.exp2(v_71)
+            v_73 = (row_sum_55 * v_72)
+            red_74 = gl.sum(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_70, 0), 1)
+            v_75 = (v_73 + red_74)
+            v_77 = v_70.to(gl.bfloat16)
+            v_79 = (acc_56 * (gl.convert_layout(v_72, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_55 = v_75
+            row_max_57 = v_66
+            pend_a0 = gl.convert_layout(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_77, 0), p_layout)
+            pend_acc0 = v_79
+            for jj in range(1, n_offset_58):
+                offset_58 = whole_end_32 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -9449,46 +9199,47 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_62 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                dot_63 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_63 = (dot_62 * qk_scale)
-                red_64 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_63, float('-inf')), 1)
-                v_65 = gl.maximum(row_max_56, red_64)
-                v_67 = (v_63 - (v_65[:, None]))
-                v_68 = gl.exp2(v_67)
-                v_69 = (row_max_56 - v_65)
+                red_64 = gl.max(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1)
+                v_65 = (red_64 * qk_scale)
+                v_66 = gl.maximum(row_max_57, v_65)
+                v_67 = (dot_63 * qk_scale)
+                v_69 = (v_67 - (v_66[:, None]))
                 v_70 = gl.exp2(v_69)
-                v_71 = (row_sum_54 * v_70)
-                red_72 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_68, 0), 1)
-                v_73 = (v_71 + red_72)
-                v_75 = v_68.to(gl.float16)
-                acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                v_71 = (row_max_57 - v_66)
+                v_72 = gl.exp2(v_71)
+                v_73 = (row_sum_55 * v_72)
+                red_74 = gl.sum(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_70, 0), 1)
+                v_75 = (v_73 + red_74)
+                v_77 = v_70.to(gl.bfloat16)
+                acc_56 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_77 = (acc_55 * (gl.convert_layout(v_70, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_54 = v_73
-                row_max_56 = v_65
-                pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_75, 0), p_layout)
-                pend_acc0 = v_77
-            prev = (c + n_offset_57 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_57 - 1) // STAGES) & 1)
+                v_79 = (acc_56 * (gl.convert_layout(v_72, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_55 = v_75
+                row_max_57 = v_66
+                pend_a0 = gl.convert_layout(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_77, 0), p_layout)
+                pend_acc0 = v_79
+            prev = (c + n_offset_58 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_58 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_57) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_58) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_56 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_57 + 1
-        c += n_offset_57
-        end_79 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_80 = gl.minimum(end_79, kv_len)
-        row_sum_81 = row_sum_54
-        acc_82 = acc_55
-        row_max_83 = row_max_56
-        whole_end_84 = v_28 + gl.maximum(v_80 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_85 = gl.cdiv(gl.maximum((whole_end_84) - (v_28), 0), _BLOCK_SIZE_1)
-        if n_offset_85 > 0:
-            offset_85 = v_28
+            t += n_offset_58 + 1
+        c += n_offset_58
+        end_81 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_82 = gl.minimum(end_81, kv_len)
+        row_sum_83 = row_sum_55
+        acc_84 = acc_56
+        row_max_85 = row_max_57
+        whole_end_86 = v_28 + gl.maximum(v_82 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_87 = gl.cdiv(gl.maximum((whole_end_86) - (v_28), 0), _BLOCK_SIZE_1)
+        if n_offset_87 > 0:
+            offset_87 = v_28
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -9496,27 +9247,28 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_89 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            dot_91 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_90 = (dot_89 * qk_scale)
-            v_94 = gl.where((((((offset_85 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_90, float('-inf'))
-            red_95 = gl.max(v_94, 1)
-            v_96 = gl.maximum(row_max_83, red_95)
-            v_98 = (v_94 - (v_96[:, None]))
-            v_99 = gl.exp2(v_98)
-            v_100 = (row_max_83 - v_96)
-            v_101 = gl.exp2(v_100)
-            v_102 = (row_sum_81 * v_101)
-            red_103 = gl.sum(v_99, 1)
-            v_104 = (v_102 + red_103)
-            v_106 = v_99.to(gl.float16)
-            v_108 = (acc_82 * (gl.convert_layout(v_101, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_81 = v_104
-            row_max_83 = v_96
-            pend_a0 = gl.convert_layout(v_106, p_layout)
-            pend_acc0 = v_108
-            for jj in range(1, n_offset_85):
-                offset_85 = v_28 + jj * _BLOCK_SIZE_1
+            v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
+            red_96 = gl.max(v_95, 1)
+            v_97 = (red_96 * qk_scale)
+            v_98 = gl.maximum(row_max_85, v_97)
+            v_99 = (v_95 * qk_scale)
+            v_101 = (v_99 - (v_98[:, None]))
+            v_102 = gl.exp2(v_101)
+            v_103 = (row_max_85 - v_98)
+            v_104 = gl.exp2(v_103)
+            v_105 = (row_sum_83 * v_104)
+            red_106 = gl.sum(v_102, 1)
+            v_107 = (v_105 + red_106)
+            v_109 = v_102.to(gl.bfloat16)
+            v_111 = (acc_84 * (gl.convert_layout(v_104, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_83 = v_107
+            row_max_85 = v_98
+            pend_a0 = gl.convert_layout(v_109, p_layout)
+            pend_acc0 = v_111
+            for jj in range(1, n_offset_87):
+                offset_87 = v_28 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -9527,44 +9279,45 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_89 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                dot_91 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_90 = (dot_89 * qk_scale)
-                v_94 = gl.where((((((offset_85 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_90, float('-inf'))
-                red_95 = gl.max(v_94, 1)
-                v_96 = gl.maximum(row_max_83, red_95)
-                v_98 = (v_94 - (v_96[:, None]))
-                v_99 = gl.exp2(v_98)
-                v_100 = (row_max_83 - v_96)
-                v_101 = gl.exp2(v_100)
-                v_102 = (row_sum_81 * v_101)
-                red_103 = gl.sum(v_99, 1)
-                v_104 = (v_102 + red_103)
-                v_106 = v_99.to(gl.float16)
-                acc_82 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
+                red_96 = gl.max(v_95, 1)
+                v_97 = (red_96 * qk_scale)
+                v_98 = gl.maximum(row_max_85, v_97)
+                v_99 = (v_95 * qk_scale)
+                v_101 = (v_99 - (v_98[:, None]))
+                v_102 = gl.exp2(v_101)
+                v_103 = (row_max_85 - v_98)
+                v_104 = gl.exp2(v_103)
+                v_105 = (row_sum_83 * v_104)
+                red_106 = gl.sum(v_102, 1)
+                v_107 = (v_105 + red_106)
+                v_109 = v_102.to(gl.bfloat16)
+                acc_84 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_108 = (acc_82 * (gl.convert_layout(v_101, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_81 = v_104
-                row_max_83 = v_96
-                pend_a0 = gl.convert_layout(v_106, p_layout)
-                pend_acc0 = v_108
-            prev = (c + n_offset_85 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_85 - 1) // STAGES) & 1)
+                v_111 = (acc_84 * (gl.convert_layout(v_104, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_83 = v_107
+                row_max_85 = v_98
+                pend_a0 = gl.convert_layout(v_109, p_layout)
+                pend_acc0 = v_111
+            prev = (c + n_offset_87 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_87 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_85) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_87) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_82 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_84 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_85 + 1
-        c += n_offset_85
-        row_sum_110 = row_sum_81
-        acc_111 = acc_82
-        row_max_112 = row_max_83
-        n_offset_113 = gl.cdiv(gl.maximum((v_80) - (whole_end_84), 0), _BLOCK_SIZE_1)
-        if n_offset_113 > 0:
-            offset_113 = whole_end_84
+            t += n_offset_87 + 1
+        c += n_offset_87
+        row_sum_113 = row_sum_83
+        acc_114 = acc_84
+        row_max_115 = row_max_85
+        n_offset_116 = gl.cdiv(gl.maximum((v_82) - (whole_end_86), 0), _BLOCK_SIZE_1)
+        if n_offset_116 > 0:
+            offset_116 = whole_end_86
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -9572,27 +9325,28 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_118 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            dot_121 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_119 = (dot_118 * qk_scale)
-            v_123 = gl.where((((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_119, float('-inf'))
-            red_124 = gl.max(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_123, float('-inf')), 1)
-            v_125 = gl.maximum(row_max_112, red_124)
-            v_127 = (v_123 - (v_125[:, None]))
-            v_128 = gl.exp2(v_127)
-            v_129 = (row_max_112 - v_125)
-            v_130 = gl.exp2(v_129)
-            v_131 = (row_sum_110 * v_130)
-            red_132 = gl.sum(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_128, 0), 1)
-            v_133 = (v_131 + red_132)
-            v_135 = v_128.to(gl.float16)
-            v_137 = (acc_111 * (gl.convert_layout(v_130, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_110 = v_133
-            row_max_112 = v_125
-            pend_a0 = gl.convert_layout(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_135, 0), p_layout)
-            pend_acc0 = v_137
-            for jj in range(1, n_offset_113):
-                offset_113 = whole_end_84 + jj * _BLOCK_SIZE_1
+            v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
+            red_126 = gl.max(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1)
+            v_127 = (red_126 * qk_scale)
+            v_128 = gl.maximum(row_max_115, v_127)
+            v_129 = (v_125 * qk_scale)
+            v_131 = (v_129 - (v_128[:, None]))
+            v_132 = gl.exp2(v_131)
+            v_133 = (row_max_115 - v_128)
+            v_134 = gl.exp2(v_133)
+            v_135 = (row_sum_113 * v_134)
+            red_136 = gl.sum(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_132, 0), 1)
+            v_137 = (v_135 + red_136)
+            v_139 = v_132.to(gl.bfloat16)
+            v_141 = (acc_114 * (gl.convert_layout(v_134, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_113 = v_137
+            row_max_115 = v_128
+            pend_a0 = gl.convert_layout(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_139, 0), p_layout)
+            pend_acc0 = v_141
+            for jj in range(1, n_offset_116):
+                offset_116 = whole_end_86 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -9603,49 +9357,50 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_118 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                dot_121 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_119 = (dot_118 * qk_scale)
-                v_123 = gl.where((((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_119, float('-inf'))
-                red_124 = gl.max(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_123, float('-inf')), 1)
-                v_125 = gl.maximum(row_max_112, red_124)
-                v_127 = (v_123 - (v_125[:, None]))
-                v_128 = gl.exp2(v_127)
-                v_129 = (row_max_112 - v_125)
-                v_130 = gl.exp2(v_129)
-                v_131 = (row_sum_110 * v_130)
-                red_132 = gl.sum(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_128, 0), 1)
-                v_133 = (v_131 + red_132)
-                v_135 = v_128.to(gl.float16)
-                acc_111 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
+                red_126 = gl.max(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1)
+                v_127 = (red_126 * qk_scale)
+                v_128 = gl.maximum(row_max_115, v_127)
+                v_129 = (v_125 * qk_scale)
+                v_131 = (v_129 - (v_128[:, None]))
+                v_132 = gl.exp2(v_131)
+                v_133 = (row_max_115 - v_128)
+                v_134 = gl.exp2(v_133)
+                v_135 = (row_sum_113 * v_134)
+                red_136 = gl.sum(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_132, 0), 1)
+                v_137 = (v_135 + red_136)
+                v_139 = v_132.to(gl.bfloat16)
+                acc_114 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_137 = (acc_111 * (gl.convert_layout(v_130, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_110 = v_133
-                row_max_112 = v_125
-                pend_a0 = gl.convert_layout(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_135, 0), p_layout)
-                pend_acc0 = v_137
-            prev = (c + n_offset_113 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_113 - 1) // STAGES) & 1)
+                v_141 = (acc_114 * (gl.convert_layout(v_134, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_113 = v_137
+                row_max_115 = v_128
+                pend_a0 = gl.convert_layout(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_139, 0), p_layout)
+                pend_acc0 = v_141
+            prev = (c + n_offset_116 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_116 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_113) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_116) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_111 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_114 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_113 + 1
-        c += n_offset_113
+            t += n_offset_116 + 1
+        c += n_offset_116
         mbarrier.arrive(resident_empty.index(rslot))
-        v_140 = (acc_111 / (gl.convert_layout(row_sum_110, gl.SliceLayout(1, o_layout))[:, None]))
-        v_141 = v_140.to(gl.float16)
+        v_144 = (acc_114 / (gl.convert_layout(row_sum_113, gl.SliceLayout(1, o_layout))[:, None]))
+        v_145 = v_144.to(gl.bfloat16)
         tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_141)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_145)
         fence_async_shared()
         tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_142 = gl.log2(row_sum_110)
-        v_143 = (row_max_112 + v_142)
-        v_144 = (v_143 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_144, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        v_146 = gl.log2(row_sum_113)
+        v_147 = (row_max_115 + v_146)
+        v_148 = (v_147 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_148, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
         it += 1
         rslot = it % 2
         mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
@@ -9654,7 +9409,7 @@ def _attention_fwd_gluon_82d6987547_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_82d6987547(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_9b631b46c8(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -9678,10 +9433,1785 @@ def _attention_fwd_gluon_82d6987547(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_82d6987547_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_82d6987547_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_82d6987547_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_9b631b46c8_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_9b631b46c8_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_9b631b46c8_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_9330e3e689_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_9ca17755f7_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    c = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    offset_8 = 0 + pid_3 * 1
+    offset_11 = 0 + pid_4 * 1
+    v_14 = offset_8 // group
+    v_19 = gl.minimum(offset_5, kv_len)
+    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
+    for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_49 in range(whole_end_23, v_19, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_49, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_49, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_73 = gl.minimum(end_72, kv_len)
+    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_78 in range(v_19, whole_end_77, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_78, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_78, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_107 in range(whole_end_77, v_73, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_107, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_107, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_9ca17755f7_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    offset_8 = 0 + pid_3 * 1
+    offset_11 = 0 + pid_4 * 1
+    v_14 = offset_8 // group
+    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    v_19 = gl.minimum(offset_5, kv_len)
+    row_sum_20 = v_17
+    acc_21 = v_18
+    row_max_22 = v_16
+    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_24 > 0:
+        offset_24 = 0
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_29 = gl.max(dot_28, 1)
+        v_30 = (red_29 * qk_scale)
+        v_31 = gl.maximum(row_max_22, v_30)
+        v_32 = (dot_28 * qk_scale)
+        v_34 = (v_32 - (v_31[:, None]))
+        v_35 = gl.exp2(v_34)
+        v_36 = (row_max_22 - v_31)
+        v_37 = gl.exp2(v_36)
+        v_38 = (row_sum_20 * v_37)
+        red_39 = gl.sum(v_35, 1)
+        v_40 = (v_38 + red_39)
+        v_42 = v_35.to(gl.bfloat16)
+        v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_20 = v_40
+        row_max_22 = v_31
+        pend_a0 = gl.convert_layout(v_42, p_layout)
+        pend_acc0 = v_44
+        for jj in range(1, n_offset_24):
+            offset_24 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_29 = gl.max(dot_28, 1)
+            v_30 = (red_29 * qk_scale)
+            v_31 = gl.maximum(row_max_22, v_30)
+            v_32 = (dot_28 * qk_scale)
+            v_34 = (v_32 - (v_31[:, None]))
+            v_35 = gl.exp2(v_34)
+            v_36 = (row_max_22 - v_31)
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_sum_20 * v_37)
+            red_39 = gl.sum(v_35, 1)
+            v_40 = (v_38 + red_39)
+            v_42 = v_35.to(gl.bfloat16)
+            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_44 = (acc_21 * (gl.convert_layout(v_37, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_20 = v_40
+            row_max_22 = v_31
+            pend_a0 = gl.convert_layout(v_42, p_layout)
+            pend_acc0 = v_44
+        prev = (c + n_offset_24 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_24 + 1
+    c += n_offset_24
+    row_sum_46 = row_sum_20
+    acc_47 = acc_21
+    row_max_48 = row_max_22
+    n_offset_49 = gl.cdiv(gl.maximum((v_19) - (whole_end_23), 0), _BLOCK_SIZE_1)
+    if n_offset_49 > 0:
+        offset_49 = whole_end_23
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_54 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1)
+        v_56 = (red_55 * qk_scale)
+        v_57 = gl.maximum(row_max_48, v_56)
+        v_58 = (dot_54 * qk_scale)
+        v_60 = (v_58 - (v_57[:, None]))
+        v_61 = gl.exp2(v_60)
+        v_62 = (row_max_48 - v_57)
+        v_63 = gl.exp2(v_62)
+        v_64 = (row_sum_46 * v_63)
+        red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
+        v_66 = (v_64 + red_65)
+        v_68 = v_61.to(gl.bfloat16)
+        v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_46 = v_66
+        row_max_48 = v_57
+        pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
+        pend_acc0 = v_70
+        for jj in range(1, n_offset_49):
+            offset_49 = whole_end_23 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_54 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_55 = gl.max(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], dot_54, float('-inf')), 1)
+            v_56 = (red_55 * qk_scale)
+            v_57 = gl.maximum(row_max_48, v_56)
+            v_58 = (dot_54 * qk_scale)
+            v_60 = (v_58 - (v_57[:, None]))
+            v_61 = gl.exp2(v_60)
+            v_62 = (row_max_48 - v_57)
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_sum_46 * v_63)
+            red_65 = gl.sum(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_61, 0), 1)
+            v_66 = (v_64 + red_65)
+            v_68 = v_61.to(gl.bfloat16)
+            acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_70 = (acc_47 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_46 = v_66
+            row_max_48 = v_57
+            pend_a0 = gl.convert_layout(gl.where(((((offset_49 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_68, 0), p_layout)
+            pend_acc0 = v_70
+        prev = (c + n_offset_49 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_49 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_49) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_47 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_49 + 1
+    c += n_offset_49
+    end_72 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_73 = gl.minimum(end_72, kv_len)
+    row_sum_74 = row_sum_46
+    acc_75 = acc_47
+    row_max_76 = row_max_48
+    whole_end_77 = v_19 + gl.maximum(v_73 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_78 = gl.cdiv(gl.maximum((whole_end_77) - (v_19), 0), _BLOCK_SIZE_1)
+    if n_offset_78 > 0:
+        offset_78 = v_19
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_82 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
+        red_87 = gl.max(v_86, 1)
+        v_88 = (red_87 * qk_scale)
+        v_89 = gl.maximum(row_max_76, v_88)
+        v_90 = (v_86 * qk_scale)
+        v_92 = (v_90 - (v_89[:, None]))
+        v_93 = gl.exp2(v_92)
+        v_94 = (row_max_76 - v_89)
+        v_95 = gl.exp2(v_94)
+        v_96 = (row_sum_74 * v_95)
+        red_97 = gl.sum(v_93, 1)
+        v_98 = (v_96 + red_97)
+        v_100 = v_93.to(gl.bfloat16)
+        v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_74 = v_98
+        row_max_76 = v_89
+        pend_a0 = gl.convert_layout(v_100, p_layout)
+        pend_acc0 = v_102
+        for jj in range(1, n_offset_78):
+            offset_78 = v_19 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_82 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_86 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_82, float('-inf'))
+            red_87 = gl.max(v_86, 1)
+            v_88 = (red_87 * qk_scale)
+            v_89 = gl.maximum(row_max_76, v_88)
+            v_90 = (v_86 * qk_scale)
+            v_92 = (v_90 - (v_89[:, None]))
+            v_93 = gl.exp2(v_92)
+            v_94 = (row_max_76 - v_89)
+            v_95 = gl.exp2(v_94)
+            v_96 = (row_sum_74 * v_95)
+            red_97 = gl.sum(v_93, 1)
+            v_98 = (v_96 + red_97)
+            v_100 = v_93.to(gl.bfloat16)
+            acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_102 = (acc_75 * (gl.convert_layout(v_95, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_74 = v_98
+            row_max_76 = v_89
+            pend_a0 = gl.convert_layout(v_100, p_layout)
+            pend_acc0 = v_102
+        prev = (c + n_offset_78 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_78 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_78) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_78 + 1
+    c += n_offset_78
+    row_sum_104 = row_sum_74
+    acc_105 = acc_75
+    row_max_106 = row_max_76
+    n_offset_107 = gl.cdiv(gl.maximum((v_73) - (whole_end_77), 0), _BLOCK_SIZE_1)
+    if n_offset_107 > 0:
+        offset_107 = whole_end_77
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_112 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
+        red_117 = gl.max(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
+        v_118 = (red_117 * qk_scale)
+        v_119 = gl.maximum(row_max_106, v_118)
+        v_120 = (v_116 * qk_scale)
+        v_122 = (v_120 - (v_119[:, None]))
+        v_123 = gl.exp2(v_122)
+        v_124 = (row_max_106 - v_119)
+        v_125 = gl.exp2(v_124)
+        v_126 = (row_sum_104 * v_125)
+        red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
+        v_128 = (v_126 + red_127)
+        v_130 = v_123.to(gl.bfloat16)
+        v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_104 = v_128
+        row_max_106 = v_119
+        pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
+        pend_acc0 = v_132
+        for jj in range(1, n_offset_107):
+            offset_107 = whole_end_77 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_112 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_116 = gl.where((((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_112, float('-inf'))
+            red_117 = gl.max(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
+            v_118 = (red_117 * qk_scale)
+            v_119 = gl.maximum(row_max_106, v_118)
+            v_120 = (v_116 * qk_scale)
+            v_122 = (v_120 - (v_119[:, None]))
+            v_123 = gl.exp2(v_122)
+            v_124 = (row_max_106 - v_119)
+            v_125 = gl.exp2(v_124)
+            v_126 = (row_sum_104 * v_125)
+            red_127 = gl.sum(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_123, 0), 1)
+            v_128 = (v_126 + red_127)
+            v_130 = v_123.to(gl.bfloat16)
+            acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_132 = (acc_105 * (gl.convert_layout(v_125, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_104 = v_128
+            row_max_106 = v_119
+            pend_a0 = gl.convert_layout(gl.where(((((offset_107 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_130, 0), p_layout)
+            pend_acc0 = v_132
+        prev = (c + n_offset_107 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_107 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_107) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_105 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_107 + 1
+    c += n_offset_107
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_135 = (acc_105 / (gl.convert_layout(row_sum_104, gl.SliceLayout(1, o_layout))[:, None]))
+    v_136 = v_135.to(gl.bfloat16)
+    tma.store_wait(0)
+    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_136)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
+    v_137 = gl.log2(row_sum_104)
+    v_138 = (row_max_106 + v_137)
+    v_139 = (v_138 * 0.6931471805599453)
+    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_139, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_9ca17755f7(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_9ca17755f7_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_9ca17755f7_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+
+
+_attention_fwd_gluon_9ca17755f7.fn.hk_compile_options = {'maxnreg': 80}
+
+@gluon.jit
+def _attention_fwd_gluon_9f00cb6411_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+        offset_8 = 0 + pid_3 * 1
+        offset_11 = 0 + pid_4 * 1
+        v_14 = offset_8 // group
+        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
+        for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_23, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_23, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_48 in range(whole_end_22, kv_len, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_9f00cb6411_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+        offset_8 = 0 + pid_3 * 1
+        offset_11 = 0 + pid_4 * 1
+        v_14 = offset_8 // group
+        v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        row_sum_19 = v_17
+        acc_20 = v_18
+        row_max_21 = v_16
+        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_23 > 0:
+            offset_23 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_27 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_28 = gl.max(dot_27, 1)
+            v_29 = (red_28 * qk_scale)
+            v_30 = gl.maximum(row_max_21, v_29)
+            v_31 = (dot_27 * qk_scale)
+            v_33 = (v_31 - (v_30[:, None]))
+            v_34 = gl.exp2(v_33)
+            v_35 = (row_max_21 - v_30)
+            v_36 = gl.exp2(v_35)
+            v_37 = (row_sum_19 * v_36)
+            red_38 = gl.sum(v_34, 1)
+            v_39 = (v_37 + red_38)
+            v_41 = v_34.to(gl.float16)
+            v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_19 = v_39
+            row_max_21 = v_30
+            pend_a0 = gl.convert_layout(v_41, p_layout)
+            pend_acc0 = v_43
+            for jj in range(1, n_offset_23):
+                offset_23 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_27 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_28 = gl.max(dot_27, 1)
+                v_29 = (red_28 * qk_scale)
+                v_30 = gl.maximum(row_max_21, v_29)
+                v_31 = (dot_27 * qk_scale)
+                v_33 = (v_31 - (v_30[:, None]))
+                v_34 = gl.exp2(v_33)
+                v_35 = (row_max_21 - v_30)
+                v_36 = gl.exp2(v_35)
+                v_37 = (row_sum_19 * v_36)
+                red_38 = gl.sum(v_34, 1)
+                v_39 = (v_37 + red_38)
+                v_41 = v_34.to(gl.float16)
+                acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_43 = (acc_20 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_19 = v_39
+                row_max_21 = v_30
+                pend_a0 = gl.convert_layout(v_41, p_layout)
+                pend_acc0 = v_43
+            prev = (c + n_offset_23 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_23 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_23) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_23 + 1
+        c += n_offset_23
+        row_sum_45 = row_sum_19
+        acc_46 = acc_20
+        row_max_47 = row_max_21
+        n_offset_48 = gl.cdiv(gl.maximum((kv_len) - (whole_end_22), 0), _BLOCK_SIZE_1)
+        if n_offset_48 > 0:
+            offset_48 = whole_end_22
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_53 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_54 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1)
+            v_55 = (red_54 * qk_scale)
+            v_56 = gl.maximum(row_max_47, v_55)
+            v_57 = (dot_53 * qk_scale)
+            v_59 = (v_57 - (v_56[:, None]))
+            v_60 = gl.exp2(v_59)
+            v_61 = (row_max_47 - v_56)
+            v_62 = gl.exp2(v_61)
+            v_63 = (row_sum_45 * v_62)
+            red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
+            v_65 = (v_63 + red_64)
+            v_67 = v_60.to(gl.float16)
+            v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_45 = v_65
+            row_max_47 = v_56
+            pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
+            pend_acc0 = v_69
+            for jj in range(1, n_offset_48):
+                offset_48 = whole_end_22 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_53 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_54 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], dot_53, float('-inf')), 1)
+                v_55 = (red_54 * qk_scale)
+                v_56 = gl.maximum(row_max_47, v_55)
+                v_57 = (dot_53 * qk_scale)
+                v_59 = (v_57 - (v_56[:, None]))
+                v_60 = gl.exp2(v_59)
+                v_61 = (row_max_47 - v_56)
+                v_62 = gl.exp2(v_61)
+                v_63 = (row_sum_45 * v_62)
+                red_64 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_60, 0), 1)
+                v_65 = (v_63 + red_64)
+                v_67 = v_60.to(gl.float16)
+                acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_69 = (acc_46 * (gl.convert_layout(v_62, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_45 = v_65
+                row_max_47 = v_56
+                pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_67, 0), p_layout)
+                pend_acc0 = v_69
+            prev = (c + n_offset_48 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_48 + 1
+        c += n_offset_48
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_72 = (acc_46 / (gl.convert_layout(row_sum_45, gl.SliceLayout(1, o_layout))[:, None]))
+        v_73 = v_72.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_73)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_74 = gl.log2(row_sum_45)
+        v_75 = (row_max_47 + v_74)
+        v_76 = (v_75 * 0.6931471805599453)
+        gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_76, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_9f00cb6411(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_9f00cb6411_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_9f00cb6411_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_9f00cb6411_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_adb5ef8141_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    c = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    offset_8 = 0 + pid_3 * 1
+    offset_11 = 0 + pid_4 * 1
+    v_14 = offset_8 // group
+    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_20 = gl.minimum(end_19, kv_len)
+    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
+    for offset_25 in range(0, whole_end_24, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_25, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_25, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_57 in range(whole_end_24, v_20, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_57, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_57, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_adb5ef8141_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
+    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    offset_8 = 0 + pid_3 * 1
+    offset_11 = 0 + pid_4 * 1
+    v_14 = offset_8 // group
+    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_20 = gl.minimum(end_19, kv_len)
+    row_sum_21 = v_17
+    acc_22 = v_18
+    row_max_23 = v_16
+    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_25 = gl.cdiv(gl.maximum((whole_end_24) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_25 > 0:
+        offset_25 = 0
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
+        v_31 = end_30 > offset_5
+        dot_29 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        scores_32 = dot_29
+        if v_31:
+            v_36 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_32, float('-inf'))
+            scores_32 = v_36
+        red_37 = gl.max(scores_32, 1)
+        v_38 = (red_37 * qk_scale)
+        v_39 = gl.maximum(row_max_23, v_38)
+        v_40 = (scores_32 * qk_scale)
+        v_42 = (v_40 - (v_39[:, None]))
+        v_43 = gl.exp2(v_42)
+        v_44 = (row_max_23 - v_39)
+        v_45 = gl.exp2(v_44)
+        v_46 = (row_sum_21 * v_45)
+        red_47 = gl.sum(v_43, 1)
+        v_48 = (v_46 + red_47)
+        v_50 = v_43.to(gl.float16)
+        v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_21 = v_48
+        row_max_23 = v_39
+        pend_a0 = gl.convert_layout(v_50, p_layout)
+        pend_acc0 = v_52
+        for jj in range(1, n_offset_25):
+            offset_25 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
+            v_31 = end_30 > offset_5
+            dot_29 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_32 = dot_29
+            if v_31:
+                v_36 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_32, float('-inf'))
+                scores_32 = v_36
+            red_37 = gl.max(scores_32, 1)
+            v_38 = (red_37 * qk_scale)
+            v_39 = gl.maximum(row_max_23, v_38)
+            v_40 = (scores_32 * qk_scale)
+            v_42 = (v_40 - (v_39[:, None]))
+            v_43 = gl.exp2(v_42)
+            v_44 = (row_max_23 - v_39)
+            v_45 = gl.exp2(v_44)
+            v_46 = (row_sum_21 * v_45)
+            red_47 = gl.sum(v_43, 1)
+            v_48 = (v_46 + red_47)
+            v_50 = v_43.to(gl.float16)
+            acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_21 = v_48
+            row_max_23 = v_39
+            pend_a0 = gl.convert_layout(v_50, p_layout)
+            pend_acc0 = v_52
+        prev = (c + n_offset_25 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_25 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_25) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_25 + 1
+    c += n_offset_25
+    row_sum_54 = row_sum_21
+    acc_55 = acc_22
+    row_max_56 = row_max_23
+    n_offset_57 = gl.cdiv(gl.maximum((v_20) - (whole_end_24), 0), _BLOCK_SIZE_1)
+    if n_offset_57 > 0:
+        offset_57 = whole_end_24
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
+        v_64 = end_63 > offset_5
+        dot_62 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        scores_65 = dot_62
+        if v_64:
+            v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_57))), scores_65, float('-inf'))
+            scores_65 = v_69
+        red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
+        v_71 = (red_70 * qk_scale)
+        v_72 = gl.maximum(row_max_56, v_71)
+        v_73 = (scores_65 * qk_scale)
+        v_75 = (v_73 - (v_72[:, None]))
+        v_76 = gl.exp2(v_75)
+        v_77 = (row_max_56 - v_72)
+        v_78 = gl.exp2(v_77)
+        v_79 = (row_sum_54 * v_78)
+        red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
+        v_81 = (v_79 + red_80)
+        v_83 = v_76.to(gl.float16)
+        v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_54 = v_81
+        row_max_56 = v_72
+        pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
+        pend_acc0 = v_85
+        for jj in range(1, n_offset_57):
+            offset_57 = whole_end_24 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
+            v_64 = end_63 > offset_5
+            dot_62 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_65 = dot_62
+            if v_64:
+                v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_57))), scores_65, float('-inf'))
+                scores_65 = v_69
+            red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
+            v_71 = (red_70 * qk_scale)
+            v_72 = gl.maximum(row_max_56, v_71)
+            v_73 = (scores_65 * qk_scale)
+            v_75 = (v_73 - (v_72[:, None]))
+            v_76 = gl.exp2(v_75)
+            v_77 = (row_max_56 - v_72)
+            v_78 = gl.exp2(v_77)
+            v_79 = (row_sum_54 * v_78)
+            red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
+            v_81 = (v_79 + red_80)
+            v_83 = v_76.to(gl.float16)
+            acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_54 = v_81
+            row_max_56 = v_72
+            pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
+            pend_acc0 = v_85
+        prev = (c + n_offset_57 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_57 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_57) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_57 + 1
+    c += n_offset_57
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_88 = (acc_55 / (gl.convert_layout(row_sum_54, gl.SliceLayout(1, o_layout))[:, None]))
+    v_89 = v_88.to(gl.float16)
+    tma.store_wait(0)
+    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_89)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
+    v_90 = gl.log2(row_sum_54)
+    v_91 = (row_max_56 + v_90)
+    v_92 = (v_91 * 0.6931471805599453)
+    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_92, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_adb5ef8141(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_adb5ef8141_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_adb5ef8141_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+
+
+_attention_fwd_gluon_adb5ef8141.fn.hk_compile_options = {'maxnreg': 80}
+
+@gluon.jit
+def _attention_fwd_gluon_d7841670d1_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 8 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 8
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        v_28 = gl.minimum(offset_14, kv_len)
+        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
+        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_58 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_58, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_58, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        end_81 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_82 = gl.minimum(end_81, kv_len)
+        whole_end_86 = v_28 + gl.maximum(v_82 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        for offset_87 in range(v_28, whole_end_86, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_87, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_87, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_116 in range(whole_end_86, v_82, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_116, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_116, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_d7841670d1_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 8 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 8
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        v_28 = gl.minimum(offset_14, kv_len)
+        row_sum_29 = v_26
+        acc_30 = v_27
+        row_max_31 = v_25
+        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_33 > 0:
+            offset_33 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_38 = gl.max(dot_37, 1)
+            v_39 = (red_38 * qk_scale)
+            v_40 = gl.maximum(row_max_31, v_39)
+            v_41 = (dot_37 * qk_scale)
+            v_43 = (v_41 - (v_40[:, None]))
+            v_44 = gl.exp2(v_43)
+            v_45 = (row_max_31 - v_40)
+            v_46 = gl.exp2(v_45)
+            v_47 = (row_sum_29 * v_46)
+            red_48 = gl.sum(v_44, 1)
+            v_49 = (v_47 + red_48)
+            v_51 = v_44.to(gl.float16)
+            v_53 = (acc_30 * (gl.convert_layout(v_46, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_29 = v_49
+            row_max_31 = v_40
+            pend_a0 = gl.convert_layout(v_51, p_layout)
+            pend_acc0 = v_53
+            for jj in range(1, n_offset_33):
+                offset_33 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_38 = gl.max(dot_37, 1)
+                v_39 = (red_38 * qk_scale)
+                v_40 = gl.maximum(row_max_31, v_39)
+                v_41 = (dot_37 * qk_scale)
+                v_43 = (v_41 - (v_40[:, None]))
+                v_44 = gl.exp2(v_43)
+                v_45 = (row_max_31 - v_40)
+                v_46 = gl.exp2(v_45)
+                v_47 = (row_sum_29 * v_46)
+                red_48 = gl.sum(v_44, 1)
+                v_49 = (v_47 + red_48)
+                v_51 = v_44.to(gl.float16)
+                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_53 = (acc_30 * (gl.convert_layout(v_46, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_29 = v_49
+                row_max_31 = v_40
+                pend_a0 = gl.convert_layout(v_51, p_layout)
+                pend_acc0 = v_53
+            prev = (c + n_offset_33 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_33 + 1
+        c += n_offset_33
+        row_sum_55 = row_sum_29
+        acc_56 = acc_30
+        row_max_57 = row_max_31
+        n_offset_58 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
+        if n_offset_58 > 0:
+            offset_58 = whole_end_32
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_63 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_64 = gl.max(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1)
+            v_65 = (red_64 * qk_scale)
+            v_66 = gl.maximum(row_max_57, v_65)
+            v_67 = (dot_63 * qk_scale)
+            v_69 = (v_67 - (v_66[:, None]))
+            v_70 = gl.exp2(v_69)
+            v_71 = (row_max_57 - v_66)
+            v_72 = gl.exp2(v_71)
+            v_73 = (row_sum_55 * v_72)
+            red_74 = gl.sum(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_70, 0), 1)
+            v_75 = (v_73 + red_74)
+            v_77 = v_70.to(gl.float16)
+            v_79 = (acc_56 * (gl.convert_layout(v_72, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_55 = v_75
+            row_max_57 = v_66
+            pend_a0 = gl.convert_layout(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_77, 0), p_layout)
+            pend_acc0 = v_79
+            for jj in range(1, n_offset_58):
+                offset_58 = whole_end_32 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_63 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                red_64 = gl.max(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], dot_63, float('-inf')), 1)
+                v_65 = (red_64 * qk_scale)
+                v_66 = gl.maximum(row_max_57, v_65)
+                v_67 = (dot_63 * qk_scale)
+                v_69 = (v_67 - (v_66[:, None]))
+                v_70 = gl.exp2(v_69)
+                v_71 = (row_max_57 - v_66)
+                v_72 = gl.exp2(v_71)
+                v_73 = (row_sum_55 * v_72)
+                red_74 = gl.sum(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_70, 0), 1)
+                v_75 = (v_73 + red_74)
+                v_77 = v_70.to(gl.float16)
+                acc_56 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_79 = (acc_56 * (gl.convert_layout(v_72, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_55 = v_75
+                row_max_57 = v_66
+                pend_a0 = gl.convert_layout(gl.where(((((offset_58 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_77, 0), p_layout)
+                pend_acc0 = v_79
+            prev = (c + n_offset_58 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_58 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_58) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_56 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_58 + 1
+        c += n_offset_58
+        end_81 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_82 = gl.minimum(end_81, kv_len)
+        row_sum_83 = row_sum_55
+        acc_84 = acc_56
+        row_max_85 = row_max_57
+        whole_end_86 = v_28 + gl.maximum(v_82 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_87 = gl.cdiv(gl.maximum((whole_end_86) - (v_28), 0), _BLOCK_SIZE_1)
+        if n_offset_87 > 0:
+            offset_87 = v_28
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_91 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
+            red_96 = gl.max(v_95, 1)
+            v_97 = (red_96 * qk_scale)
+            v_98 = gl.maximum(row_max_85, v_97)
+            v_99 = (v_95 * qk_scale)
+            v_101 = (v_99 - (v_98[:, None]))
+            v_102 = gl.exp2(v_101)
+            v_103 = (row_max_85 - v_98)
+            v_104 = gl.exp2(v_103)
+            v_105 = (row_sum_83 * v_104)
+            red_106 = gl.sum(v_102, 1)
+            v_107 = (v_105 + red_106)
+            v_109 = v_102.to(gl.float16)
+            v_111 = (acc_84 * (gl.convert_layout(v_104, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_83 = v_107
+            row_max_85 = v_98
+            pend_a0 = gl.convert_layout(v_109, p_layout)
+            pend_acc0 = v_111
+            for jj in range(1, n_offset_87):
+                offset_87 = v_28 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_91 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                v_95 = gl.where((((((offset_87 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_91, float('-inf'))
+                red_96 = gl.max(v_95, 1)
+                v_97 = (red_96 * qk_scale)
+                v_98 = gl.maximum(row_max_85, v_97)
+                v_99 = (v_95 * qk_scale)
+                v_101 = (v_99 - (v_98[:, None]))
+                v_102 = gl.exp2(v_101)
+                v_103 = (row_max_85 - v_98)
+                v_104 = gl.exp2(v_103)
+                v_105 = (row_sum_83 * v_104)
+                red_106 = gl.sum(v_102, 1)
+                v_107 = (v_105 + red_106)
+                v_109 = v_102.to(gl.float16)
+                acc_84 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_111 = (acc_84 * (gl.convert_layout(v_104, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_83 = v_107
+                row_max_85 = v_98
+                pend_a0 = gl.convert_layout(v_109, p_layout)
+                pend_acc0 = v_111
+            prev = (c + n_offset_87 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_87 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_87) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_84 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_87 + 1
+        c += n_offset_87
+        row_sum_113 = row_sum_83
+        acc_114 = acc_84
+        row_max_115 = row_max_85
+        n_offset_116 = gl.cdiv(gl.maximum((v_82) - (whole_end_86), 0), _BLOCK_SIZE_1)
+        if n_offset_116 > 0:
+            offset_116 = whole_end_86
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_121 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
+            red_126 = gl.max(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1)
+            v_127 = (red_126 * qk_scale)
+            v_128 = gl.maximum(row_max_115, v_127)
+            v_129 = (v_125 * qk_scale)
+            v_131 = (v_129 - (v_128[:, None]))
+            v_132 = gl.exp2(v_131)
+            v_133 = (row_max_115 - v_128)
+            v_134 = gl.exp2(v_133)
+            v_135 = (row_sum_113 * v_134)
+            red_136 = gl.sum(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_132, 0), 1)
+            v_137 = (v_135 + red_136)
+            v_139 = v_132.to(gl.float16)
+            v_141 = (acc_114 * (gl.convert_layout(v_134, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_113 = v_137
+            row_max_115 = v_128
+            pend_a0 = gl.convert_layout(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_139, 0), p_layout)
+            pend_acc0 = v_141
+            for jj in range(1, n_offset_116):
+                offset_116 = whole_end_86 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                dot_121 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                v_125 = gl.where((((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_121, float('-inf'))
+                red_126 = gl.max(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_125, float('-inf')), 1)
+                v_127 = (red_126 * qk_scale)
+                v_128 = gl.maximum(row_max_115, v_127)
+                v_129 = (v_125 * qk_scale)
+                v_131 = (v_129 - (v_128[:, None]))
+                v_132 = gl.exp2(v_131)
+                v_133 = (row_max_115 - v_128)
+                v_134 = gl.exp2(v_133)
+                v_135 = (row_sum_113 * v_134)
+                red_136 = gl.sum(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_132, 0), 1)
+                v_137 = (v_135 + red_136)
+                v_139 = v_132.to(gl.float16)
+                acc_114 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_141 = (acc_114 * (gl.convert_layout(v_134, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_113 = v_137
+                row_max_115 = v_128
+                pend_a0 = gl.convert_layout(gl.where(((((offset_116 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_82))[None, :], v_139, 0), p_layout)
+                pend_acc0 = v_141
+            prev = (c + n_offset_116 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_116 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_116) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_114 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_116 + 1
+        c += n_offset_116
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_144 = (acc_114 / (gl.convert_layout(row_sum_113, gl.SliceLayout(1, o_layout))[:, None]))
+        v_145 = v_144.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_145)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_146 = gl.log2(row_sum_113)
+        v_147 = (row_max_115 + v_146)
+        v_148 = (v_147 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_148, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_d7841670d1(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gl.warp_specialize([(_attention_fwd_gluon_d7841670d1_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_d7841670d1_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_d7841670d1_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_e1db34b49a_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = total_1 - 1 - virtual_pid
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 8 * num_pid_4
+        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 8
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = gl.minimum(end_27, kv_len)
+        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
+        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_65 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_e1db34b49a_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = total_1 - 1 - virtual_pid
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 8 * num_pid_4
+        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 8
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = gl.minimum(end_27, kv_len)
+        row_sum_29 = v_25
+        acc_30 = v_26
+        row_max_31 = v_24
+        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_33 > 0:
+            offset_33 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
+            v_39 = end_38 > offset_13
+            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_40 = dot_37
+            if v_39:
+                v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
+                scores_40 = v_44
+            red_45 = gl.max(scores_40, 1)
+            v_46 = (red_45 * qk_scale)
+            v_47 = gl.maximum(row_max_31, v_46)
+            v_48 = (scores_40 * qk_scale)
+            v_50 = (v_48 - (v_47[:, None]))
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_max_31 - v_47)
+            v_53 = gl.exp2(v_52)
+            v_54 = (row_sum_29 * v_53)
+            red_55 = gl.sum(v_51, 1)
+            v_56 = (v_54 + red_55)
+            v_58 = v_51.to(gl.float16)
+            v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_29 = v_56
+            row_max_31 = v_47
+            pend_a0 = gl.convert_layout(v_58, p_layout)
+            pend_acc0 = v_60
+            for jj in range(1, n_offset_33):
+                offset_33 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
+                v_39 = end_38 > offset_13
+                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_40 = dot_37
+                if v_39:
+                    v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
+                    scores_40 = v_44
+                red_45 = gl.max(scores_40, 1)
+                v_46 = (red_45 * qk_scale)
+                v_47 = gl.maximum(row_max_31, v_46)
+                v_48 = (scores_40 * qk_scale)
+                v_50 = (v_48 - (v_47[:, None]))
+                v_51 = gl.exp2(v_50)
+                v_52 = (row_max_31 - v_47)
+                v_53 = gl.exp2(v_52)
+                v_54 = (row_sum_29 * v_53)
+                red_55 = gl.sum(v_51, 1)
+                v_56 = (v_54 + red_55)
+                v_58 = v_51.to(gl.float16)
+                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_29 = v_56
+                row_max_31 = v_47
+                pend_a0 = gl.convert_layout(v_58, p_layout)
+                pend_acc0 = v_60
+            prev = (c + n_offset_33 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_33 + 1
+        c += n_offset_33
+        row_sum_62 = row_sum_29
+        acc_63 = acc_30
+        row_max_64 = row_max_31
+        n_offset_65 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
+        if n_offset_65 > 0:
+            offset_65 = whole_end_32
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
+            v_72 = end_71 > offset_13
+            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_73 = dot_70
+            if v_72:
+                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
+                scores_73 = v_77
+            red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
+            v_79 = (red_78 * qk_scale)
+            v_80 = gl.maximum(row_max_64, v_79)
+            v_81 = (scores_73 * qk_scale)
+            v_83 = (v_81 - (v_80[:, None]))
+            v_84 = gl.exp2(v_83)
+            v_85 = (row_max_64 - v_80)
+            v_86 = gl.exp2(v_85)
+            v_87 = (row_sum_62 * v_86)
+            red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
+            v_89 = (v_87 + red_88)
+            v_91 = v_84.to(gl.float16)
+            v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_62 = v_89
+            row_max_64 = v_80
+            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
+            pend_acc0 = v_93
+            for jj in range(1, n_offset_65):
+                offset_65 = whole_end_32 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
+                v_72 = end_71 > offset_13
+                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_73 = dot_70
+                if v_72:
+                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
+                    scores_73 = v_77
+                red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
+                v_79 = (red_78 * qk_scale)
+                v_80 = gl.maximum(row_max_64, v_79)
+                v_81 = (scores_73 * qk_scale)
+                v_83 = (v_81 - (v_80[:, None]))
+                v_84 = gl.exp2(v_83)
+                v_85 = (row_max_64 - v_80)
+                v_86 = gl.exp2(v_85)
+                v_87 = (row_sum_62 * v_86)
+                red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
+                v_89 = (v_87 + red_88)
+                v_91 = v_84.to(gl.float16)
+                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_62 = v_89
+                row_max_64 = v_80
+                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
+                pend_acc0 = v_93
+            prev = (c + n_offset_65 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_65 + 1
+        c += n_offset_65
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_96 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
+        v_97 = v_96.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_97)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_98 = gl.log2(row_sum_62)
+        v_99 = (row_max_64 + v_98)
+        v_100 = (v_99 * 0.6931471805599453)
+        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_100, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_e1db34b49a(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_e1db34b49a_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e1db34b49a_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e1db34b49a_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_e30484e4af_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
@@ -9712,43 +11242,43 @@ def _attention_fwd_gluon_9330e3e689_loader(q_len, q_heads, batch, group, q, q_st
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
         tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_26, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_50 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
+    for offset_51 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_50, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_51, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_50, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_51, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    end_72 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_73 = gl.minimum(end_72, kv_len)
-    whole_end_77 = v_21 + gl.maximum(v_73 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_78 in range(v_21, whole_end_77, _BLOCK_SIZE_1):
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_80 in range(v_21, whole_end_79, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_78, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_80, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_78, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_80, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_106 in range(whole_end_77, v_73, _BLOCK_SIZE_1):
+    for offset_109 in range(whole_end_79, v_75, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_106, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_109, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_106, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_109, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_e30484e4af_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -9789,22 +11319,23 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
         dot_30 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_31 = (dot_30 * qk_scale)
-        red_32 = gl.max(v_31, 1)
-        v_33 = gl.maximum(row_max_24, red_32)
-        v_35 = (v_31 - (v_33[:, None]))
-        v_36 = gl.exp2(v_35)
-        v_37 = (row_max_24 - v_33)
-        v_38 = gl.exp2(v_37)
-        v_39 = (row_sum_22 * v_38)
-        red_40 = gl.sum(v_36, 1)
-        v_41 = (v_39 + red_40)
-        v_43 = v_36.to(gl.float16)
-        v_45 = (acc_23 * (gl.convert_layout(v_38, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_22 = v_41
+        red_31 = gl.max(dot_30, 1)
+        v_32 = (red_31 * qk_scale)
+        v_33 = gl.maximum(row_max_24, v_32)
+        v_34 = (dot_30 * qk_scale)
+        v_36 = (v_34 - (v_33[:, None]))
+        v_37 = gl.exp2(v_36)
+        v_38 = (row_max_24 - v_33)
+        v_39 = gl.exp2(v_38)
+        v_40 = (row_sum_22 * v_39)
+        red_41 = gl.sum(v_37, 1)
+        v_42 = (v_40 + red_41)
+        v_44 = v_37.to(gl.float16)
+        v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_22 = v_42
         row_max_24 = v_33
-        pend_a0 = gl.convert_layout(v_43, p_layout)
-        pend_acc0 = v_45
+        pend_a0 = gl.convert_layout(v_44, p_layout)
+        pend_acc0 = v_46
         for jj in range(1, n_offset_26):
             offset_26 = 0 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
@@ -9819,24 +11350,25 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
             dot_30 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_31 = (dot_30 * qk_scale)
-            red_32 = gl.max(v_31, 1)
-            v_33 = gl.maximum(row_max_24, red_32)
-            v_35 = (v_31 - (v_33[:, None]))
-            v_36 = gl.exp2(v_35)
-            v_37 = (row_max_24 - v_33)
-            v_38 = gl.exp2(v_37)
-            v_39 = (row_sum_22 * v_38)
-            red_40 = gl.sum(v_36, 1)
-            v_41 = (v_39 + red_40)
-            v_43 = v_36.to(gl.float16)
+            red_31 = gl.max(dot_30, 1)
+            v_32 = (red_31 * qk_scale)
+            v_33 = gl.maximum(row_max_24, v_32)
+            v_34 = (dot_30 * qk_scale)
+            v_36 = (v_34 - (v_33[:, None]))
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_max_24 - v_33)
+            v_39 = gl.exp2(v_38)
+            v_40 = (row_sum_22 * v_39)
+            red_41 = gl.sum(v_37, 1)
+            v_42 = (v_40 + red_41)
+            v_44 = v_37.to(gl.float16)
             acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_45 = (acc_23 * (gl.convert_layout(v_38, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_22 = v_41
+            v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_22 = v_42
             row_max_24 = v_33
-            pend_a0 = gl.convert_layout(v_43, p_layout)
-            pend_acc0 = v_45
+            pend_a0 = gl.convert_layout(v_44, p_layout)
+            pend_acc0 = v_46
         prev = (c + n_offset_26 - 1) % STAGES
         mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_26 - 1) // STAGES) & 1)
         if GROUPS > 1:
@@ -9848,12 +11380,12 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         mbarrier.arrive(ring_1_empty.index(prev))
         t += n_offset_26 + 1
     c += n_offset_26
-    row_sum_47 = row_sum_22
-    acc_48 = acc_23
-    row_max_49 = row_max_24
-    n_offset_50 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
-    if n_offset_50 > 0:
-        offset_50 = whole_end_25
+    row_sum_48 = row_sum_22
+    acc_49 = acc_23
+    row_max_50 = row_max_24
+    n_offset_51 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
+    if n_offset_51 > 0:
+        offset_51 = whole_end_25
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -9861,26 +11393,27 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_55 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        dot_56 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_56 = (dot_55 * qk_scale)
-        red_57 = gl.max(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_56, float('-inf')), 1)
-        v_58 = gl.maximum(row_max_49, red_57)
-        v_60 = (v_56 - (v_58[:, None]))
-        v_61 = gl.exp2(v_60)
-        v_62 = (row_max_49 - v_58)
+        red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
+        v_58 = (red_57 * qk_scale)
+        v_59 = gl.maximum(row_max_50, v_58)
+        v_60 = (dot_56 * qk_scale)
+        v_62 = (v_60 - (v_59[:, None]))
         v_63 = gl.exp2(v_62)
-        v_64 = (row_sum_47 * v_63)
-        red_65 = gl.sum(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_61, 0), 1)
-        v_66 = (v_64 + red_65)
-        v_68 = v_61.to(gl.float16)
-        v_70 = (acc_48 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_47 = v_66
-        row_max_49 = v_58
-        pend_a0 = gl.convert_layout(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_68, 0), p_layout)
-        pend_acc0 = v_70
-        for jj in range(1, n_offset_50):
-            offset_50 = whole_end_25 + jj * _BLOCK_SIZE_1
+        v_64 = (row_max_50 - v_59)
+        v_65 = gl.exp2(v_64)
+        v_66 = (row_sum_48 * v_65)
+        red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+        v_68 = (v_66 + red_67)
+        v_70 = v_63.to(gl.float16)
+        v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_48 = v_68
+        row_max_50 = v_59
+        pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+        pend_acc0 = v_72
+        for jj in range(1, n_offset_51):
+            offset_51 = whole_end_25 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -9891,46 +11424,47 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_55 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            dot_56 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_56 = (dot_55 * qk_scale)
-            red_57 = gl.max(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_56, float('-inf')), 1)
-            v_58 = gl.maximum(row_max_49, red_57)
-            v_60 = (v_56 - (v_58[:, None]))
-            v_61 = gl.exp2(v_60)
-            v_62 = (row_max_49 - v_58)
+            red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
+            v_58 = (red_57 * qk_scale)
+            v_59 = gl.maximum(row_max_50, v_58)
+            v_60 = (dot_56 * qk_scale)
+            v_62 = (v_60 - (v_59[:, None]))
             v_63 = gl.exp2(v_62)
-            v_64 = (row_sum_47 * v_63)
-            red_65 = gl.sum(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_61, 0), 1)
-            v_66 = (v_64 + red_65)
-            v_68 = v_61.to(gl.float16)
-            acc_48 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            v_64 = (row_max_50 - v_59)
+            v_65 = gl.exp2(v_64)
+            v_66 = (row_sum_48 * v_65)
+            red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+            v_68 = (v_66 + red_67)
+            v_70 = v_63.to(gl.float16)
+            acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_70 = (acc_48 * (gl.convert_layout(v_63, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_47 = v_66
-            row_max_49 = v_58
-            pend_a0 = gl.convert_layout(gl.where(((((offset_50 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_68, 0), p_layout)
-            pend_acc0 = v_70
-        prev = (c + n_offset_50 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_50 - 1) // STAGES) & 1)
+            v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_48 = v_68
+            row_max_50 = v_59
+            pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+            pend_acc0 = v_72
+        prev = (c + n_offset_51 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_51 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_50) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_51) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_48 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_50 + 1
-    c += n_offset_50
-    end_72 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
-    v_73 = gl.minimum(end_72, kv_len)
-    row_sum_74 = row_sum_47
-    acc_75 = acc_48
-    row_max_76 = row_max_49
-    whole_end_77 = v_21 + gl.maximum(v_73 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    n_offset_78 = gl.cdiv(gl.maximum((whole_end_77) - (v_21), 0), _BLOCK_SIZE_1)
-    if n_offset_78 > 0:
-        offset_78 = v_21
+        t += n_offset_51 + 1
+    c += n_offset_51
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    row_sum_76 = row_sum_48
+    acc_77 = acc_49
+    row_max_78 = row_max_50
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_80 = gl.cdiv(gl.maximum((whole_end_79) - (v_21), 0), _BLOCK_SIZE_1)
+    if n_offset_80 > 0:
+        offset_80 = v_21
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -9938,27 +11472,28 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_82 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        dot_84 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_83 = (dot_82 * qk_scale)
-        v_87 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_83, float('-inf'))
-        red_88 = gl.max(v_87, 1)
-        v_89 = gl.maximum(row_max_76, red_88)
-        v_91 = (v_87 - (v_89[:, None]))
-        v_92 = gl.exp2(v_91)
-        v_93 = (row_max_76 - v_89)
-        v_94 = gl.exp2(v_93)
-        v_95 = (row_sum_74 * v_94)
-        red_96 = gl.sum(v_92, 1)
-        v_97 = (v_95 + red_96)
-        v_99 = v_92.to(gl.float16)
-        v_101 = (acc_75 * (gl.convert_layout(v_94, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_74 = v_97
-        row_max_76 = v_89
-        pend_a0 = gl.convert_layout(v_99, p_layout)
-        pend_acc0 = v_101
-        for jj in range(1, n_offset_78):
-            offset_78 = v_21 + jj * _BLOCK_SIZE_1
+        v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+        red_89 = gl.max(v_88, 1)
+        v_90 = (red_89 * qk_scale)
+        v_91 = gl.maximum(row_max_78, v_90)
+        v_92 = (v_88 * qk_scale)
+        v_94 = (v_92 - (v_91[:, None]))
+        v_95 = gl.exp2(v_94)
+        v_96 = (row_max_78 - v_91)
+        v_97 = gl.exp2(v_96)
+        v_98 = (row_sum_76 * v_97)
+        red_99 = gl.sum(v_95, 1)
+        v_100 = (v_98 + red_99)
+        v_102 = v_95.to(gl.float16)
+        v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_76 = v_100
+        row_max_78 = v_91
+        pend_a0 = gl.convert_layout(v_102, p_layout)
+        pend_acc0 = v_104
+        for jj in range(1, n_offset_80):
+            offset_80 = v_21 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -9969,44 +11504,45 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_82 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            dot_84 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_83 = (dot_82 * qk_scale)
-            v_87 = gl.where((((((offset_78 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_83, float('-inf'))
-            red_88 = gl.max(v_87, 1)
-            v_89 = gl.maximum(row_max_76, red_88)
-            v_91 = (v_87 - (v_89[:, None]))
-            v_92 = gl.exp2(v_91)
-            v_93 = (row_max_76 - v_89)
-            v_94 = gl.exp2(v_93)
-            v_95 = (row_sum_74 * v_94)
-            red_96 = gl.sum(v_92, 1)
-            v_97 = (v_95 + red_96)
-            v_99 = v_92.to(gl.float16)
-            acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+            red_89 = gl.max(v_88, 1)
+            v_90 = (red_89 * qk_scale)
+            v_91 = gl.maximum(row_max_78, v_90)
+            v_92 = (v_88 * qk_scale)
+            v_94 = (v_92 - (v_91[:, None]))
+            v_95 = gl.exp2(v_94)
+            v_96 = (row_max_78 - v_91)
+            v_97 = gl.exp2(v_96)
+            v_98 = (row_sum_76 * v_97)
+            red_99 = gl.sum(v_95, 1)
+            v_100 = (v_98 + red_99)
+            v_102 = v_95.to(gl.float16)
+            acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_101 = (acc_75 * (gl.convert_layout(v_94, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_74 = v_97
-            row_max_76 = v_89
-            pend_a0 = gl.convert_layout(v_99, p_layout)
-            pend_acc0 = v_101
-        prev = (c + n_offset_78 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_78 - 1) // STAGES) & 1)
+            v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_76 = v_100
+            row_max_78 = v_91
+            pend_a0 = gl.convert_layout(v_102, p_layout)
+            pend_acc0 = v_104
+        prev = (c + n_offset_80 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_80 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_78) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_80) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_75 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_78 + 1
-    c += n_offset_78
-    row_sum_103 = row_sum_74
-    acc_104 = acc_75
-    row_max_105 = row_max_76
-    n_offset_106 = gl.cdiv(gl.maximum((v_73) - (whole_end_77), 0), _BLOCK_SIZE_1)
-    if n_offset_106 > 0:
-        offset_106 = whole_end_77
+        t += n_offset_80 + 1
+    c += n_offset_80
+    row_sum_106 = row_sum_76
+    acc_107 = acc_77
+    row_max_108 = row_max_78
+    n_offset_109 = gl.cdiv(gl.maximum((v_75) - (whole_end_79), 0), _BLOCK_SIZE_1)
+    if n_offset_109 > 0:
+        offset_109 = whole_end_79
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
@@ -10014,27 +11550,28 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
         f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_111 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        dot_114 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        v_112 = (dot_111 * qk_scale)
-        v_116 = gl.where((((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_112, float('-inf'))
-        red_117 = gl.max(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
-        v_118 = gl.maximum(row_max_105, red_117)
-        v_120 = (v_116 - (v_118[:, None]))
-        v_121 = gl.exp2(v_120)
-        v_122 = (row_max_105 - v_118)
-        v_123 = gl.exp2(v_122)
-        v_124 = (row_sum_103 * v_123)
-        red_125 = gl.sum(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_121, 0), 1)
-        v_126 = (v_124 + red_125)
-        v_128 = v_121.to(gl.float16)
-        v_130 = (acc_104 * (gl.convert_layout(v_123, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_103 = v_126
-        row_max_105 = v_118
-        pend_a0 = gl.convert_layout(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_128, 0), p_layout)
-        pend_acc0 = v_130
-        for jj in range(1, n_offset_106):
-            offset_106 = whole_end_77 + jj * _BLOCK_SIZE_1
+        v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+        red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
+        v_120 = (red_119 * qk_scale)
+        v_121 = gl.maximum(row_max_108, v_120)
+        v_122 = (v_118 * qk_scale)
+        v_124 = (v_122 - (v_121[:, None]))
+        v_125 = gl.exp2(v_124)
+        v_126 = (row_max_108 - v_121)
+        v_127 = gl.exp2(v_126)
+        v_128 = (row_sum_106 * v_127)
+        red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+        v_130 = (v_128 + red_129)
+        v_132 = v_125.to(gl.float16)
+        v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_106 = v_130
+        row_max_108 = v_121
+        pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+        pend_acc0 = v_134
+        for jj in range(1, n_offset_109):
+            offset_109 = whole_end_79 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -10045,54 +11582,55 @@ def _attention_fwd_gluon_9330e3e689_consumer(WG: gl.constexpr, q_len, q_heads, b
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_111 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            dot_114 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_112 = (dot_111 * qk_scale)
-            v_116 = gl.where((((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_112, float('-inf'))
-            red_117 = gl.max(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_116, float('-inf')), 1)
-            v_118 = gl.maximum(row_max_105, red_117)
-            v_120 = (v_116 - (v_118[:, None]))
-            v_121 = gl.exp2(v_120)
-            v_122 = (row_max_105 - v_118)
-            v_123 = gl.exp2(v_122)
-            v_124 = (row_sum_103 * v_123)
-            red_125 = gl.sum(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_121, 0), 1)
-            v_126 = (v_124 + red_125)
-            v_128 = v_121.to(gl.float16)
-            acc_104 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+            red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
+            v_120 = (red_119 * qk_scale)
+            v_121 = gl.maximum(row_max_108, v_120)
+            v_122 = (v_118 * qk_scale)
+            v_124 = (v_122 - (v_121[:, None]))
+            v_125 = gl.exp2(v_124)
+            v_126 = (row_max_108 - v_121)
+            v_127 = gl.exp2(v_126)
+            v_128 = (row_sum_106 * v_127)
+            red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+            v_130 = (v_128 + red_129)
+            v_132 = v_125.to(gl.float16)
+            acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_130 = (acc_104 * (gl.convert_layout(v_123, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_103 = v_126
-            row_max_105 = v_118
-            pend_a0 = gl.convert_layout(gl.where(((((offset_106 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_73))[None, :], v_128, 0), p_layout)
-            pend_acc0 = v_130
-        prev = (c + n_offset_106 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_106 - 1) // STAGES) & 1)
+            v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_106 = v_130
+            row_max_108 = v_121
+            pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+            pend_acc0 = v_134
+        prev = (c + n_offset_109 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_109 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_106) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_109) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_104 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_106 + 1
-    c += n_offset_106
+        t += n_offset_109 + 1
+    c += n_offset_109
     mbarrier.arrive(resident_empty.index(rslot))
-    v_133 = (acc_104 / (gl.convert_layout(row_sum_103, gl.SliceLayout(1, o_layout))[:, None]))
-    v_134 = v_133.to(gl.float16)
+    v_137 = (acc_107 / (gl.convert_layout(row_sum_106, gl.SliceLayout(1, o_layout))[:, None]))
+    v_138 = v_137.to(gl.float16)
     tma.store_wait(0)
-    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_134)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_138)
     fence_async_shared()
     tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
-    v_135 = gl.log2(row_sum_103)
-    v_136 = (row_max_105 + v_135)
-    v_137 = (v_136 * 0.6931471805599453)
-    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_137, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    v_139 = gl.log2(row_sum_106)
+    v_140 = (row_max_108 + v_139)
+    v_141 = (v_140 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_141, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_9330e3e689(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_e30484e4af(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
@@ -10114,461 +11652,27 @@ def _attention_fwd_gluon_9330e3e689(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_9330e3e689_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_9330e3e689_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_9330e3e689_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_e30484e4af_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e30484e4af_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_e30484e4af_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_b25f882c32_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_ee2d9f824a_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    c = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_19 = gl.minimum(offset_5, kv_len)
-    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
-    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-    for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-    for offset_24 in range(0, whole_end_23, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_24, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_24, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_48 in range(whole_end_23, v_19, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_48, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_48, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    end_70 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_71 = gl.minimum(end_70, kv_len)
-    whole_end_75 = v_19 + gl.maximum(v_71 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_76 in range(v_19, whole_end_75, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_76, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_76, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_104 in range(whole_end_75, v_71, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_104, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_104, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_b25f882c32_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    v_19 = gl.minimum(offset_5, kv_len)
-    row_sum_20 = v_17
-    acc_21 = v_18
-    row_max_22 = v_16
-    whole_end_23 = 0 + gl.maximum(v_19 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_24 = gl.cdiv(gl.maximum((whole_end_23) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_24 > 0:
-        offset_24 = 0
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_28 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_29 = (dot_28 * qk_scale)
-        red_30 = gl.max(v_29, 1)
-        v_31 = gl.maximum(row_max_22, red_30)
-        v_33 = (v_29 - (v_31[:, None]))
-        v_34 = gl.exp2(v_33)
-        v_35 = (row_max_22 - v_31)
-        v_36 = gl.exp2(v_35)
-        v_37 = (row_sum_20 * v_36)
-        red_38 = gl.sum(v_34, 1)
-        v_39 = (v_37 + red_38)
-        v_41 = v_34.to(gl.float16)
-        v_43 = (acc_21 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_20 = v_39
-        row_max_22 = v_31
-        pend_a0 = gl.convert_layout(v_41, p_layout)
-        pend_acc0 = v_43
-        for jj in range(1, n_offset_24):
-            offset_24 = 0 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_28 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_29 = (dot_28 * qk_scale)
-            red_30 = gl.max(v_29, 1)
-            v_31 = gl.maximum(row_max_22, red_30)
-            v_33 = (v_29 - (v_31[:, None]))
-            v_34 = gl.exp2(v_33)
-            v_35 = (row_max_22 - v_31)
-            v_36 = gl.exp2(v_35)
-            v_37 = (row_sum_20 * v_36)
-            red_38 = gl.sum(v_34, 1)
-            v_39 = (v_37 + red_38)
-            v_41 = v_34.to(gl.float16)
-            acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_43 = (acc_21 * (gl.convert_layout(v_36, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_20 = v_39
-            row_max_22 = v_31
-            pend_a0 = gl.convert_layout(v_41, p_layout)
-            pend_acc0 = v_43
-        prev = (c + n_offset_24 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_24 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_24) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_21 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_24 + 1
-    c += n_offset_24
-    row_sum_45 = row_sum_20
-    acc_46 = acc_21
-    row_max_47 = row_max_22
-    n_offset_48 = gl.cdiv(gl.maximum((v_19) - (whole_end_23), 0), _BLOCK_SIZE_1)
-    if n_offset_48 > 0:
-        offset_48 = whole_end_23
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_53 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_54 = (dot_53 * qk_scale)
-        red_55 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_54, float('-inf')), 1)
-        v_56 = gl.maximum(row_max_47, red_55)
-        v_58 = (v_54 - (v_56[:, None]))
-        v_59 = gl.exp2(v_58)
-        v_60 = (row_max_47 - v_56)
-        v_61 = gl.exp2(v_60)
-        v_62 = (row_sum_45 * v_61)
-        red_63 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_59, 0), 1)
-        v_64 = (v_62 + red_63)
-        v_66 = v_59.to(gl.float16)
-        v_68 = (acc_46 * (gl.convert_layout(v_61, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_45 = v_64
-        row_max_47 = v_56
-        pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_66, 0), p_layout)
-        pend_acc0 = v_68
-        for jj in range(1, n_offset_48):
-            offset_48 = whole_end_23 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_53 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_54 = (dot_53 * qk_scale)
-            red_55 = gl.max(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_54, float('-inf')), 1)
-            v_56 = gl.maximum(row_max_47, red_55)
-            v_58 = (v_54 - (v_56[:, None]))
-            v_59 = gl.exp2(v_58)
-            v_60 = (row_max_47 - v_56)
-            v_61 = gl.exp2(v_60)
-            v_62 = (row_sum_45 * v_61)
-            red_63 = gl.sum(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_59, 0), 1)
-            v_64 = (v_62 + red_63)
-            v_66 = v_59.to(gl.float16)
-            acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_68 = (acc_46 * (gl.convert_layout(v_61, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_45 = v_64
-            row_max_47 = v_56
-            pend_a0 = gl.convert_layout(gl.where(((((offset_48 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_19))[None, :], v_66, 0), p_layout)
-            pend_acc0 = v_68
-        prev = (c + n_offset_48 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_48 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_48) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_46 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_48 + 1
-    c += n_offset_48
-    end_70 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_71 = gl.minimum(end_70, kv_len)
-    row_sum_72 = row_sum_45
-    acc_73 = acc_46
-    row_max_74 = row_max_47
-    whole_end_75 = v_19 + gl.maximum(v_71 - v_19, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    n_offset_76 = gl.cdiv(gl.maximum((whole_end_75) - (v_19), 0), _BLOCK_SIZE_1)
-    if n_offset_76 > 0:
-        offset_76 = v_19
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_80 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_81 = (dot_80 * qk_scale)
-        v_85 = gl.where((((((offset_76 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_81, float('-inf'))
-        red_86 = gl.max(v_85, 1)
-        v_87 = gl.maximum(row_max_74, red_86)
-        v_89 = (v_85 - (v_87[:, None]))
-        v_90 = gl.exp2(v_89)
-        v_91 = (row_max_74 - v_87)
-        v_92 = gl.exp2(v_91)
-        v_93 = (row_sum_72 * v_92)
-        red_94 = gl.sum(v_90, 1)
-        v_95 = (v_93 + red_94)
-        v_97 = v_90.to(gl.float16)
-        v_99 = (acc_73 * (gl.convert_layout(v_92, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_72 = v_95
-        row_max_74 = v_87
-        pend_a0 = gl.convert_layout(v_97, p_layout)
-        pend_acc0 = v_99
-        for jj in range(1, n_offset_76):
-            offset_76 = v_19 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_80 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_81 = (dot_80 * qk_scale)
-            v_85 = gl.where((((((offset_76 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_81, float('-inf'))
-            red_86 = gl.max(v_85, 1)
-            v_87 = gl.maximum(row_max_74, red_86)
-            v_89 = (v_85 - (v_87[:, None]))
-            v_90 = gl.exp2(v_89)
-            v_91 = (row_max_74 - v_87)
-            v_92 = gl.exp2(v_91)
-            v_93 = (row_sum_72 * v_92)
-            red_94 = gl.sum(v_90, 1)
-            v_95 = (v_93 + red_94)
-            v_97 = v_90.to(gl.float16)
-            acc_73 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_99 = (acc_73 * (gl.convert_layout(v_92, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_72 = v_95
-            row_max_74 = v_87
-            pend_a0 = gl.convert_layout(v_97, p_layout)
-            pend_acc0 = v_99
-        prev = (c + n_offset_76 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_76 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_76) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_73 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_76 + 1
-    c += n_offset_76
-    row_sum_101 = row_sum_72
-    acc_102 = acc_73
-    row_max_103 = row_max_74
-    n_offset_104 = gl.cdiv(gl.maximum((v_71) - (whole_end_75), 0), _BLOCK_SIZE_1)
-    if n_offset_104 > 0:
-        offset_104 = whole_end_75
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        dot_109 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        v_110 = (dot_109 * qk_scale)
-        v_114 = gl.where((((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_110, float('-inf'))
-        red_115 = gl.max(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_114, float('-inf')), 1)
-        v_116 = gl.maximum(row_max_103, red_115)
-        v_118 = (v_114 - (v_116[:, None]))
-        v_119 = gl.exp2(v_118)
-        v_120 = (row_max_103 - v_116)
-        v_121 = gl.exp2(v_120)
-        v_122 = (row_sum_101 * v_121)
-        red_123 = gl.sum(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_119, 0), 1)
-        v_124 = (v_122 + red_123)
-        v_126 = v_119.to(gl.float16)
-        v_128 = (acc_102 * (gl.convert_layout(v_121, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_101 = v_124
-        row_max_103 = v_116
-        pend_a0 = gl.convert_layout(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_126, 0), p_layout)
-        pend_acc0 = v_128
-        for jj in range(1, n_offset_104):
-            offset_104 = whole_end_75 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_109 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_110 = (dot_109 * qk_scale)
-            v_114 = gl.where((((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_110, float('-inf'))
-            red_115 = gl.max(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_114, float('-inf')), 1)
-            v_116 = gl.maximum(row_max_103, red_115)
-            v_118 = (v_114 - (v_116[:, None]))
-            v_119 = gl.exp2(v_118)
-            v_120 = (row_max_103 - v_116)
-            v_121 = gl.exp2(v_120)
-            v_122 = (row_sum_101 * v_121)
-            red_123 = gl.sum(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_119, 0), 1)
-            v_124 = (v_122 + red_123)
-            v_126 = v_119.to(gl.float16)
-            acc_102 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_128 = (acc_102 * (gl.convert_layout(v_121, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_101 = v_124
-            row_max_103 = v_116
-            pend_a0 = gl.convert_layout(gl.where(((((offset_104 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_71))[None, :], v_126, 0), p_layout)
-            pend_acc0 = v_128
-        prev = (c + n_offset_104 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_104 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_104) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_102 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_104 + 1
-    c += n_offset_104
-    mbarrier.arrive(resident_empty.index(rslot))
-    v_131 = (acc_102 / (gl.convert_layout(row_sum_101, gl.SliceLayout(1, o_layout))[:, None]))
-    v_132 = v_131.to(gl.float16)
-    tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_132)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_133 = gl.log2(row_sum_101)
-    v_134 = (row_max_103 + v_133)
-    v_135 = (v_134 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_135, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_b25f882c32(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(1):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_b25f882c32_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_b25f882c32_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
-
-
-_attention_fwd_gluon_b25f882c32.fn.hk_compile_options = {'maxnreg': 80}
-
-@gluon.jit
-def _attention_fwd_gluon_b457cc744d_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     c = 0
     it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
         num_pid_3 = gl.cdiv(q_heads - 0, 1)
         num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 8 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        in_group_5 = 32 * num_pid_4
+        inner_6 = virtual_pid_2 % (num_pid_3 * num_pid_4)
         group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 8
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        first_8 = group_7 * 32
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 32)
         pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
         pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        pid_12 = virtual_pid_2 // (num_pid_3 * num_pid_4)
         offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
         offset_16 = 0 + pid_10 * 1
         offset_19 = 0 + pid_12 * 1
@@ -10578,6 +11682,8 @@ def _attention_fwd_gluon_b457cc744d_loader(q_len, q_heads, batch, group, q, q_st
         whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
         rslot = it % 2
         mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
         mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
             tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
@@ -10591,42 +11697,53 @@ def _attention_fwd_gluon_b457cc744d_loader(q_len, q_heads, batch, group, q, q_st
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
             tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_64 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
+        for offset_65 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_64, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_64, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
         it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_b457cc744d_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_ee2d9f824a_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
     s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
     c = 0
     t = 0
     it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
         num_pid_3 = gl.cdiv(q_heads - 0, 1)
         num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 8 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        in_group_5 = 32 * num_pid_4
+        inner_6 = virtual_pid_2 % (num_pid_3 * num_pid_4)
         group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 8
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        first_8 = group_7 * 32
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 32)
         pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
         pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        pid_12 = virtual_pid_2 // (num_pid_3 * num_pid_4)
         offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
         offset_16 = 0 + pid_10 * 1
         offset_19 = 0 + pid_12 * 1
@@ -10640,8 +11757,6 @@ def _attention_fwd_gluon_b457cc744d_consumer(WG: gl.constexpr, q_len, q_heads, b
         acc_30 = v_26
         row_max_31 = v_24
         whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
         n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
         if n_offset_33 > 0:
             offset_33 = 0
@@ -10652,30 +11767,31 @@ def _attention_fwd_gluon_b457cc744d_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_39 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-            v_40 = end_39 > offset_13
+            end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
+            v_39 = end_38 > offset_13
             dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_38 = (dot_37 * qk_scale)
-            scores_41 = v_38
-            if v_40:
-                v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_41, float('-inf'))
-                scores_41 = v_45
-            red_46 = gl.max(scores_41, 1)
-            v_47 = gl.maximum(row_max_31, red_46)
-            v_49 = (scores_41 - (v_47[:, None]))
-            v_50 = gl.exp2(v_49)
-            v_51 = (row_max_31 - v_47)
-            v_52 = gl.exp2(v_51)
-            v_53 = (row_sum_29 * v_52)
-            red_54 = gl.sum(v_50, 1)
-            v_55 = (v_53 + red_54)
-            v_57 = v_50.to(gl.float16)
-            v_59 = (acc_30 * (gl.convert_layout(v_52, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_55
+            scores_40 = dot_37
+            if v_39:
+                v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
+                scores_40 = v_44
+            red_45 = gl.max(scores_40, 1)
+            v_46 = (red_45 * qk_scale)
+            v_47 = gl.maximum(row_max_31, v_46)
+            v_48 = (scores_40 * qk_scale)
+            v_50 = (v_48 - (v_47[:, None]))
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_max_31 - v_47)
+            v_53 = gl.exp2(v_52)
+            v_54 = (row_sum_29 * v_53)
+            red_55 = gl.sum(v_51, 1)
+            v_56 = (v_54 + red_55)
+            v_58 = v_51.to(gl.bfloat16)
+            v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_29 = v_56
             row_max_31 = v_47
-            pend_a0 = gl.convert_layout(v_57, p_layout)
-            pend_acc0 = v_59
+            pend_a0 = gl.convert_layout(v_58, p_layout)
+            pend_acc0 = v_60
             for jj in range(1, n_offset_33):
                 offset_33 = 0 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
@@ -10688,32 +11804,33 @@ def _attention_fwd_gluon_b457cc744d_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_39 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-                v_40 = end_39 > offset_13
+                end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
+                v_39 = end_38 > offset_13
                 dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_38 = (dot_37 * qk_scale)
-                scores_41 = v_38
-                if v_40:
-                    v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_41, float('-inf'))
-                    scores_41 = v_45
-                red_46 = gl.max(scores_41, 1)
-                v_47 = gl.maximum(row_max_31, red_46)
-                v_49 = (scores_41 - (v_47[:, None]))
-                v_50 = gl.exp2(v_49)
-                v_51 = (row_max_31 - v_47)
-                v_52 = gl.exp2(v_51)
-                v_53 = (row_sum_29 * v_52)
-                red_54 = gl.sum(v_50, 1)
-                v_55 = (v_53 + red_54)
-                v_57 = v_50.to(gl.float16)
+                scores_40 = dot_37
+                if v_39:
+                    v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
+                    scores_40 = v_44
+                red_45 = gl.max(scores_40, 1)
+                v_46 = (red_45 * qk_scale)
+                v_47 = gl.maximum(row_max_31, v_46)
+                v_48 = (scores_40 * qk_scale)
+                v_50 = (v_48 - (v_47[:, None]))
+                v_51 = gl.exp2(v_50)
+                v_52 = (row_max_31 - v_47)
+                v_53 = gl.exp2(v_52)
+                v_54 = (row_sum_29 * v_53)
+                red_55 = gl.sum(v_51, 1)
+                v_56 = (v_54 + red_55)
+                v_58 = v_51.to(gl.bfloat16)
                 acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_59 = (acc_30 * (gl.convert_layout(v_52, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_55
+                v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_29 = v_56
                 row_max_31 = v_47
-                pend_a0 = gl.convert_layout(v_57, p_layout)
-                pend_acc0 = v_59
+                pend_a0 = gl.convert_layout(v_58, p_layout)
+                pend_acc0 = v_60
             prev = (c + n_offset_33 - 1) % STAGES
             mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
             if GROUPS > 1:
@@ -10725,12 +11842,12 @@ def _attention_fwd_gluon_b457cc744d_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(ring_1_empty.index(prev))
             t += n_offset_33 + 1
         c += n_offset_33
-        row_sum_61 = row_sum_29
-        acc_62 = acc_30
-        row_max_63 = row_max_31
-        n_offset_64 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_64 > 0:
-            offset_64 = whole_end_32
+        row_sum_62 = row_sum_29
+        acc_63 = acc_30
+        row_max_64 = row_max_31
+        n_offset_65 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
+        if n_offset_65 > 0:
+            offset_65 = whole_end_32
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -10738,32 +11855,33 @@ def _attention_fwd_gluon_b457cc744d_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_71 = gl.minimum(offset_64 + _BLOCK_SIZE_1, v_28)
+            end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
             v_72 = end_71 > offset_13
-            dot_69 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_70 = (dot_69 * qk_scale)
-            scores_73 = v_70
+            scores_73 = dot_70
             if v_72:
-                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_64))), scores_73, float('-inf'))
+                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
                 scores_73 = v_77
-            red_78 = gl.max(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-            v_79 = gl.maximum(row_max_63, red_78)
-            v_81 = (scores_73 - (v_79[:, None]))
-            v_82 = gl.exp2(v_81)
-            v_83 = (row_max_63 - v_79)
+            red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
+            v_79 = (red_78 * qk_scale)
+            v_80 = gl.maximum(row_max_64, v_79)
+            v_81 = (scores_73 * qk_scale)
+            v_83 = (v_81 - (v_80[:, None]))
             v_84 = gl.exp2(v_83)
-            v_85 = (row_sum_61 * v_84)
-            red_86 = gl.sum(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_82, 0), 1)
-            v_87 = (v_85 + red_86)
-            v_89 = v_82.to(gl.float16)
-            v_91 = (acc_62 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_61 = v_87
-            row_max_63 = v_79
-            pend_a0 = gl.convert_layout(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_89, 0), p_layout)
-            pend_acc0 = v_91
-            for jj in range(1, n_offset_64):
-                offset_64 = whole_end_32 + jj * _BLOCK_SIZE_1
+            v_85 = (row_max_64 - v_80)
+            v_86 = gl.exp2(v_85)
+            v_87 = (row_sum_62 * v_86)
+            red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
+            v_89 = (v_87 + red_88)
+            v_91 = v_84.to(gl.bfloat16)
+            v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_62 = v_89
+            row_max_64 = v_80
+            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
+            pend_acc0 = v_93
+            for jj in range(1, n_offset_65):
+                offset_65 = whole_end_32 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -10774,60 +11892,64 @@ def _attention_fwd_gluon_b457cc744d_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_71 = gl.minimum(offset_64 + _BLOCK_SIZE_1, v_28)
+                end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
                 v_72 = end_71 > offset_13
-                dot_69 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_70 = (dot_69 * qk_scale)
-                scores_73 = v_70
+                scores_73 = dot_70
                 if v_72:
-                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_64))), scores_73, float('-inf'))
+                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
                     scores_73 = v_77
-                red_78 = gl.max(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-                v_79 = gl.maximum(row_max_63, red_78)
-                v_81 = (scores_73 - (v_79[:, None]))
-                v_82 = gl.exp2(v_81)
-                v_83 = (row_max_63 - v_79)
+                red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
+                v_79 = (red_78 * qk_scale)
+                v_80 = gl.maximum(row_max_64, v_79)
+                v_81 = (scores_73 * qk_scale)
+                v_83 = (v_81 - (v_80[:, None]))
                 v_84 = gl.exp2(v_83)
-                v_85 = (row_sum_61 * v_84)
-                red_86 = gl.sum(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_82, 0), 1)
-                v_87 = (v_85 + red_86)
-                v_89 = v_82.to(gl.float16)
-                acc_62 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                v_85 = (row_max_64 - v_80)
+                v_86 = gl.exp2(v_85)
+                v_87 = (row_sum_62 * v_86)
+                red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
+                v_89 = (v_87 + red_88)
+                v_91 = v_84.to(gl.bfloat16)
+                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_91 = (acc_62 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_61 = v_87
-                row_max_63 = v_79
-                pend_a0 = gl.convert_layout(gl.where(((((offset_64 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_89, 0), p_layout)
-                pend_acc0 = v_91
-            prev = (c + n_offset_64 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_64 - 1) // STAGES) & 1)
+                v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_62 = v_89
+                row_max_64 = v_80
+                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
+                pend_acc0 = v_93
+            prev = (c + n_offset_65 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_64) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_62 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_64 + 1
-        c += n_offset_64
+            t += n_offset_65 + 1
+        c += n_offset_65
         mbarrier.arrive(resident_empty.index(rslot))
-        v_94 = (acc_62 / (gl.convert_layout(row_sum_61, gl.SliceLayout(1, o_layout))[:, None]))
-        v_95 = v_94.to(gl.float16)
+        v_96 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
+        v_97 = v_96.to(gl.bfloat16)
         tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_97)
         fence_async_shared()
         tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_96 = gl.log2(row_sum_61)
-        v_97 = (row_max_63 + v_96)
-        v_98 = (v_97 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        v_98 = gl.log2(row_sum_62)
+        v_99 = (row_max_64 + v_98)
+        v_100 = (v_99 * 0.6931471805599453)
+        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_100, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
         it += 1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_b457cc744d(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_ee2d9f824a(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -10850,1057 +11972,11 @@ def _attention_fwd_gluon_b457cc744d(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_b457cc744d_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_b457cc744d_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_b457cc744d_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_bc89b0fd50_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-        offset_8 = 0 + pid_3 * 1
-        offset_11 = 0 + pid_4 * 1
-        v_14 = offset_8 // group
-        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-        for offset_23 in range(0, whole_end_22, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_23, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_23, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_47 in range(whole_end_22, kv_len, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_47, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_47, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_bc89b0fd50_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = virtual_pid % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        pid_3 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-        pid_4 = virtual_pid // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-        offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-        offset_8 = 0 + pid_3 * 1
-        offset_11 = 0 + pid_4 * 1
-        v_14 = offset_8 // group
-        v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        row_sum_19 = v_17
-        acc_20 = v_18
-        row_max_21 = v_16
-        whole_end_22 = 0 + gl.maximum(kv_len - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        n_offset_23 = gl.cdiv(gl.maximum((whole_end_22) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_23 > 0:
-            offset_23 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_27 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_28 = (dot_27 * qk_scale)
-            red_29 = gl.max(v_28, 1)
-            v_30 = gl.maximum(row_max_21, red_29)
-            v_32 = (v_28 - (v_30[:, None]))
-            v_33 = gl.exp2(v_32)
-            v_34 = (row_max_21 - v_30)
-            v_35 = gl.exp2(v_34)
-            v_36 = (row_sum_19 * v_35)
-            red_37 = gl.sum(v_33, 1)
-            v_38 = (v_36 + red_37)
-            v_40 = v_33.to(gl.float16)
-            v_42 = (acc_20 * (gl.convert_layout(v_35, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_19 = v_38
-            row_max_21 = v_30
-            pend_a0 = gl.convert_layout(v_40, p_layout)
-            pend_acc0 = v_42
-            for jj in range(1, n_offset_23):
-                offset_23 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_27 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_28 = (dot_27 * qk_scale)
-                red_29 = gl.max(v_28, 1)
-                v_30 = gl.maximum(row_max_21, red_29)
-                v_32 = (v_28 - (v_30[:, None]))
-                v_33 = gl.exp2(v_32)
-                v_34 = (row_max_21 - v_30)
-                v_35 = gl.exp2(v_34)
-                v_36 = (row_sum_19 * v_35)
-                red_37 = gl.sum(v_33, 1)
-                v_38 = (v_36 + red_37)
-                v_40 = v_33.to(gl.float16)
-                acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_42 = (acc_20 * (gl.convert_layout(v_35, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_19 = v_38
-                row_max_21 = v_30
-                pend_a0 = gl.convert_layout(v_40, p_layout)
-                pend_acc0 = v_42
-            prev = (c + n_offset_23 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_23 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_23) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_20 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_23 + 1
-        c += n_offset_23
-        row_sum_44 = row_sum_19
-        acc_45 = acc_20
-        row_max_46 = row_max_21
-        n_offset_47 = gl.cdiv(gl.maximum((kv_len) - (whole_end_22), 0), _BLOCK_SIZE_1)
-        if n_offset_47 > 0:
-            offset_47 = whole_end_22
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_52 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_53 = (dot_52 * qk_scale)
-            red_54 = gl.max(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_53, float('-inf')), 1)
-            v_55 = gl.maximum(row_max_46, red_54)
-            v_57 = (v_53 - (v_55[:, None]))
-            v_58 = gl.exp2(v_57)
-            v_59 = (row_max_46 - v_55)
-            v_60 = gl.exp2(v_59)
-            v_61 = (row_sum_44 * v_60)
-            red_62 = gl.sum(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_58, 0), 1)
-            v_63 = (v_61 + red_62)
-            v_65 = v_58.to(gl.float16)
-            v_67 = (acc_45 * (gl.convert_layout(v_60, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_44 = v_63
-            row_max_46 = v_55
-            pend_a0 = gl.convert_layout(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_65, 0), p_layout)
-            pend_acc0 = v_67
-            for jj in range(1, n_offset_47):
-                offset_47 = whole_end_22 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_52 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_53 = (dot_52 * qk_scale)
-                red_54 = gl.max(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_53, float('-inf')), 1)
-                v_55 = gl.maximum(row_max_46, red_54)
-                v_57 = (v_53 - (v_55[:, None]))
-                v_58 = gl.exp2(v_57)
-                v_59 = (row_max_46 - v_55)
-                v_60 = gl.exp2(v_59)
-                v_61 = (row_sum_44 * v_60)
-                red_62 = gl.sum(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_58, 0), 1)
-                v_63 = (v_61 + red_62)
-                v_65 = v_58.to(gl.float16)
-                acc_45 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_67 = (acc_45 * (gl.convert_layout(v_60, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_44 = v_63
-                row_max_46 = v_55
-                pend_a0 = gl.convert_layout(gl.where(((((offset_47 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < kv_len))[None, :], v_65, 0), p_layout)
-                pend_acc0 = v_67
-            prev = (c + n_offset_47 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_47 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_47) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_45 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_47 + 1
-        c += n_offset_47
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_70 = (acc_45 / (gl.convert_layout(row_sum_44, gl.SliceLayout(1, o_layout))[:, None]))
-        v_71 = v_70.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_71)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_72 = gl.log2(row_sum_44)
-        v_73 = (row_max_46 + v_72)
-        v_74 = (v_73 * 0.6931471805599453)
-        gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_74, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_bc89b0fd50(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_bc89b0fd50_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_bc89b0fd50_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_bc89b0fd50_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_ddb9fbc12f_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 32 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 32
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 32)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_29 = gl.minimum(end_28, kv_len)
-        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
-        for offset_34 in range(0, whole_end_33, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_34, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_34, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_65 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_ddb9fbc12f_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 32 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 32
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 32)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_29 = gl.minimum(end_28, kv_len)
-        row_sum_30 = v_26
-        acc_31 = v_27
-        row_max_32 = v_25
-        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_34 = gl.cdiv(gl.maximum((whole_end_33) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_34 > 0:
-            offset_34 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_40 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-            v_41 = end_40 > offset_14
-            dot_38 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_39 = (dot_38 * qk_scale)
-            scores_42 = v_39
-            if v_41:
-                v_46 = gl.where((((((offset_34 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_42, float('-inf'))
-                scores_42 = v_46
-            red_47 = gl.max(scores_42, 1)
-            v_48 = gl.maximum(row_max_32, red_47)
-            v_50 = (scores_42 - (v_48[:, None]))
-            v_51 = gl.exp2(v_50)
-            v_52 = (row_max_32 - v_48)
-            v_53 = gl.exp2(v_52)
-            v_54 = (row_sum_30 * v_53)
-            red_55 = gl.sum(v_51, 1)
-            v_56 = (v_54 + red_55)
-            v_58 = v_51.to(gl.float16)
-            v_60 = (acc_31 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_30 = v_56
-            row_max_32 = v_48
-            pend_a0 = gl.convert_layout(v_58, p_layout)
-            pend_acc0 = v_60
-            for jj in range(1, n_offset_34):
-                offset_34 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_40 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-                v_41 = end_40 > offset_14
-                dot_38 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_39 = (dot_38 * qk_scale)
-                scores_42 = v_39
-                if v_41:
-                    v_46 = gl.where((((((offset_34 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_42, float('-inf'))
-                    scores_42 = v_46
-                red_47 = gl.max(scores_42, 1)
-                v_48 = gl.maximum(row_max_32, red_47)
-                v_50 = (scores_42 - (v_48[:, None]))
-                v_51 = gl.exp2(v_50)
-                v_52 = (row_max_32 - v_48)
-                v_53 = gl.exp2(v_52)
-                v_54 = (row_sum_30 * v_53)
-                red_55 = gl.sum(v_51, 1)
-                v_56 = (v_54 + red_55)
-                v_58 = v_51.to(gl.float16)
-                acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_60 = (acc_31 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_30 = v_56
-                row_max_32 = v_48
-                pend_a0 = gl.convert_layout(v_58, p_layout)
-                pend_acc0 = v_60
-            prev = (c + n_offset_34 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_34 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_34) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_34 + 1
-        c += n_offset_34
-        row_sum_62 = row_sum_30
-        acc_63 = acc_31
-        row_max_64 = row_max_32
-        n_offset_65 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
-        if n_offset_65 > 0:
-            offset_65 = whole_end_33
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_72 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_29)
-            v_73 = end_72 > offset_14
-            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_71 = (dot_70 * qk_scale)
-            scores_74 = v_71
-            if v_73:
-                v_78 = gl.where((((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_74, float('-inf'))
-                scores_74 = v_78
-            red_79 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-            v_80 = gl.maximum(row_max_64, red_79)
-            v_82 = (scores_74 - (v_80[:, None]))
-            v_83 = gl.exp2(v_82)
-            v_84 = (row_max_64 - v_80)
-            v_85 = gl.exp2(v_84)
-            v_86 = (row_sum_62 * v_85)
-            red_87 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_83, 0), 1)
-            v_88 = (v_86 + red_87)
-            v_90 = v_83.to(gl.float16)
-            v_92 = (acc_63 * (gl.convert_layout(v_85, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_62 = v_88
-            row_max_64 = v_80
-            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_90, 0), p_layout)
-            pend_acc0 = v_92
-            for jj in range(1, n_offset_65):
-                offset_65 = whole_end_33 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_72 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_29)
-                v_73 = end_72 > offset_14
-                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_71 = (dot_70 * qk_scale)
-                scores_74 = v_71
-                if v_73:
-                    v_78 = gl.where((((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_74, float('-inf'))
-                    scores_74 = v_78
-                red_79 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-                v_80 = gl.maximum(row_max_64, red_79)
-                v_82 = (scores_74 - (v_80[:, None]))
-                v_83 = gl.exp2(v_82)
-                v_84 = (row_max_64 - v_80)
-                v_85 = gl.exp2(v_84)
-                v_86 = (row_sum_62 * v_85)
-                red_87 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_83, 0), 1)
-                v_88 = (v_86 + red_87)
-                v_90 = v_83.to(gl.float16)
-                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_92 = (acc_63 * (gl.convert_layout(v_85, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_62 = v_88
-                row_max_64 = v_80
-                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_90, 0), p_layout)
-                pend_acc0 = v_92
-            prev = (c + n_offset_65 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_65 + 1
-        c += n_offset_65
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_95 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
-        v_96 = v_95.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_96)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_97 = gl.log2(row_sum_62)
-        v_98 = (row_max_64 + v_97)
-        v_99 = (v_98 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_99, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_ddb9fbc12f(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_ddb9fbc12f_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_ddb9fbc12f_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_ddb9fbc12f_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_ee2d9f824a_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_ee2d9f824a_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_ee2d9f824a_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_e4d291d4e1_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 8 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 8
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        v_28 = gl.minimum(offset_14, kv_len)
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
-        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_57 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_57, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_57, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        end_79 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_80 = gl.minimum(end_79, kv_len)
-        whole_end_84 = v_28 + gl.maximum(v_80 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        for offset_85 in range(v_28, whole_end_84, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_85, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_85, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_113 in range(whole_end_84, v_80, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_113, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_113, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_e4d291d4e1_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 8 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 8
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        v_28 = gl.minimum(offset_14, kv_len)
-        row_sum_29 = v_26
-        acc_30 = v_27
-        row_max_31 = v_25
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_33 > 0:
-            offset_33 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_38 = (dot_37 * qk_scale)
-            red_39 = gl.max(v_38, 1)
-            v_40 = gl.maximum(row_max_31, red_39)
-            v_42 = (v_38 - (v_40[:, None]))
-            v_43 = gl.exp2(v_42)
-            v_44 = (row_max_31 - v_40)
-            v_45 = gl.exp2(v_44)
-            v_46 = (row_sum_29 * v_45)
-            red_47 = gl.sum(v_43, 1)
-            v_48 = (v_46 + red_47)
-            v_50 = v_43.to(gl.bfloat16)
-            v_52 = (acc_30 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_48
-            row_max_31 = v_40
-            pend_a0 = gl.convert_layout(v_50, p_layout)
-            pend_acc0 = v_52
-            for jj in range(1, n_offset_33):
-                offset_33 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_38 = (dot_37 * qk_scale)
-                red_39 = gl.max(v_38, 1)
-                v_40 = gl.maximum(row_max_31, red_39)
-                v_42 = (v_38 - (v_40[:, None]))
-                v_43 = gl.exp2(v_42)
-                v_44 = (row_max_31 - v_40)
-                v_45 = gl.exp2(v_44)
-                v_46 = (row_sum_29 * v_45)
-                red_47 = gl.sum(v_43, 1)
-                v_48 = (v_46 + red_47)
-                v_50 = v_43.to(gl.bfloat16)
-                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_52 = (acc_30 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_48
-                row_max_31 = v_40
-                pend_a0 = gl.convert_layout(v_50, p_layout)
-                pend_acc0 = v_52
-            prev = (c + n_offset_33 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_33 + 1
-        c += n_offset_33
-        row_sum_54 = row_sum_29
-        acc_55 = acc_30
-        row_max_56 = row_max_31
-        n_offset_57 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_57 > 0:
-            offset_57 = whole_end_32
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_62 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_63 = (dot_62 * qk_scale)
-            red_64 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_63, float('-inf')), 1)
-            v_65 = gl.maximum(row_max_56, red_64)
-            v_67 = (v_63 - (v_65[:, None]))
-            v_68 = gl.exp2(v_67)
-            v_69 = (row_max_56 - v_65)
-            v_70 = gl.exp2(v_69)
-            v_71 = (row_sum_54 * v_70)
-            red_72 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_68, 0), 1)
-            v_73 = (v_71 + red_72)
-            v_75 = v_68.to(gl.bfloat16)
-            v_77 = (acc_55 * (gl.convert_layout(v_70, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_54 = v_73
-            row_max_56 = v_65
-            pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_75, 0), p_layout)
-            pend_acc0 = v_77
-            for jj in range(1, n_offset_57):
-                offset_57 = whole_end_32 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_62 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_63 = (dot_62 * qk_scale)
-                red_64 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_63, float('-inf')), 1)
-                v_65 = gl.maximum(row_max_56, red_64)
-                v_67 = (v_63 - (v_65[:, None]))
-                v_68 = gl.exp2(v_67)
-                v_69 = (row_max_56 - v_65)
-                v_70 = gl.exp2(v_69)
-                v_71 = (row_sum_54 * v_70)
-                red_72 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_68, 0), 1)
-                v_73 = (v_71 + red_72)
-                v_75 = v_68.to(gl.bfloat16)
-                acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_77 = (acc_55 * (gl.convert_layout(v_70, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_54 = v_73
-                row_max_56 = v_65
-                pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_75, 0), p_layout)
-                pend_acc0 = v_77
-            prev = (c + n_offset_57 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_57 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_57) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_57 + 1
-        c += n_offset_57
-        end_79 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_80 = gl.minimum(end_79, kv_len)
-        row_sum_81 = row_sum_54
-        acc_82 = acc_55
-        row_max_83 = row_max_56
-        whole_end_84 = v_28 + gl.maximum(v_80 - v_28, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_85 = gl.cdiv(gl.maximum((whole_end_84) - (v_28), 0), _BLOCK_SIZE_1)
-        if n_offset_85 > 0:
-            offset_85 = v_28
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_89 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_90 = (dot_89 * qk_scale)
-            v_94 = gl.where((((((offset_85 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_90, float('-inf'))
-            red_95 = gl.max(v_94, 1)
-            v_96 = gl.maximum(row_max_83, red_95)
-            v_98 = (v_94 - (v_96[:, None]))
-            v_99 = gl.exp2(v_98)
-            v_100 = (row_max_83 - v_96)
-            v_101 = gl.exp2(v_100)
-            v_102 = (row_sum_81 * v_101)
-            red_103 = gl.sum(v_99, 1)
-            v_104 = (v_102 + red_103)
-            v_106 = v_99.to(gl.bfloat16)
-            v_108 = (acc_82 * (gl.convert_layout(v_101, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_81 = v_104
-            row_max_83 = v_96
-            pend_a0 = gl.convert_layout(v_106, p_layout)
-            pend_acc0 = v_108
-            for jj in range(1, n_offset_85):
-                offset_85 = v_28 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_89 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_90 = (dot_89 * qk_scale)
-                v_94 = gl.where((((((offset_85 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_90, float('-inf'))
-                red_95 = gl.max(v_94, 1)
-                v_96 = gl.maximum(row_max_83, red_95)
-                v_98 = (v_94 - (v_96[:, None]))
-                v_99 = gl.exp2(v_98)
-                v_100 = (row_max_83 - v_96)
-                v_101 = gl.exp2(v_100)
-                v_102 = (row_sum_81 * v_101)
-                red_103 = gl.sum(v_99, 1)
-                v_104 = (v_102 + red_103)
-                v_106 = v_99.to(gl.bfloat16)
-                acc_82 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_108 = (acc_82 * (gl.convert_layout(v_101, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_81 = v_104
-                row_max_83 = v_96
-                pend_a0 = gl.convert_layout(v_106, p_layout)
-                pend_acc0 = v_108
-            prev = (c + n_offset_85 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_85 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_85) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_82 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_85 + 1
-        c += n_offset_85
-        row_sum_110 = row_sum_81
-        acc_111 = acc_82
-        row_max_112 = row_max_83
-        n_offset_113 = gl.cdiv(gl.maximum((v_80) - (whole_end_84), 0), _BLOCK_SIZE_1)
-        if n_offset_113 > 0:
-            offset_113 = whole_end_84
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            dot_118 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            v_119 = (dot_118 * qk_scale)
-            v_123 = gl.where((((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_119, float('-inf'))
-            red_124 = gl.max(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_123, float('-inf')), 1)
-            v_125 = gl.maximum(row_max_112, red_124)
-            v_127 = (v_123 - (v_125[:, None]))
-            v_128 = gl.exp2(v_127)
-            v_129 = (row_max_112 - v_125)
-            v_130 = gl.exp2(v_129)
-            v_131 = (row_sum_110 * v_130)
-            red_132 = gl.sum(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_128, 0), 1)
-            v_133 = (v_131 + red_132)
-            v_135 = v_128.to(gl.bfloat16)
-            v_137 = (acc_111 * (gl.convert_layout(v_130, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_110 = v_133
-            row_max_112 = v_125
-            pend_a0 = gl.convert_layout(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_135, 0), p_layout)
-            pend_acc0 = v_137
-            for jj in range(1, n_offset_113):
-                offset_113 = whole_end_84 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                dot_118 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                v_119 = (dot_118 * qk_scale)
-                v_123 = gl.where((((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), v_119, float('-inf'))
-                red_124 = gl.max(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_123, float('-inf')), 1)
-                v_125 = gl.maximum(row_max_112, red_124)
-                v_127 = (v_123 - (v_125[:, None]))
-                v_128 = gl.exp2(v_127)
-                v_129 = (row_max_112 - v_125)
-                v_130 = gl.exp2(v_129)
-                v_131 = (row_sum_110 * v_130)
-                red_132 = gl.sum(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_128, 0), 1)
-                v_133 = (v_131 + red_132)
-                v_135 = v_128.to(gl.bfloat16)
-                acc_111 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_137 = (acc_111 * (gl.convert_layout(v_130, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_110 = v_133
-                row_max_112 = v_125
-                pend_a0 = gl.convert_layout(gl.where(((((offset_113 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_80))[None, :], v_135, 0), p_layout)
-                pend_acc0 = v_137
-            prev = (c + n_offset_113 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_113 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_113) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_111 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_113 + 1
-        c += n_offset_113
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_140 = (acc_111 / (gl.convert_layout(row_sum_110, gl.SliceLayout(1, o_layout))[:, None]))
-        v_141 = v_140.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_141)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_142 = gl.log2(row_sum_110)
-        v_143 = (row_max_112 + v_142)
-        v_144 = (v_143 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_144, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_e4d291d4e1(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_e4d291d4e1_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_e4d291d4e1_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_e4d291d4e1_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_e7b1513bdd_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_fca6e45eb5_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -11943,15 +12019,15 @@ def _attention_fwd_gluon_e7b1513bdd_loader(q_len, q_heads, batch, tickets, group
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
             tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_34, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_65 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
+        for offset_66 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_66, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_66, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
         it += 1
         virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
@@ -11965,7 +12041,7 @@ def _attention_fwd_gluon_e7b1513bdd_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_e7b1513bdd_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_fca6e45eb5_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -12014,30 +12090,31 @@ def _attention_fwd_gluon_e7b1513bdd_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_40 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-            v_41 = end_40 > offset_14
+            end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
+            v_40 = end_39 > offset_14
             dot_38 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_39 = (dot_38 * qk_scale)
-            scores_42 = v_39
-            if v_41:
-                v_46 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_42, float('-inf'))
-                scores_42 = v_46
-            red_47 = gl.max(scores_42, 1)
-            v_48 = gl.maximum(row_max_32, red_47)
-            v_50 = (scores_42 - (v_48[:, None]))
-            v_51 = gl.exp2(v_50)
-            v_52 = (row_max_32 - v_48)
-            v_53 = gl.exp2(v_52)
-            v_54 = (row_sum_30 * v_53)
-            red_55 = gl.sum(v_51, 1)
-            v_56 = (v_54 + red_55)
-            v_58 = v_51.to(gl.float16)
-            v_60 = (acc_31 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_30 = v_56
+            scores_41 = dot_38
+            if v_40:
+                v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_41, float('-inf'))
+                scores_41 = v_45
+            red_46 = gl.max(scores_41, 1)
+            v_47 = (red_46 * qk_scale)
+            v_48 = gl.maximum(row_max_32, v_47)
+            v_49 = (scores_41 * qk_scale)
+            v_51 = (v_49 - (v_48[:, None]))
+            v_52 = gl.exp2(v_51)
+            v_53 = (row_max_32 - v_48)
+            v_54 = gl.exp2(v_53)
+            v_55 = (row_sum_30 * v_54)
+            red_56 = gl.sum(v_52, 1)
+            v_57 = (v_55 + red_56)
+            v_59 = v_52.to(gl.bfloat16)
+            v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_30 = v_57
             row_max_32 = v_48
-            pend_a0 = gl.convert_layout(v_58, p_layout)
-            pend_acc0 = v_60
+            pend_a0 = gl.convert_layout(v_59, p_layout)
+            pend_acc0 = v_61
             for jj in range(1, n_offset_34):
                 offset_34 = 0 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
@@ -12050,32 +12127,33 @@ def _attention_fwd_gluon_e7b1513bdd_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_40 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-                v_41 = end_40 > offset_14
+                end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
+                v_40 = end_39 > offset_14
                 dot_38 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_39 = (dot_38 * qk_scale)
-                scores_42 = v_39
-                if v_41:
-                    v_46 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_42, float('-inf'))
-                    scores_42 = v_46
-                red_47 = gl.max(scores_42, 1)
-                v_48 = gl.maximum(row_max_32, red_47)
-                v_50 = (scores_42 - (v_48[:, None]))
-                v_51 = gl.exp2(v_50)
-                v_52 = (row_max_32 - v_48)
-                v_53 = gl.exp2(v_52)
-                v_54 = (row_sum_30 * v_53)
-                red_55 = gl.sum(v_51, 1)
-                v_56 = (v_54 + red_55)
-                v_58 = v_51.to(gl.float16)
+                scores_41 = dot_38
+                if v_40:
+                    v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_41, float('-inf'))
+                    scores_41 = v_45
+                red_46 = gl.max(scores_41, 1)
+                v_47 = (red_46 * qk_scale)
+                v_48 = gl.maximum(row_max_32, v_47)
+                v_49 = (scores_41 * qk_scale)
+                v_51 = (v_49 - (v_48[:, None]))
+                v_52 = gl.exp2(v_51)
+                v_53 = (row_max_32 - v_48)
+                v_54 = gl.exp2(v_53)
+                v_55 = (row_sum_30 * v_54)
+                red_56 = gl.sum(v_52, 1)
+                v_57 = (v_55 + red_56)
+                v_59 = v_52.to(gl.bfloat16)
                 acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_60 = (acc_31 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_30 = v_56
+                v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_30 = v_57
                 row_max_32 = v_48
-                pend_a0 = gl.convert_layout(v_58, p_layout)
-                pend_acc0 = v_60
+                pend_a0 = gl.convert_layout(v_59, p_layout)
+                pend_acc0 = v_61
             prev = (c + n_offset_34 - 1) % STAGES
             mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_34 - 1) // STAGES) & 1)
             if GROUPS > 1:
@@ -12087,12 +12165,12 @@ def _attention_fwd_gluon_e7b1513bdd_consumer(WG: gl.constexpr, q_len, q_heads, b
             mbarrier.arrive(ring_1_empty.index(prev))
             t += n_offset_34 + 1
         c += n_offset_34
-        row_sum_62 = row_sum_30
-        acc_63 = acc_31
-        row_max_64 = row_max_32
-        n_offset_65 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
-        if n_offset_65 > 0:
-            offset_65 = whole_end_33
+        row_sum_63 = row_sum_30
+        acc_64 = acc_31
+        row_max_65 = row_max_32
+        n_offset_66 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
+        if n_offset_66 > 0:
+            offset_66 = whole_end_33
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -12100,32 +12178,33 @@ def _attention_fwd_gluon_e7b1513bdd_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_72 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_29)
+            end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
             v_73 = end_72 > offset_14
-            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            dot_71 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            v_71 = (dot_70 * qk_scale)
-            scores_74 = v_71
+            scores_74 = dot_71
             if v_73:
-                v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_74, float('-inf'))
+                v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_66))), scores_74, float('-inf'))
                 scores_74 = v_78
-            red_79 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-            v_80 = gl.maximum(row_max_64, red_79)
-            v_82 = (scores_74 - (v_80[:, None]))
-            v_83 = gl.exp2(v_82)
-            v_84 = (row_max_64 - v_80)
+            red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
+            v_80 = (red_79 * qk_scale)
+            v_81 = gl.maximum(row_max_65, v_80)
+            v_82 = (scores_74 * qk_scale)
+            v_84 = (v_82 - (v_81[:, None]))
             v_85 = gl.exp2(v_84)
-            v_86 = (row_sum_62 * v_85)
-            red_87 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_83, 0), 1)
-            v_88 = (v_86 + red_87)
-            v_90 = v_83.to(gl.float16)
-            v_92 = (acc_63 * (gl.convert_layout(v_85, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_62 = v_88
-            row_max_64 = v_80
-            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_90, 0), p_layout)
-            pend_acc0 = v_92
-            for jj in range(1, n_offset_65):
-                offset_65 = whole_end_33 + jj * _BLOCK_SIZE_1
+            v_86 = (row_max_65 - v_81)
+            v_87 = gl.exp2(v_86)
+            v_88 = (row_sum_63 * v_87)
+            red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
+            v_90 = (v_88 + red_89)
+            v_92 = v_85.to(gl.bfloat16)
+            v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_63 = v_90
+            row_max_65 = v_81
+            pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
+            pend_acc0 = v_94
+            for jj in range(1, n_offset_66):
+                offset_66 = whole_end_33 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -12136,54 +12215,55 @@ def _attention_fwd_gluon_e7b1513bdd_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_72 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_29)
+                end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
                 v_73 = end_72 > offset_14
-                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                dot_71 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                v_71 = (dot_70 * qk_scale)
-                scores_74 = v_71
+                scores_74 = dot_71
                 if v_73:
-                    v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_74, float('-inf'))
+                    v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_66))), scores_74, float('-inf'))
                     scores_74 = v_78
-                red_79 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-                v_80 = gl.maximum(row_max_64, red_79)
-                v_82 = (scores_74 - (v_80[:, None]))
-                v_83 = gl.exp2(v_82)
-                v_84 = (row_max_64 - v_80)
+                red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
+                v_80 = (red_79 * qk_scale)
+                v_81 = gl.maximum(row_max_65, v_80)
+                v_82 = (scores_74 * qk_scale)
+                v_84 = (v_82 - (v_81[:, None]))
                 v_85 = gl.exp2(v_84)
-                v_86 = (row_sum_62 * v_85)
-                red_87 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_83, 0), 1)
-                v_88 = (v_86 + red_87)
-                v_90 = v_83.to(gl.float16)
-                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                v_86 = (row_max_65 - v_81)
+                v_87 = gl.exp2(v_86)
+                v_88 = (row_sum_63 * v_87)
+                red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
+                v_90 = (v_88 + red_89)
+                v_92 = v_85.to(gl.bfloat16)
+                acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_92 = (acc_63 * (gl.convert_layout(v_85, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_62 = v_88
-                row_max_64 = v_80
-                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_90, 0), p_layout)
-                pend_acc0 = v_92
-            prev = (c + n_offset_65 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
+                v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_63 = v_90
+                row_max_65 = v_81
+                pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
+                pend_acc0 = v_94
+            prev = (c + n_offset_66 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_66 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_66) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_65 + 1
-        c += n_offset_65
+            t += n_offset_66 + 1
+        c += n_offset_66
         mbarrier.arrive(resident_empty.index(rslot))
-        v_95 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
-        v_96 = v_95.to(gl.float16)
+        v_97 = (acc_64 / (gl.convert_layout(row_sum_63, gl.SliceLayout(1, o_layout))[:, None]))
+        v_98 = v_97.to(gl.bfloat16)
         tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_96)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_98)
         fence_async_shared()
         tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_97 = gl.log2(row_sum_62)
-        v_98 = (row_max_64 + v_97)
-        v_99 = (v_98 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_99, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        v_99 = gl.log2(row_sum_63)
+        v_100 = (row_max_65 + v_99)
+        v_101 = (v_100 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_101, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
         it += 1
         rslot = it % 2
         mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
@@ -12192,7 +12272,7 @@ def _attention_fwd_gluon_e7b1513bdd_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_e7b1513bdd(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_fca6e45eb5(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -12216,96 +12296,10 @@ def _attention_fwd_gluon_e7b1513bdd(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_e7b1513bdd_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_e7b1513bdd_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_e7b1513bdd_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_fca6e45eb5_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_fca6e45eb5_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_fca6e45eb5_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @_jit_on_first_launch
-def _attention_fwd_kernel_065fd47063(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(batch - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(batch - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_4 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_3 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    whole_end_22 = 0 + tl.maximum((kv_len - 0), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_23 in tl.range(0, whole_end_22, _BLOCK_SIZE_1, loop_unroll_factor=1, num_stages=4):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
-        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(v_28, 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(v_33, 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
-        v_40 = v_33.to(tl.float16)
-        v_41 = v_35[:, None]
-        v_42 = (acc_20 * v_41)
-        dot_43 = tl.dot(v_40, load_39, acc=v_42)
-        acc_20 = dot_43
-        row_max_21 = v_30
-    row_sum_44 = row_sum_19
-    acc_45 = acc_20
-    row_max_46 = row_max_21
-    for offset_47 in tl.range(whole_end_22, kv_len, _BLOCK_SIZE_1):
-        indices_48 = offset_47 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_49 = indices_48 < kv_len
-        load_50 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_48[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_49[:, None]), other=0)
-        v_51 = tl.permute(load_50, (1, 0))
-        dot_52 = tl.dot(load_15, v_51)
-        v_53 = (dot_52 * qk_scale)
-        red_54 = (tl.max(tl.where(mask_49[None, :], v_53, float("-inf")), 1))
-        v_55 = tl.maximum(row_max_46, red_54)
-        v_56 = v_55[:, None]
-        v_57 = (v_53 - v_56)
-        v_58 = tl.exp2(v_57)
-        v_59 = (row_max_46 - v_55)
-        v_60 = tl.exp2(v_59)
-        v_61 = (row_sum_44 * v_60)
-        red_62 = (tl.sum(tl.where(mask_49[None, :], v_58, 0), 1))
-        v_63 = (v_61 + red_62)
-        row_sum_44 = v_63
-        load_64 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_48[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_49[:, None]), other=0)
-        v_65 = v_58.to(tl.float16)
-        v_66 = v_60[:, None]
-        v_67 = (acc_45 * v_66)
-        dot_68 = tl.dot(tl.where(mask_49[None, :], v_65, 0), load_64, acc=v_67)
-        acc_45 = dot_68
-        row_max_46 = v_55
-    v_69 = row_sum_44[:, None]
-    v_70 = (acc_45 / v_69)
-    v_71 = v_70.to(tl.float16)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_71, mask=(mask_7[:, None]))
-    v_72 = tl.log2(row_sum_44)
-    v_73 = (row_max_46 + v_72)
-    v_74 = (v_73 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_74, mask=(mask_7))
-
-@_jit_on_first_launch
-def _attention_fwd_kernel_14b5805dde(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_fwd_kernel_1150c66c04(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -12325,80 +12319,46 @@ def _attention_fwd_kernel_14b5805dde(q_len, q_heads, batch, group, q, q_stride_0
     v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
     v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
     v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    v_19 = tl.minimum(offset_5, kv_len)
-    row_sum_20 = v_17
-    acc_21 = v_18
-    row_max_22 = v_16
-    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
-        v_27 = tl.permute(load_26, (1, 0))
-        dot_28 = tl.dot(load_15, v_27)
-        v_29 = (dot_28 * qk_scale)
-        red_30 = (tl.max(tl.where(mask_25[None, :], v_29, float("-inf")), 1))
-        v_31 = tl.maximum(row_max_22, red_30)
-        v_32 = v_31[:, None]
-        v_33 = (v_29 - v_32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        red_28 = (tl.max(tl.where(mask_24[None, :], dot_27, float("-inf")), 1))
+        v_29 = (red_28 * qk_scale)
+        v_30 = tl.maximum(row_max_21, v_29)
+        v_31 = (dot_27 * qk_scale)
+        v_32 = v_30[:, None]
+        v_33 = (v_31 - v_32)
         v_34 = tl.exp2(v_33)
-        v_35 = (row_max_22 - v_31)
+        v_35 = (row_max_21 - v_30)
         v_36 = tl.exp2(v_35)
-        v_37 = (row_sum_20 * v_36)
-        red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
+        v_37 = (row_sum_19 * v_36)
+        red_38 = (tl.sum(tl.where(mask_24[None, :], v_34, 0), 1))
         v_39 = (v_37 + red_38)
-        row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        row_sum_19 = v_39
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
         v_41 = v_34.to(tl.float16)
         v_42 = v_36[:, None]
-        v_43 = (acc_21 * v_42)
-        dot_44 = tl.dot(tl.where(mask_25[None, :], v_41, 0), load_40, acc=v_43)
-        acc_21 = dot_44
-        row_max_22 = v_31
-    end_45 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_46 = tl.minimum(end_45, kv_len)
-    row_sum_47 = row_sum_20
-    acc_48 = acc_21
-    row_max_49 = row_max_22
-    for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_1):
-        indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_52 = indices_51 < v_46
-        load_53 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
-        v_54 = tl.permute(load_53, (1, 0))
-        dot_55 = tl.dot(load_15, v_54)
-        v_56 = (dot_55 * qk_scale)
-        v_57 = indices_51[None, :]
-        v_58 = indices_6[:, None]
-        v_59 = (v_57 <= v_58)
-        v_60 = tl.where(v_59, v_56, float("-inf"))
-        red_61 = (tl.max(tl.where(mask_52[None, :], v_60, float("-inf")), 1))
-        v_62 = tl.maximum(row_max_49, red_61)
-        v_63 = v_62[:, None]
-        v_64 = (v_60 - v_63)
-        v_65 = tl.exp2(v_64)
-        v_66 = (row_max_49 - v_62)
-        v_67 = tl.exp2(v_66)
-        v_68 = (row_sum_47 * v_67)
-        red_69 = (tl.sum(tl.where(mask_52[None, :], v_65, 0), 1))
-        v_70 = (v_68 + red_69)
-        row_sum_47 = v_70
-        load_71 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
-        v_72 = v_65.to(tl.float16)
-        v_73 = v_67[:, None]
-        v_74 = (acc_48 * v_73)
-        dot_75 = tl.dot(tl.where(mask_52[None, :], v_72, 0), load_71, acc=v_74)
-        acc_48 = dot_75
-        row_max_49 = v_62
-    v_76 = row_sum_47[:, None]
-    v_77 = (acc_48 / v_76)
-    v_78 = v_77.to(tl.float16)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_7[:, None]))
-    v_79 = tl.log2(row_sum_47)
-    v_80 = (row_max_49 + v_79)
-    v_81 = (v_80 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_81, mask=(mask_7))
+        v_43 = (acc_20 * v_42)
+        dot_44 = tl.dot(tl.where(mask_24[None, :], v_41, 0), load_40, acc=v_43)
+        acc_20 = dot_44
+        row_max_21 = v_30
+    v_45 = row_sum_19[:, None]
+    v_46 = (acc_20 / v_45)
+    v_47 = v_46.to(tl.float16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_47, mask=(mask_7[:, None]))
+    v_48 = tl.log2(row_sum_19)
+    v_49 = (row_max_21 + v_48)
+    v_50 = (v_49 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_50, mask=(mask_7))
 
 @_jit_on_first_launch
-def _attention_fwd_kernel_439d2ce048(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_fwd_kernel_125b97557a(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -12428,276 +12388,224 @@ def _attention_fwd_kernel_439d2ce048(q_len, q_heads, batch, group, q, q_stride_0
         load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
         v_27 = tl.permute(load_26, (1, 0))
         dot_28 = tl.dot(load_15, v_27)
-        v_29 = (dot_28 * qk_scale)
-        red_30 = (tl.max(tl.where(mask_25[None, :], v_29, float("-inf")), 1))
-        v_31 = tl.maximum(row_max_22, red_30)
-        v_32 = v_31[:, None]
-        v_33 = (v_29 - v_32)
+        red_29 = (tl.max(tl.where(mask_25[None, :], dot_28, float("-inf")), 1))
+        v_30 = (red_29 * qk_scale)
+        v_31 = tl.maximum(row_max_22, v_30)
+        v_32 = (dot_28 * qk_scale)
+        v_33 = v_31[:, None]
+        v_34 = (v_32 - v_33)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_max_22 - v_31)
+        v_37 = tl.exp2(v_36)
+        v_38 = (row_sum_20 * v_37)
+        red_39 = (tl.sum(tl.where(mask_25[None, :], v_35, 0), 1))
+        v_40 = (v_38 + red_39)
+        row_sum_20 = v_40
+        load_41 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        v_42 = v_35.to(tl.bfloat16)
+        v_43 = v_37[:, None]
+        v_44 = (acc_21 * v_43)
+        dot_45 = tl.dot(tl.where(mask_25[None, :], v_42, 0), load_41, acc=v_44)
+        acc_21 = dot_45
+        row_max_22 = v_31
+    end_46 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_47 = tl.minimum(end_46, kv_len)
+    row_sum_48 = row_sum_20
+    acc_49 = acc_21
+    row_max_50 = row_max_22
+    for offset_51 in tl.range(v_19, v_47, _BLOCK_SIZE_1):
+        indices_52 = offset_51 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_53 = indices_52 < v_47
+        load_54 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_52[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_53[:, None]), other=0)
+        v_55 = tl.permute(load_54, (1, 0))
+        dot_56 = tl.dot(load_15, v_55)
+        v_57 = indices_52[None, :]
+        v_58 = indices_6[:, None]
+        v_59 = (v_57 <= v_58)
+        v_60 = tl.where(v_59, dot_56, float("-inf"))
+        red_61 = (tl.max(tl.where(mask_53[None, :], v_60, float("-inf")), 1))
+        v_62 = (red_61 * qk_scale)
+        v_63 = tl.maximum(row_max_50, v_62)
+        v_64 = (v_60 * qk_scale)
+        v_65 = v_63[:, None]
+        v_66 = (v_64 - v_65)
+        v_67 = tl.exp2(v_66)
+        v_68 = (row_max_50 - v_63)
+        v_69 = tl.exp2(v_68)
+        v_70 = (row_sum_48 * v_69)
+        red_71 = (tl.sum(tl.where(mask_53[None, :], v_67, 0), 1))
+        v_72 = (v_70 + red_71)
+        row_sum_48 = v_72
+        load_73 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_52[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_53[:, None]), other=0)
+        v_74 = v_67.to(tl.bfloat16)
+        v_75 = v_69[:, None]
+        v_76 = (acc_49 * v_75)
+        dot_77 = tl.dot(tl.where(mask_53[None, :], v_74, 0), load_73, acc=v_76)
+        acc_49 = dot_77
+        row_max_50 = v_63
+    v_78 = row_sum_48[:, None]
+    v_79 = (acc_49 / v_78)
+    v_80 = v_79.to(tl.bfloat16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_80, mask=(mask_7[:, None]))
+    v_81 = tl.log2(row_sum_48)
+    v_82 = (row_max_50 + v_81)
+    v_83 = (v_82 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_83, mask=(mask_7))
+
+@_jit_on_first_launch
+def _attention_fwd_kernel_63cb97545f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_19 = tl.minimum(offset_5, kv_len)
+    row_sum_20 = v_17
+    acc_21 = v_18
+    row_max_22 = v_16
+    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_25 = indices_24 < v_19
+        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
+        v_27 = tl.permute(load_26, (1, 0))
+        dot_28 = tl.dot(load_15, v_27)
+        red_29 = (tl.max(tl.where(mask_25[None, :], dot_28, float("-inf")), 1))
+        v_30 = (red_29 * qk_scale)
+        v_31 = tl.maximum(row_max_22, v_30)
+        v_32 = (dot_28 * qk_scale)
+        v_33 = v_31[:, None]
+        v_34 = (v_32 - v_33)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_max_22 - v_31)
+        v_37 = tl.exp2(v_36)
+        v_38 = (row_sum_20 * v_37)
+        red_39 = (tl.sum(tl.where(mask_25[None, :], v_35, 0), 1))
+        v_40 = (v_38 + red_39)
+        row_sum_20 = v_40
+        load_41 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        v_42 = v_35.to(tl.float16)
+        v_43 = v_37[:, None]
+        v_44 = (acc_21 * v_43)
+        dot_45 = tl.dot(tl.where(mask_25[None, :], v_42, 0), load_41, acc=v_44)
+        acc_21 = dot_45
+        row_max_22 = v_31
+    end_46 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_47 = tl.minimum(end_46, kv_len)
+    row_sum_48 = row_sum_20
+    acc_49 = acc_21
+    row_max_50 = row_max_22
+    for offset_51 in tl.range(v_19, v_47, _BLOCK_SIZE_1):
+        indices_52 = offset_51 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_53 = indices_52 < v_47
+        load_54 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_52[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_53[:, None]), other=0)
+        v_55 = tl.permute(load_54, (1, 0))
+        dot_56 = tl.dot(load_15, v_55)
+        v_57 = indices_52[None, :]
+        v_58 = indices_6[:, None]
+        v_59 = (v_57 <= v_58)
+        v_60 = tl.where(v_59, dot_56, float("-inf"))
+        red_61 = (tl.max(tl.where(mask_53[None, :], v_60, float("-inf")), 1))
+        v_62 = (red_61 * qk_scale)
+        v_63 = tl.maximum(row_max_50, v_62)
+        v_64 = (v_60 * qk_scale)
+        v_65 = v_63[:, None]
+        v_66 = (v_64 - v_65)
+        v_67 = tl.exp2(v_66)
+        v_68 = (row_max_50 - v_63)
+        v_69 = tl.exp2(v_68)
+        v_70 = (row_sum_48 * v_69)
+        red_71 = (tl.sum(tl.where(mask_53[None, :], v_67, 0), 1))
+        v_72 = (v_70 + red_71)
+        row_sum_48 = v_72
+        load_73 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_52[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_53[:, None]), other=0)
+        v_74 = v_67.to(tl.float16)
+        v_75 = v_69[:, None]
+        v_76 = (acc_49 * v_75)
+        dot_77 = tl.dot(tl.where(mask_53[None, :], v_74, 0), load_73, acc=v_76)
+        acc_49 = dot_77
+        row_max_50 = v_63
+    v_78 = row_sum_48[:, None]
+    v_79 = (acc_49 / v_78)
+    v_80 = v_79.to(tl.float16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_80, mask=(mask_7[:, None]))
+    v_81 = tl.log2(row_sum_48)
+    v_82 = (row_max_50 + v_81)
+    v_83 = (v_82 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_83, mask=(mask_7))
+
+@_jit_on_first_launch
+def _attention_fwd_kernel_6ef006ec37(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_24 = indices_23 < kv_len
+        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        red_28 = (tl.max(tl.where(mask_24[None, :], dot_27, float("-inf")), 1))
+        v_29 = (red_28 * qk_scale)
+        v_30 = tl.maximum(row_max_21, v_29)
+        v_31 = (dot_27 * qk_scale)
+        v_32 = v_30[:, None]
+        v_33 = (v_31 - v_32)
         v_34 = tl.exp2(v_33)
-        v_35 = (row_max_22 - v_31)
+        v_35 = (row_max_21 - v_30)
         v_36 = tl.exp2(v_35)
-        v_37 = (row_sum_20 * v_36)
-        red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
+        v_37 = (row_sum_19 * v_36)
+        red_38 = (tl.sum(tl.where(mask_24[None, :], v_34, 0), 1))
         v_39 = (v_37 + red_38)
-        row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        row_sum_19 = v_39
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
         v_41 = v_36[:, None]
-        v_42 = (acc_21 * v_41)
-        dot_43 = tl.dot(tl.where(mask_25[None, :], v_34, 0), load_40, acc=v_42)
-        acc_21 = dot_43
-        row_max_22 = v_31
-    end_44 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_45 = tl.minimum(end_44, kv_len)
-    row_sum_46 = row_sum_20
-    acc_47 = acc_21
-    row_max_48 = row_max_22
-    for offset_49 in tl.range(v_19, v_45, _BLOCK_SIZE_1):
-        indices_50 = offset_49 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_51 = indices_50 < v_45
-        load_52 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_50[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_51[:, None]), other=0)
-        v_53 = tl.permute(load_52, (1, 0))
-        dot_54 = tl.dot(load_15, v_53)
-        v_55 = (dot_54 * qk_scale)
-        v_56 = indices_50[None, :]
-        v_57 = indices_6[:, None]
-        v_58 = (v_56 <= v_57)
-        v_59 = tl.where(v_58, v_55, float("-inf"))
-        red_60 = (tl.max(tl.where(mask_51[None, :], v_59, float("-inf")), 1))
-        v_61 = tl.maximum(row_max_48, red_60)
-        v_62 = v_61[:, None]
-        v_63 = (v_59 - v_62)
-        v_64 = tl.exp2(v_63)
-        v_65 = (row_max_48 - v_61)
-        v_66 = tl.exp2(v_65)
-        v_67 = (row_sum_46 * v_66)
-        red_68 = (tl.sum(tl.where(mask_51[None, :], v_64, 0), 1))
-        v_69 = (v_67 + red_68)
-        row_sum_46 = v_69
-        load_70 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_50[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_51[:, None]), other=0)
-        v_71 = v_66[:, None]
-        v_72 = (acc_47 * v_71)
-        dot_73 = tl.dot(tl.where(mask_51[None, :], v_64, 0), load_70, acc=v_72)
-        acc_47 = dot_73
-        row_max_48 = v_61
-    v_74 = row_sum_46[:, None]
-    v_75 = (acc_47 / v_74)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_75, mask=(mask_7[:, None]))
-    v_76 = tl.log2(row_sum_46)
-    v_77 = (row_max_48 + v_76)
-    v_78 = (v_77 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_78, mask=(mask_7))
-
-@_jit_on_first_launch
-def _attention_fwd_kernel_503db2d79d(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
-        v_40 = v_33.to(tl.float16)
-        v_41 = v_35[:, None]
         v_42 = (acc_20 * v_41)
-        dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
+        dot_43 = tl.dot(tl.where(mask_24[None, :], v_34, 0), load_40, acc=v_42)
         acc_20 = dot_43
         row_max_21 = v_30
     v_44 = row_sum_19[:, None]
     v_45 = (acc_20 / v_44)
-    v_46 = v_45.to(tl.float16)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_7[:, None]))
-    v_47 = tl.log2(row_sum_19)
-    v_48 = (row_max_21 + v_47)
-    v_49 = (v_48 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_49, mask=(mask_7))
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_45, mask=(mask_7[:, None]))
+    v_46 = tl.log2(row_sum_19)
+    v_47 = (row_max_21 + v_46)
+    v_48 = (v_47 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_48, mask=(mask_7))
 
 @_jit_on_first_launch
-def _attention_fwd_kernel_5d32198ac3(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    v_19 = tl.minimum(offset_5, kv_len)
-    row_sum_20 = v_17
-    acc_21 = v_18
-    row_max_22 = v_16
-    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_25 = indices_24 < v_19
-        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
-        v_27 = tl.permute(load_26, (1, 0))
-        dot_28 = tl.dot(load_15, v_27)
-        v_29 = (dot_28 * qk_scale)
-        red_30 = (tl.max(tl.where(mask_25[None, :], v_29, float("-inf")), 1))
-        v_31 = tl.maximum(row_max_22, red_30)
-        v_32 = v_31[:, None]
-        v_33 = (v_29 - v_32)
-        v_34 = tl.exp2(v_33)
-        v_35 = (row_max_22 - v_31)
-        v_36 = tl.exp2(v_35)
-        v_37 = (row_sum_20 * v_36)
-        red_38 = (tl.sum(tl.where(mask_25[None, :], v_34, 0), 1))
-        v_39 = (v_37 + red_38)
-        row_sum_20 = v_39
-        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
-        v_41 = v_34.to(tl.bfloat16)
-        v_42 = v_36[:, None]
-        v_43 = (acc_21 * v_42)
-        dot_44 = tl.dot(tl.where(mask_25[None, :], v_41, 0), load_40, acc=v_43)
-        acc_21 = dot_44
-        row_max_22 = v_31
-    end_45 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_46 = tl.minimum(end_45, kv_len)
-    row_sum_47 = row_sum_20
-    acc_48 = acc_21
-    row_max_49 = row_max_22
-    for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_1):
-        indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_52 = indices_51 < v_46
-        load_53 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
-        v_54 = tl.permute(load_53, (1, 0))
-        dot_55 = tl.dot(load_15, v_54)
-        v_56 = (dot_55 * qk_scale)
-        v_57 = indices_51[None, :]
-        v_58 = indices_6[:, None]
-        v_59 = (v_57 <= v_58)
-        v_60 = tl.where(v_59, v_56, float("-inf"))
-        red_61 = (tl.max(tl.where(mask_52[None, :], v_60, float("-inf")), 1))
-        v_62 = tl.maximum(row_max_49, red_61)
-        v_63 = v_62[:, None]
-        v_64 = (v_60 - v_63)
-        v_65 = tl.exp2(v_64)
-        v_66 = (row_max_49 - v_62)
-        v_67 = tl.exp2(v_66)
-        v_68 = (row_sum_47 * v_67)
-        red_69 = (tl.sum(tl.where(mask_52[None, :], v_65, 0), 1))
-        v_70 = (v_68 + red_69)
-        row_sum_47 = v_70
-        load_71 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
-        v_72 = v_65.to(tl.bfloat16)
-        v_73 = v_67[:, None]
-        v_74 = (acc_48 * v_73)
-        dot_75 = tl.dot(tl.where(mask_52[None, :], v_72, 0), load_71, acc=v_74)
-        acc_48 = dot_75
-        row_max_49 = v_62
-    v_76 = row_sum_47[:, None]
-    v_77 = (acc_48 / v_76)
-    v_78 = v_77.to(tl.bfloat16)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_78, mask=(mask_7[:, None]))
-    v_79 = tl.log2(row_sum_47)
-    v_80 = (row_max_49 + v_79)
-    v_81 = (v_80 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_81, mask=(mask_7))
-
-@_jit_on_first_launch
-def _attention_fwd_kernel_63fbe8e149(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
-    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    row_sum_19 = v_17
-    acc_20 = v_18
-    row_max_21 = v_16
-    for offset_22 in tl.range(0, kv_len, _BLOCK_SIZE_1):
-        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_24 = indices_23 < kv_len
-        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
-        v_26 = tl.permute(load_25, (1, 0))
-        dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
-        v_40 = v_33.to(tl.bfloat16)
-        v_41 = v_35[:, None]
-        v_42 = (acc_20 * v_41)
-        dot_43 = tl.dot(tl.where(mask_24[None, :], v_40, 0), load_39, acc=v_42)
-        acc_20 = dot_43
-        row_max_21 = v_30
-    v_44 = row_sum_19[:, None]
-    v_45 = (acc_20 / v_44)
-    v_46 = v_45.to(tl.bfloat16)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_46, mask=(mask_7[:, None]))
-    v_47 = tl.log2(row_sum_19)
-    v_48 = (row_max_21 + v_47)
-    v_49 = (v_48 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_49, mask=(mask_7))
-
-@_jit_on_first_launch
-def _attention_fwd_kernel_c98b156648(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_fwd_kernel_78791b38eb(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -12726,64 +12634,66 @@ def _attention_fwd_kernel_c98b156648(q_len, q_heads, batch, group, q, q_stride_0
         load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
         v_26 = tl.permute(load_25, (1, 0))
         dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(v_28, 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(v_33, 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
-        v_40 = v_33.to(tl.bfloat16)
-        v_41 = v_35[:, None]
-        v_42 = (acc_20 * v_41)
-        dot_43 = tl.dot(v_40, load_39, acc=v_42)
-        acc_20 = dot_43
+        red_28 = (tl.max(dot_27, 1))
+        v_29 = (red_28 * qk_scale)
+        v_30 = tl.maximum(row_max_21, v_29)
+        v_31 = (dot_27 * qk_scale)
+        v_32 = v_30[:, None]
+        v_33 = (v_31 - v_32)
+        v_34 = tl.exp2(v_33)
+        v_35 = (row_max_21 - v_30)
+        v_36 = tl.exp2(v_35)
+        v_37 = (row_sum_19 * v_36)
+        red_38 = (tl.sum(v_34, 1))
+        v_39 = (v_37 + red_38)
+        row_sum_19 = v_39
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
+        v_41 = v_34.to(tl.bfloat16)
+        v_42 = v_36[:, None]
+        v_43 = (acc_20 * v_42)
+        dot_44 = tl.dot(v_41, load_40, acc=v_43)
+        acc_20 = dot_44
         row_max_21 = v_30
-    row_sum_44 = row_sum_19
-    acc_45 = acc_20
-    row_max_46 = row_max_21
-    for offset_47 in tl.range(whole_end_22, kv_len, _BLOCK_SIZE_1):
-        indices_48 = offset_47 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_49 = indices_48 < kv_len
-        load_50 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_48[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_49[:, None]), other=0)
-        v_51 = tl.permute(load_50, (1, 0))
-        dot_52 = tl.dot(load_15, v_51)
-        v_53 = (dot_52 * qk_scale)
-        red_54 = (tl.max(tl.where(mask_49[None, :], v_53, float("-inf")), 1))
-        v_55 = tl.maximum(row_max_46, red_54)
-        v_56 = v_55[:, None]
-        v_57 = (v_53 - v_56)
-        v_58 = tl.exp2(v_57)
-        v_59 = (row_max_46 - v_55)
+    row_sum_45 = row_sum_19
+    acc_46 = acc_20
+    row_max_47 = row_max_21
+    for offset_48 in tl.range(whole_end_22, kv_len, _BLOCK_SIZE_1):
+        indices_49 = offset_48 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_50 = indices_49 < kv_len
+        load_51 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_49[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_50[:, None]), other=0)
+        v_52 = tl.permute(load_51, (1, 0))
+        dot_53 = tl.dot(load_15, v_52)
+        red_54 = (tl.max(tl.where(mask_50[None, :], dot_53, float("-inf")), 1))
+        v_55 = (red_54 * qk_scale)
+        v_56 = tl.maximum(row_max_47, v_55)
+        v_57 = (dot_53 * qk_scale)
+        v_58 = v_56[:, None]
+        v_59 = (v_57 - v_58)
         v_60 = tl.exp2(v_59)
-        v_61 = (row_sum_44 * v_60)
-        red_62 = (tl.sum(tl.where(mask_49[None, :], v_58, 0), 1))
-        v_63 = (v_61 + red_62)
-        row_sum_44 = v_63
-        load_64 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_48[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_49[:, None]), other=0)
-        v_65 = v_58.to(tl.bfloat16)
-        v_66 = v_60[:, None]
-        v_67 = (acc_45 * v_66)
-        dot_68 = tl.dot(tl.where(mask_49[None, :], v_65, 0), load_64, acc=v_67)
-        acc_45 = dot_68
-        row_max_46 = v_55
-    v_69 = row_sum_44[:, None]
-    v_70 = (acc_45 / v_69)
-    v_71 = v_70.to(tl.bfloat16)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_71, mask=(mask_7[:, None]))
-    v_72 = tl.log2(row_sum_44)
-    v_73 = (row_max_46 + v_72)
-    v_74 = (v_73 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_74, mask=(mask_7))
+        v_61 = (row_max_47 - v_56)
+        v_62 = tl.exp2(v_61)
+        v_63 = (row_sum_45 * v_62)
+        red_64 = (tl.sum(tl.where(mask_50[None, :], v_60, 0), 1))
+        v_65 = (v_63 + red_64)
+        row_sum_45 = v_65
+        load_66 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_49[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_50[:, None]), other=0)
+        v_67 = v_60.to(tl.bfloat16)
+        v_68 = v_62[:, None]
+        v_69 = (acc_46 * v_68)
+        dot_70 = tl.dot(tl.where(mask_50[None, :], v_67, 0), load_66, acc=v_69)
+        acc_46 = dot_70
+        row_max_47 = v_56
+    v_71 = row_sum_45[:, None]
+    v_72 = (acc_46 / v_71)
+    v_73 = v_72.to(tl.bfloat16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_73, mask=(mask_7[:, None]))
+    v_74 = tl.log2(row_sum_45)
+    v_75 = (row_max_47 + v_74)
+    v_76 = (v_75 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_76, mask=(mask_7))
 
 @_jit_on_first_launch
-def _attention_fwd_kernel_cd7a918655(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+def _attention_fwd_kernel_a3085d46a7(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
@@ -12812,31 +12722,214 @@ def _attention_fwd_kernel_cd7a918655(q_len, q_heads, batch, group, q, q_stride_0
         load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_23[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_24[:, None]), other=0)
         v_26 = tl.permute(load_25, (1, 0))
         dot_27 = tl.dot(load_15, v_26)
-        v_28 = (dot_27 * qk_scale)
-        red_29 = (tl.max(tl.where(mask_24[None, :], v_28, float("-inf")), 1))
-        v_30 = tl.maximum(row_max_21, red_29)
-        v_31 = v_30[:, None]
-        v_32 = (v_28 - v_31)
-        v_33 = tl.exp2(v_32)
-        v_34 = (row_max_21 - v_30)
-        v_35 = tl.exp2(v_34)
-        v_36 = (row_sum_19 * v_35)
-        red_37 = (tl.sum(tl.where(mask_24[None, :], v_33, 0), 1))
-        v_38 = (v_36 + red_37)
-        row_sum_19 = v_38
-        load_39 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
-        v_40 = v_35[:, None]
-        v_41 = (acc_20 * v_40)
-        dot_42 = tl.dot(tl.where(mask_24[None, :], v_33, 0), load_39, acc=v_41)
-        acc_20 = dot_42
+        red_28 = (tl.max(tl.where(mask_24[None, :], dot_27, float("-inf")), 1))
+        v_29 = (red_28 * qk_scale)
+        v_30 = tl.maximum(row_max_21, v_29)
+        v_31 = (dot_27 * qk_scale)
+        v_32 = v_30[:, None]
+        v_33 = (v_31 - v_32)
+        v_34 = tl.exp2(v_33)
+        v_35 = (row_max_21 - v_30)
+        v_36 = tl.exp2(v_35)
+        v_37 = (row_sum_19 * v_36)
+        red_38 = (tl.sum(tl.where(mask_24[None, :], v_34, 0), 1))
+        v_39 = (v_37 + red_38)
+        row_sum_19 = v_39
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_23[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_24[:, None]), other=0)
+        v_41 = v_34.to(tl.bfloat16)
+        v_42 = v_36[:, None]
+        v_43 = (acc_20 * v_42)
+        dot_44 = tl.dot(tl.where(mask_24[None, :], v_41, 0), load_40, acc=v_43)
+        acc_20 = dot_44
         row_max_21 = v_30
-    v_43 = row_sum_19[:, None]
-    v_44 = (acc_20 / v_43)
-    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_44, mask=(mask_7[:, None]))
-    v_45 = tl.log2(row_sum_19)
-    v_46 = (row_max_21 + v_45)
-    v_47 = (v_46 * 0.6931471805599453)
-    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_47, mask=(mask_7))
+    v_45 = row_sum_19[:, None]
+    v_46 = (acc_20 / v_45)
+    v_47 = v_46.to(tl.bfloat16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_47, mask=(mask_7[:, None]))
+    v_48 = tl.log2(row_sum_19)
+    v_49 = (row_max_21 + v_48)
+    v_50 = (v_49 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_50, mask=(mask_7))
+
+@_jit_on_first_launch
+def _attention_fwd_kernel_a98c1b2fc1(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_3 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_19 = tl.minimum(offset_5, kv_len)
+    row_sum_20 = v_17
+    acc_21 = v_18
+    row_max_22 = v_16
+    for offset_23 in tl.range(0, v_19, _BLOCK_SIZE_1):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_25 = indices_24 < v_19
+        load_26 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_25[:, None]), other=0)
+        v_27 = tl.permute(load_26, (1, 0))
+        dot_28 = tl.dot(load_15, v_27)
+        red_29 = (tl.max(tl.where(mask_25[None, :], dot_28, float("-inf")), 1))
+        v_30 = (red_29 * qk_scale)
+        v_31 = tl.maximum(row_max_22, v_30)
+        v_32 = (dot_28 * qk_scale)
+        v_33 = v_31[:, None]
+        v_34 = (v_32 - v_33)
+        v_35 = tl.exp2(v_34)
+        v_36 = (row_max_22 - v_31)
+        v_37 = tl.exp2(v_36)
+        v_38 = (row_sum_20 * v_37)
+        red_39 = (tl.sum(tl.where(mask_25[None, :], v_35, 0), 1))
+        v_40 = (v_38 + red_39)
+        row_sum_20 = v_40
+        load_41 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_25[:, None]), other=0)
+        v_42 = v_37[:, None]
+        v_43 = (acc_21 * v_42)
+        dot_44 = tl.dot(tl.where(mask_25[None, :], v_35, 0), load_41, acc=v_43)
+        acc_21 = dot_44
+        row_max_22 = v_31
+    end_45 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
+    v_46 = tl.minimum(end_45, kv_len)
+    row_sum_47 = row_sum_20
+    acc_48 = acc_21
+    row_max_49 = row_max_22
+    for offset_50 in tl.range(v_19, v_46, _BLOCK_SIZE_1):
+        indices_51 = offset_50 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_52 = indices_51 < v_46
+        load_53 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_51[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_52[:, None]), other=0)
+        v_54 = tl.permute(load_53, (1, 0))
+        dot_55 = tl.dot(load_15, v_54)
+        v_56 = indices_51[None, :]
+        v_57 = indices_6[:, None]
+        v_58 = (v_56 <= v_57)
+        v_59 = tl.where(v_58, dot_55, float("-inf"))
+        red_60 = (tl.max(tl.where(mask_52[None, :], v_59, float("-inf")), 1))
+        v_61 = (red_60 * qk_scale)
+        v_62 = tl.maximum(row_max_49, v_61)
+        v_63 = (v_59 * qk_scale)
+        v_64 = v_62[:, None]
+        v_65 = (v_63 - v_64)
+        v_66 = tl.exp2(v_65)
+        v_67 = (row_max_49 - v_62)
+        v_68 = tl.exp2(v_67)
+        v_69 = (row_sum_47 * v_68)
+        red_70 = (tl.sum(tl.where(mask_52[None, :], v_66, 0), 1))
+        v_71 = (v_69 + red_70)
+        row_sum_47 = v_71
+        load_72 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_51[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_52[:, None]), other=0)
+        v_73 = v_68[:, None]
+        v_74 = (acc_48 * v_73)
+        dot_75 = tl.dot(tl.where(mask_52[None, :], v_66, 0), load_72, acc=v_74)
+        acc_48 = dot_75
+        row_max_49 = v_62
+    v_76 = row_sum_47[:, None]
+    v_77 = (acc_48 / v_76)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_77, mask=(mask_7[:, None]))
+    v_78 = tl.log2(row_sum_47)
+    v_79 = (row_max_49 + v_78)
+    v_80 = (v_79 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_80, mask=(mask_7))
+
+@_jit_on_first_launch
+def _attention_fwd_kernel_f564b09aab(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(batch - 0, 1))
+    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(batch - 0, 1)))
+    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_7 = indices_6 < q_len
+    offset_8 = 0 + pid_4 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < q_heads
+    offset_11 = 0 + pid_3 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    v_14 = (offset_8 // group)
+    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_0], float("-inf"), tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_0], 1.0, tl.float32)
+    v_18 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    row_sum_19 = v_17
+    acc_20 = v_18
+    row_max_21 = v_16
+    whole_end_22 = 0 + tl.maximum((kv_len - 0), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_23 in tl.range(0, whole_end_22, _BLOCK_SIZE_1, loop_unroll_factor=1, num_stages=4):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_1)
+        load_25 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_24[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
+        v_26 = tl.permute(load_25, (1, 0))
+        dot_27 = tl.dot(load_15, v_26)
+        red_28 = (tl.max(dot_27, 1))
+        v_29 = (red_28 * qk_scale)
+        v_30 = tl.maximum(row_max_21, v_29)
+        v_31 = (dot_27 * qk_scale)
+        v_32 = v_30[:, None]
+        v_33 = (v_31 - v_32)
+        v_34 = tl.exp2(v_33)
+        v_35 = (row_max_21 - v_30)
+        v_36 = tl.exp2(v_35)
+        v_37 = (row_sum_19 * v_36)
+        red_38 = (tl.sum(v_34, 1))
+        v_39 = (v_37 + red_38)
+        row_sum_19 = v_39
+        load_40 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_24[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
+        v_41 = v_34.to(tl.float16)
+        v_42 = v_36[:, None]
+        v_43 = (acc_20 * v_42)
+        dot_44 = tl.dot(v_41, load_40, acc=v_43)
+        acc_20 = dot_44
+        row_max_21 = v_30
+    row_sum_45 = row_sum_19
+    acc_46 = acc_20
+    row_max_47 = row_max_21
+    for offset_48 in tl.range(whole_end_22, kv_len, _BLOCK_SIZE_1):
+        indices_49 = offset_48 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_50 = indices_49 < kv_len
+        load_51 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_49[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_50[:, None]), other=0)
+        v_52 = tl.permute(load_51, (1, 0))
+        dot_53 = tl.dot(load_15, v_52)
+        red_54 = (tl.max(tl.where(mask_50[None, :], dot_53, float("-inf")), 1))
+        v_55 = (red_54 * qk_scale)
+        v_56 = tl.maximum(row_max_47, v_55)
+        v_57 = (dot_53 * qk_scale)
+        v_58 = v_56[:, None]
+        v_59 = (v_57 - v_58)
+        v_60 = tl.exp2(v_59)
+        v_61 = (row_max_47 - v_56)
+        v_62 = tl.exp2(v_61)
+        v_63 = (row_sum_45 * v_62)
+        red_64 = (tl.sum(tl.where(mask_50[None, :], v_60, 0), 1))
+        v_65 = (v_63 + red_64)
+        row_sum_45 = v_65
+        load_66 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_49[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_50[:, None]), other=0)
+        v_67 = v_60.to(tl.float16)
+        v_68 = v_62[:, None]
+        v_69 = (acc_46 * v_68)
+        dot_70 = tl.dot(tl.where(mask_50[None, :], v_67, 0), load_66, acc=v_69)
+        acc_46 = dot_70
+        row_max_47 = v_56
+    v_71 = row_sum_45[:, None]
+    v_72 = (acc_46 / v_71)
+    v_73 = v_72.to(tl.float16)
+    tl.store(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), v_73, mask=(mask_7[:, None]))
+    v_74 = tl.log2(row_sum_45)
+    v_75 = (row_max_47 + v_74)
+    v_76 = (v_75 * 0.6931471805599453)
+    tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_76, mask=(mask_7))
 
 
 # attention_bwd variant 119ce109e469
@@ -14688,7 +14781,7 @@ def attention_fwd__004f81328d21(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_61b3482380, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_7e5d70ffda, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -14711,7 +14804,7 @@ def attention_fwd__03a75b38c625(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_a3085d46a7, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -14743,7 +14836,7 @@ def attention_fwd__04e5689e84eb(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_e7b1513bdd, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_785fd8ab36, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -14775,7 +14868,7 @@ def attention_fwd__06fac0da7af6(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_e4d291d4e1, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_9b631b46c8, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -14798,7 +14891,7 @@ def attention_fwd__076e8bb70bbf(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    _launch(_attention_fwd_kernel_125b97557a, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 
@@ -14819,7 +14912,7 @@ def attention_fwd__08fbd3f07595(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    _launch(_attention_fwd_kernel_a98c1b2fc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
     return (out, lse)
 
 
@@ -14840,7 +14933,7 @@ def attention_fwd__0c0537c448ad(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
+    _launch(_attention_fwd_kernel_a98c1b2fc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
@@ -14869,7 +14962,7 @@ def attention_fwd__0f1d5750b461(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_3efa2694a9, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_adb5ef8141, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -14892,7 +14985,7 @@ def attention_fwd__0f880b2dd043(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_a98c1b2fc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -14913,7 +15006,7 @@ def attention_fwd__1d3882b5ddf3(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_065fd47063, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 8, 4)
+    _launch(_attention_fwd_kernel_f564b09aab, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 8, 4)
     return (out, lse)
 
 
@@ -14934,7 +15027,7 @@ def attention_fwd__1e46b6040ef7(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
+    _launch(_attention_fwd_kernel_6ef006ec37, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 2)
     return (out, lse)
 
 
@@ -14963,7 +15056,7 @@ def attention_fwd__24b0fbadcc27(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_b25f882c32, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_0f6b5b9b5e, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -14995,7 +15088,7 @@ def attention_fwd__2a769caa64e5(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_ddb9fbc12f, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_889098897a, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15018,7 +15111,7 @@ def attention_fwd__2bca8d7563ae(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_1150c66c04, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -15039,7 +15132,7 @@ def attention_fwd__33945e521700(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_a3085d46a7, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -15060,7 +15153,7 @@ def attention_fwd__39e6eb7e5a5b(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_a3085d46a7, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -15081,7 +15174,7 @@ def attention_fwd__40feee691a03(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_a98c1b2fc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -15102,7 +15195,7 @@ def attention_fwd__4ac7890d5ddb(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63cb97545f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -15123,7 +15216,7 @@ def attention_fwd__56b9f0a0efb1(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
+    _launch(_attention_fwd_kernel_6ef006ec37, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 2)
     return (out, lse)
 
 
@@ -15144,7 +15237,7 @@ def attention_fwd__57b800b697c6(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_1150c66c04, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -15165,7 +15258,7 @@ def attention_fwd__5bef518606de(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
+    _launch(_attention_fwd_kernel_6ef006ec37, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 2)
     return (out, lse)
 
 
@@ -15194,7 +15287,7 @@ def attention_fwd__5c671a9e6752(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_b25f882c32, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_0f6b5b9b5e, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15217,7 +15310,7 @@ def attention_fwd__60f33fe580a8(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_125b97557a, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -15238,7 +15331,7 @@ def attention_fwd__868e0e643573(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    _launch(_attention_fwd_kernel_1150c66c04, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -15259,7 +15352,7 @@ def attention_fwd__8921e23ac173(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_1150c66c04, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -15280,7 +15373,7 @@ def attention_fwd__902952b2a0e8(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63cb97545f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -15310,7 +15403,7 @@ def attention_fwd__9669dfd5b9f7(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_287ef97623, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_ee2d9f824a, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15333,7 +15426,7 @@ def attention_fwd__9d78906ffa04(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63cb97545f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 128, 64), 4, 3)
     return (out, lse)
 
 
@@ -15364,7 +15457,7 @@ def attention_fwd__a658c92e0606(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_bc89b0fd50, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_9f00cb6411, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15395,7 +15488,7 @@ def attention_fwd__a81000d9480d(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_1f8319029d, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_9ca17755f7, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15418,7 +15511,7 @@ def attention_fwd__b79259fbf0ae(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_125b97557a, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -15439,7 +15532,7 @@ def attention_fwd__b806e9f04024(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
+    _launch(_attention_fwd_kernel_6ef006ec37, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 16), 8, 2)
     return (out, lse)
 
 
@@ -15460,7 +15553,7 @@ def attention_fwd__bd10e777f2e8(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_a3085d46a7, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -15491,7 +15584,7 @@ def attention_fwd__beb04f4553e2(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_7aa30d866b, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_00ad2a745d, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15514,7 +15607,7 @@ def attention_fwd__c40f69f0b254(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_cd7a918655, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_6ef006ec37, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -15545,7 +15638,7 @@ def attention_fwd__c96ced7cea61(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_2f8631b0f7, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_4a37337566, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15568,7 +15661,7 @@ def attention_fwd__cc3695d5f2c9(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_125b97557a, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -15589,7 +15682,7 @@ def attention_fwd__ccd5b15428e4(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63fbe8e149, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    _launch(_attention_fwd_kernel_a3085d46a7, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
@@ -15610,7 +15703,7 @@ def attention_fwd__d1b98f29e011(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
+    _launch(_attention_fwd_kernel_63cb97545f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 16, 64), 4, 3)
     return (out, lse)
 
 
@@ -15631,7 +15724,7 @@ def attention_fwd__d53a697ef57d(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_439d2ce048, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
+    _launch(_attention_fwd_kernel_a98c1b2fc1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 2)
     return (out, lse)
 
 
@@ -15652,7 +15745,7 @@ def attention_fwd__dd8a371c2427(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_5d32198ac3, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
+    _launch(_attention_fwd_kernel_125b97557a, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
     return (out, lse)
 
 
@@ -15681,7 +15774,7 @@ def attention_fwd__e1eba7e1254f(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_9330e3e689, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_e30484e4af, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15715,7 +15808,7 @@ def attention_fwd__e3f8df760f71(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_561c7b1c99, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_fca6e45eb5, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15746,7 +15839,7 @@ def attention_fwd__e4f71b802ba3(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_1f8319029d, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_9ca17755f7, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15778,7 +15871,7 @@ def attention_fwd__e72fe7a332a9(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_e4d291d4e1, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_9b631b46c8, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15810,7 +15903,7 @@ def attention_fwd__e8138b6e7397(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_82d6987547, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_d7841670d1, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -15833,7 +15926,7 @@ def attention_fwd__e86702abc000(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_14b5805dde, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
+    _launch(_attention_fwd_kernel_63cb97545f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 256, 32), 8, 2)
     return (out, lse)
 
 
@@ -15854,7 +15947,7 @@ def attention_fwd__e95e8b995a92(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_c98b156648, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 8, 4)
+    _launch(_attention_fwd_kernel_78791b38eb, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 64, 64), 8, 4)
     return (out, lse)
 
 
@@ -15875,7 +15968,7 @@ def attention_fwd__f81f5c34d94f(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_kernel_503db2d79d, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
+    _launch(_attention_fwd_kernel_1150c66c04, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 128, 64), 8, 3)
     return (out, lse)
 
 
@@ -15906,7 +15999,7 @@ def attention_fwd__ffd8e722523c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_b457cc744d, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_e1db34b49a, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)

@@ -442,7 +442,9 @@ def test_relative_masks_per_kernel():
 def test_diagonal_branch_lowers_to_a_branch():
     """`diagonal_branch`: the causal forward in one key loop whose mask sits under a run-time branch
     taken by the key tiles that reach past the query tile's first row. In each consumer step the
-    where stays inside the branch, and every loop step keeps its dots outside it."""
+    where stays inside the branch, and every loop step keeps its dots outside it. The branch
+    reassigns a copy of the fresh scores dot (the kernel scales inside the exponential), which
+    lowers as elementwise code."""
     fwd = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, True))
     source = fwd.to_triton_code({**gluon_config(True, branch=True), "relative_masks": True})
     lines = partition(source, "_consumer(WG").splitlines()
@@ -452,6 +454,7 @@ def test_diagonal_branch_lowers_to_a_branch():
     for i in wheres:
         test = lines[i - 1].strip()
         assert re.fullmatch(r"if v_\d+:", test), lines[i - 1]
+        assert re.fullmatch(r"scores_\d+ = dot_\d+", lines[i - 2].strip()), lines[i - 2]
         name = test[3:-1]
         definition = next(line for line in reversed(lines[:i]) if line.strip().startswith(f"{name} = "))
         assert re.search(r"end_\d+ > offset_\d+$", definition.strip()), definition
