@@ -9,6 +9,8 @@ Each case runs under the default and random configs; causal kernels also in one 
 mask under a branch (`diagonal_branch`, `dq_diagonal_branch`, `dkv_diagonal_branch`).
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
+import re
+
 import pytest
 import torch
 
@@ -122,3 +124,34 @@ def test_reference_matches_torch_sdpa(device):
     grads = attention.reference_bwd(grad_out, q.detach(), k.detach(), v.detach(), out, lse, causal, scale)
     for got, want in zip(grads, expected_grads):
         torch.testing.assert_close(got, want)
+
+
+
+def _unscaled(name: str, source: str, seen: frozenset = frozenset()) -> bool:
+    """Whether `name` of the generated source holds scores as the dot left them: the dot, a copy of
+    it, or one with entries set to -inf (every assignment to the name, through copies; a branch's
+    reassignment reads the name itself)."""
+    if name.startswith("dot_") or name in seen:
+        return True
+    values = re.findall(rf"^\s*{name} = (.*)$", source, re.M)
+    sources = [re.fullmatch(r"(\w+)|tl\.where\(.*, (\w+), float\(\"-inf\"\)\)", value) for value in values]
+    return bool(values) and all(m and _unscaled(m.group(1) or m.group(2), source, seen | {name}) for m in sources)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_forward_scales_inside_the_exponential(causal):
+    """The forward's row maxima reduce the unscaled scores and are scaled per row, so that each
+    probability's argument, `dot * qk_scale - max`, is one fused multiply-add (no scaled copy of
+    the scores feeds the maximum)."""
+    q, k, v = (torch.randn(1, 2, 40, 64) for _ in range(3))
+    for branch in (False, True) if causal else (False,):
+        bound = attention.attention_fwd.bind((q, k, v, causal, 0.125))
+        _, config = config_with("", {("diagonal_branch", None): branch})(bound)
+        source = bound.to_triton_code(config)
+        maxima = re.findall(r"(red_\d+) = \(tl\.max\((?:tl\.where\(\w+(?:\[[^\]]*\])?, )?(\w+)", source)
+        assert len(maxima) == (1 if branch or not causal else 2), maxima  # one per key loop
+        for reduced, scores in maxima:
+            assert _unscaled(scores, source), scores
+            assert re.search(rf"= \({reduced} \* qk_scale\)$", source, re.M), reduced
+            uses = re.findall(rf"^\s*(\w+) = \({scores} \* qk_scale\)$", source, re.M)
+            assert len(uses) == 1 and re.search(rf"= \({uses[0]} - \w+\)$", source, re.M), uses
