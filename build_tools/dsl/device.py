@@ -300,6 +300,10 @@ class DeviceCompiler(PointwiseMixin):
             self.keep_aliases(name, carried)
             self.write_carried(carried, value)
             return
+        if isinstance(value, TVal) and value.extra == "carried":
+            # `y = x` of a carried x: y reads x's variable but does not carry it, so that a loop or
+            # branch assigning y gives it a variable of its own instead of overwriting x's
+            value = TVal(value.dtype, value.shape, name=value.name)
         self.scope[name] = value
 
     def keep_aliases(self, name: str, carried: TVal) -> None:
@@ -369,11 +373,14 @@ class DeviceCompiler(PointwiseMixin):
         """How `nodes`, run in order, first use `name`: True when some path may read it before
         assigning it, False when every path assigns it first, None when they do neither. An
         assignment inside one branch of an `if`, or inside a loop (which may run no iteration), is
-        not an assignment on every path."""
+        not an assignment on every path; an `if` on a compile-time condition has one path, the
+        branch it takes."""
         for node in nodes:
             if isinstance(node, ast.If):
                 use = self.first_use(name, [node.test])
-                if use is None:
+                if use is None and self.session.is_static_condition(node.test, self.scope):
+                    use = self.first_use(name, node.body if self.session.eval_host(node.test) else node.orelse)
+                elif use is None:
                     branches = (self.first_use(name, node.body), self.first_use(name, node.orelse))
                     use = True if True in branches else (False if branches == (False, False) else None)
             elif isinstance(node, (ast.For, ast.While)):

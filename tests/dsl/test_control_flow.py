@@ -176,6 +176,71 @@ def test_a_value_assigned_in_a_branch_crosses_loop_iterations(shape, device):
 
 
 @helion.kernel()
+def doubled_row_sums(x: torch.Tensor, doubled: hl.constexpr) -> torch.Tensor:
+    """`twice` is assigned and read only under the compile-time `doubled`, which the liveness of
+    the column loop's names follows: `twice` is assigned before it is read on the one path there
+    is, so the loop (and, peeled, its tail loop) does not carry it out of an iteration."""
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        total = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            sums = torch.sum(x[tile_m, tile_n], dim=1)
+            if doubled:
+                twice = sums * 2.0
+            total = total + sums
+            if doubled:
+                total = total + twice
+        out[tile_m] = total
+    return out
+
+
+@pytest.mark.parametrize("doubled", [False, True])
+def test_names_under_compile_time_conditions_are_not_carried(doubled, device):
+    x = randn(5, 100, device=device)
+    config = helion.Config(block_sizes=[4, 16], range_peel_tails=[True])
+    check_kernel(doubled_row_sums, (x, doubled), lambda x, doubled: x.double().sum(1) * (3 if doubled else 1),
+                 extra_configs=[config], atol=1e-3, rtol=1e-5)
+    code = doubled_row_sums.bind((x, doubled)).to_triton_code(config)
+    assert not re.search(r"\btwice_\d+ = ", code), code
+
+
+@helion.kernel()
+def halved_on_odd_tiles(x: torch.Tensor) -> torch.Tensor:
+    """`factor = total` names the loop-carried `total`'s value; a branch then reassigns both. Each
+    needs a variable of its own: `factor` must not overwrite `total`'s, and `total`'s new value must
+    reach past the branch (as the online softmax's lazy rescale does with its row sum)."""
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        total = hl.full([tile_m], 1.0, dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            factor = total
+            if tile_n.id % 2 == 1:
+                factor = total * 0.5
+                total = total * 0.25
+            total = total + factor + torch.sum(x[tile_m, tile_n], dim=1)
+        out[tile_m] = total
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 100)])
+def test_an_alias_of_a_carried_value_reassigned_in_a_branch(shape, device):
+    def reference(x, config):
+        block = config["block_sizes"][1]
+        total = torch.ones(x.size(0), dtype=torch.float64)
+        for i, start in enumerate(range(0, x.size(1), block)):
+            factor = total
+            if i % 2 == 1:
+                factor, total = total * 0.5, total * 0.25
+            total = total + factor + x[:, start:start + block].double().sum(1)
+        return total
+
+    check_kernel(halved_on_odd_tiles, (randn(*shape, device=device),), reference, reference_takes_config=True,
+                 extra_configs=[helion.Config(block_sizes=[4, 16])], atol=1e-3, rtol=1e-5)
+
+
+@helion.kernel()
 def last_row(x: torch.Tensor) -> torch.Tensor:
     """`last` is assigned before it is read in the row loop (so not live into it) and read after
     the loop: the loop carries it out, and the result is the last row."""
