@@ -26,7 +26,11 @@ ones unmasked. The forward's `diagonal_branch` tunable instead runs all its key 
 the mask under a run-time branch that only the tiles reaching past the query tile's first row
 take: the diagonal tile then runs inside the loop's pipeline (Gluon: its two dots overlapped with
 the neighbouring tiles'; H100, 2026-11-28: 1.11x at S1024 D128, 1.02-1.04x at S4096 and B8 Hkv8
-S1024). Programs are launched query (or key) tile fastest, so the programs running together
+S1024). The forward's `lazy_rescale` tunable keeps a row's running maximum until a key tile
+raises some row's by more than RESCALE_SLACK (log2 units), and multiplies the output accumulator
+by the rescale factors only in those steps (a branch on the whole tile): the [rows, D] multiply
+leaves most steps (FlashAttention-4 decides per warp; here per query tile, in Gluon per warpgroup).
+Programs are launched query (or key) tile fastest, so the programs running together
 share one head's k/v (or q/grad_out) in L2.
 The head dim is specialized (hl.specialize), so each D gets its own compiled variant.
 Out-of-range rows and columns of a tile need no explicit mask: the DSL masks loads, reductions and
@@ -47,6 +51,9 @@ from ._inputs import as_float64, element_size, randn, seeded_generator
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
+# lazy_rescale: how far (log2 units) a tile may raise a row's maximum before the running values are
+# rescaled to it; until then probabilities reach at most 2**8 (FlashAttention-4's threshold)
+RESCALE_SLACK = 8.0
 
 
 @helion.kernel(static_shapes=False)
@@ -62,6 +69,7 @@ def attention_fwd(
     block_m = hl.register_block_size(q_len)
     block_n = hl.register_block_size(kv_len)
     diagonal_branch = hl.register_tunable("diagonal_branch", helion.EnumFragment((False, True)))
+    lazy_rescale = hl.register_tunable("lazy_rescale", helion.EnumFragment((False, True)))
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     for tile_m, tile_h, tile_b in hl.tile([q_len, q_heads, batch], block_size=[block_m, 1, 1]):
@@ -85,11 +93,19 @@ def attention_fwd(
                 if tile_n.end > tile_m.begin:
                     scores = torch.where(tile_n.index[None, :] <= tile_m.index[:, None], scores, float("-inf"))
             new_max = torch.maximum(row_max, torch.amax(scores, dim=1) * qk_scale)
+            if lazy_rescale:
+                grows = torch.amax(new_max - row_max) > RESCALE_SLACK
+                new_max = torch.where(grows, new_max, row_max)
             probs = torch.exp2(scores * qk_scale - new_max[:, None])
             rescale = torch.exp2(row_max - new_max)
             row_sum = row_sum * rescale + torch.sum(probs, dim=1)
             v_tile = v[b, kv_h, tile_n, :]
-            acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc * rescale[:, None])
+            if lazy_rescale:
+                if grows:
+                    acc = acc * rescale[:, None]
+                acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc)
+            else:
+                acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc * rescale[:, None])
             row_max = new_max
         if causal and not diagonal_branch:
             for tile_n in hl.tile(unmasked_end, min(tile_m.end, kv_len), block_size=block_n):

@@ -900,16 +900,25 @@ class Lowering:
         while the accumulating dots are in flight and computes their register operands."""
         skipped = {d.index for d in loop.fresh + loop.accum}
         accs = {d.acc for d in loop.accum}
+        results = {d.target for d in loop.accum}
+        first_dot = min(d.index for d in loop.accum)
         a_part, acc_part, renames = [], [], []
         read, reads_acc = set(), set()
         for k, stmt in enumerate(loop.body):
             if isinstance(stmt, ast.Expr):
                 raise NotLowerable("a store in a device loop")
             targets, reads = _assigned(stmt), _read(stmt)
-            if k in skipped or targets & accs:
+            if k in skipped or (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name)
+                                and stmt.value.id in results):
                 read |= reads
                 continue
+            if targets & accs and k > first_dot:
+                # the rotated schedule issues a tile's accumulating dots in the next step, so an
+                # accumulator changes only before them (as the next tile's input)
+                raise NotLowerable(f"an accumulator is assigned after its dot: {ast.unparse(stmt)}")
             if isinstance(stmt, ast.Assign) and (targets & set(self.defs) or targets & set(self.tmas)):
+                if reads & (accs | reads_acc):  # a view (inlined where read) of what waits for an accumulator
+                    reads_acc |= targets
                 continue
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) and targets & read:
                 renames.append(stmt)

@@ -56,6 +56,8 @@ CROSS_CASES = [(False, 64, 2, "flat", False), (True, 64, 2, "flat", False), (Fal
                (True, 128, 2, "flat", False), (True, 128, 2, "persistent_interleaved", False),
                (True, 128, 2, "persistent_dynamic", False), (True, 128, 2, "persistent_dynamic", True),
                (True, 64, 1, "flat", True)]
+# (causal, head dim, consumer groups): the forward with `lazy_rescale`
+LAZY_CROSS_CASES = [(False, 128, 2), (True, 64, 1)]
 # causal, queries, shared, (dq, dk/dv) masks under branches
 BWD_CROSS_CASES = [(False, 32, False, (False, False)), (True, 32, False, (False, False)), (False, 64, True, (False, False)),
                    (True, 64, True, (False, False)), (True, 32, False, (True, True))]
@@ -75,6 +77,15 @@ def cross_compile_cases() -> dict:
         try:
             compiled = cross_compile(attention_fwd.bind(args), args,
                                      {**gluon_config(causal, groups, branch=branch), "pid_type": pid_type})
+        except CrossCompileError as err:
+            results[key] = {"error": str(err)}
+            continue
+        results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
+    for causal, head_dim, groups in LAZY_CROSS_CASES:
+        args = attention_args(1, 2, 2, 256, 256, head_dim, causal)
+        key = f"{causal}-{head_dim}-{groups}-flat-lazy"
+        try:
+            compiled = cross_compile(attention_fwd.bind(args), args, {**gluon_config(causal, groups), "lazy_rescale": True})
         except CrossCompileError as err:
             results[key] = {"error": str(err)}
             continue
@@ -115,7 +126,8 @@ def test_lowered_attention_compiles_for_sm90():
         # a loader partition at 24 registers beside wgmma consumers; each consumer stores its rows of
         # the output by TMA. Nothing spills, except on a persistent grid a few of the tile loop's
         # scalars, once per tile (none inside the device loops: their SASS, 2026-11-27). The causal
-        # mask under a branch, with the previous tile's P@V in flight, leaves the wgmmas unserialized.
+        # mask under a branch, with the previous tile's P@V in flight, leaves the wgmmas unserialized,
+        # and so does the accumulator's multiply under one (`lazy_rescale`, after the P@V's wait).
         assert kernel["warp_specialize"] and kernel["wgmma"] and 24 in kernel["setmaxnreg"], key
         assert not kernel["wgmma_serialized"], key
         groups, persistent = int(key.split("-")[2]), "persistent" in key
@@ -466,6 +478,77 @@ def test_diagonal_branch_lowers_to_a_branch():
     assert sum(line.strip().startswith("t += ") for line in lines) == 2
 
 
+def test_lazy_rescale_lowers_the_accumulator_multiply_to_a_branch():
+    """`lazy_rescale`: each consumer step decides from its warpgroup's rows (a reduction over them
+    to a scalar) whether the running maximum moves; only then does it multiply the accumulator, in a
+    branch after the wait for the previous tile's P@V and before that accumulator becomes the next
+    P@V's input. The probabilities and row sums stay outside the branch."""
+    args = attention_args(1, 2, 1, 200, 300, 64, False)
+    source = attention_fwd.bind(args).to_triton_code({**gluon_config(False), "lazy_rescale": True})
+    lines = [line.strip() for line in partition(source, "_consumer(WG").splitlines()]
+    tests = [i for i, line in enumerate(lines) if re.fullmatch(r"if v_\d+:", line)]
+    assert len(tests) == 4  # the loop's first step and its steady step, and the same two of its peeled tail
+    steady = tests[1]
+    name = lines[steady][3:-1]
+    definition = next(line for line in reversed(lines[:steady]) if line.startswith(f"{name} = "))
+    reduced = re.fullmatch(rf"{name} = \((red_\d+) > 8\.0\)", definition).group(1)
+    assert any(re.match(rf"{reduced} = gl\.max\(.*, 0\)$", line) for line in lines), reduced
+    wait = max(i for i, line in enumerate(lines[:steady]) if re.match(r"acc_\d+ = warpgroup_mma_wait\(0, ", line))
+    accumulator = lines[wait].split(" = ")[0]
+    assert lines[steady + 1].startswith("v_") and f"{accumulator} * " in lines[steady + 1]
+    assert lines[steady + 2] == f"{accumulator} = {lines[steady + 1].split(' = ')[0]}"
+    assert next(line for line in lines[steady + 3:] if line.startswith("pend_acc0 = ")) == f"pend_acc0 = {accumulator}"
+    assert not any("gl.exp2(" in line for line in lines[wait:steady])
+
+
+@helion.kernel(static_shapes=False)
+def attention_rescaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, form: hl.constexpr) -> torch.Tensor:
+    """A one-loop attention forward with its accumulator rescaled in two forms the Gluon lowering
+    cannot schedule: "one branch" updates the row maximum in the same branch as the accumulator (the
+    probabilities read that maximum, and so would wait for the previous tile's P@V); "after" scales
+    the accumulator after its dot (the rotated loop issues a tile's P@V in the next step)."""
+    batch, heads, q_len, head_dim = q.size()
+    kv_len = k.size(2)
+    head_dim = hl.specialize(head_dim)
+    out = torch.empty_like(q)
+    for tile_m, tile_h, tile_b in hl.tile([q_len, heads, batch], block_size=[None, 1, 1]):
+        q_tile = q[tile_b.begin, tile_h.begin, tile_m, :]
+        row_max = hl.full([tile_m], float("-inf"), dtype=torch.float32)
+        row_sum = hl.full([tile_m], 1.0, dtype=torch.float32)
+        acc = hl.zeros([tile_m, head_dim], dtype=torch.float32)
+        for tile_n in hl.tile(kv_len):
+            scores = hl.dot(q_tile, k[tile_b.begin, tile_h.begin, tile_n, :].T, out_dtype=torch.float32)
+            new_max = torch.maximum(row_max, torch.amax(scores, dim=1))
+            if form == "one branch":
+                if torch.amax(new_max - row_max) > 8.0:
+                    rescale = torch.exp2(row_max - new_max)
+                    row_sum = row_sum * rescale
+                    acc = acc * rescale[:, None]
+                    row_max = new_max
+                probs = torch.exp2(scores - row_max[:, None])
+            else:
+                probs = torch.exp2(scores - new_max[:, None])
+                row_max = new_max
+            row_sum = row_sum + torch.sum(probs, dim=1)
+            acc = hl.dot(probs.to(q.dtype), v[tile_b.begin, tile_h.begin, tile_n, :], acc=acc)
+            if form == "after":
+                acc = acc * 0.5
+        out[tile_b.begin, tile_h.begin, tile_m, :] = (acc / row_sum[:, None]).to(out.dtype)
+    return out
+
+
+@pytest.mark.parametrize("form, message", [("one branch", "reads an accumulator"),
+                                           ("after", "an accumulator is assigned after its dot")])
+def test_accumulator_changes_the_schedule_cannot_order_are_refused(form, message):
+    """Statements that read a value a branch assigns after the accumulator's wait, or change the
+    accumulator after its dot, are refused rather than reordered (a view such as `row_max[:, None]`
+    inlined where it is read counts as a read of the value)."""
+    q, k, v = (torch.randn(1, 2, 200, 64, dtype=torch.float16) for _ in range(3))
+    config = {"block_sizes": [128, 64], "num_stages": 2, "backend": "gluon", "consumer_groups": 2}
+    with pytest.raises(exc.NotSupported, match=message):
+        attention_rescaled.bind((q, k, v, form)).to_triton_code(config)
+
+
 def test_row_copies_stream_key_vectors():
     """The dk/dv kernel's lse and delta columns (vectors along its query loops' block) are row
     copies: in each step of both loops the loader copies them, masked, into a ring slot and arrives
@@ -573,6 +656,33 @@ def test_lowered_attention_matches_float64(causal, relative, branch, head_dim, g
     assert (out.double() - want).abs().max() < 2e-2
     assert (lse.double() - want_lse).abs().max() < 1e-4
 
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim, groups", [(64, 1), (128, 2)])
+@pytest.mark.parametrize("climbing", [False, True])
+def test_lazy_rescale_lowered_matches_float64(causal, head_dim, groups, climbing, device):
+    """`lazy_rescale` in Gluon, on random scores (only a row's first tiles move its maximum past the
+    slack) and on scores that climb by more than the slack per key tile over the first half of the
+    keys (those tiles must rescale, or the bf16 probabilities overflow)."""
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    q, k, v, causal, scale = attention_args(2, 4, 2, 1000, 1000, head_dim, causal, device="cuda", dtype=torch.bfloat16)
+    if climbing:
+        direction = torch.ones(head_dim, device="cuda", dtype=torch.float64) / math.sqrt(head_dim)
+        keys = torch.arange(1000, device="cuda")
+        climb = torch.where(keys < 500, keys * 0.5, 0.0).double()
+        q = (q.double() * 0.1 + direction * math.sqrt(head_dim)).to(torch.bfloat16)
+        k = (k.double() * 0.1 + climb[:, None] * direction * math.sqrt(head_dim)).to(torch.bfloat16)
+    args = (q, k, v, causal, scale)
+    launcher = attention_fwd.bind(args).compile_config({**gluon_config(causal, groups), "lazy_rescale": True,
+                                                        "block_sizes": [64 * groups, 64 if head_dim == 64 else 128]})
+    with poisoned_allocations():
+        out, lse = launcher(*args)
+    want, want_lse = reference(*args)
+    assert (out.double() - want).abs().max() < 2e-2
+    assert ((lse.double() - want_lse).abs() / want_lse.abs().clamp(min=1)).max() < 1e-4
 
 
 @pytest.mark.gpu

@@ -6,7 +6,8 @@ single-token case. Tolerances are the ops' own (kernels_src.attention.tolerance 
 forward bf16 (1e-2, 1e-2), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 2e-2), fp16 (2e-3, 2e-3) as
 (rtol, atol); fp32 forward (1e-2, 1e-2), backward (2e-2, 2e-2), since GPUs run its dots in TF32.
 Each case runs under the default and random configs; causal kernels also in one loop with their
-mask under a branch (`diagonal_branch`, `dq_diagonal_branch`, `dkv_diagonal_branch`).
+mask under a branch (`diagonal_branch`, `dq_diagonal_branch`, `dkv_diagonal_branch`), and forwards
+with their accumulator rescaled only where the maximum moves (`lazy_rescale`).
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
 import re
@@ -51,6 +52,8 @@ DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 # the causal forward in one key loop, its mask under a branch; 16-row tiles so that the lengths
 # above give tiles before the diagonal (unmasked), on it and past a ragged end
 DIAGONAL_BRANCH = config_with("diagonal branch", {("diagonal_branch", None): True, ("block_sizes", None): 16})
+# the forward's accumulator rescaled only when a tile raises a row's maximum past the slack
+LAZY_RESCALE = config_with("lazy rescale", {("lazy_rescale", None): True, ("block_sizes", None): 16})
 DIAGONAL_BRANCHES_BWD = config_with("diagonal branches", {("dq_diagonal_branch", None): True,
                                                           ("dkv_diagonal_branch", None): True, ("block_sizes", None): 16})
 
@@ -66,7 +69,7 @@ def test_forward(device, dtype, case):
     args = attention.make_fwd_inputs(shape, dtype, device, seed=case)
     check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(dtype),
              _label("attention_fwd", shape, dtype), output_dtypes=(dtype, torch.float32),
-             extra_configs=[DIAGONAL_BRANCH] if shape["causal"] else [])
+             extra_configs=[DIAGONAL_BRANCH, LAZY_RESCALE] if shape["causal"] else [LAZY_RESCALE])
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -77,6 +80,22 @@ def test_backward(device, dtype, case):
     check_op(attention.attention_bwd, args, attention.reference_bwd(*args), attention.tolerance_bwd(dtype),
              _label("attention_bwd", shape, dtype), output_dtypes=(dtype, dtype, dtype),
              extra_configs=[DIAGONAL_BRANCHES_BWD] if shape["causal"] else [])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+def test_lazy_rescale_where_tiles_raise_the_maximum(device, dtype, causal):
+    """`lazy_rescale` on scores that climb along the first half of the keys by more than the slack
+    per 16-key tile (every such tile rescales) and are small after it (no tile does)."""
+    shape = _case(1, 2, 2, 45, 150, 64, causal)
+    q, k, v, causal, scale = attention.make_fwd_inputs(shape, dtype, device, seed=600)
+    direction = torch.ones(64, device=device, dtype=torch.float64) / 8
+    climb = torch.where(torch.arange(150, device=device) < 75, torch.arange(150, device=device) * 1.0, 0.0)
+    q = (q.double() * 0.1 + direction * 8).to(dtype)
+    k = (k.double() * 0.1 + climb[:, None].double() * direction).to(dtype)
+    args = (q, k, v, causal, scale)
+    check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(dtype),
+             _label("attention_fwd climbing scores", shape, dtype), extra_configs=[LAZY_RESCALE], random_seeds=())
 
 
 @pytest.mark.parametrize("causal", [False, True])
