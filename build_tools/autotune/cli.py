@@ -179,12 +179,13 @@ def _run(args) -> int:
     )
     workers = args.workers if args.workers is not None else default_workers(os.cpu_count())
 
-    incumbents = {}
+    incumbents, hidden = {}, []
     if args.command == "retune":  # re-measured against what runs on this device today
-        from build_tools.autotune.retune import shipped_entries
+        from build_tools.autotune.retune import hidden_entries, shipped_entries
 
         shipped = shipped_entries(shipped_path, arch, name)
         incumbents = {key: e["config"] for key, e in shipped.items()}
+        hidden = hidden_entries(shipped_path, arch, name)
     else:  # what would run on this device without the table being tuned
         shipped = sibling_entries(shipped_path, arch, name)
     options = RunOptions(
@@ -192,6 +193,7 @@ def _run(args) -> int:
         budget_s=args.budget_s, resume=args.resume, settings=_settings(args, workers), limits=_limits(args),
         with_baselines=not (args.no_baselines or args.smoke), target_total_s=_target_total(args),
         incumbents=incumbents, arch_entries=list(shipped.values()), seed_entries=_seed_entries(),
+        other_device_entries=hidden,
         show_bar=args.progress == "on" or (args.progress == "auto" and sys.stderr.isatty()),
     )
     entries = _entries(args, resolve(args.op_source), shipped_path)

@@ -126,6 +126,13 @@ def shipped_entries(path: Path, arch: str, device_name: str) -> dict:
     return {**sibling_entries(path, arch, device_name), **{key_of(e): e for e in own.get("entries", [])}}
 
 
+def hidden_entries(path: Path, arch: str, device_name: str) -> list:
+    """The entries of the other tables of `arch` beside `path` at shapes the device's own table
+    holds (which it hides there): a retune's searches start from their configs too."""
+    own = {key_of(e) for e in (load_table(path) or {}).get("entries", [])}
+    return [e for key, e in sibling_entries(path, arch, device_name).items() if key in own]
+
+
 def regenerate() -> bool:
     """`python -m build_tools generate` in the repository; True when it succeeded."""
     return subprocess.run([sys.executable, "-m", "build_tools", "generate"], cwd=REPO_ROOT).returncode == 0

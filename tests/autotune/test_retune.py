@@ -4,7 +4,8 @@ import json
 from autotune_fakes import FAKE_OPS_SOURCE, VIRTUAL_TIMER, FakeConfigSpec, bowl_cost
 
 from build_tools.autotune import cli
-from build_tools.autotune.retune import EXIT_CHANGED, EXIT_UNCHANGED, apply_decisions, decide, shipped_entries
+from build_tools.autotune.retune import (EXIT_CHANGED, EXIT_UNCHANGED, apply_decisions, decide, hidden_entries,
+                                         shipped_entries)
 from build_tools.autotune.run import RunSummary
 from build_tools.autotune.table import key_of
 
@@ -114,6 +115,10 @@ def test_what_ships_on_a_device_is_its_table_layered_over_the_other_tables_of_it
     assert {e["shape"]["N"]: e["config"]["v"] for e in shipped.values()} == {1: "h200", 2: "b", 3: "h100"}
     shipped = shipped_entries(tmp_path / "sm_90-new.json", "sm_90", "B")
     assert {e["shape"]["N"]: e["config"]["v"] for e in shipped.values()} == {1: "h200", 2: "b", 3: "b"}
+    # a retune also starts from the other tables' configs at the shapes the device's own table holds
+    hidden = hidden_entries(tmp_path / "sm_90-h100.json", "sm_90", "NVIDIA H100")
+    assert [(e["shape"]["N"], e["config"]["v"]) for e in hidden] in ([(3, "b")], [(3, "h200")])
+    assert hidden_entries(tmp_path / "sm_90-new.json", "sm_90", "B") == []
 
 
 def test_a_device_retune_decides_against_what_ships_there_and_writes_only_its_table(tmp_path):

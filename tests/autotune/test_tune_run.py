@@ -229,6 +229,23 @@ def test_seed_tables_start_the_search_of_the_nearest_shapes(tmp_path):
                for r in summary.records.values())
 
 
+def test_other_devices_configs_start_the_search_but_are_not_incumbents(tmp_path):
+    """A retune's searches also start from the nearest config of the entries that the device's own
+    table hides in the architecture's other tables; the incumbent stays what ships on the device."""
+    spec = FakeConfigSpec()
+    best = spec.unflatten([choices[i] for choices, i in zip([k.choices for k in FakeConfigSpec.KNOBS], (3, 1, 3, 2, 1))])
+    slow = {"block_sizes": [16, 16], "num_warps": 1, "num_stages": 1, "indexing": "pointer"}
+    shipped = [{"op": "fake_scale", "dtype": "float32", "shape": {"N": 100}, "config": slow}]
+    other = [{"op": "fake_scale", "dtype": "float32", "shape": {"N": 100}, "config": best}]
+    settings = SearchSettings(population=4, generations=0, pattern_rounds=0, max_evaluations=4)
+    summary, _ = run(options(tmp_path, arch_entries=shipped, other_device_entries=other, settings=settings),
+                     {"fake_scale"})
+    assert all(r["us"] == best_possible_cost() and r["tuning"]["incumbent"]["config"] == spec.normalize(slow)
+               for r in summary.records.values())
+    unseeded, _ = run(options(tmp_path / "unseeded", arch_entries=shipped, settings=settings), {"fake_scale"})
+    assert any(r["us"] > best_possible_cost() for r in unseeded.records.values())
+
+
 def test_the_default_tables_nearest_entry_is_the_incumbent_of_a_tune(tmp_path):
     spec = FakeConfigSpec()
     untuned = {"block_sizes": [16, 16], "num_warps": 1, "num_stages": 1, "indexing": "pointer"}
