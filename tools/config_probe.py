@@ -2,12 +2,14 @@
 
     python3 tools/config_probe.py time JOBS.json --out DIR            (on a CUDA GPU)
     python3 tools/config_probe.py time --other-dtype OP[,OP] --out DIR
+    python3 tools/config_probe.py time --other-device OP[,OP] --out DIR
     python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
 
 `time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming
 entries of --table or, where it lacks them, of the other tables of its architecture beside it, as the
 runtime on this GPU takes them (or, with --other-dtype, one job per entry of those ops whose
-other dtype, bf16 <-> fp16, has a different config at the same shape). A job for a shape no table
+other dtype, bf16 <-> fp16, has a different config at the same shape; with --other-device, whose
+shape another table of the architecture, another GPU's, holds with a different config). A job for a shape no table
 holds yet (one just added to a suite) names the entry it starts from as "from_shape": that entry's
 config is the job's "tuned" config, run at the new shape, and `apply` writes a winner as a new entry. Each variant is the entry's
 config with the overrides, normalized by the kernel's ConfigSpec; its outputs must match the
@@ -76,6 +78,21 @@ def other_dtype_jobs(table: dict, ops: list[str]) -> list[dict]:
         if other is not None and other["config"] != entry["config"]:
             jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"],
                          "variants": {f"{other['dtype']} config": other["config"]}})
+    return jobs
+
+
+def other_device_jobs(table_path: Path, table: dict, device: dict, ops: list[str]) -> list[dict]:
+    """One job per entry of `ops` in the table the runtime takes on this device whose shape another
+    table of the architecture holds with a different config (the other GPU's tuning)."""
+    from build_tools.autotune.retune import hidden_entries
+
+    others = {key_of(e): e for e in hidden_entries(table_path, device["arch"], device["device_name"])}
+    jobs = []
+    for entry in table["entries"]:
+        other = others.get(key_of(entry))
+        if entry["op"] in ops and other is not None and other["config"] != entry["config"]:
+            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"],
+                         "variants": {"other device's config": other["config"]}})
     return jobs
 
 
@@ -203,6 +220,8 @@ def main(argv=None) -> None:
     timing = sub.add_parser("time")
     timing.add_argument("jobs", nargs="?", type=Path)
     timing.add_argument("--other-dtype", help="ops whose entries are timed under the other dtype's config")
+    timing.add_argument("--other-device", help="ops whose entries are timed under the config another table of "
+                                               "the architecture (another GPU's) holds at the same shape")
     timing.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     timing.add_argument("--rounds", type=int, default=3)
     timing.add_argument("--table", type=Path, default=Path("tuned_configs/sm_90.json"))
@@ -215,13 +234,16 @@ def main(argv=None) -> None:
         for line in apply(args.result, args.table, args.min_gain):
             print(line)
         return
-    table = with_siblings(args.table, json.loads(args.table.read_text()), _device_header())
+    device = _device_header()
+    table = with_siblings(args.table, json.loads(args.table.read_text()), device)
     if args.other_dtype:
         jobs = other_dtype_jobs(table, args.other_dtype.split(","))
+    elif args.other_device:
+        jobs = other_device_jobs(args.table, table, device, args.other_device.split(","))
     elif args.jobs:
         jobs = json.loads(args.jobs.read_text())
     else:
-        parser.error("give a jobs file or --other-dtype")
+        parser.error("give a jobs file, --other-dtype or --other-device")
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for job in jobs:

@@ -1,4 +1,4 @@
-"""tools/config_probe.py's CPU parts: the other-dtype jobs and writing winners into a table."""
+"""tools/config_probe.py's CPU parts: the other-dtype and other-device jobs and writing winners into a table."""
 import importlib.util
 import json
 from pathlib import Path
@@ -116,6 +116,18 @@ def test_entries_a_device_table_lacks_come_from_its_architectures_table(tmp_path
     written = json.loads(device_path.read_text())["entries"]
     assert [(e["shape"]["M"], e["config"]["num_warps"]) for e in written] == [(16, 8), (64, 2)]
     assert json.loads(arch_path.read_text())["entries"] == [_entry("bfloat16", 4)]
+
+
+def test_other_device_jobs_pair_entries_another_gpus_table_holds_differently(tmp_path):
+    arch_path, device_path = tmp_path / "sm_90.json", tmp_path / "sm_90-nvidia-h100-80gb-hbm3.json"
+    arch_path.write_text(json.dumps({**H200, "entries": [_entry("bfloat16", 4), _entry("bfloat16", 8, {"M": 64}),
+                                                           _entry("float16", 4)]}))
+    device_path.write_text(json.dumps({**H100, "entries": [_entry("bfloat16", 2), _entry("bfloat16", 8, {"M": 64})]}))
+    table = probe.with_siblings(arch_path, json.loads(arch_path.read_text()), H200)
+    jobs = probe.other_device_jobs(arch_path, table, H200, ["matmul"])
+    assert [(j["dtype"], j["shape"]["M"], j["variants"]) for j in jobs] == [
+        ("bfloat16", 16, {"other device's config": _entry("bfloat16", 2)["config"]})]
+    assert probe.other_device_jobs(arch_path, table, H200, ["softmax_fwd"]) == []
 
 
 def test_a_probe_of_a_new_suite_shape_adds_its_entry(tmp_path):
