@@ -901,7 +901,7 @@ class Lowering:
         skipped = {d.index for d in loop.fresh + loop.accum}
         accs = {d.acc for d in loop.accum}
         results = {d.target for d in loop.accum}
-        first_dot = min(d.index for d in loop.accum)
+        dot_of = {d.acc: d.index for d in loop.accum}
         a_part, acc_part, renames = [], [], []
         read, reads_acc = set(), set()
         for k, stmt in enumerate(loop.body):
@@ -912,7 +912,7 @@ class Lowering:
                                 and stmt.value.id in results):
                 read |= reads
                 continue
-            if targets & accs and k > first_dot:
+            if any(k > dot_of[acc] for acc in targets & accs):
                 # the rotated schedule issues a tile's accumulating dots in the next step, so an
                 # accumulator changes only before them (as the next tile's input)
                 raise NotLowerable(f"an accumulator is assigned after its dot: {ast.unparse(stmt)}")
