@@ -3160,6 +3160,7 @@ def linear__02e10cd9c751(x, weight, bias):
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[true],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[2],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json float16 {"K":4096,"M":8192,"N":14336}
+#   sm_90.json float16 {"K":4096,"M":8192,"N":14336}
 def linear__1e138f8ac82c(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
@@ -3214,9 +3215,6 @@ def linear__2980ece42e7a(x, weight, bias):
 # specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
 # used by: default.json bfloat16 {"K":2048,"M":2048,"N":2048}
 #   sm_90.json bfloat16 {"K":11008,"M":4096,"N":4096}
-#   sm_90.json bfloat16 {"K":4096,"M":4096,"N":11008}
-#   sm_90.json bfloat16 {"K":4096,"M":4096,"N":4096}
-#   sm_90.json bfloat16 {"K":4096,"M":8192,"N":14336}
 def linear__372f3bb8edbc(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
@@ -3260,6 +3258,7 @@ def linear__3aaad3165b2c(x, weight, bias):
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":8,"persistent_flattens":[true],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[2],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json float16 {"K":4096,"M":4096,"N":4096}
+#   sm_90.json float16 {"K":4096,"M":4096,"N":4096}
 def linear__42e5665ba4fc(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
@@ -3300,8 +3299,6 @@ def linear__455bab3cebdd(x, weight, bias):
 # used by: default.json float16 {"K":2048,"M":2048,"N":2048}
 #   sm_90.json float16 {"K":11008,"M":4096,"N":4096}
 #   sm_90.json float16 {"K":4096,"M":4096,"N":11008}
-#   sm_90.json float16 {"K":4096,"M":4096,"N":4096}
-#   sm_90.json float16 {"K":4096,"M":8192,"N":14336}
 def linear__5265b58b8261(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
@@ -3392,6 +3389,7 @@ def linear__996eb5323ab4(x, weight, bias):
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","tensor_descriptor"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":3,"num_warps":8,"persistent_flattens":[true],"pid_type":"persistent_interleaved","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"K":4096,"M":4096,"N":11008}
+#   sm_90.json bfloat16 {"K":4096,"M":4096,"N":11008}
 def linear__d18798f5d111(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
@@ -3415,6 +3413,8 @@ def linear__d18798f5d111(x, weight, bias):
 # specialization: {"bias":{"dtype":"bfloat16","rank":1},"weight":{"dtype":"bfloat16","rank":2},"x":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"K":4096,"M":4096,"N":4096}
 #   sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"K":4096,"M":8192,"N":14336}
+#   sm_90.json bfloat16 {"K":4096,"M":4096,"N":4096}
+#   sm_90.json bfloat16 {"K":4096,"M":8192,"N":14336}
 def linear__d39ff6d8eadd(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
@@ -3648,8 +3648,6 @@ def matmul__57eafe2c926f(a, b):
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
 # used by: sm_90.json float16 {"K":11008,"M":4096,"N":4096}
-#   sm_90.json float16 {"K":4096,"M":4096,"N":11008}
-#   sm_90.json float16 {"K":4096,"M":4096,"N":4096}
 #   sm_90.json float16 {"K":8192,"M":8192,"N":8192}
 def matmul__59197fd05472(a, b):
     m, k = a.size()
@@ -3673,6 +3671,8 @@ def matmul__59197fd05472(a, b):
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"K":4096,"M":4096,"N":11008}
 #   sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"K":4096,"M":4096,"N":4096}
+#   sm_90.json bfloat16 {"K":4096,"M":4096,"N":11008}
+#   sm_90.json bfloat16 {"K":4096,"M":4096,"N":4096}
 def matmul__869285718eec(a, b):
     m, k = a.size()
     n = b.size(1)
@@ -3728,9 +3728,6 @@ def matmul__8bc0a311a07d(a, b):
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"K":11008,"M":4096,"N":4096}
-#   sm_90.json bfloat16 {"K":4096,"M":4096,"N":11008}
-#   sm_90.json bfloat16 {"K":4096,"M":4096,"N":4096}
-#   sm_90.json bfloat16 {"K":8192,"M":8192,"N":8192}
 def matmul__8f1057c748b0(a, b):
     m, k = a.size()
     n = b.size(1)
@@ -3918,6 +3915,7 @@ def matmul__cdaba0dfde3e(a, b):
 # config: {"block_sizes":[128,256,64],"flatten_loops":[false,false],"indexing":["tensor_descriptor","tensor_descriptor","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":8,"persistent_flattens":[true,true],"pid_type":"persistent_interleaved","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"K":8192,"M":8192,"N":8192}
+#   sm_90.json bfloat16 {"K":8192,"M":8192,"N":8192}
 def matmul__f1887ddf98ad(a, b):
     m, k = a.size()
     n = b.size(1)
@@ -3940,6 +3938,8 @@ def matmul__f1887ddf98ad(a, b):
 # specialization: {"a":{"dtype":"float16","rank":2},"b":{"dtype":"float16","rank":2}}
 # used by: sm_90-nvidia-h100-80gb-hbm3.json float16 {"K":4096,"M":4096,"N":11008}
 #   sm_90-nvidia-h100-80gb-hbm3.json float16 {"K":4096,"M":4096,"N":4096}
+#   sm_90.json float16 {"K":4096,"M":4096,"N":11008}
+#   sm_90.json float16 {"K":4096,"M":4096,"N":4096}
 def matmul__f46e3da2add3(a, b):
     m, k = a.size()
     n = b.size(1)
