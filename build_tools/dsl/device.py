@@ -663,6 +663,12 @@ class DeviceCompiler(PointwiseMixin):
     def condition(self, node: ast.AST) -> Any:
         if self.session.is_static_condition(node, self.scope):
             return bool(self.session.eval_host(node))
+        if isinstance(node, ast.BoolOp):
+            # a compile-time operand that decides the whole `and` / `or` leaves no run-time branch
+            decider = isinstance(node.op, ast.Or)
+            for operand in node.values:
+                if self.session.is_static_condition(operand, self.scope) and bool(self.session.eval_host(operand)) == decider:
+                    return decider
         value = self.expr(node)
         if isinstance(value, HostScalar):
             return self.make(torch.bool, (), lambda a: f"({a[0]}) != 0", [value]) if value.dtype != torch.bool else self.make(torch.bool, (), lambda a: a[0], [value])

@@ -388,6 +388,46 @@ def test_specialized_scalar_does_not_fix_an_equal_size(device):
         check_kernel(scaled_row_sums, (x, 16), lambda x, times: x.sum(1) * times, n_random=1)
 
 
+@helion.kernel(static_shapes=False)
+def column_sums_doubled_for_one_row(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    halve = hl.register_tunable("halve", helion.EnumFragment((False, True)))
+    out = torch.empty([n], dtype=torch.float32, device=x.device)
+    for tile_n in hl.tile(n):
+        acc = hl.zeros([tile_n], dtype=torch.float32)
+        for tile_m in hl.tile(m):
+            acc = acc + x[tile_m, tile_n].to(torch.float32).sum(0)
+        if m == 1:
+            acc = acc * 2.0
+        if halve and m > 1:
+            acc = acc * 0.5
+        out[tile_n] = acc
+    return out
+
+
+def _column_sums_reference(x, halve):
+    sums = x.sum(0)
+    return sums * 2.0 if x.size(0) == 1 else sums * (0.5 if halve else 1.0)
+
+
+@pytest.mark.parametrize("halve", [False, True])
+def test_a_condition_on_a_run_time_size_branches_at_run_time(halve, device):
+    """With dynamic shapes, `m == 1` in device code is a run-time branch on an argument: the kernel
+    bound at one row must take the other branch on many rows (the example's value used to be folded
+    into the kernel). A compile-time operand that decides an `and` leaves no branch at all."""
+    one_row, rows = randn(1, 37, device=device), randn(5, 37, device=device)
+    bound = column_sums_doubled_for_one_row.bind((one_row,))
+    config = {**bound.config_spec.default_config(), "halve": halve}
+    kernel = bound.compile_config(config)
+    for x in (one_row, rows, one_row):
+        torch.testing.assert_close(kernel(x.clone()).double().cpu(), _column_sums_reference(x.double().cpu(), halve),
+                                   rtol=1e-5, atol=1e-5)
+    code = code_without_comments(bound.to_triton_code(config))
+    body = code[code.index("\ndef _column_sums_doubled_for_one_row"):code.index("\ndef column_sums_doubled_for_one_row(")]
+    assert len(re.findall(r"^\s+if ", body, re.M)) == (2 if halve else 1)
+    assert "0.5" in body if halve else "0.5" not in body
+
+
 @helion.kernel()
 def tunable_chunks(x: torch.Tensor) -> torch.Tensor:
     n = x.size(0)
