@@ -134,6 +134,9 @@ class CompileSession:
             n for n, v in args.items()
             if isinstance(v, (int, float)) and not isinstance(v, bool) and n not in parsed.constexpr_params
         }
+        # host names bound only to compile-time values (tunables, block sizes, constexprs and what is
+        # computed from them alone): conditions on them pick the kernel's structure (is_compile_time)
+        self.compile_time_names: set[str] = set()
         self.replay: list[Any] = []
         self.launcher_lines: list[str] = []
         self.kernels: list[KernelLaunch] = []
@@ -279,8 +282,32 @@ class CompileSession:
                     return False
         return True
 
+    def is_compile_time(self, node: ast.AST) -> bool:
+        """True when a host expression's value is the same on every call this kernel serves: it reads
+        no run-time scalar, no tensor size, stride or shape, and no name bound to a number (or a
+        tuple of them) computed from one. Unlike is_static_node, numbers computed from tunables
+        and block sizes count, so that a condition on them picks a structure at compile time,
+        while one on a size (`programs == 1` where programs follows M) branches at run time."""
+        names = self.names_in(node)
+        if self.runtime_scalars.intersection(names):
+            return False
+        if self.static_shapes:
+            return True
+        for name in names:
+            if name in self.static_names or name in self.compile_time_names or name not in self.env:
+                continue
+            value = self.env[name]
+            if isinstance(value, (bool, int, float, tuple, list)) and not isinstance(value, BlockSizeInt):
+                return False
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and getattr(self.try_eval(sub.func, self.env), "__name__", "") in ("size", "stride", "numel"):
+                return False
+            if isinstance(sub, ast.Attribute) and sub.attr == "shape":
+                return False
+        return True
+
     def is_static_condition(self, node: ast.AST, scope: dict) -> bool:
-        return self.is_host_evaluable(node, scope) and self.is_static_node(node)
+        return self.is_host_evaluable(node, scope) and self.is_compile_time(node)
 
     def host_value(self, node: ast.AST, builder: KernelBuilder) -> Any:
         if isinstance(node, (ast.List, ast.Tuple)) and not self.is_static_node(node):
@@ -288,11 +315,14 @@ class CompileSession:
             return items if isinstance(node, ast.List) else tuple(items)
         value = self.eval_host(node)
         text = ast.unparse(node)
-        return self.wrap_host(value, text, builder, self.is_static_node(node))
+        static = self.is_compile_time(node) if isinstance(value, bool) else self.is_static_node(node)
+        return self.wrap_host(value, text, builder, static)
 
     def host_name(self, name: str, builder: KernelBuilder) -> Any:
         if name in self.env:
             static = name in self.static_names or (self.static_shapes and name not in self.runtime_scalars)
+            if isinstance(self.env[name], bool):
+                static = self.is_compile_time(ast.Name(name, ast.Load()))
             return self.wrap_host(self.env[name], name, builder, static)
         if name in self.globals:
             value = self.globals[name]
@@ -661,6 +691,13 @@ class CompileSession:
         if bad is not None:
             raise exc.NotSupported("hl.tile/hl.grid loops must be top-level statements of the kernel", self.location(bad))
         start = len(self.replay)
+        if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            bound = {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+            if self.is_compile_time(stmt if isinstance(stmt, ast.AugAssign) else stmt.value):
+                self.compile_time_names |= bound
+            else:
+                self.compile_time_names -= bound
         if not isinstance(stmt, ast.Return):
             self.sizes.before(stmt)
             code = compile(ast.Module(body=[stmt], type_ignores=[]), self.parsed.filename, "exec")

@@ -392,12 +392,13 @@ def test_specialized_scalar_does_not_fix_an_equal_size(device):
 def column_sums_doubled_for_one_row(x: torch.Tensor) -> torch.Tensor:
     m, n = x.size()
     halve = hl.register_tunable("halve", helion.EnumFragment((False, True)))
+    single = m == 1
     out = torch.empty([n], dtype=torch.float32, device=x.device)
     for tile_n in hl.tile(n):
         acc = hl.zeros([tile_n], dtype=torch.float32)
         for tile_m in hl.tile(m):
             acc = acc + x[tile_m, tile_n].to(torch.float32).sum(0)
-        if m == 1:
+        if single:
             acc = acc * 2.0
         if halve and m > 1:
             acc = acc * 0.5
@@ -412,9 +413,10 @@ def _column_sums_reference(x, halve):
 
 @pytest.mark.parametrize("halve", [False, True])
 def test_a_condition_on_a_run_time_size_branches_at_run_time(halve, device):
-    """With dynamic shapes, `m == 1` in device code is a run-time branch on an argument: the kernel
-    bound at one row must take the other branch on many rows (the example's value used to be folded
-    into the kernel). A compile-time operand that decides an `and` leaves no branch at all."""
+    """With dynamic shapes, `m == 1` in device code (held in a name, or in an `and`) is a run-time
+    branch on an argument: the kernel bound at one row must take the other branch on many rows (the
+    example's value used to be folded into the kernel). A compile-time operand that decides an
+    `and` leaves no branch at all."""
     one_row, rows = randn(1, 37, device=device), randn(5, 37, device=device)
     bound = column_sums_doubled_for_one_row.bind((one_row,))
     config = {**bound.config_spec.default_config(), "halve": halve}
