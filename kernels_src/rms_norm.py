@@ -9,7 +9,8 @@ by the tunable `split_columns`; its first top-level loop (a pre-pass) has an emp
 - whole rows: a program holds a row (or a tile of rows) in registers. The forward may loop the
   row reduction over chunks (`reduction_loops`, the row re-read from L2). The backward is one
   pass: each of `dweight_partials` programs writes dx for its rows and accumulates dweight in fp32
-  registers, then stores one fp32 partial row. The tunable `finish_dweight` says who sums the
+  registers, then stores one fp32 partial row (a lone program, as at one row, stores dweight
+  itself, cast, and nothing sums it: one launch). The tunable `finish_dweight` says who sums the
   partial rows and casts the sum to the weight's dtype: "sum_pass", a third top-level loop (one
   program per `block_s` columns, `block_q` partial rows per step: one launch; its grid is empty
   otherwise); "host", torch's reduction and cast (two launches; ahead where many partial rows meet
@@ -140,7 +141,7 @@ def rms_norm_bwd(
     finishers = min(MAX_FINISHERS, programs, helion.cdiv(n, block_n))
     finish_columns = helion.cdiv(helion.cdiv(n, finishers), block_n) * block_n
     arrivals = helion.counters(helion.cdiv(n, block_n) + 1 if finish else 0, x.device)
-    sum_columns = n if finish_by == "sum_pass" else 0  # the sum pass's grid, empty unless it finishes dweight
+    sum_columns = n if finish_by == "sum_pass" and programs > 1 else 0  # the sum pass's grid
     for tile_m, tile_k in hl.tile([dot_rows, n], block_size=[block_r, block_n]):
         dy_w = grad_out[tile_m, tile_k].to(torch.float32) * weight[None, tile_k].to(torch.float32)
         row_dot_parts[tile_m, tile_k.id] = torch.sum(dy_w * x[tile_m, tile_k].to(torch.float32), dim=1)
@@ -158,8 +159,11 @@ def rms_norm_bwd(
                     dy_w = dy * weight[None, tile_n].to(torch.float32)
                     grad_x[tile_r, tile_n] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
                     acc = acc + torch.sum(dy * x_hat, dim=0)
-            grad_weight_partial[tile_p.begin, tile_n] = acc
-            if finish:
+            if programs == 1:
+                grad_weight[tile_n] = acc.to(grad_weight.dtype)
+            else:
+                grad_weight_partial[tile_p.begin, tile_n] = acc
+            if finish and programs > 1:
                 arrived = hl.signal(arrivals, [tile_n.id], op="atomic_add", sem="acq_rel")
                 if arrived == programs - 1:
                     total = hl.zeros([tile_n], dtype=torch.float32)
@@ -183,8 +187,11 @@ def rms_norm_bwd(
                         dy_w = dy * weight[None, :].to(torch.float32)
                     grad_x[tile_r, :] = ((dy_w - x_hat * row_dot[:, None]) * rstd[:, None]).to(grad_x.dtype)
                     acc = acc + torch.sum(dy * x_hat, dim=0)
-            grad_weight_partial[tile_p.begin, :] = acc
-            if finish:
+            if programs == 1:
+                grad_weight[:] = acc.to(grad_weight.dtype)
+            else:
+                grad_weight_partial[tile_p.begin, :] = acc
+            if finish and programs > 1:
                 arrived = hl.signal(arrivals, [0], op="atomic_add", sem="acq_rel")
                 finisher = arrived - (programs - finishers)
                 if finisher >= 0:
@@ -204,7 +211,7 @@ def rms_norm_bwd(
         for tile_q in hl.tile(programs, block_size=block_q):
             total = total + torch.sum(grad_weight_partial[tile_q, tile_s], dim=0)
         grad_weight[tile_s] = total.to(grad_weight.dtype)
-    return grad_x, grad_weight_partial.sum(0).to(weight.dtype) if finish_by == "host" else grad_weight
+    return grad_x, grad_weight_partial.sum(0).to(weight.dtype) if finish_by == "host" and programs > 1 else grad_weight
 
 
 @helion.kernel(static_shapes=False)

@@ -110,6 +110,25 @@ def test_backward(device, dtype, case):
              output_dtypes=(dtype, dtype))
 
 
+# One program over every row (13 rows in 16-row steps): it stores dweight itself, whichever finish
+# the config names and in both structures; rows of a few 256-column tiles when split.
+LONE_PROGRAM = [config_with(f"one program, {finish}, {label}",
+                            {("split_columns", None): split, ("finish_dweight", None): finish, ("block_sizes", 0): 16,
+                             ("block_sizes", 1): 256})
+                for finish in ("sum_pass", "host", "last_programs") for label, split in (("whole rows", False), ("split columns", True))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_backward_one_program_stores_dweight(device, dtype):
+    """Where one program covers every row (a decode step's backward), it writes dweight in the
+    weight's dtype and nothing sums partials; the same kernels at 37 rows take the partials."""
+    for m in (13, 37):
+        args = rms_norm.make_bwd_inputs(_shape(m, 700), dtype, device, seed=250 + m)
+        check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(dtype),
+                 f"rms_norm_bwd {m}x700 {dtype}", extra_configs=LONE_PROGRAM, output_dtypes=(dtype, dtype),
+                 random_seeds=())
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("case", CASES)
 def test_backward_noweight(device, dtype, case):
