@@ -342,8 +342,9 @@ class CompileSession:
             return tuple(self.wrap_host(v, f"({text})[{i}]", builder, False) for i, v in enumerate(value))
         if isinstance(value, bool) and not static:
             # a run-time condition (`programs == 1` of a dynamic size): an int argument, so that the
-            # kernel branches on each call's value instead of the example's
-            return self.host_scalar(f"int({text})", int(value), builder)
+            # kernel branches on each call's value instead of the example's (an integer expression,
+            # no call, so the launcher stays replayable)
+            return self.host_scalar(f"(1 if {text} else 0)", int(value), builder)
         if isinstance(value, BlockSizeInt) or isinstance(value, bool) or value is None:
             return value
         if isinstance(value, int):

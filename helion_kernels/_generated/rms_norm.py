@@ -1668,7 +1668,7 @@ def _xyz_grid(grid: tuple) -> tuple:
 
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_07eb9c8953(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _rms_norm_bwd_kernel_085b86abf8(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
     pid_1 = tl.program_id(0)
@@ -1693,27 +1693,32 @@ def _rms_norm_bwd_kernel_07eb9c8953(programs, main_columns, n, runs, stride, m, 
             indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
             mask_21 = indices_20 < v_18
             load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
-            v_24 = load_22[:, None]
-            v_25 = (load_23 * v_24)
-            load_26 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            load_27 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_28 = (load_26 * load_27)
-            v_29 = (v_28 * v_25)
-            red_30 = (tl.sum(tl.where(rmask_0[None, :], v_29, 0), 1) / n)
-            v_31 = red_30[:, None]
-            v_32 = (v_25 * v_31)
-            v_33 = (v_28 - v_32)
-            v_34 = load_22[:, None]
-            v_35 = (v_33 * v_34)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_35, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_36 = (load_26 * v_25)
-            red_37 = (tl.sum(tl.where(mask_21[:, None], v_36, 0), 0))
-            v_38 = (acc_11 + red_37)
-            acc_11 = v_38
-    v_39 = (int_programs_1) != 0
-    if v_39:
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            v_34 = red_33[:, None]
+            v_35 = (v_26 * v_34)
+            v_36 = (v_31 - v_35)
+            v_37 = load_22[:, None]
+            v_38 = (v_36 * v_37)
+            v_39 = v_38.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_40 = (v_28 * v_26)
+            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
+            v_42 = (acc_11 + red_41)
+            acc_11 = v_42
+    v_43 = (a_1_if_programs_1_else_0) != 0
+    if v_43:
+        v_44 = acc_11.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_44, mask=(rmask_0))
     else:
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
@@ -1756,7 +1761,7 @@ def _rms_norm_bwd_kernel_0ab628ae9e(sum_columns, programs, grad_weight_partial, 
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_0c781c79be(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _rms_norm_bwd_kernel_2bfba41146(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
     pid_1 = tl.program_id(0)
@@ -1782,56 +1787,6 @@ def _rms_norm_bwd_kernel_0c781c79be(programs, main_columns, n, runs, stride, m, 
             mask_21 = indices_20 < v_18
             load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
             load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_22[:, None]
-            v_25 = (load_23 * v_24)
-            load_26 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            load_27 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_28 = (load_26 * load_27)
-            v_29 = (v_28 * v_25)
-            red_30 = (tl.sum(tl.where(rmask_0[None, :], v_29, 0), 1) / n)
-            v_31 = red_30[:, None]
-            v_32 = (v_25 * v_31)
-            v_33 = (v_28 - v_32)
-            v_34 = load_22[:, None]
-            v_35 = (v_33 * v_34)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_35, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_36 = (load_26 * v_25)
-            red_37 = (tl.sum(tl.where(mask_21[:, None], v_36, 0), 0))
-            v_38 = (acc_11 + red_37)
-            acc_11 = v_38
-    v_39 = (int_programs_1) != 0
-    if v_39:
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_2e40af6461(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 1)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 1)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
             v_24 = load_23.to(tl.float32)
             v_25 = load_22[:, None]
             v_26 = (v_24 * v_25)
@@ -1853,7 +1808,7 @@ def _rms_norm_bwd_kernel_2e40af6461(programs, main_columns, n, runs, stride, m, 
             red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
             v_42 = (acc_11 + red_41)
             acc_11 = v_42
-    v_43 = (int_programs_1) != 0
+    v_43 = (a_1_if_programs_1_else_0) != 0
     if v_43:
         v_44 = acc_11.to(tl.bfloat16)
         tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_44, mask=(rmask_0))
@@ -1861,380 +1816,7 @@ def _rms_norm_bwd_kernel_2e40af6461(programs, main_columns, n, runs, stride, m, 
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_381a84ecdf(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, int_finish_and_programs_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
-    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
-    offset_4 = 0 + pid_3 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * run)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + run)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_30 = load_29.to(tl.float32)
-            v_31 = (v_28 * v_30)
-            v_32 = (v_31 * v_26)
-            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
-            load_34 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            v_36 = load_22[:, None]
-            v_37 = (v_35 * v_36)
-            load_38 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_39 = load_38.to(tl.float32)
-            load_40 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_41 = load_40.to(tl.float32)
-            v_42 = (v_39 * v_41)
-            v_43 = red_33[:, None]
-            v_44 = (v_37 * v_43)
-            v_45 = (v_42 - v_44)
-            v_46 = load_22[:, None]
-            v_47 = (v_45 * v_46)
-            v_48 = v_47.to(tl.bfloat16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_48, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_49 = (v_39 * v_37)
-            red_50 = (tl.sum(tl.where(mask_21[:, None], v_49, 0), 0))
-            v_51 = (acc_11 + red_50)
-            acc_11 = v_51
-    v_52 = (int_programs_1) != 0
-    if v_52:
-        v_53 = acc_11.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_53, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-    v_54 = (int_finish_and_programs_1) != 0
-    if v_54:
-        tl.debug_barrier()
-        old_55 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_56 = (old_55 - programs_finishers)
-        v_57 = (v_56 >= 0)
-        if v_57:
-            seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_58 != programs:
-                seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            v_59 = (v_56 * finish_columns)
-            v_60 = (v_59 + finish_columns)
-            v_61 = tl.minimum(v_60, n)
-            for offset_62 in tl.range(v_59, v_61, _BLOCK_SIZE_1):
-                indices_63 = offset_62 + tl.arange(0, _BLOCK_SIZE_1)
-                mask_64 = indices_63 < v_61
-                v_65 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-                total_66 = v_65
-                for offset_67 in tl.range(0, programs, _BLOCK_SIZE_2):
-                    indices_68 = offset_67 + tl.arange(0, _BLOCK_SIZE_2)
-                    mask_69 = indices_68 < programs
-                    load_70 = tl.load(grad_weight_partial + (indices_68[:, None] * grad_weight_partial_stride_0 + indices_63[None, :] * grad_weight_partial_stride_1), mask=(mask_69[:, None]) & (mask_64[None, :]), other=0)
-                    red_71 = (tl.sum(tl.where(mask_69[:, None], load_70, 0), 0))
-                    v_72 = (total_66 + red_71)
-                    total_66 = v_72
-                v_73 = total_66.to(tl.bfloat16)
-                tl.store(grad_weight + (indices_63 * grad_weight_stride_0), v_73, mask=(mask_64))
-            tl.debug_barrier()
-            old_74 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-            v_75 = (old_74 == finishers_1)
-            if v_75:
-                old_76 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
-                old_77 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
-
-
-_rms_norm_bwd_kernel_381a84ecdf.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_38703a614a(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2, loop_unroll_factor=1):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_9 = indices_8 < programs
-        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0)
-        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_3a6a74af42(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 1)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 1)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_22[:, None]
-            v_25 = (load_23 * v_24)
-            load_26 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            load_27 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_28 = (load_26 * load_27)
-            v_29 = (v_28 * v_25)
-            red_30 = (tl.sum(tl.where(rmask_0[None, :], v_29, 0), 1) / n)
-            v_31 = red_30[:, None]
-            v_32 = (v_25 * v_31)
-            v_33 = (v_28 - v_32)
-            v_34 = load_22[:, None]
-            v_35 = (v_33 * v_34)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_35, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_36 = (load_26 * v_25)
-            red_37 = (tl.sum(tl.where(mask_21[:, None], v_36, 0), 0))
-            v_38 = (acc_11 + red_37)
-            acc_11 = v_38
-    v_39 = (int_programs_1) != 0
-    if v_39:
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_416663fa15(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, int_finish_and_programs_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 2)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 2)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_30 = load_29.to(tl.float32)
-            v_31 = (v_28 * v_30)
-            v_32 = (v_31 * v_26)
-            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
-            v_34 = red_33[:, None]
-            v_35 = (v_26 * v_34)
-            v_36 = (v_31 - v_35)
-            v_37 = load_22[:, None]
-            v_38 = (v_36 * v_37)
-            v_39 = v_38.to(tl.bfloat16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_40 = (v_28 * v_26)
-            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
-            v_42 = (acc_11 + red_41)
-            acc_11 = v_42
-    v_43 = (int_programs_1) != 0
-    if v_43:
-        v_44 = acc_11.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_44, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-    v_45 = (int_finish_and_programs_1) != 0
-    if v_45:
-        tl.debug_barrier()
-        old_46 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_47 = (old_46 - programs_finishers)
-        v_48 = (v_47 >= 0)
-        if v_48:
-            seen_49 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_49 != programs:
-                seen_49 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            v_50 = (v_47 * finish_columns)
-            v_51 = (v_50 + finish_columns)
-            v_52 = tl.minimum(v_51, n)
-            for offset_53 in tl.range(v_50, v_52, _BLOCK_SIZE_1):
-                indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_1)
-                mask_55 = indices_54 < v_52
-                v_56 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-                total_57 = v_56
-                for offset_58 in tl.range(0, programs, _BLOCK_SIZE_2):
-                    indices_59 = offset_58 + tl.arange(0, _BLOCK_SIZE_2)
-                    mask_60 = indices_59 < programs
-                    load_61 = tl.load(grad_weight_partial + (indices_59[:, None] * grad_weight_partial_stride_0 + indices_54[None, :] * grad_weight_partial_stride_1), mask=(mask_60[:, None]) & (mask_55[None, :]), other=0)
-                    red_62 = (tl.sum(tl.where(mask_60[:, None], load_61, 0), 0))
-                    v_63 = (total_57 + red_62)
-                    total_57 = v_63
-                v_64 = total_57.to(tl.bfloat16)
-                tl.store(grad_weight + (indices_54 * grad_weight_stride_0), v_64, mask=(mask_55))
-            tl.debug_barrier()
-            old_65 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-            v_66 = (old_65 == finishers_1)
-            if v_66:
-                old_67 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
-                old_68 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
-
-
-_rms_norm_bwd_kernel_416663fa15.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_4518243752(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 1)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 1)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
-            v_24 = load_22[:, None]
-            v_25 = (load_23 * v_24)
-            load_26 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
-            load_27 = tl.load(row_dot_sum + (indices_20 * row_dot_sum_stride_0), mask=(mask_21), other=0)
-            v_28 = (load_27 * load_22)
-            v_29 = n
-            v_30 = v_29.to(tl.float32)
-            v_31 = (v_28 / v_30)
-            load_32 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
-            v_33 = (load_26 * load_32)
-            v_34 = v_31[:, None]
-            v_35 = (v_25 * v_34)
-            v_36 = (v_33 - v_35)
-            v_37 = load_22[:, None]
-            v_38 = (v_36 * v_37)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + indices_8[None, :] * grad_x_stride_1), v_38, mask=(mask_21[:, None]) & (mask_9[None, :]))
-            v_39 = (load_26 * v_25)
-            red_40 = (tl.sum(tl.where(mask_21[:, None], v_39, 0), 0))
-            v_41 = (acc_11 + red_40)
-            acc_11 = v_41
-    v_42 = (int_programs_1) != 0
-    if v_42:
-        tl.store(grad_weight + (indices_8 * grad_weight_stride_0), acc_11, mask=(mask_9))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_46543b0dc2(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(programs - 0, 1)
-    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    in_group_4 = 4 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 4
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_9 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=4):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 2)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 2)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, num_stages=1):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_37 = load_36.to(tl.float32)
-            v_38 = (v_35 * v_37)
-            v_39 = (v_38 * v_33)
-            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
-            v_41 = red_40[:, None]
-            v_42 = (v_33 * v_41)
-            v_43 = (v_38 - v_42)
-            v_44 = load_29[:, None]
-            v_45 = (v_43 * v_44)
-            v_46 = v_45.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_47 = (v_35 * v_33)
-            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
-            v_49 = (acc_18 + red_48)
-            acc_18 = v_49
-    v_50 = (int_programs_1) != 0
-    if v_50:
-        v_51 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_546eba4b3d(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _rms_norm_bwd_kernel_33949685d3(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
     pid_1 = tl.program_id(0)
@@ -2281,7 +1863,7 @@ def _rms_norm_bwd_kernel_546eba4b3d(programs, main_columns, n, runs, stride, m, 
             red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
             v_42 = (acc_11 + red_41)
             acc_11 = v_42
-    v_43 = (int_programs_1) != 0
+    v_43 = (a_1_if_programs_1_else_0) != 0
     if v_43:
         v_44 = acc_11.to(tl.float16)
         tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_44, mask=(rmask_0))
@@ -2289,923 +1871,7 @@ def _rms_norm_bwd_kernel_546eba4b3d(programs, main_columns, n, runs, stride, m, 
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_7469e8485b(programs, main_columns, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, int_finish_and_programs_1, arrivals, arrivals_stride_0, programs_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    num_pid_3 = tl.cdiv(programs - 0, 1)
-    in_group_4 = 4 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 4
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_10 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=2):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * run)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + run)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, num_stages=1):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0)
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + indices_15[None, :] * x_stride_1), mask=(mask_28[:, None]) & (mask_16[None, :]), other=0)
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + indices_15[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (mask_16[None, :]), other=0)
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(row_dot_sum + (indices_27 * row_dot_sum_stride_0), mask=(mask_28), other=0)
-            v_37 = (load_36 * load_29)
-            v_38 = n
-            v_39 = v_38.to(tl.float32)
-            v_40 = (v_37 / v_39)
-            load_41 = tl.load(weight + (indices_15[None, :] * weight_stride_0), mask=(mask_16[None, :]), other=0, eviction_policy='evict_last')
-            v_42 = load_41.to(tl.float32)
-            v_43 = (v_35 * v_42)
-            v_44 = v_40[:, None]
-            v_45 = (v_33 * v_44)
-            v_46 = (v_43 - v_45)
-            v_47 = load_29[:, None]
-            v_48 = (v_46 * v_47)
-            v_49 = v_48.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + indices_15[None, :] * grad_x_stride_1), v_49, mask=(mask_28[:, None]) & (mask_16[None, :]))
-            v_50 = (v_35 * v_33)
-            red_51 = (tl.sum(tl.where(mask_28[:, None], v_50, 0), 0))
-            v_52 = (acc_18 + red_51)
-            acc_18 = v_52
-    v_53 = (int_programs_1) != 0
-    if v_53:
-        v_54 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (indices_15 * grad_weight_stride_0), v_54, mask=(mask_16))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + indices_15 * grad_weight_partial_stride_1), acc_18, mask=(mask_16))
-    v_55 = (int_finish_and_programs_1) != 0
-    if v_55:
-        tid_56 = (offset_14 - 0) // _BLOCK_SIZE_1
-        tl.debug_barrier()
-        old_57 = tl.atomic_add(arrivals + (tid_56 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_58 = (old_57 == programs_1)
-        if v_58:
-            v_59 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-            total_60 = v_59
-            for offset_61 in tl.range(0, programs, _BLOCK_SIZE_2):
-                indices_62 = offset_61 + tl.arange(0, _BLOCK_SIZE_2)
-                mask_63 = indices_62 < programs
-                load_64 = tl.load(grad_weight_partial + (indices_62[:, None] * grad_weight_partial_stride_0 + indices_15[None, :] * grad_weight_partial_stride_1), mask=(mask_63[:, None]) & (mask_16[None, :]), other=0)
-                red_65 = (tl.sum(tl.where(mask_63[:, None], load_64, 0), 0))
-                v_66 = (total_60 + red_65)
-                total_60 = v_66
-            v_67 = total_60.to(tl.bfloat16)
-            tl.store(grad_weight + (indices_15 * grad_weight_stride_0), v_67, mask=(mask_16))
-            tid_68 = (offset_14 - 0) // _BLOCK_SIZE_1
-            old_69 = tl.atomic_xchg(arrivals + (tid_68 * arrivals_stride_0), 0, sem='release', scope='gpu')
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_77ed0530a7(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 1)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 1)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(row_dot_sum + (indices_20 * row_dot_sum_stride_0), mask=(mask_21), other=0)
-            v_30 = (load_29 * load_22)
-            v_31 = n
-            v_32 = v_31.to(tl.float32)
-            v_33 = (v_30 / v_32)
-            load_34 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
-            v_35 = load_34.to(tl.float32)
-            v_36 = (v_28 * v_35)
-            v_37 = v_33[:, None]
-            v_38 = (v_26 * v_37)
-            v_39 = (v_36 - v_38)
-            v_40 = load_22[:, None]
-            v_41 = (v_39 * v_40)
-            v_42 = v_41.to(tl.bfloat16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + indices_8[None, :] * grad_x_stride_1), v_42, mask=(mask_21[:, None]) & (mask_9[None, :]))
-            v_43 = (v_28 * v_26)
-            red_44 = (tl.sum(tl.where(mask_21[:, None], v_43, 0), 0))
-            v_45 = (acc_11 + red_44)
-            acc_11 = v_45
-    v_46 = (int_programs_1) != 0
-    if v_46:
-        v_47 = acc_11.to(tl.bfloat16)
-        tl.store(grad_weight + (indices_8 * grad_weight_stride_0), v_47, mask=(mask_9))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_85b5756c45(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 1)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 1)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_30 = load_29.to(tl.float32)
-            v_31 = (v_28 * v_30)
-            v_32 = (v_31 * v_26)
-            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
-            v_34 = red_33[:, None]
-            v_35 = (v_26 * v_34)
-            v_36 = (v_31 - v_35)
-            v_37 = load_22[:, None]
-            v_38 = (v_36 * v_37)
-            v_39 = v_38.to(tl.float16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_40 = (v_28 * v_26)
-            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
-            v_42 = (acc_11 + red_41)
-            acc_11 = v_42
-    v_43 = (int_programs_1) != 0
-    if v_43:
-        v_44 = acc_11.to(tl.float16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_44, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_877c9805d3(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight_partial_size_0, grad_weight_partial_size_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_grad_weight_partial_7: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2, num_stages=2):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_9 = indices_8 < programs
-        load_10 = (tl.make_tensor_descriptor(grad_weight_partial, [grad_weight_partial_size_0, grad_weight_partial_size_1], [grad_weight_partial_stride_0, grad_weight_partial_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_3]).load([offset_7, offset_2]) if _TMA_grad_weight_partial_7 else tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_last'))
-        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    v_13 = total_6.to(tl.bfloat16)
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_89705656f4(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 1)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 1)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(row_dot_sum + (indices_20 * row_dot_sum_stride_0), mask=(mask_21), other=0)
-            v_30 = (load_29 * load_22)
-            v_31 = n
-            v_32 = v_31.to(tl.float32)
-            v_33 = (v_30 / v_32)
-            load_34 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
-            v_35 = load_34.to(tl.float32)
-            v_36 = (v_28 * v_35)
-            v_37 = v_33[:, None]
-            v_38 = (v_26 * v_37)
-            v_39 = (v_36 - v_38)
-            v_40 = load_22[:, None]
-            v_41 = (v_39 * v_40)
-            v_42 = v_41.to(tl.float16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + indices_8[None, :] * grad_x_stride_1), v_42, mask=(mask_21[:, None]) & (mask_9[None, :]))
-            v_43 = (v_28 * v_26)
-            red_44 = (tl.sum(tl.where(mask_21[:, None], v_43, 0), 0))
-            v_45 = (acc_11 + red_44)
-            acc_11 = v_45
-    v_46 = (int_programs_1) != 0
-    if v_46:
-        v_47 = acc_11.to(tl.float16)
-        tl.store(grad_weight + (indices_8 * grad_weight_stride_0), v_47, mask=(mask_9))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_9852afec23(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    if _XYZ_FOLDED:
-        pid_3 = tl.program_id(0) % (tl.cdiv(programs - 0, 1))
-        pid_4 = (tl.program_id(0) // (tl.cdiv(programs - 0, 1)))
-        pid_1 = pid_3
-        pid_2 = pid_4
-    else:
-        pid_1 = tl.program_id(0)
-        pid_2 = tl.program_id(1)
-    offset_5 = 0 + pid_1 * 1
-    indices_6 = offset_5 + tl.arange(0, 1)
-    mask_7 = indices_6 < programs
-    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_10 = indices_9 < main_columns
-    v_11 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_12 = v_11
-    for idx_13 in tl.range(0, tl.maximum(runs, 0), 1, loop_unroll_factor=2, num_stages=3):
-        idx_14 = idx_13
-        v_15 = (idx_14 * stride)
-        v_16 = (offset_5 * 1)
-        v_17 = (v_15 + v_16)
-        v_18 = (v_17 + 1)
-        v_19 = tl.minimum(v_18, m)
-        for offset_20 in tl.range(v_17, v_19, _BLOCK_SIZE_0, loop_unroll_factor=1):
-            indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_22 = indices_21 < v_19
-            load_23 = tl.load(inv_rms + (indices_21 * inv_rms_stride_0), mask=(mask_22), other=0)
-            load_24 = tl.load(x + (indices_21[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_22[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_25 = load_23[:, None]
-            v_26 = (load_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_21[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_22[:, None]) & (rmask_0[None, :]), other=0)
-            load_28 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_29 = (load_27 * load_28)
-            v_30 = (v_29 * v_26)
-            red_31 = (tl.sum(tl.where(rmask_0[None, :], v_30, 0), 1) / n)
-            v_32 = red_31[:, None]
-            v_33 = (v_26 * v_32)
-            v_34 = (v_29 - v_33)
-            v_35 = load_23[:, None]
-            v_36 = (v_34 * v_35)
-            tl.store(grad_x + (indices_21[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_36, mask=(mask_22[:, None]) & (rmask_0[None, :]))
-            v_37 = (load_27 * v_26)
-            red_38 = (tl.sum(tl.where(mask_22[:, None], v_37, 0), 0))
-            v_39 = (acc_12 + red_38)
-            acc_12 = v_39
-    v_40 = (int_programs_1) != 0
-    if v_40:
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_12, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_5 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_12, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_9a7940ea34(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(programs - 0, 1)
-    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    in_group_4 = 4 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 4
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_9 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=4):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * run)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + run)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, num_stages=1):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_37 = load_36.to(tl.float32)
-            v_38 = (v_35 * v_37)
-            v_39 = (v_38 * v_33)
-            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
-            v_41 = red_40[:, None]
-            v_42 = (v_33 * v_41)
-            v_43 = (v_38 - v_42)
-            v_44 = load_29[:, None]
-            v_45 = (v_43 * v_44)
-            v_46 = v_45.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_47 = (v_35 * v_33)
-            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
-            v_49 = (acc_18 + red_48)
-            acc_18 = v_49
-    v_50 = (int_programs_1) != 0
-    if v_50:
-        v_51 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_9e7b022f48(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, x_size_0, x_size_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _TMA_x_12: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
-    pid_3 = (pid_1 // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
-    offset_4 = 0 + pid_3 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < dot_rows
-    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < n
-    load_10 = tl.load(grad_out + (indices_5[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
-    v_11 = load_10.to(tl.float32)
-    load_12 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
-    v_13 = load_12.to(tl.float32)
-    v_14 = (v_11 * v_13)
-    load_15 = (tl.make_tensor_descriptor(x, [x_size_0, x_size_1], [x_stride_0, x_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([offset_4, offset_7]) if _TMA_x_12 else tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0, eviction_policy='evict_last'))
-    v_16 = load_15.to(tl.float32)
-    v_17 = (v_14 * v_16)
-    red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
-    tid_19 = (offset_7 - 0) // _BLOCK_SIZE_1
-    tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_19 * row_dot_parts_stride_1), red_18, mask=(mask_6))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_a54e49d0f1(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(programs - 0, 1)
-    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    in_group_4 = 8 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 8
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_9 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 8)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 8)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=4):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_37 = load_36.to(tl.float32)
-            v_38 = (v_35 * v_37)
-            v_39 = (v_38 * v_33)
-            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
-            v_41 = red_40[:, None]
-            v_42 = (v_33 * v_41)
-            v_43 = (v_38 - v_42)
-            v_44 = load_29[:, None]
-            v_45 = (v_43 * v_44)
-            v_46 = v_45.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_47 = (v_35 * v_33)
-            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
-            v_49 = (acc_18 + red_48)
-            acc_18 = v_49
-    v_50 = (int_programs_1) != 0
-    if v_50:
-        v_51 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_a8615851d0(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_9 = indices_8 < programs
-        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0)
-        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_af8e30ff14(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_9 = indices_8 < programs
-        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0)
-        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    v_13 = total_6.to(tl.bfloat16)
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_b632305cf8(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
-    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
-    offset_4 = 0 + pid_2 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 4)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 4)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_30 = load_29.to(tl.float32)
-            v_31 = (v_28 * v_30)
-            v_32 = (v_31 * v_26)
-            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
-            v_34 = red_33[:, None]
-            v_35 = (v_26 * v_34)
-            v_36 = (v_31 - v_35)
-            v_37 = load_22[:, None]
-            v_38 = (v_36 * v_37)
-            v_39 = v_38.to(tl.bfloat16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_40 = (v_28 * v_26)
-            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
-            v_42 = (acc_11 + red_41)
-            acc_11 = v_42
-    v_43 = (int_programs_1) != 0
-    if v_43:
-        v_44 = acc_11.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_44, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_b64c288aba(programs, main_columns, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, int_finish_and_programs_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, n: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
-    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
-    offset_4 = 0 + pid_3 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * run)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + run)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_30 = load_29.to(tl.float32)
-            v_31 = (v_28 * v_30)
-            v_32 = (v_31 * v_26)
-            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
-            load_34 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            v_36 = load_22[:, None]
-            v_37 = (v_35 * v_36)
-            load_38 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_39 = load_38.to(tl.float32)
-            load_40 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_41 = load_40.to(tl.float32)
-            v_42 = (v_39 * v_41)
-            v_43 = red_33[:, None]
-            v_44 = (v_37 * v_43)
-            v_45 = (v_42 - v_44)
-            v_46 = load_22[:, None]
-            v_47 = (v_45 * v_46)
-            v_48 = v_47.to(tl.bfloat16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_48, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_49 = (v_39 * v_37)
-            red_50 = (tl.sum(tl.where(mask_21[:, None], v_49, 0), 0))
-            v_51 = (acc_11 + red_50)
-            acc_11 = v_51
-    v_52 = (int_programs_1) != 0
-    if v_52:
-        v_53 = acc_11.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_53, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-    v_54 = (int_finish_and_programs_1) != 0
-    if v_54:
-        tl.debug_barrier()
-        old_55 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_56 = (old_55 - programs_finishers)
-        v_57 = (v_56 >= 0)
-        if v_57:
-            seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_58 != programs:
-                seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            v_59 = (v_56 * finish_columns)
-            v_60 = (v_59 + finish_columns)
-            v_61 = tl.minimum(v_60, n)
-            for offset_62 in tl.range(v_59, v_61, _BLOCK_SIZE_1):
-                indices_63 = offset_62 + tl.arange(0, _BLOCK_SIZE_1)
-                mask_64 = indices_63 < v_61
-                v_65 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-                total_66 = v_65
-                for offset_67 in tl.range(0, programs, _BLOCK_SIZE_2):
-                    indices_68 = offset_67 + tl.arange(0, _BLOCK_SIZE_2)
-                    mask_69 = indices_68 < programs
-                    load_70 = tl.load(grad_weight_partial + (indices_68[:, None] * grad_weight_partial_stride_0 + indices_63[None, :] * grad_weight_partial_stride_1), mask=(mask_69[:, None]) & (mask_64[None, :]), other=0)
-                    red_71 = (tl.sum(tl.where(mask_69[:, None], load_70, 0), 0))
-                    v_72 = (total_66 + red_71)
-                    total_66 = v_72
-                v_73 = total_66.to(tl.bfloat16)
-                tl.store(grad_weight + (indices_63 * grad_weight_stride_0), v_73, mask=(mask_64))
-            tl.debug_barrier()
-            old_74 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-            v_75 = (old_74 == finishers_1)
-            if v_75:
-                old_76 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
-                old_77 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
-
-
-_rms_norm_bwd_kernel_b64c288aba.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_bc2964326d(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    whole_end_7 = 0 + tl.maximum((programs - 0), 0) // _BLOCK_SIZE_2 * _BLOCK_SIZE_2
-    for offset_8 in tl.range(0, whole_end_7, _BLOCK_SIZE_2, num_stages=3):
-        indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_2)
-        load_10 = tl.load(grad_weight_partial + (indices_9[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_4[None, :]), other=0)
-        red_11 = (tl.sum(tl.fma(load_10, 1.0, -0.0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    total_13 = total_6
-    for offset_14 in tl.range(whole_end_7, programs, _BLOCK_SIZE_2):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_16 = indices_15 < programs
-        load_17 = tl.load(grad_weight_partial + (indices_15[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_16[:, None]) & (mask_4[None, :]), other=0)
-        red_18 = (tl.sum(tl.where(mask_16[:, None], load_17, 0), 0))
-        v_19 = (total_13 + red_18)
-        total_13 = v_19
-    v_20 = total_13.to(tl.bfloat16)
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_20, mask=(mask_4))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_bcc4be9da5(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, int_finish_and_programs_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
-    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
-    offset_4 = 0 + pid_3 * 1
-    indices_5 = offset_4 + tl.arange(0, 1)
-    mask_6 = indices_5 < programs
-    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < main_columns
-    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_11 = v_10
-    for idx_12 in tl.range(0, runs, 1):
-        idx_13 = idx_12
-        v_14 = (idx_13 * stride)
-        v_15 = (offset_4 * 1)
-        v_16 = (v_14 + v_15)
-        v_17 = (v_16 + 1)
-        v_18 = tl.minimum(v_17, m)
-        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
-            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_21 = indices_20 < v_18
-            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
-            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_24 = load_23.to(tl.float32)
-            v_25 = load_22[:, None]
-            v_26 = (v_24 * v_25)
-            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
-            v_28 = load_27.to(tl.float32)
-            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_30 = load_29.to(tl.float32)
-            v_31 = (v_28 * v_30)
-            v_32 = (v_31 * v_26)
-            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
-            load_34 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            v_36 = load_22[:, None]
-            v_37 = (v_35 * v_36)
-            load_38 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_39 = load_38.to(tl.float32)
-            load_40 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_41 = load_40.to(tl.float32)
-            v_42 = (v_39 * v_41)
-            v_43 = red_33[:, None]
-            v_44 = (v_37 * v_43)
-            v_45 = (v_42 - v_44)
-            v_46 = load_22[:, None]
-            v_47 = (v_45 * v_46)
-            v_48 = v_47.to(tl.bfloat16)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_48, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_49 = (v_39 * v_37)
-            red_50 = (tl.sum(tl.where(mask_21[:, None], v_49, 0), 0))
-            v_51 = (acc_11 + red_50)
-            acc_11 = v_51
-    v_52 = (int_programs_1) != 0
-    if v_52:
-        v_53 = acc_11.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_53, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-    v_54 = (int_finish_and_programs_1) != 0
-    if v_54:
-        tl.debug_barrier()
-        old_55 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_56 = (old_55 - programs_finishers)
-        v_57 = (v_56 >= 0)
-        if v_57:
-            seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_58 != programs:
-                seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            v_59 = (v_56 * finish_columns)
-            v_60 = (v_59 + finish_columns)
-            v_61 = tl.minimum(v_60, n)
-            for offset_62 in tl.range(v_59, v_61, _BLOCK_SIZE_1):
-                indices_63 = offset_62 + tl.arange(0, _BLOCK_SIZE_1)
-                mask_64 = indices_63 < v_61
-                v_65 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-                total_66 = v_65
-                for offset_67 in tl.range(0, programs, _BLOCK_SIZE_2):
-                    indices_68 = offset_67 + tl.arange(0, _BLOCK_SIZE_2)
-                    mask_69 = indices_68 < programs
-                    load_70 = tl.load(grad_weight_partial + (indices_68[:, None] * grad_weight_partial_stride_0 + indices_63[None, :] * grad_weight_partial_stride_1), mask=(mask_69[:, None]) & (mask_64[None, :]), other=0)
-                    red_71 = (tl.sum(tl.where(mask_69[:, None], load_70, 0), 0))
-                    v_72 = (total_66 + red_71)
-                    total_66 = v_72
-                v_73 = total_66.to(tl.bfloat16)
-                tl.store(grad_weight + (indices_63 * grad_weight_stride_0), v_73, mask=(mask_64))
-            tl.debug_barrier()
-            old_74 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-            v_75 = (old_74 == finishers_1)
-            if v_75:
-                old_76 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
-                old_77 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
-
-
-_rms_norm_bwd_kernel_bcc4be9da5.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_c81575abf4(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(programs - 0, 1)
-    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    in_group_4 = 4 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 4
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_9 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, tl.maximum(runs, 0), 1, loop_unroll_factor=4, num_stages=4):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * run)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + run)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0)
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_31 = load_29[:, None]
-            v_32 = (load_30 * v_31)
-            load_33 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
-            load_34 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = (load_33 * load_34)
-            v_36 = (v_35 * v_32)
-            red_37 = (tl.sum(tl.where(rmask_0[None, :], v_36, 0), 1) / n)
-            v_38 = red_37[:, None]
-            v_39 = (v_32 * v_38)
-            v_40 = (v_35 - v_39)
-            v_41 = load_29[:, None]
-            v_42 = (v_40 * v_41)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_42, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_43 = (load_33 * v_32)
-            red_44 = (tl.sum(tl.where(mask_28[:, None], v_43, 0), 0))
-            v_45 = (acc_18 + red_44)
-            acc_18 = v_45
-    v_46 = (int_programs_1) != 0
-    if v_46:
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_ca2a622225(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    num_pid_3 = tl.cdiv(programs - 0, 1)
-    in_group_4 = 16 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 16
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_10 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=1):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 1)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 1)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=3):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_37 = load_36.to(tl.float32)
-            v_38 = (v_35 * v_37)
-            v_39 = (v_38 * v_33)
-            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
-            load_41 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_42 = load_41.to(tl.float32)
-            v_43 = load_29[:, None]
-            v_44 = (v_42 * v_43)
-            load_45 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_46 = load_45.to(tl.float32)
-            load_47 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_48 = load_47.to(tl.float32)
-            v_49 = (v_46 * v_48)
-            v_50 = red_40[:, None]
-            v_51 = (v_44 * v_50)
-            v_52 = (v_49 - v_51)
-            v_53 = load_29[:, None]
-            v_54 = (v_52 * v_53)
-            v_55 = v_54.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_55, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_56 = (v_46 * v_44)
-            red_57 = (tl.sum(tl.where(mask_28[:, None], v_56, 0), 0))
-            v_58 = (acc_18 + red_57)
-            acc_18 = v_58
-    v_59 = (int_programs_1) != 0
-    if v_59:
-        v_60 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_60, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_dc4fb2ad87(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _rms_norm_bwd_kernel_34a9aead1c(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
     pid_1 = tl.program_id(0)
@@ -3270,14 +1936,254 @@ def _rms_norm_bwd_kernel_dc4fb2ad87(programs, main_columns, n, runs, stride, m, 
             red_57 = (tl.sum(tl.where(mask_41[:, None], v_56, 0), 0))
             v_58 = (acc_11 + red_57)
             acc_11 = v_58
-    v_59 = (int_programs_1) != 0
+    v_59 = (a_1_if_programs_1_else_0) != 0
     if v_59:
         tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
     else:
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_dc85ef97cb(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _rms_norm_bwd_kernel_38703a614a(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2, loop_unroll_factor=1):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_9 = indices_8 < programs
+        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0)
+        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_3d31b9a68c(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 1)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 1)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(row_dot_sum + (indices_20 * row_dot_sum_stride_0), mask=(mask_21), other=0)
+            v_30 = (load_29 * load_22)
+            v_31 = n
+            v_32 = v_31.to(tl.float32)
+            v_33 = (v_30 / v_32)
+            load_34 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
+            v_35 = load_34.to(tl.float32)
+            v_36 = (v_28 * v_35)
+            v_37 = v_33[:, None]
+            v_38 = (v_26 * v_37)
+            v_39 = (v_36 - v_38)
+            v_40 = load_22[:, None]
+            v_41 = (v_39 * v_40)
+            v_42 = v_41.to(tl.float16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + indices_8[None, :] * grad_x_stride_1), v_42, mask=(mask_21[:, None]) & (mask_9[None, :]))
+            v_43 = (v_28 * v_26)
+            red_44 = (tl.sum(tl.where(mask_21[:, None], v_43, 0), 0))
+            v_45 = (acc_11 + red_44)
+            acc_11 = v_45
+    v_46 = (a_1_if_programs_1_else_0) != 0
+    if v_46:
+        v_47 = acc_11.to(tl.float16)
+        tl.store(grad_weight + (indices_8 * grad_weight_stride_0), v_47, mask=(mask_9))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_428d38fca5(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(programs - 0, 1)
+    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    in_group_4 = 4 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 4
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_9 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, num_stages=4):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * run)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + run)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_37 = load_36.to(tl.float32)
+            v_38 = (v_35 * v_37)
+            v_39 = (v_38 * v_33)
+            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
+            v_41 = red_40[:, None]
+            v_42 = (v_33 * v_41)
+            v_43 = (v_38 - v_42)
+            v_44 = load_29[:, None]
+            v_45 = (v_43 * v_44)
+            v_46 = v_45.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_47 = (v_35 * v_33)
+            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
+            v_49 = (acc_18 + red_48)
+            acc_18 = v_49
+    v_50 = (a_1_if_programs_1_else_0) != 0
+    if v_50:
+        v_51 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_514430c6b4(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 4)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 4)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_22[:, None]
+            v_25 = (load_23 * v_24)
+            load_26 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            load_27 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_28 = (load_26 * load_27)
+            v_29 = (v_28 * v_25)
+            red_30 = (tl.sum(tl.where(rmask_0[None, :], v_29, 0), 1) / n)
+            v_31 = red_30[:, None]
+            v_32 = (v_25 * v_31)
+            v_33 = (v_28 - v_32)
+            v_34 = load_22[:, None]
+            v_35 = (v_33 * v_34)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_35, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_36 = (load_26 * v_25)
+            red_37 = (tl.sum(tl.where(mask_21[:, None], v_36, 0), 0))
+            v_38 = (acc_11 + red_37)
+            acc_11 = v_38
+    v_39 = (a_1_if_programs_1_else_0) != 0
+    if v_39:
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_6640d7caba(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 1)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 1)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            v_34 = red_33[:, None]
+            v_35 = (v_26 * v_34)
+            v_36 = (v_31 - v_35)
+            v_37 = load_22[:, None]
+            v_38 = (v_36 * v_37)
+            v_39 = v_38.to(tl.float16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_40 = (v_28 * v_26)
+            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
+            v_42 = (acc_11 + red_41)
+            acc_11 = v_42
+    v_43 = (a_1_if_programs_1_else_0) != 0
+    if v_43:
+        v_44 = acc_11.to(tl.float16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_44, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_68fa1e8e93(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
     pid_1 = tl.program_id(0)
@@ -3310,71 +2216,24 @@ def _rms_norm_bwd_kernel_dc85ef97cb(programs, main_columns, n, runs, stride, m, 
             v_28 = (load_26 * load_27)
             v_29 = (v_28 * v_25)
             red_30 = (tl.sum(tl.where(rmask_0[None, :], v_29, 0), 1) / n)
-            load_31 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_32 = load_22[:, None]
-            v_33 = (load_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_36 = (load_34 * load_35)
-            v_37 = red_30[:, None]
-            v_38 = (v_33 * v_37)
-            v_39 = (v_36 - v_38)
-            v_40 = load_22[:, None]
-            v_41 = (v_39 * v_40)
-            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_41, mask=(mask_21[:, None]) & (rmask_0[None, :]))
-            v_42 = (load_34 * v_33)
-            red_43 = (tl.sum(tl.where(mask_21[:, None], v_42, 0), 0))
-            v_44 = (acc_11 + red_43)
-            acc_11 = v_44
-    v_45 = (int_programs_1) != 0
-    if v_45:
+            v_31 = red_30[:, None]
+            v_32 = (v_25 * v_31)
+            v_33 = (v_28 - v_32)
+            v_34 = load_22[:, None]
+            v_35 = (v_33 * v_34)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_35, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_36 = (load_26 * v_25)
+            red_37 = (tl.sum(tl.where(mask_21[:, None], v_36, 0), 0))
+            v_38 = (acc_11 + red_37)
+            acc_11 = v_38
+    v_39 = (a_1_if_programs_1_else_0) != 0
+    if v_39:
         tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
     else:
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_e4d86e4bd1(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_9 = indices_8 < programs
-        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_first')
-        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    v_13 = total_6.to(tl.bfloat16)
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_e9c62e450d(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0)))
-    offset_4 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_6 = indices_5 < dot_rows
-    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
-    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_9 = indices_8 < n
-    load_10 = tl.load(grad_out + (indices_5[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
-    v_11 = load_10.to(tl.float32)
-    load_12 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
-    v_13 = load_12.to(tl.float32)
-    v_14 = (v_11 * v_13)
-    load_15 = tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
-    v_16 = load_15.to(tl.float32)
-    v_17 = (v_14 * v_16)
-    red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
-    tid_19 = (offset_7 - 0) // _BLOCK_SIZE_1
-    tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_19 * row_dot_parts_stride_1), red_18, mask=(mask_6))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_fbc8398a5e(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, int_programs_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, int_finish_and_programs_1, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+def _rms_norm_bwd_kernel_6a094bce7b(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
     pid_1 = tl.program_id(0)
@@ -3430,12 +2289,12 @@ def _rms_norm_bwd_kernel_fbc8398a5e(programs, main_columns, n, runs, stride, m, 
             red_50 = (tl.sum(tl.where(mask_28[:, None], v_49, 0), 0))
             v_51 = (acc_18 + red_50)
             acc_18 = v_51
-    v_52 = (int_programs_1) != 0
+    v_52 = (a_1_if_programs_1_else_0) != 0
     if v_52:
         tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
     else:
         tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-    v_53 = (int_finish_and_programs_1) != 0
+    v_53 = (a_1_if_finish_and_programs_1_else_0) != 0
     if v_53:
         tl.debug_barrier()
         old_54 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
@@ -3470,7 +2329,1148 @@ def _rms_norm_bwd_kernel_fbc8398a5e(programs, main_columns, n, runs, stride, m, 
                 old_75 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
 
-_rms_norm_bwd_kernel_fbc8398a5e.fn.hk_concurrent_programs = True
+_rms_norm_bwd_kernel_6a094bce7b.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_73bfd5fd61(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 1)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 1)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(row_dot_sum + (indices_20 * row_dot_sum_stride_0), mask=(mask_21), other=0)
+            v_30 = (load_29 * load_22)
+            v_31 = n
+            v_32 = v_31.to(tl.float32)
+            v_33 = (v_30 / v_32)
+            load_34 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
+            v_35 = load_34.to(tl.float32)
+            v_36 = (v_28 * v_35)
+            v_37 = v_33[:, None]
+            v_38 = (v_26 * v_37)
+            v_39 = (v_36 - v_38)
+            v_40 = load_22[:, None]
+            v_41 = (v_39 * v_40)
+            v_42 = v_41.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + indices_8[None, :] * grad_x_stride_1), v_42, mask=(mask_21[:, None]) & (mask_9[None, :]))
+            v_43 = (v_28 * v_26)
+            red_44 = (tl.sum(tl.where(mask_21[:, None], v_43, 0), 0))
+            v_45 = (acc_11 + red_44)
+            acc_11 = v_45
+    v_46 = (a_1_if_programs_1_else_0) != 0
+    if v_46:
+        v_47 = acc_11.to(tl.bfloat16)
+        tl.store(grad_weight + (indices_8 * grad_weight_stride_0), v_47, mask=(mask_9))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_77acb94cc8(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 1)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 1)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
+            v_24 = load_22[:, None]
+            v_25 = (load_23 * v_24)
+            load_26 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (mask_9[None, :]), other=0)
+            load_27 = tl.load(row_dot_sum + (indices_20 * row_dot_sum_stride_0), mask=(mask_21), other=0)
+            v_28 = (load_27 * load_22)
+            v_29 = n
+            v_30 = v_29.to(tl.float32)
+            v_31 = (v_28 / v_30)
+            load_32 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
+            v_33 = (load_26 * load_32)
+            v_34 = v_31[:, None]
+            v_35 = (v_25 * v_34)
+            v_36 = (v_33 - v_35)
+            v_37 = load_22[:, None]
+            v_38 = (v_36 * v_37)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + indices_8[None, :] * grad_x_stride_1), v_38, mask=(mask_21[:, None]) & (mask_9[None, :]))
+            v_39 = (load_26 * v_25)
+            red_40 = (tl.sum(tl.where(mask_21[:, None], v_39, 0), 0))
+            v_41 = (acc_11 + red_40)
+            acc_11 = v_41
+    v_42 = (a_1_if_programs_1_else_0) != 0
+    if v_42:
+        tl.store(grad_weight + (indices_8 * grad_weight_stride_0), acc_11, mask=(mask_9))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_877c9805d3(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight_partial_size_0, grad_weight_partial_size_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_grad_weight_partial_7: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2, num_stages=2):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_9 = indices_8 < programs
+        load_10 = (tl.make_tensor_descriptor(grad_weight_partial, [grad_weight_partial_size_0, grad_weight_partial_size_1], [grad_weight_partial_stride_0, grad_weight_partial_stride_1], [_BLOCK_SIZE_2, _BLOCK_SIZE_3]).load([offset_7, offset_2]) if _TMA_grad_weight_partial_7 else tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_last'))
+        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    v_13 = total_6.to(tl.bfloat16)
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_8e6701301c(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(programs - 0, 1)
+    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    in_group_4 = 4 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 4
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_9 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, num_stages=4):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 2)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 2)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_37 = load_36.to(tl.float32)
+            v_38 = (v_35 * v_37)
+            v_39 = (v_38 * v_33)
+            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
+            v_41 = red_40[:, None]
+            v_42 = (v_33 * v_41)
+            v_43 = (v_38 - v_42)
+            v_44 = load_29[:, None]
+            v_45 = (v_43 * v_44)
+            v_46 = v_45.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_47 = (v_35 * v_33)
+            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
+            v_49 = (acc_18 + red_48)
+            acc_18 = v_49
+    v_50 = (a_1_if_programs_1_else_0) != 0
+    if v_50:
+        v_51 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_970a576aad(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 1)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 1)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
+            v_24 = load_22[:, None]
+            v_25 = (load_23 * v_24)
+            load_26 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            load_27 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_28 = (load_26 * load_27)
+            v_29 = (v_28 * v_25)
+            red_30 = (tl.sum(tl.where(rmask_0[None, :], v_29, 0), 1) / n)
+            load_31 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_32 = load_22[:, None]
+            v_33 = (load_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_36 = (load_34 * load_35)
+            v_37 = red_30[:, None]
+            v_38 = (v_33 * v_37)
+            v_39 = (v_36 - v_38)
+            v_40 = load_22[:, None]
+            v_41 = (v_39 * v_40)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_41, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_42 = (load_34 * v_33)
+            red_43 = (tl.sum(tl.where(mask_21[:, None], v_42, 0), 0))
+            v_44 = (acc_11 + red_43)
+            acc_11 = v_44
+    v_45 = (a_1_if_programs_1_else_0) != 0
+    if v_45:
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_9e7b022f48(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, x_size_0, x_size_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _TMA_x_12: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(n - 0, _BLOCK_SIZE_1))
+    pid_3 = (pid_1 // (tl.cdiv(n - 0, _BLOCK_SIZE_1)))
+    offset_4 = 0 + pid_3 * _BLOCK_SIZE_0
+    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_6 = indices_5 < dot_rows
+    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < n
+    load_10 = tl.load(grad_out + (indices_5[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
+    v_11 = load_10.to(tl.float32)
+    load_12 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
+    v_13 = load_12.to(tl.float32)
+    v_14 = (v_11 * v_13)
+    load_15 = (tl.make_tensor_descriptor(x, [x_size_0, x_size_1], [x_stride_0, x_stride_1], [_BLOCK_SIZE_0, _BLOCK_SIZE_1]).load([offset_4, offset_7]) if _TMA_x_12 else tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0, eviction_policy='evict_last'))
+    v_16 = load_15.to(tl.float32)
+    v_17 = (v_14 * v_16)
+    red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
+    tid_19 = (offset_7 - 0) // _BLOCK_SIZE_1
+    tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_19 * row_dot_parts_stride_1), red_18, mask=(mask_6))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_a8615851d0(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_9 = indices_8 < programs
+        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0)
+        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_ae7b287310(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(programs - 0, 1)
+    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    in_group_4 = 8 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 8
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_9 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 8)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 8)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=4):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_37 = load_36.to(tl.float32)
+            v_38 = (v_35 * v_37)
+            v_39 = (v_38 * v_33)
+            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
+            v_41 = red_40[:, None]
+            v_42 = (v_33 * v_41)
+            v_43 = (v_38 - v_42)
+            v_44 = load_29[:, None]
+            v_45 = (v_43 * v_44)
+            v_46 = v_45.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_47 = (v_35 * v_33)
+            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
+            v_49 = (acc_18 + red_48)
+            acc_18 = v_49
+    v_50 = (a_1_if_programs_1_else_0) != 0
+    if v_50:
+        v_51 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_af8e30ff14(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_9 = indices_8 < programs
+        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0)
+        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    v_13 = total_6.to(tl.bfloat16)
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_b08349c2a2(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 1)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 1)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_22[:, None]
+            v_25 = (load_23 * v_24)
+            load_26 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            load_27 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_28 = (load_26 * load_27)
+            v_29 = (v_28 * v_25)
+            red_30 = (tl.sum(tl.where(rmask_0[None, :], v_29, 0), 1) / n)
+            v_31 = red_30[:, None]
+            v_32 = (v_25 * v_31)
+            v_33 = (v_28 - v_32)
+            v_34 = load_22[:, None]
+            v_35 = (v_33 * v_34)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_35, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_36 = (load_26 * v_25)
+            red_37 = (tl.sum(tl.where(mask_21[:, None], v_36, 0), 0))
+            v_38 = (acc_11 + red_37)
+            acc_11 = v_38
+    v_39 = (a_1_if_programs_1_else_0) != 0
+    if v_39:
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_b61f6f5135(programs, main_columns, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    num_pid_3 = tl.cdiv(programs - 0, 1)
+    in_group_4 = 4 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 4
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_10 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, num_stages=2):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * run)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + run)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0)
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + indices_15[None, :] * x_stride_1), mask=(mask_28[:, None]) & (mask_16[None, :]), other=0)
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + indices_15[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (mask_16[None, :]), other=0)
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(row_dot_sum + (indices_27 * row_dot_sum_stride_0), mask=(mask_28), other=0)
+            v_37 = (load_36 * load_29)
+            v_38 = n
+            v_39 = v_38.to(tl.float32)
+            v_40 = (v_37 / v_39)
+            load_41 = tl.load(weight + (indices_15[None, :] * weight_stride_0), mask=(mask_16[None, :]), other=0, eviction_policy='evict_last')
+            v_42 = load_41.to(tl.float32)
+            v_43 = (v_35 * v_42)
+            v_44 = v_40[:, None]
+            v_45 = (v_33 * v_44)
+            v_46 = (v_43 - v_45)
+            v_47 = load_29[:, None]
+            v_48 = (v_46 * v_47)
+            v_49 = v_48.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + indices_15[None, :] * grad_x_stride_1), v_49, mask=(mask_28[:, None]) & (mask_16[None, :]))
+            v_50 = (v_35 * v_33)
+            red_51 = (tl.sum(tl.where(mask_28[:, None], v_50, 0), 0))
+            v_52 = (acc_18 + red_51)
+            acc_18 = v_52
+    v_53 = (a_1_if_programs_1_else_0) != 0
+    if v_53:
+        v_54 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (indices_15 * grad_weight_stride_0), v_54, mask=(mask_16))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + indices_15 * grad_weight_partial_stride_1), acc_18, mask=(mask_16))
+    v_55 = (a_1_if_finish_and_programs_1_else_0) != 0
+    if v_55:
+        tid_56 = (offset_14 - 0) // _BLOCK_SIZE_1
+        tl.debug_barrier()
+        old_57 = tl.atomic_add(arrivals + (tid_56 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_58 = (old_57 == programs_1)
+        if v_58:
+            v_59 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+            total_60 = v_59
+            for offset_61 in tl.range(0, programs, _BLOCK_SIZE_2):
+                indices_62 = offset_61 + tl.arange(0, _BLOCK_SIZE_2)
+                mask_63 = indices_62 < programs
+                load_64 = tl.load(grad_weight_partial + (indices_62[:, None] * grad_weight_partial_stride_0 + indices_15[None, :] * grad_weight_partial_stride_1), mask=(mask_63[:, None]) & (mask_16[None, :]), other=0)
+                red_65 = (tl.sum(tl.where(mask_63[:, None], load_64, 0), 0))
+                v_66 = (total_60 + red_65)
+                total_60 = v_66
+            v_67 = total_60.to(tl.bfloat16)
+            tl.store(grad_weight + (indices_15 * grad_weight_stride_0), v_67, mask=(mask_16))
+            tid_68 = (offset_14 - 0) // _BLOCK_SIZE_1
+            old_69 = tl.atomic_xchg(arrivals + (tid_68 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_bc2964326d(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    whole_end_7 = 0 + tl.maximum((programs - 0), 0) // _BLOCK_SIZE_2 * _BLOCK_SIZE_2
+    for offset_8 in tl.range(0, whole_end_7, _BLOCK_SIZE_2, num_stages=3):
+        indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_2)
+        load_10 = tl.load(grad_weight_partial + (indices_9[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_4[None, :]), other=0)
+        red_11 = (tl.sum(tl.fma(load_10, 1.0, -0.0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    total_13 = total_6
+    for offset_14 in tl.range(whole_end_7, programs, _BLOCK_SIZE_2):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_16 = indices_15 < programs
+        load_17 = tl.load(grad_weight_partial + (indices_15[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_16[:, None]) & (mask_4[None, :]), other=0)
+        red_18 = (tl.sum(tl.where(mask_16[:, None], load_17, 0), 0))
+        v_19 = (total_13 + red_18)
+        total_13 = v_19
+    v_20 = total_13.to(tl.bfloat16)
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_20, mask=(mask_4))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_c3543ea366(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    if _XYZ_FOLDED:
+        pid_3 = tl.program_id(0) % (tl.cdiv(programs - 0, 1))
+        pid_4 = (tl.program_id(0) // (tl.cdiv(programs - 0, 1)))
+        pid_1 = pid_3
+        pid_2 = pid_4
+    else:
+        pid_1 = tl.program_id(0)
+        pid_2 = tl.program_id(1)
+    offset_5 = 0 + pid_1 * 1
+    indices_6 = offset_5 + tl.arange(0, 1)
+    mask_7 = indices_6 < programs
+    offset_8 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_10 = indices_9 < main_columns
+    v_11 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_12 = v_11
+    for idx_13 in tl.range(0, tl.maximum(runs, 0), 1, loop_unroll_factor=2, num_stages=3):
+        idx_14 = idx_13
+        v_15 = (idx_14 * stride)
+        v_16 = (offset_5 * 1)
+        v_17 = (v_15 + v_16)
+        v_18 = (v_17 + 1)
+        v_19 = tl.minimum(v_18, m)
+        for offset_20 in tl.range(v_17, v_19, _BLOCK_SIZE_0, loop_unroll_factor=1):
+            indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_22 = indices_21 < v_19
+            load_23 = tl.load(inv_rms + (indices_21 * inv_rms_stride_0), mask=(mask_22), other=0)
+            load_24 = tl.load(x + (indices_21[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_22[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_25 = load_23[:, None]
+            v_26 = (load_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_21[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_22[:, None]) & (rmask_0[None, :]), other=0)
+            load_28 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_29 = (load_27 * load_28)
+            v_30 = (v_29 * v_26)
+            red_31 = (tl.sum(tl.where(rmask_0[None, :], v_30, 0), 1) / n)
+            v_32 = red_31[:, None]
+            v_33 = (v_26 * v_32)
+            v_34 = (v_29 - v_33)
+            v_35 = load_23[:, None]
+            v_36 = (v_34 * v_35)
+            tl.store(grad_x + (indices_21[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_36, mask=(mask_22[:, None]) & (rmask_0[None, :]))
+            v_37 = (load_27 * v_26)
+            red_38 = (tl.sum(tl.where(mask_22[:, None], v_37, 0), 0))
+            v_39 = (acc_12 + red_38)
+            acc_12 = v_39
+    v_40 = (a_1_if_programs_1_else_0) != 0
+    if v_40:
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_12, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_5 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_12, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_d1733c434f(programs, main_columns, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, n: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+    offset_4 = 0 + pid_3 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * run)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + run)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            load_34 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            v_36 = load_22[:, None]
+            v_37 = (v_35 * v_36)
+            load_38 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_39 = load_38.to(tl.float32)
+            load_40 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_41 = load_40.to(tl.float32)
+            v_42 = (v_39 * v_41)
+            v_43 = red_33[:, None]
+            v_44 = (v_37 * v_43)
+            v_45 = (v_42 - v_44)
+            v_46 = load_22[:, None]
+            v_47 = (v_45 * v_46)
+            v_48 = v_47.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_48, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_49 = (v_39 * v_37)
+            red_50 = (tl.sum(tl.where(mask_21[:, None], v_49, 0), 0))
+            v_51 = (acc_11 + red_50)
+            acc_11 = v_51
+    v_52 = (a_1_if_programs_1_else_0) != 0
+    if v_52:
+        v_53 = acc_11.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_53, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+    v_54 = (a_1_if_finish_and_programs_1_else_0) != 0
+    if v_54:
+        tl.debug_barrier()
+        old_55 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_56 = (old_55 - programs_finishers)
+        v_57 = (v_56 >= 0)
+        if v_57:
+            seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_58 != programs:
+                seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            v_59 = (v_56 * finish_columns)
+            v_60 = (v_59 + finish_columns)
+            v_61 = tl.minimum(v_60, n)
+            for offset_62 in tl.range(v_59, v_61, _BLOCK_SIZE_1):
+                indices_63 = offset_62 + tl.arange(0, _BLOCK_SIZE_1)
+                mask_64 = indices_63 < v_61
+                v_65 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+                total_66 = v_65
+                for offset_67 in tl.range(0, programs, _BLOCK_SIZE_2):
+                    indices_68 = offset_67 + tl.arange(0, _BLOCK_SIZE_2)
+                    mask_69 = indices_68 < programs
+                    load_70 = tl.load(grad_weight_partial + (indices_68[:, None] * grad_weight_partial_stride_0 + indices_63[None, :] * grad_weight_partial_stride_1), mask=(mask_69[:, None]) & (mask_64[None, :]), other=0)
+                    red_71 = (tl.sum(tl.where(mask_69[:, None], load_70, 0), 0))
+                    v_72 = (total_66 + red_71)
+                    total_66 = v_72
+                v_73 = total_66.to(tl.bfloat16)
+                tl.store(grad_weight + (indices_63 * grad_weight_stride_0), v_73, mask=(mask_64))
+            tl.debug_barrier()
+            old_74 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+            v_75 = (old_74 == finishers_1)
+            if v_75:
+                old_76 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
+                old_77 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+
+_rms_norm_bwd_kernel_d1733c434f.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_dbc8627a8f(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+    offset_4 = 0 + pid_3 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * run)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + run)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            load_34 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            v_36 = load_22[:, None]
+            v_37 = (v_35 * v_36)
+            load_38 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_39 = load_38.to(tl.float32)
+            load_40 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_41 = load_40.to(tl.float32)
+            v_42 = (v_39 * v_41)
+            v_43 = red_33[:, None]
+            v_44 = (v_37 * v_43)
+            v_45 = (v_42 - v_44)
+            v_46 = load_22[:, None]
+            v_47 = (v_45 * v_46)
+            v_48 = v_47.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_48, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_49 = (v_39 * v_37)
+            red_50 = (tl.sum(tl.where(mask_21[:, None], v_49, 0), 0))
+            v_51 = (acc_11 + red_50)
+            acc_11 = v_51
+    v_52 = (a_1_if_programs_1_else_0) != 0
+    if v_52:
+        v_53 = acc_11.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_53, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+    v_54 = (a_1_if_finish_and_programs_1_else_0) != 0
+    if v_54:
+        tl.debug_barrier()
+        old_55 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_56 = (old_55 - programs_finishers)
+        v_57 = (v_56 >= 0)
+        if v_57:
+            seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_58 != programs:
+                seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            v_59 = (v_56 * finish_columns)
+            v_60 = (v_59 + finish_columns)
+            v_61 = tl.minimum(v_60, n)
+            for offset_62 in tl.range(v_59, v_61, _BLOCK_SIZE_1):
+                indices_63 = offset_62 + tl.arange(0, _BLOCK_SIZE_1)
+                mask_64 = indices_63 < v_61
+                v_65 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+                total_66 = v_65
+                for offset_67 in tl.range(0, programs, _BLOCK_SIZE_2):
+                    indices_68 = offset_67 + tl.arange(0, _BLOCK_SIZE_2)
+                    mask_69 = indices_68 < programs
+                    load_70 = tl.load(grad_weight_partial + (indices_68[:, None] * grad_weight_partial_stride_0 + indices_63[None, :] * grad_weight_partial_stride_1), mask=(mask_69[:, None]) & (mask_64[None, :]), other=0)
+                    red_71 = (tl.sum(tl.where(mask_69[:, None], load_70, 0), 0))
+                    v_72 = (total_66 + red_71)
+                    total_66 = v_72
+                v_73 = total_66.to(tl.bfloat16)
+                tl.store(grad_weight + (indices_63 * grad_weight_stride_0), v_73, mask=(mask_64))
+            tl.debug_barrier()
+            old_74 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+            v_75 = (old_74 == finishers_1)
+            if v_75:
+                old_76 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
+                old_77 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+
+_rms_norm_bwd_kernel_dbc8627a8f.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_e4d86e4bd1(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_9 = indices_8 < programs
+        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_first')
+        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    v_13 = total_6.to(tl.bfloat16)
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_e574a82ad5(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1))
+    pid_3 = (pid_1 // (tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)))
+    offset_4 = 0 + pid_3 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_2 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 1)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 1)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            load_34 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            v_36 = load_22[:, None]
+            v_37 = (v_35 * v_36)
+            load_38 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_39 = load_38.to(tl.float32)
+            load_40 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_41 = load_40.to(tl.float32)
+            v_42 = (v_39 * v_41)
+            v_43 = red_33[:, None]
+            v_44 = (v_37 * v_43)
+            v_45 = (v_42 - v_44)
+            v_46 = load_22[:, None]
+            v_47 = (v_45 * v_46)
+            v_48 = v_47.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_48, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_49 = (v_39 * v_37)
+            red_50 = (tl.sum(tl.where(mask_21[:, None], v_49, 0), 0))
+            v_51 = (acc_11 + red_50)
+            acc_11 = v_51
+    v_52 = (a_1_if_programs_1_else_0) != 0
+    if v_52:
+        v_53 = acc_11.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_53, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+    v_54 = (a_1_if_finish_and_programs_1_else_0) != 0
+    if v_54:
+        tl.debug_barrier()
+        old_55 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_56 = (old_55 - programs_finishers)
+        v_57 = (v_56 >= 0)
+        if v_57:
+            seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_58 != programs:
+                seen_58 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            v_59 = (v_56 * finish_columns)
+            v_60 = (v_59 + finish_columns)
+            v_61 = tl.minimum(v_60, n)
+            for offset_62 in tl.range(v_59, v_61, _BLOCK_SIZE_1):
+                indices_63 = offset_62 + tl.arange(0, _BLOCK_SIZE_1)
+                mask_64 = indices_63 < v_61
+                v_65 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+                total_66 = v_65
+                for offset_67 in tl.range(0, programs, _BLOCK_SIZE_2):
+                    indices_68 = offset_67 + tl.arange(0, _BLOCK_SIZE_2)
+                    mask_69 = indices_68 < programs
+                    load_70 = tl.load(grad_weight_partial + (indices_68[:, None] * grad_weight_partial_stride_0 + indices_63[None, :] * grad_weight_partial_stride_1), mask=(mask_69[:, None]) & (mask_64[None, :]), other=0)
+                    red_71 = (tl.sum(tl.where(mask_69[:, None], load_70, 0), 0))
+                    v_72 = (total_66 + red_71)
+                    total_66 = v_72
+                v_73 = total_66.to(tl.bfloat16)
+                tl.store(grad_weight + (indices_63 * grad_weight_stride_0), v_73, mask=(mask_64))
+            tl.debug_barrier()
+            old_74 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+            v_75 = (old_74 == finishers_1)
+            if v_75:
+                old_76 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
+                old_77 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+
+_rms_norm_bwd_kernel_e574a82ad5.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_e9c62e450d(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0))
+    pid_3 = (pid_1 // (tl.cdiv(dot_rows - 0, _BLOCK_SIZE_0)))
+    offset_4 = 0 + pid_2 * _BLOCK_SIZE_0
+    indices_5 = offset_4 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_6 = indices_5 < dot_rows
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < n
+    load_10 = tl.load(grad_out + (indices_5[:, None] * grad_out_stride_0 + indices_8[None, :] * grad_out_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
+    v_11 = load_10.to(tl.float32)
+    load_12 = tl.load(weight + (indices_8[None, :] * weight_stride_0), mask=(mask_9[None, :]), other=0)
+    v_13 = load_12.to(tl.float32)
+    v_14 = (v_11 * v_13)
+    load_15 = tl.load(x + (indices_5[:, None] * x_stride_0 + indices_8[None, :] * x_stride_1), mask=(mask_6[:, None]) & (mask_9[None, :]), other=0)
+    v_16 = load_15.to(tl.float32)
+    v_17 = (v_14 * v_16)
+    red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
+    tid_19 = (offset_7 - 0) // _BLOCK_SIZE_1
+    tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_19 * row_dot_parts_stride_1), red_18, mask=(mask_6))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_f2e899df81(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    num_pid_3 = tl.cdiv(programs - 0, 1)
+    in_group_4 = 16 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 16
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_10 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, num_stages=1):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 1)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 1)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=3):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_37 = load_36.to(tl.float32)
+            v_38 = (v_35 * v_37)
+            v_39 = (v_38 * v_33)
+            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
+            load_41 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_42 = load_41.to(tl.float32)
+            v_43 = load_29[:, None]
+            v_44 = (v_42 * v_43)
+            load_45 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_46 = load_45.to(tl.float32)
+            load_47 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_48 = load_47.to(tl.float32)
+            v_49 = (v_46 * v_48)
+            v_50 = red_40[:, None]
+            v_51 = (v_44 * v_50)
+            v_52 = (v_49 - v_51)
+            v_53 = load_29[:, None]
+            v_54 = (v_52 * v_53)
+            v_55 = v_54.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_55, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_56 = (v_46 * v_44)
+            red_57 = (tl.sum(tl.where(mask_28[:, None], v_56, 0), 0))
+            v_58 = (acc_18 + red_57)
+            acc_18 = v_58
+    v_59 = (a_1_if_programs_1_else_0) != 0
+    if v_59:
+        v_60 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_60, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_f42a5dcb1f(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(programs - 0, 1)))
+    offset_4 = 0 + pid_2 * 1
+    indices_5 = offset_4 + tl.arange(0, 1)
+    mask_6 = indices_5 < programs
+    offset_7 = 0 + pid_3 * _BLOCK_SIZE_1
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_9 = indices_8 < main_columns
+    v_10 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_11 = v_10
+    for idx_12 in tl.range(0, runs, 1):
+        idx_13 = idx_12
+        v_14 = (idx_13 * stride)
+        v_15 = (offset_4 * 2)
+        v_16 = (v_14 + v_15)
+        v_17 = (v_16 + 2)
+        v_18 = tl.minimum(v_17, m)
+        for offset_19 in tl.range(v_16, v_18, _BLOCK_SIZE_0):
+            indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_21 = indices_20 < v_18
+            load_22 = tl.load(inv_rms + (indices_20 * inv_rms_stride_0), mask=(mask_21), other=0)
+            load_23 = tl.load(x + (indices_20[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_24 = load_23.to(tl.float32)
+            v_25 = load_22[:, None]
+            v_26 = (v_24 * v_25)
+            load_27 = tl.load(grad_out + (indices_20[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_21[:, None]) & (rmask_0[None, :]), other=0)
+            v_28 = load_27.to(tl.float32)
+            load_29 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_30 = load_29.to(tl.float32)
+            v_31 = (v_28 * v_30)
+            v_32 = (v_31 * v_26)
+            red_33 = (tl.sum(tl.where(rmask_0[None, :], v_32, 0), 1) / n)
+            v_34 = red_33[:, None]
+            v_35 = (v_26 * v_34)
+            v_36 = (v_31 - v_35)
+            v_37 = load_22[:, None]
+            v_38 = (v_36 * v_37)
+            v_39 = v_38.to(tl.bfloat16)
+            tl.store(grad_x + (indices_20[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_39, mask=(mask_21[:, None]) & (rmask_0[None, :]))
+            v_40 = (v_28 * v_26)
+            red_41 = (tl.sum(tl.where(mask_21[:, None], v_40, 0), 0))
+            v_42 = (acc_11 + red_41)
+            acc_11 = v_42
+    v_43 = (a_1_if_programs_1_else_0) != 0
+    if v_43:
+        v_44 = acc_11.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_44, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+    v_45 = (a_1_if_finish_and_programs_1_else_0) != 0
+    if v_45:
+        tl.debug_barrier()
+        old_46 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+        v_47 = (old_46 - programs_finishers)
+        v_48 = (v_47 >= 0)
+        if v_48:
+            seen_49 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_49 != programs:
+                seen_49 = tl.atomic_add(arrivals + (0 * arrivals_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            v_50 = (v_47 * finish_columns)
+            v_51 = (v_50 + finish_columns)
+            v_52 = tl.minimum(v_51, n)
+            for offset_53 in tl.range(v_50, v_52, _BLOCK_SIZE_1):
+                indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_1)
+                mask_55 = indices_54 < v_52
+                v_56 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
+                total_57 = v_56
+                for offset_58 in tl.range(0, programs, _BLOCK_SIZE_2):
+                    indices_59 = offset_58 + tl.arange(0, _BLOCK_SIZE_2)
+                    mask_60 = indices_59 < programs
+                    load_61 = tl.load(grad_weight_partial + (indices_59[:, None] * grad_weight_partial_stride_0 + indices_54[None, :] * grad_weight_partial_stride_1), mask=(mask_60[:, None]) & (mask_55[None, :]), other=0)
+                    red_62 = (tl.sum(tl.where(mask_60[:, None], load_61, 0), 0))
+                    v_63 = (total_57 + red_62)
+                    total_57 = v_63
+                v_64 = total_57.to(tl.bfloat16)
+                tl.store(grad_weight + (indices_54 * grad_weight_stride_0), v_64, mask=(mask_55))
+            tl.debug_barrier()
+            old_65 = tl.atomic_add(arrivals + (1 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
+            v_66 = (old_65 == finishers_1)
+            if v_66:
+                old_67 = tl.atomic_xchg(arrivals + (0 * arrivals_stride_0), 0, sem='release', scope='gpu')
+                old_68 = tl.atomic_xchg(arrivals + (1 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+
+_rms_norm_bwd_kernel_f42a5dcb1f.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_f74b5bcbe4(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(programs - 0, 1)
+    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    in_group_4 = 4 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 4
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_9 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, tl.maximum(runs, 0), 1, loop_unroll_factor=4, num_stages=4):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * run)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + run)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0)
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_31 = load_29[:, None]
+            v_32 = (load_30 * v_31)
+            load_33 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
+            load_34 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = (load_33 * load_34)
+            v_36 = (v_35 * v_32)
+            red_37 = (tl.sum(tl.where(rmask_0[None, :], v_36, 0), 1) / n)
+            v_38 = red_37[:, None]
+            v_39 = (v_32 * v_38)
+            v_40 = (v_35 - v_39)
+            v_41 = load_29[:, None]
+            v_42 = (v_40 * v_41)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_42, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_43 = (load_33 * v_32)
+            red_44 = (tl.sum(tl.where(mask_28[:, None], v_43, 0), 0))
+            v_45 = (acc_18 + red_44)
+            acc_18 = v_45
+    v_46 = (a_1_if_programs_1_else_0) != 0
+    if v_46:
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
 def _rms_norm_fwd_kernel_0e1bce9d68(m, main_columns, x, x_stride_0, x_stride_1, x_size_1, eps, weight, weight_stride_0, out, out_stride_0, out_stride_1, inv_rms, inv_rms_stride_0, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -4314,7 +4314,7 @@ def rms_norm_bwd__08ddd4a385a4(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0c781c79be, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_514430c6b4, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -4339,7 +4339,7 @@ def rms_norm_bwd__102524eab946(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_416663fa15, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], int(programs > 1), arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (512, _next_power_of_2(max(1, n)), 2, 32), 16, 3)
+    _launch(_rms_norm_bwd_kernel_f42a5dcb1f, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (512, _next_power_of_2(max(1, n)), 2, 32), 16, 3)
     return (grad_x, grad_weight)
 
 
@@ -4362,7 +4362,7 @@ def rms_norm_bwd__194860b830a2(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_3a6a74af42, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_b08349c2a2, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -4386,7 +4386,7 @@ def rms_norm_bwd__20c72afc84bf(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_46543b0dc2, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
+    _launch(_rms_norm_bwd_kernel_8e6701301c, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
     _descriptors_fit = _descriptor_scratch_fits((_cdiv(sum_columns, 64),), 1)
     _ensure_allocator()
     grad_weight_partial_sizes = grad_weight_partial.size()
@@ -4414,7 +4414,7 @@ def rms_norm_bwd__2f3c1547a1ca(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_9a7940ea34, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
+    _launch(_rms_norm_bwd_kernel_428d38fca5, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 2), 2, 4)
     _descriptors_fit = _descriptor_scratch_fits((_cdiv(sum_columns, 128),), 1)
     _ensure_allocator()
     grad_weight_partial_sizes = grad_weight_partial.size()
@@ -4441,7 +4441,7 @@ def rms_norm_bwd__355d186a36d9(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0c781c79be, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_514430c6b4, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -4464,7 +4464,7 @@ def rms_norm_bwd__44d2ec814b0c(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_85b5756c45, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_6640d7caba, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
@@ -4490,7 +4490,7 @@ def rms_norm_bwd__46a20c7ac408(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_9852afec23, _grid, (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, len(_grid) == 1, _next_power_of_2(max(1, n)), 1), 1, 2)
+    _launch(_rms_norm_bwd_kernel_c3543ea366, _grid, (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, len(_grid) == 1, _next_power_of_2(max(1, n)), 1), 1, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -4513,7 +4513,7 @@ def rms_norm_bwd__4aa0d8cc06ef(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_2e40af6461, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_085b86abf8, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
@@ -4538,7 +4538,7 @@ def rms_norm_bwd__4e417f77f36f(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_dc4fb2ad87, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 1), 16, 1)
+    _launch(_rms_norm_bwd_kernel_34a9aead1c, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 1), 16, 1)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_38703a614a, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 16, 1)
     return (grad_x, grad_weight)
@@ -4571,7 +4571,7 @@ def rms_norm_bwd__5669e8de95cd(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_89705656f4, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_3d31b9a68c, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
@@ -4595,7 +4595,7 @@ def rms_norm_bwd__57bbd66463e2(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_b632305cf8, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_2bfba41146, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -4618,7 +4618,7 @@ def rms_norm_bwd__593a4a3286ee(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_b632305cf8, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_2bfba41146, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1), 16, 2)
     return (grad_x, grad_weight)
@@ -4643,7 +4643,7 @@ def rms_norm_bwd__59fdedf8fbf5(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_b632305cf8, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_2bfba41146, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
@@ -4668,7 +4668,7 @@ def rms_norm_bwd__5d29d48126db(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_a54e49d0f1, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8), 4, 3)
+    _launch(_rms_norm_bwd_kernel_ae7b287310, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8), 4, 3)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_e4d86e4bd1, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1), 4, 3)
     return (grad_x, grad_weight)
@@ -4693,7 +4693,7 @@ def rms_norm_bwd__69ae93cf5147(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0c781c79be, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_514430c6b4, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -4716,7 +4716,7 @@ def rms_norm_bwd__6aba2d8097b1(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_3a6a74af42, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
+    _launch(_rms_norm_bwd_kernel_b08349c2a2, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 1), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
@@ -4741,7 +4741,7 @@ def rms_norm_bwd__82986c297aa5(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_dc4fb2ad87, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 1), 4, 1)
+    _launch(_rms_norm_bwd_kernel_34a9aead1c, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 1), 4, 1)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_38703a614a, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 4, 1)
     return (grad_x, grad_weight)
@@ -4774,7 +4774,7 @@ def rms_norm_bwd__a9f1b2c796c4(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_77ed0530a7, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_73bfd5fd61, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
@@ -4798,7 +4798,7 @@ def rms_norm_bwd__ace2e99e3d35(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_546eba4b3d, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
+    _launch(_rms_norm_bwd_kernel_33949685d3, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (1024, _next_power_of_2(max(1, n)), 4), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -4822,7 +4822,7 @@ def rms_norm_bwd__af0b1d4a85c8(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_b64c288aba, (programs,), (programs, 1, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], int(programs > 1), arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, n, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
+    _launch(_rms_norm_bwd_kernel_d1733c434f, (programs,), (programs, 1, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, n, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
     return (grad_x, grad_weight)
 
 
@@ -4845,7 +4845,7 @@ def rms_norm_bwd__b03cb3ac7051(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ca2a622225, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
+    _launch(_rms_norm_bwd_kernel_f2e899df81, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_bc2964326d, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
     return (grad_x, grad_weight)
@@ -4871,7 +4871,7 @@ def rms_norm_bwd__bffb3e45cc80(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_381a84ecdf, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], int(programs > 1), arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 2)
+    _launch(_rms_norm_bwd_kernel_dbc8627a8f, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 2)
     return (grad_x, grad_weight)
 
 
@@ -4901,7 +4901,7 @@ def rms_norm_bwd__c514600b59c5(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_4518243752, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_77acb94cc8, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -4932,7 +4932,7 @@ def rms_norm_bwd__c9ab1018a6fe(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_4518243752, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_77acb94cc8, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
     return (grad_x, grad_weight)
@@ -4959,7 +4959,7 @@ def rms_norm_bwd__cb796eea057b(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bcc4be9da5, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], int(programs > 1), arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
+    _launch(_rms_norm_bwd_kernel_e574a82ad5, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
     return (grad_x, grad_weight)
 
 
@@ -4983,7 +4983,7 @@ def rms_norm_bwd__d10407c415d9(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_b632305cf8, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_2bfba41146, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_af8e30ff14, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
@@ -5011,7 +5011,7 @@ def rms_norm_bwd__dbf3f45c9f05(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_bcc4be9da5, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], int(programs > 1), arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
+    _launch(_rms_norm_bwd_kernel_e574a82ad5, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
     return (grad_x, grad_weight)
 
 
@@ -5034,7 +5034,7 @@ def rms_norm_bwd__de8b2d5a2894(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_0c781c79be, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_514430c6b4, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
@@ -5059,7 +5059,7 @@ def rms_norm_bwd__e0bd12778d52(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_07eb9c8953, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 8, 2)
+    _launch(_rms_norm_bwd_kernel_68fa1e8e93, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 8, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -5084,7 +5084,7 @@ def rms_norm_bwd__e7ed35230da0(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_fbc8398a5e, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], int(programs > 1), arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 1), 8, 4)
+    _launch(_rms_norm_bwd_kernel_6a094bce7b, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (512, _next_power_of_2(max(1, n)), 1, 1), 8, 4)
     return (grad_x, grad_weight)
 
 
@@ -5106,7 +5106,7 @@ def rms_norm_bwd__e83e5cc84f34(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_dc85ef97cb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 8, 3)
+    _launch(_rms_norm_bwd_kernel_970a576aad, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 8, 3)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -5128,7 +5128,7 @@ def rms_norm_bwd__e95e492fdd7a(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c81575abf4, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 2, 3)
+    _launch(_rms_norm_bwd_kernel_f74b5bcbe4, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 2, 3)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -5162,7 +5162,7 @@ def rms_norm_bwd__f40ba61a9e5a(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_7469e8485b, (programs * _cdiv(main_columns, 2048),), (programs, main_columns, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], int(programs > 1), arrivals, arrivals.stride(0), programs - 1), (2048, 2, 8), 4, 2)
+    _launch(_rms_norm_bwd_kernel_b61f6f5135, (programs * _cdiv(main_columns, 2048),), (programs, main_columns, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - 1), (2048, 2, 8), 4, 2)
     return (grad_x, grad_weight)
 
 
@@ -5184,7 +5184,7 @@ def rms_norm_bwd__faec23b9312b(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_b632305cf8, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_2bfba41146, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
 
 
@@ -5207,7 +5207,7 @@ def rms_norm_bwd__fb5ef1f1c507(grad_out, x, weight, inv_rms):
     grad_weight_partial_strides = grad_weight_partial.stride()
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_546eba4b3d, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], int(programs == 1), grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
+    _launch(_rms_norm_bwd_kernel_33949685d3, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, _next_power_of_2(max(1, n)), 4), 16, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_0ab628ae9e, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 16, 2)
     return (grad_x, grad_weight)
@@ -5971,6 +5971,24 @@ VARIANTS = {
 
 
 REPLAYABLE = frozenset({
+    'rms_norm_bwd__102524eab946',
+    'rms_norm_bwd__44d2ec814b0c',
+    'rms_norm_bwd__4aa0d8cc06ef',
+    'rms_norm_bwd__4e417f77f36f',
+    'rms_norm_bwd__593a4a3286ee',
+    'rms_norm_bwd__59fdedf8fbf5',
+    'rms_norm_bwd__5d29d48126db',
+    'rms_norm_bwd__6aba2d8097b1',
+    'rms_norm_bwd__82986c297aa5',
+    'rms_norm_bwd__af0b1d4a85c8',
+    'rms_norm_bwd__b03cb3ac7051',
+    'rms_norm_bwd__bffb3e45cc80',
+    'rms_norm_bwd__cb796eea057b',
+    'rms_norm_bwd__d10407c415d9',
+    'rms_norm_bwd__dbf3f45c9f05',
+    'rms_norm_bwd__de8b2d5a2894',
+    'rms_norm_bwd__e7ed35230da0',
+    'rms_norm_bwd__fb5ef1f1c507',
     'rms_norm_fwd__0361017749bc',
     'rms_norm_fwd__1aaf4b38ec35',
     'rms_norm_fwd__2c4bc96f93a1',

@@ -1,5 +1,6 @@
 """Corpus: device control flow (compile-time `if` on constexprs, run-time `if` on tile scalars, loop-carried
 variables) and host helpers (hl.specialize, hl.constexpr, hl.register_tunable with each fragment)."""
+import ast
 import re
 
 import pytest
@@ -8,6 +9,7 @@ import triton
 
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
+from build_tools.dsl.replayable import replayable
 
 from ._harness import check_kernel, code_without_comments, randn
 
@@ -428,6 +430,10 @@ def test_a_condition_on_a_run_time_size_branches_at_run_time(halve, device):
     body = code[code.index("\ndef _column_sums_doubled_for_one_row"):code.index("\ndef column_sums_doubled_for_one_row(")]
     assert len(re.findall(r"^\s+if ", body, re.M)) == (2 if halve else 1)
     assert "0.5" in body if halve else "0.5" not in body
+    # the condition reaches the kernel as integer arithmetic: the launcher stays replayable
+    launcher = next(node for node in ast.parse(code).body
+                    if isinstance(node, ast.FunctionDef) and node.name == "column_sums_doubled_for_one_row")
+    assert replayable(ast.unparse(launcher))
 
 
 @helion.kernel()
