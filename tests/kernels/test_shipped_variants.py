@@ -1,0 +1,42 @@
+"""Every shipped variant of the row ops, through its generated launcher, at shapes other than the
+one it was tuned at: the dispatcher sends a variant every shape nearest its entry, so a variant must
+not depend on the example its code was generated from (a condition on a size folded to the
+example's value did, 2026-12-02). One row (a decode step) and 37 rows (several row blocks, partial
+sums) at a width no block divides, with poisoned output allocations, against the op's float64
+reference. The variants that compile their reduction sizes in run only at their own widths
+(test_static_variants.py)."""
+from pathlib import Path
+
+import pytest
+import torch
+
+import kernels_src
+from helion_kernels._dispatch import DISPATCHER
+from helion_kernels._tables import load_table
+from kernel_check import assert_close, poisoned_allocations
+
+TABLES = Path(__file__).resolve().parents[2] / "tuned_configs"
+ROW_OPS = ("rms_norm_fwd", "rms_norm_bwd", "rms_norm_noweight_fwd", "rms_norm_noweight_bwd", "softmax_fwd", "softmax_bwd")
+SHAPES = {"cpu": ({"M": 1, "N": 300}, {"M": 37, "N": 300}), "cuda": ({"M": 1, "N": 4099}, {"M": 1037, "N": 4099})}
+
+
+def dynamic_variants() -> list:
+    return sorted({(e.op, e.dtype, e.variant) for path in sorted(TABLES.glob("*.json"))
+                   for entries in load_table(path).entries.values() for e in entries
+                   if e.op in ROW_OPS and not e.twin})
+
+
+def test_every_row_op_ships_dynamic_variants():
+    assert {op for op, _, _ in dynamic_variants()} == set(ROW_OPS)
+
+
+@pytest.mark.parametrize("op, dtype, variant", dynamic_variants())
+def test_variant_is_right_away_from_its_tuned_shape(device, op, dtype, variant):
+    spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
+    launcher = DISPATCHER.registry.launchers(op)[variant]
+    torch_dtype = getattr(torch, dtype)
+    for seed, shape in enumerate(SHAPES[device]):
+        args = spec.make_inputs(shape, torch_dtype, device, seed)
+        with poisoned_allocations():
+            outputs = launcher(*args)
+        assert_close(outputs, spec.reference(*args), spec.tolerance(torch_dtype), f"{op} {variant} {shape}")
