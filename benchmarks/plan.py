@@ -135,3 +135,31 @@ def build(tiny: bool = False) -> list:
                 p.add(f"attention_{direction}", _attn(4, 32, LONG_SEQ, dim, causal), plot="attention")
     p.add("matmul", {"M": 4096, "N": 4096, "K": 4096}, impls=("compile-max-autotune",))
     return p.rows
+
+
+def _value(text: str):
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    return int(text)
+
+
+def select(rows: list, only: list) -> list:
+    """The rows `only` names, in plan order: each item is an op (`rmsnorm_bwd`, `dispatch`,
+    `first_call`), or an op and some of its shape keys (`rmsnorm_bwd:M=1,N=4096`,
+    `attention_bwd:Sq=16384,causal=true`), which keeps that op's rows whose shape has those values.
+    A name that matches no row is an error, so that a typo does not end in an empty report."""
+    wanted = []
+    for item in only:
+        op, _, keys = item.partition(":")
+        try:
+            shape = {k.strip(): _value(v.strip()) for k, v in (pair.split("=") for pair in keys.split(",") if pair)}
+        except ValueError:
+            raise ValueError(f"--only {item!r}: write OP or OP:KEY=VALUE,KEY=VALUE") from None
+        matched = [r for r in rows if r.op == op and all(r.shape.get(k) == v for k, v in shape.items())]
+        if not matched:
+            raise ValueError(f"--only {item!r} matches no row of the plan")
+        wanted.append(matched)
+    chosen = {id(r) for matched in wanted for r in matched}
+    return [r for r in rows if id(r) in chosen]
+

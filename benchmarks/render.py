@@ -139,7 +139,8 @@ def markdown(data: dict) -> str:
              f"helion_kernels {meta['helion_kernels']} (commit {meta['commit']}), Liger-Kernel "
              f"{meta['liger_kernel']}, Python {meta['python']}; {meta['date']}; dtype {meta['dtype']}; "
              f"budget {meta['budget_s']:.0f} s" + (" (tiny CPU dry run)" if meta["tiny"] else "")
-             + ("" if data["finished"] else "; **run incomplete**"), ""]
+             + ("" if data["finished"] else "; **run incomplete**")
+             + (f"; only the rows {', '.join(meta['only'])}" if meta.get("only") else ""), ""]
     if "copy_GBps" in ceilings:
         lines.append(f"Ceilings: device-to-device copy **{ceilings['copy_GBps']:,.0f} GB/s** (bytes read + "
                      f"written, {ceilings['copy_bytes'] >> 20} MiB copied); cuBLAS bf16 "

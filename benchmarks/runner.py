@@ -215,12 +215,15 @@ def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
 
-def run(out: Path, device: torch.device, budget_s: float, tiny: bool, missed: str = "MISSED.md"):
+def run(out: Path, device: torch.device, budget_s: float, tiny: bool, missed: str = "MISSED.md",
+        only: list | None = None):
     """Measure the ceilings, then every planned row until the budget ends; always leave the outputs.
-    `missed` is the link RESULTS.md gives for the analysis of its misses."""
+    `missed` is the link RESULTS.md gives for the analysis of its misses; `only` keeps the rows
+    plan.select names (the others are not run, and RESULTS.md says which were)."""
+    rows = plan.select(plan.build(tiny), only) if only else plan.build(tiny)
     out.mkdir(parents=True, exist_ok=True)
     budget = Budget(budget_s)
-    results = Results(out, {**environment(device, budget_s, tiny), "missed": missed})
+    results = Results(out, {**environment(device, budget_s, tiny), "missed": missed, "only": only or []})
     timer = Timer(device, reps=5, warmup=1, seconds=0.05) if tiny else Timer(device)
     signal.signal(signal.SIGTERM, _terminate)
     warnings.filterwarnings("ignore", category=UserWarning)   # SDPA's per-call backend notices
@@ -229,7 +232,7 @@ def run(out: Path, device: torch.device, budget_s: float, tiny: bool, missed: st
         results.data["ceilings"] = ceilings or {"status": status}
         ceilings = ceilings or {}
         results.write()
-        for row in plan.build(tiny):
+        for row in rows:
             if row.kind == "dispatch":
                 records, status = guarded(budget, lambda: probes.dispatch(timer, row.shape))
                 records = records or [{"op": "dispatch_rmsnorm", "impl": "api", "status": status}]
