@@ -272,15 +272,16 @@ class CompileSession:
             value = self.env[name]
             if isinstance(value, (int, float)) and not isinstance(value, (bool, BlockSizeInt)):
                 return False
-        if isinstance(node, ast.Call) or any(isinstance(n, (ast.Call, ast.Attribute)) for n in ast.walk(node)):
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Call):
-                    callee = self.try_eval(sub.func, self.env)
-                    if getattr(callee, "__name__", "") in ("size", "stride", "numel"):
-                        return False
-                if isinstance(sub, ast.Attribute) and sub.attr == "shape":
-                    return False
-        return True
+        return not self.reads_tensor_sizes(node)
+
+    def reads_tensor_sizes(self, node: ast.AST) -> bool:
+        """Whether a host expression calls `size`, `stride` or `numel`, or reads `.shape`."""
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and getattr(self.try_eval(sub.func, self.env), "__name__", "") in ("size", "stride", "numel"):
+                return True
+            if isinstance(sub, ast.Attribute) and sub.attr == "shape":
+                return True
+        return False
 
     def is_compile_time(self, node: ast.AST) -> bool:
         """True when a host expression's value is the same on every call this kernel serves: it reads
@@ -299,12 +300,7 @@ class CompileSession:
             value = self.env[name]
             if isinstance(value, (bool, int, float, tuple, list)) and not isinstance(value, BlockSizeInt):
                 return False
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call) and getattr(self.try_eval(sub.func, self.env), "__name__", "") in ("size", "stride", "numel"):
-                return False
-            if isinstance(sub, ast.Attribute) and sub.attr == "shape":
-                return False
-        return True
+        return not self.reads_tensor_sizes(node)
 
     def is_static_condition(self, node: ast.AST, scope: dict) -> bool:
         return self.is_host_evaluable(node, scope) and self.is_compile_time(node)
