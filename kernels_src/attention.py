@@ -30,6 +30,10 @@ S1024). The forward's `lazy_rescale` tunable keeps a row's running maximum until
 raises some row's by more than RESCALE_SLACK (log2 units), and multiplies the output accumulator
 by the rescale factors only in those steps (a branch on the whole tile): the [rows, D] multiply
 leaves most steps (FlashAttention-4 decides per warp; here per query tile, in Gluon per warpgroup).
+The forward's `row_sum_dot` tunable sums each row's probabilities on the tensor cores instead of
+the FP32 pipe: a product of the rounded probabilities with a [N, ROW_SUM_COLUMNS] tile of ones into
+an fp32 accumulator rescaled like the output's (every column holds the row's sum), which also makes
+the denominator the sum of the very probabilities the numerator multiplied.
 Programs are launched query (or key) tile fastest, so the programs running together
 share one head's k/v (or q/grad_out) in L2.
 The head dim is specialized (hl.specialize), so each D gets its own compiled variant.
@@ -54,6 +58,9 @@ LN2 = 0.6931471805599453
 # lazy_rescale: how far (log2 units) a tile may raise a row's maximum before the running values are
 # rescaled to it; until then probabilities reach at most 2**8 (FlashAttention-4's threshold)
 RESCALE_SLACK = 8.0
+# row_sum_dot: the width of the ones operand that sums the probabilities (a wgmma's n needs 8 or more;
+# 16 keeps the shared-memory tile's rows 32 bytes wide)
+ROW_SUM_COLUMNS = 16
 
 
 @helion.kernel(static_shapes=False)
@@ -70,6 +77,7 @@ def attention_fwd(
     block_n = hl.register_block_size(kv_len)
     diagonal_branch = hl.register_tunable("diagonal_branch", helion.EnumFragment((False, True)))
     lazy_rescale = hl.register_tunable("lazy_rescale", helion.EnumFragment((False, True)))
+    row_sum_dot = hl.register_tunable("row_sum_dot", helion.EnumFragment((False, True)))
     out = torch.empty_like(q)
     lse = torch.empty([batch, q_heads, q_len], dtype=torch.float32, device=q.device)
     for tile_m, tile_h, tile_b in hl.tile([q_len, q_heads, batch], block_size=[block_m, 1, 1]):
@@ -79,6 +87,8 @@ def attention_fwd(
         q_tile = q[b, h, tile_m, :]
         row_max = hl.full([tile_m], float("-inf"), dtype=torch.float32)
         row_sum = hl.full([tile_m], 1.0, dtype=torch.float32)
+        if row_sum_dot:
+            row_sums = hl.full([tile_m, ROW_SUM_COLUMNS], 1.0, dtype=torch.float32)
         acc = hl.zeros([tile_m, head_dim], dtype=torch.float32)
         if causal and diagonal_branch:
             unmasked_end = min(tile_m.end, kv_len)
@@ -98,14 +108,22 @@ def attention_fwd(
                 new_max = torch.where(grows, new_max, row_max)
             probs = torch.exp2(scores * qk_scale - new_max[:, None])
             rescale = torch.exp2(row_max - new_max)
-            row_sum = row_sum * rescale + torch.sum(probs, dim=1)
+            if not row_sum_dot:
+                row_sum = row_sum * rescale + torch.sum(probs, dim=1)
             v_tile = v[b, kv_h, tile_n, :]
+            probs_in = probs.to(v_tile.dtype)
             if lazy_rescale:
                 if grows:
                     acc = acc * rescale[:, None]
-                acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc)
+                    if row_sum_dot:
+                        row_sums = row_sums * rescale[:, None]
+                acc = hl.dot(probs_in, v_tile, acc=acc)
+                if row_sum_dot:
+                    row_sums = hl.dot(probs_in, hl.full([tile_n, ROW_SUM_COLUMNS], 1.0, dtype=v_tile.dtype), acc=row_sums)
             else:
-                acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc * rescale[:, None])
+                acc = hl.dot(probs_in, v_tile, acc=acc * rescale[:, None])
+                if row_sum_dot:
+                    row_sums = hl.dot(probs_in, hl.full([tile_n, ROW_SUM_COLUMNS], 1.0, dtype=v_tile.dtype), acc=row_sums * rescale[:, None])
             row_max = new_max
         if causal and not diagonal_branch:
             for tile_n in hl.tile(unmasked_end, min(tile_m.end, kv_len), block_size=block_n):
@@ -115,10 +133,16 @@ def attention_fwd(
                 new_max = torch.maximum(row_max, torch.amax(scores, dim=1) * qk_scale)
                 probs = torch.exp2(scores * qk_scale - new_max[:, None])
                 rescale = torch.exp2(row_max - new_max)
-                row_sum = row_sum * rescale + torch.sum(probs, dim=1)
+                if not row_sum_dot:
+                    row_sum = row_sum * rescale + torch.sum(probs, dim=1)
                 v_tile = v[b, kv_h, tile_n, :]
-                acc = hl.dot(probs.to(v_tile.dtype), v_tile, acc=acc * rescale[:, None])
+                probs_in = probs.to(v_tile.dtype)
+                acc = hl.dot(probs_in, v_tile, acc=acc * rescale[:, None])
+                if row_sum_dot:
+                    row_sums = hl.dot(probs_in, hl.full([tile_n, ROW_SUM_COLUMNS], 1.0, dtype=v_tile.dtype), acc=row_sums * rescale[:, None])
                 row_max = new_max
+        if row_sum_dot:
+            row_sum = torch.amax(row_sums, dim=1)
         out[b, h, tile_m, :] = (acc / row_sum[:, None]).to(out.dtype)
         lse[b, h, tile_m] = (row_max + torch.log2(row_sum)) * LN2
     return out, lse

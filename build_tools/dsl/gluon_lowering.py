@@ -8,7 +8,10 @@ outside dots is loaded into registers too). The device loops run over one key bl
 another, possibly inside scalar loops (an `hl.grid` over heads: `Outer`). Each has two kinds of dots:
 - fresh dots read a resident tile and a tile loaded in the loop (transposed or not): [M, N] scores;
 - accumulating dots read a register value ([M, N]) and a tile loaded in the loop into an
-  accumulator carried by the loop ([M, D]).
+  accumulator carried by the loop ([M, D]), or a constant tile (`tl.full` in the loop, such as
+  ones that sum the rows: "constants", filled into shared memory once per warpgroup).
+Whole dims are D, D1, ... in order of appearance; accumulators of each width live in a layout of
+their own (`o_layout`, `o1_layout`, ...).
 Tiles loaded in the loops are read only by dots ("streamed": TMA through one ring in shared memory
 per tile, fed by a loader partition). A vector along the key block loaded in every loop (the
 backward's lse and delta columns) is copied by the loader too (cp.async, masked, into a ring of its
@@ -117,17 +120,28 @@ class TileDraws:
 @dataclass
 class Dot:
     """A dot of a device loop body: statement `index`, result `target`, and the streamed tile it
-    reads as B (`ring`, an index into the lowering's rings; `transposed` through a permute). A
-    fresh dot (`acc` None) multiplies a resident tile `a` by it; an accumulating dot multiplies
-    the register value `a` (an expression) into the loop-carried accumulator `acc`, starting from
-    `acc_in` (an expression of it)."""
+    reads as B (`ring`, an index into the lowering's rings; `transposed` through a permute), or
+    the constant tile `constant` (an index into the lowering's constants; `ring` None). A fresh dot
+    (`acc` None) multiplies a resident tile `a` by it; an accumulating dot multiplies the register
+    value `a` (an expression) into the loop-carried accumulator `acc`, starting from `acc_in` (an
+    expression of it)."""
     index: int
     target: str
     a: ast.expr
-    ring: int
+    ring: int | None
     transposed: bool
     acc: str | None = None
     acc_in: ast.expr | None = None
+    constant: int | None = None
+
+
+@dataclass
+class Constant:
+    """A constant B operand: a [keys, `width`] tile of `value` in `dtype` (Gluon text), which each
+    consumer warpgroup writes into its own shared-memory tile (`const_k`) before its first dot."""
+    width: str
+    value: str
+    dtype: str
 
 
 @dataclass
@@ -205,7 +219,7 @@ class Lowering:
         self.constexprs = {a.arg for a in self.fn.args.args if a.annotation is not None}
         self.defs: dict[str, ast.expr] = {}      # inlined index, mask and broadcast views
         self.shapes: dict[str, tuple] = {}        # tensor name -> axes
-        self.axis_of: dict[str, str] = {}         # block constexpr -> "M" / "N" / "D"
+        self.axis_of: dict[str, str] = {}         # block constexpr -> "M" / "N" / "D" / "D1" / ...
         self.tmas: dict[str, Tma] = {}
         self.stores: dict[int, tuple] = {}        # id(store statement) -> (Tma, bounds) when it leaves by TMA
         self.reg_loads: set = set()               # resident tiles also read outside dots: loaded to registers too
@@ -216,6 +230,9 @@ class Lowering:
         self.nest: list = []                      # the loops, scalar loops around them and statements between
         self.epilogue: list[ast.stmt] = []        # statements after the last loop
         self.rings: list[Tma] = []                # each streamed tile's loads (those of the first loop)
+        self.constants: list[Constant] = []       # the accumulating dots' constant B operands
+        self.const_defs: set = set()              # the loop statements' names that define them
+        self.widths: dict[str, str] = {}          # accumulator family ("O", "O1", ...) -> its width
         self.head: list[ast.stmt] = []            # statements before a persistent grid's tile loop
         self.tile_loop: str | None = None         # a persistent grid's tile loop header, as Gluon
         self.draw: TileDraws | None = None        # a grid drawing its tiles
@@ -257,7 +274,7 @@ class Lowering:
             raise NotLowerable("loops over different key blocks")
         self.keys = steps.pop()
         for tma in self.tmas.values():
-            if any(b not in ("1", self.rows, self.keys) and self.axis_of.get(b) != "D" for b in tma.block):
+            if any(b not in ("1", self.rows, self.keys) and not self.axis_of.get(b, "").startswith("D") for b in tma.block):
                 raise NotLowerable(f"load {tma.name}: a block that is not the row, key or whole dim")
         self.rings = [t for t in self.tmas.values() if t.loop == 0]
         for i, loop in enumerate(self.loops):
@@ -266,10 +283,12 @@ class Lowering:
         self.residents = [t for t in self.tmas.values() if t.loop is None]
         if not self.residents:
             raise NotLowerable("no tile loaded before the loops for the first dot")
-        widths = {self._width(d) for loop in self.loops for d in loop.accum}
-        if len(widths) != 1:
-            raise NotLowerable("accumulating dots of different widths")
-        self.width = widths.pop()
+        for dot in (d for loop in self.loops for d in loop.accum):
+            family = self.family(self.shape(ast.Name(dot.target)))
+            if self.widths.setdefault(family, self._width(dot)) != self._width(dot):
+                raise NotLowerable(f"accumulating dots of {family} of different widths")
+        if "O" not in self.widths:
+            raise NotLowerable("no accumulator along the first whole dim")
 
     def _items(self, body: list) -> list:
         """The statements, device loops (Loop) and scalar loops around device loops (Outer) of a body."""
@@ -420,7 +439,7 @@ class Lowering:
     def _note_axes(self, value: ast.expr, loop: int | None) -> None:
         """Name the axis of each block an index vector spans: `offset + arange(0, B)` before the loops
         is the program's row block ("M"; one only), in a loop its key block ("N"); a bare
-        `arange(0, R)` is a whole dim ("D")."""
+        `arange(0, R)` is a whole dim ("D", then "D1", "D2", ... for the other widths)."""
         if _call(value) == "arange":
             ranges = [value]
         elif isinstance(value, ast.BinOp) and _call(value.right) == "arange":
@@ -432,7 +451,8 @@ class Lowering:
             if block == "1" or block in self.axis_of:
                 continue
             if node is value:
-                self.axis_of[block] = "D"
+                whole = sum(1 for a in self.axis_of.values() if a.startswith("D"))
+                self.axis_of[block] = f"D{whole or ''}"
             elif loop is None:
                 if "M" in self.axis_of.values():
                     raise NotLowerable("more than one tiled dimension in the program tile")
@@ -595,16 +615,17 @@ class Lowering:
             if len(call.args) != 2:
                 raise NotLowerable(f"loop {i}: dot {ast.unparse(call)}")
             a, b = call.args
-            ring, transposed = self._ring_of(b, loop)
             keywords = [kw.arg for kw in call.keywords]
+            constant = self._constant_of(b, loop) if keywords == ["acc"] else None
+            ring, transposed = (None, False) if constant is not None else self._ring_of(b, loop)
             if not keywords and self._resident(a):
                 dot = Dot(k, target, a, ring, transposed)
                 if self.family(self.shape(call)) != "S":
                     raise NotLowerable(f"loop {i}: the fresh dot {target} is not [rows, keys]")
                 loop.fresh.append(dot)
             elif keywords == ["acc"] and not self._resident(a):
-                dot = Dot(k, target, a, ring, transposed, acc_in=call.keywords[0].value)
-                if self.family(self.shape(call)) != "O" or self.family(self.shape(a)) != "S":
+                dot = Dot(k, target, a, ring, transposed, acc_in=call.keywords[0].value, constant=constant)
+                if self.family(self.shape(call)) == "S" or self.family(self.shape(a)) != "S":
                     raise NotLowerable(f"loop {i}: the accumulating dot {target} is not [rows, keys] x [keys, dim]")
                 loop.accum.append(dot)
             else:
@@ -632,8 +653,31 @@ class Lowering:
             raise NotLowerable(f"a dot's B operand {ast.unparse(node)} is not a tile streamed by its loop")
         return loop.loads.index(node.id), transposed
 
+    def _constant_of(self, node: ast.expr, loop: Loop) -> int | None:
+        """The index into `self.constants` of a dot's B operand that the loop fills with a constant,
+        `tl.full([keys, width], value, dtype)` (maybe cast), read by dots only; else None."""
+        if not isinstance(node, ast.Name) or node.id in self.other_uses:
+            return None
+        value = next((s.value for s in loop.body if isinstance(s, ast.Assign) and s.targets[0].id == node.id), None)
+        dtype = None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "to":
+            dtype, value = _gl(ast.unparse(value.args[0])), value.func.value
+        if _call(value) != "full" or not isinstance(value.args[1], ast.Constant):
+            return None
+        dims = [ast.unparse(e) for e in value.args[0].elts]
+        if len(dims) != 2 or dims[0] != loop.step or not self.axis_of.get(dims[1], "").startswith("D"):
+            return None
+        constant = Constant(dims[1], repr(value.args[1].value), dtype or _gl(ast.unparse(value.args[2])))
+        if constant not in self.constants:
+            self.constants.append(constant)
+        self.const_defs.add(node.id)
+        return self.constants.index(constant)
+
     def _width(self, dot: Dot) -> str:
-        """The width of an accumulating dot's result: its streamed tile's last dim (first, transposed)."""
+        """The width of an accumulating dot's result: its streamed tile's last dim (first, transposed),
+        or its constant's."""
+        if dot.constant is not None:
+            return self.constants[dot.constant].width
         block = [b for b in self.rings[dot.ring].block if b != "1"]
         return block[0] if dot.transposed else block[-1]
 
@@ -704,20 +748,24 @@ class Lowering:
 
     @staticmethod
     def family(shape: tuple) -> str:
-        """The dot layout a 2-D value lives in: scores ("S") carry the key axis, the rest ("O")."""
-        return "S" if "N" in shape else "O"
+        """The dot layout a 2-D value lives in: scores ("S") carry the key axis, the rest the
+        accumulators' of their whole dim ("O" for D, "O1" for D1, ...)."""
+        if "N" in shape:
+            return "S"
+        whole = next((a for a in shape if isinstance(a, str) and a.startswith("D")), "D")
+        return "O" + whole[1:]
 
     def natural(self, shape: tuple):
         """The layout context a value of `shape` is emitted in."""
         if len(shape) == 2:
             return self.family(shape)
         if len(shape) == 1:
-            return (ROW, "S") if shape[0] == "M" else (COL, "S") if shape[0] == "N" else (COL, "O")
+            return (ROW, "S") if shape[0] == "M" else (COL, "S") if shape[0] == "N" else (COL, self.family(shape))
         return None
 
     @staticmethod
     def layout(ctx) -> str:
-        if ctx in ("S", "O"):
+        if isinstance(ctx, str):
             return f"{ctx.lower()}_layout"
         if ctx == VEC:
             return "vec_layout"
@@ -909,7 +957,7 @@ class Lowering:
                 raise NotLowerable("a store in a device loop")
             targets, reads = _assigned(stmt), _read(stmt)
             if k in skipped or (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name)
-                                and stmt.value.id in results):
+                                and stmt.value.id in results) or targets & self.const_defs:
                 read |= reads
                 continue
             if any(k > dot_of[acc] for acc in targets & accs):
@@ -978,6 +1026,7 @@ class Lowering:
         self.allocated_stores = allocated
         smem = [f"{r.name}_smem" for r in residents] + [self.store_smem[t.name] for t in allocated]
         smem += [f"ring_{r}" for r in range(len(self.rings))] + self._operand_buffers()
+        smem += [f"const_{k}" for k in range(len(self.constants))]
         smem += [f"row_{k}" for k in range(len(self.row_rings))]
         bars = ["resident_bar", "resident_empty"] + [f"{ring}_{kind}" for ring in self._ring_names()
                                                      for kind in ("ready", "empty")] + ["turn"]
@@ -1112,22 +1161,36 @@ class Lowering:
                 f"    ROWS: gl.constexpr = {self.rows} // GROUPS",
                 f"    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
                 f"instr_shape=[16, {self.keys}, 16])",
-                f"    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], "
-                f"instr_shape=[16, {self.width}, 16])",
-                "    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)",
+                *[line for family in self.widths for line in (
+                    f"    {family.lower()}_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
+                    f"warps_per_cta=[4, 1], instr_shape=[16, {self.widths[family]}, 16])",
+                    f"    {self._operand_layout(family)}: gl.constexpr = gl.DotOperandLayout(operand_index=0, "
+                    f"parent={family.lower()}_layout, k_width=2)")],
                 *self._id_layout()]
         tile = self._consumer_statements(self.prologue)
         if not self.draw:  # a drawn tile's slot is taken before its ticket is known (_taken_tiles)
             tile += [f"rslot = it % {self.slots}", f"mbarrier.wait(resident_bar.index(rslot), (it // {self.slots}) & 1)"]
         tile += self._consumer_items(self.nest)
         tile += ["mbarrier.arrive(resident_empty.index(rslot))"] + self._consumer_statements(self.epilogue)
-        body = self._consumer_statements(self.head)
+        body = self._consumer_statements(self.head) + self._constant_fills()
         body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0"]
         body += self._taken_tiles(tile) if self.draw else self._tiles(tile)
         body += ["tma.store_wait(0)"] if self.stores else []
         if any("vec_layout" in line for line in body):
             head.append(f"    vec_layout: gl.constexpr = {VEC_LAYOUT}")
         return "\n".join(head + ["    " + s for s in body])
+
+    @staticmethod
+    def _operand_layout(family: str) -> str:
+        """The name of the register operand layout of the accumulating dots into `family`."""
+        return f"p{family[1:]}_layout"
+
+    def _constant_fills(self) -> list:
+        """A consumer's lines that write its constant tiles into shared memory, before any dot reads
+        them (the fence orders the stores before the wgmma's reads)."""
+        lines = [f"const_{k}.index(WG).store(gl.full([{self.keys}, {c.width}], {c.value}, {c.dtype}, "
+                 "gl.BlockedLayout([1, 1], [1, 32], [4, 1], [1, 0])))" for k, c in enumerate(self.constants)]
+        return lines + ["fence_async_shared()"] if lines else []
 
     def _id_layout(self) -> list:
         """A partition's layout of a published ticket (one int32 over its 4 warps), if it takes any."""
@@ -1171,13 +1234,15 @@ class Lowering:
 
         a_part, acc_part, renames = self.parts(loop)
         fresh_rings = {f"ring_{d.ring}" for d in loop.fresh}
-        late = {f"ring_{d.ring}" for d in loop.accum}
+        late = {f"ring_{d.ring}" for d in loop.accum if d.ring is not None}
         early = fresh_rings - late
         rows = {f"row_{k}" for k in range(len(loop.rows))}
         # each thread reads a row copy's slot: released once the warpgroup passed a barrier
         rows_read = ["gl.thread_barrier()", *release(rows, "slot")] if rows else []
 
         def operand(dot: Dot, slot: str) -> str:
+            if dot.constant is not None:
+                return f"const_{dot.constant}.index(WG)"
             view = self._view(f"ring_{dot.ring}.index({slot})", self.rings[dot.ring])
             return view + (".permute((1, 0))" if dot.transposed else "")
 
@@ -1201,9 +1266,14 @@ class Lowering:
         stage = [f"{staged(i)}.store({self.emit(d.a, 'S')})" for i, d in enumerate(loop.accum)] + \
             ["fence_async_shared()"] if self.shared_operands else []
         wait_accum = [f"{d.acc} = warpgroup_mma_wait(0, deps=(a{i}_tok, ))" for i, d in enumerate(loop.accum)]
-        pend = [line for i, d in enumerate(loop.accum) for line in (
-            [] if self.shared_operands else [f"pend_a{i} = gl.convert_layout({self.emit(d.a, 'S')}, p_layout)"]) +
-            [f"pend_acc{i} = {self.emit(d.acc_in, 'O')}"]]
+        families = [self.family(self.shape(ast.Name(d.target))) for d in loop.accum]
+        pend = []
+        for i, (d, family) in enumerate(zip(loop.accum, families)):
+            if not self.shared_operands:  # a register operand another dot read already is moved, not recomputed
+                same = next((j for j in range(i) if ast.dump(loop.accum[j].a) == ast.dump(d.a)), None)
+                source = self.emit(d.a, 'S') if same is None else f"pend_a{same}"
+                pend.append(f"pend_a{i} = gl.convert_layout({source}, {self._operand_layout(family)})")
+            pend.append(f"pend_acc{i} = {self.emit(d.acc_in, family)}")
         fresh_results = {d.target for d in loop.fresh}
         waits = []
         for stmt in a_part:  # what does not wait for the fresh dots (row loads, say) runs while they do
@@ -1279,6 +1349,9 @@ class Lowering:
         dtype = f"{self.site(self.rings[0])}.dtype"
         body += [f"{buffer} = gl.allocate_shared_memory({dtype}, [GROUPS, ROWS, {self.keys}], "
                  f"gl.NVMMASharedLayout.get_default_for([ROWS, {self.keys}], {dtype}))" for buffer in self._operand_buffers()]
+        body += [f"const_{k} = gl.allocate_shared_memory({c.dtype}, [GROUPS, {self.keys}, {c.width}], "
+                 f"gl.NVMMASharedLayout.get_default_for([{self.keys}, {c.width}], {c.dtype}))"
+                 for k, c in enumerate(self.constants)]
         body += [f"resident_bar = gl.allocate_shared_memory(gl.int64, [{self.slots}, 1], mbarrier.MBarrierLayout())",
                  f"resident_empty = gl.allocate_shared_memory(gl.int64, [{self.slots}, 1], mbarrier.MBarrierLayout())",
                  "turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())",

@@ -240,9 +240,11 @@ class ReduceMixin:
         a_s = self.cast_atom(a, operand_dtype)
         b_s = self.cast_atom(b, operand_dtype)
         if k_a is not ONE and k_a.mask is not None:
-            if not a.is_load:
+            # past the contraction dim's bound each operand is zero (a zero-filled load, or masked
+            # here), or a finite constant whose product with the other's zeros is zero too
+            if not a.is_load and not (a.finite_fill and not b.finite_fill):
                 a_s = f"tl.where({place(k_a.mask, [len(a.shape) - 1], len(a.shape))}, {a_s}, 0)"
-            if not b.is_load:
+            if not b.is_load and not (b.finite_fill and not a.finite_fill):
                 b_s = f"tl.where({place(k_a.mask, [len(b.shape) - 2], len(b.shape))}, {b_s}, 0)"
         b_ = self.builder
         if acc is not None:

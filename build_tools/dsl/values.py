@@ -107,6 +107,7 @@ class TVal:
     render: Callable[[list[str]], str] | None = None
     children: list = field(default_factory=list)
     is_load: bool = False
+    finite_fill: bool = False  # a tile of one finite constant (hl.full): no garbage past its bounds
     extra: Any = None
 
     def __post_init__(self) -> None:

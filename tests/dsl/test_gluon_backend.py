@@ -58,6 +58,8 @@ CROSS_CASES = [(False, 64, 2, "flat", False), (True, 64, 2, "flat", False), (Fal
                (True, 64, 1, "flat", True)]
 # (causal, head dim, consumer groups): the forward with `lazy_rescale`
 LAZY_CROSS_CASES = [(False, 128, 2), (True, 64, 1)]
+# (causal, head dim, consumer groups): the forward with its row sums as products with ones (`row_sum_dot`)
+ROW_SUM_CROSS_CASES = [(False, 64, 1), (True, 64, 2)]
 # causal, queries, shared, (dq, dk/dv) masks under branches
 BWD_CROSS_CASES = [(False, 32, False, (False, False)), (True, 32, False, (False, False)), (False, 64, True, (False, False)),
                    (True, 64, True, (False, False)), (True, 32, False, (True, True))]
@@ -70,42 +72,29 @@ def cross_compile_cases() -> dict:
     """Runs in a process without TRITON_INTERPRET: compiles each lowered case for sm_90."""
     from build_tools.cross_compile import CrossCompileError, cross_compile
 
-    results = {}
+    cases = []  # (key, kernel, args, config)
     for causal, head_dim, groups, pid_type, branch in CROSS_CASES:
-        args = attention_args(1, 2, 2, 256, 256, head_dim, causal)
-        key = f"{causal}-{head_dim}-{groups}-{pid_type}" + ("-branch" if branch else "")
-        try:
-            compiled = cross_compile(attention_fwd.bind(args), args,
-                                     {**gluon_config(causal, groups, branch=branch), "pid_type": pid_type})
-        except CrossCompileError as err:
-            results[key] = {"error": str(err)}
-            continue
-        results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
+        cases.append((f"{causal}-{head_dim}-{groups}-{pid_type}" + ("-branch" if branch else ""), attention_fwd,
+                      attention_args(1, 2, 2, 256, 256, head_dim, causal),
+                      {**gluon_config(causal, groups, branch=branch), "pid_type": pid_type}))
     for causal, head_dim, groups in LAZY_CROSS_CASES:
-        args = attention_args(1, 2, 2, 256, 256, head_dim, causal)
-        key = f"{causal}-{head_dim}-{groups}-flat-lazy"
-        try:
-            compiled = cross_compile(attention_fwd.bind(args), args, {**gluon_config(causal, groups), "lazy_rescale": True})
-        except CrossCompileError as err:
-            results[key] = {"error": str(err)}
-            continue
-        results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
+        cases.append((f"{causal}-{head_dim}-{groups}-flat-lazy", attention_fwd, attention_args(1, 2, 2, 256, 256, head_dim, causal),
+                      {**gluon_config(causal, groups), "lazy_rescale": True}))
+    for causal, head_dim, groups in ROW_SUM_CROSS_CASES:
+        cases.append((f"{causal}-{head_dim}-{groups}-flat-rowsum", attention_fwd,
+                      attention_args(1, 2, 2, 256, 256, head_dim, causal),
+                      {**gluon_config(causal, groups), "row_sum_dot": True, "block_sizes": [64 * groups, 64 if head_dim == 64 else 128]}))
     for causal, groups in CAPPED_CROSS_CASES:
-        args = attention_args(1, 2, 2, 256, 256, 64, causal)
-        key = f"capped-{causal}-{groups}"
-        try:
-            compiled = cross_compile(attention_fwd.bind(args), args,
-                                     {**gluon_config(causal, groups), "block_sizes": [64 * groups, 64], "maxnreg": CAP})
-        except CrossCompileError as err:
-            results[key] = {"error": str(err)}
-            continue
-        results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
+        cases.append((f"capped-{causal}-{groups}", attention_fwd, attention_args(1, 2, 2, 256, 256, 64, causal),
+                      {**gluon_config(causal, groups), "block_sizes": [64 * groups, 64], "maxnreg": CAP}))
     for causal, queries, shared, branch in BWD_CROSS_CASES:
-        args = make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0)
-        key = f"bwd-{causal}-{queries}-{shared}-{branch}"
+        cases.append((f"bwd-{causal}-{queries}-{shared}-{branch}", attention_bwd,
+                      make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0),
+                      {**gluon_bwd_config(causal, queries, branch=branch), "shared_operands": [False, shared]}))
+    results = {}
+    for key, kernel, args, config in cases:
         try:
-            compiled = cross_compile(attention_bwd.bind(args), args, {**gluon_bwd_config(causal, queries, branch=branch),
-                                                                      "shared_operands": [False, shared]})
+            compiled = cross_compile(kernel.bind(args), args, config)
         except CrossCompileError as err:
             results[key] = {"error": str(err)}
             continue
@@ -501,6 +490,32 @@ def test_lazy_rescale_lowers_the_accumulator_multiply_to_a_branch():
     assert not any("gl.exp2(" in line for line in lines[wait:steady])
 
 
+def test_row_sum_dot_lowers_to_a_product_with_ones_in_shared_memory():
+    """`row_sum_dot`: the ones tile is a constant B operand. Each consumer warpgroup writes its own
+    copy into shared memory once, before any dot; every step issues the sum's wgmma beside the P@V,
+    from the same probabilities (moved, not recomputed), into an accumulator of its own width and
+    layout; the loader never copies it, and no ring slot waits for it."""
+    args = attention_args(1, 2, 1, 200, 300, 64, True)
+    source = attention_fwd.bind(args).to_triton_code({**gluon_config(True, 1, branch=True), "row_sum_dot": True,
+                                                      "block_sizes": [64, 64]})
+    consumer = [line.strip() for line in partition(source, "_consumer(WG").splitlines()]
+    assert re.search(r"const_0 = gl\.allocate_shared_memory\(gl\.(bfloat16|float16), \[GROUPS, _BLOCK_SIZE_1, _RDIM_SIZE_1\]",
+                     source)
+    fill = consumer.index(next(line for line in consumer if line.startswith("const_0.index(WG).store(gl.full(")))
+    assert consumer[fill + 1] == "fence_async_shared()"
+    assert fill < min(i for i, line in enumerate(consumer) if "warpgroup_mma(" in line)
+    assert "o1_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], " \
+           "instr_shape=[16, _RDIM_SIZE_1, 16])" in consumer
+    sums = [line for line in consumer if line.startswith("a1_tok = ")]
+    assert sums and all(line == "a1_tok = warpgroup_mma(pend_a1, const_0.index(WG), pend_acc1, is_async=True)"
+                        for line in sums)
+    assert all(line == "pend_a1 = gl.convert_layout(pend_a0, p1_layout)"
+               for line in consumer if line.startswith("pend_a1 = "))
+    assert not any("gl.sum(" in line for line in consumer)
+    loader_body = partition(source, "_loader(").split("\n", 1)[1]
+    assert "const_0" not in loader_body
+
+
 @helion.kernel(static_shapes=False)
 def attention_rescaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, form: hl.constexpr) -> torch.Tensor:
     """A one-loop attention forward with its accumulator rescaled in two forms the Gluon lowering
@@ -683,6 +698,29 @@ def test_lazy_rescale_lowered_matches_float64(causal, head_dim, groups, climbing
     want, want_lse = reference(*args)
     assert (out.double() - want).abs().max() < 2e-2
     assert ((lse.double() - want_lse).abs() / want_lse.abs().clamp(min=1)).max() < 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal, branch, lazy", [(False, False, False), (True, False, False), (True, True, False),
+                                                  (False, False, True)])
+@pytest.mark.parametrize("head_dim, groups, cap", [(64, 1, 80), (64, 2, None), (128, 2, None)])
+@pytest.mark.parametrize("shape", [(2, 4, 2, 1000, 1000), (1, 4, 4, 300, 777), (1, 2, 1, 65, 1)])
+def test_row_sum_dot_lowered_matches_float64(causal, branch, lazy, head_dim, groups, cap, shape, device):
+    """`row_sum_dot` in Gluon: the row sums from the product with the shared ones tile, in every
+    loop form (the diagonal loop, the branch, the lazy rescale) and over ragged key tails. The sums
+    are of the bf16-rounded probabilities (those the output's numerator multiplied), each off by at
+    most 2**-9 of itself, so the log-sum-exp may be off by as much (a row of a few keys)."""
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    args = attention_args(*shape, head_dim, causal, device="cuda", dtype=torch.bfloat16)
+    config = {**gluon_config(causal, groups, branch=branch), "row_sum_dot": True, "lazy_rescale": lazy,
+              "block_sizes": [64 * groups, 64 if head_dim == 64 else 128]} | ({"maxnreg": cap} if cap else {})
+    launcher = attention_fwd.bind(args).compile_config(config)
+    with poisoned_allocations():
+        out, lse = launcher(*args)
+    want, want_lse = reference(*args)
+    assert (out.double() - want).abs().max() < 2e-2
+    assert (lse.double() - want_lse).abs().max() < 2 ** -8
 
 
 @pytest.mark.gpu

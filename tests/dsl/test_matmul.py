@@ -1,5 +1,7 @@
 """Corpus: matrix products (torch.addmm/mm/matmul/@/bmm/baddbmm, hl.dot with acc/out_dtype), split-k with
 atomics, epilogues, and transposed operands (.T/.transpose/.permute)."""
+import re
+
 import pytest
 import torch
 
@@ -210,6 +212,35 @@ def test_transposed_load_operand_needs_no_mask_select():
     x, w, bias = randn(37, 45), randn(19, 45), randn(19)
     code = linear_relu.bind((x, w, bias)).to_triton_code()
     assert "tl.dot(" in code and "tl.where(" not in code
+
+
+@helion.kernel()
+def row_sums_by_product(x: torch.Tensor, fill: hl.constexpr) -> torch.Tensor:
+    """exp(x) summed along its rows as a product with a tile of `fill`, 8 columns wide (each holds
+    the rows' sums times `fill`)."""
+    m, k = x.size()
+    out = torch.empty([m, 8], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m, 8], dtype=torch.float32)
+        for tile_k in hl.tile(k):
+            acc = hl.dot(torch.exp(x[tile_m, tile_k]), hl.full([tile_k, 8], fill, dtype=x.dtype), acc=acc)
+        out[tile_m, :] = acc
+    return out
+
+
+@pytest.mark.parametrize("m,k", [(1, 1), (37, 45), (16, 80)])
+def test_product_with_a_constant_tile(m, k, device):
+    """Past a ragged k the computed operand (exp of zero-filled loads: ones, not zeros) is masked and
+    the finite constant is not: their product is zero there either way. A constant that is not
+    finite keeps its mask, as does an operand computed from loads."""
+    x = randn(m, k, device=device)
+    check_kernel(row_sums_by_product, (x, 0.5), lambda x, fill: (torch.exp(x).sum(1, keepdim=True) * fill).expand(m, 8),
+                 **matmul_tolerance(device))
+    ragged = randn(37, 45)
+    masked = {fill: re.search(r"tl\.dot\((.*)\)", row_sums_by_product.bind((ragged, fill)).to_triton_code(
+        {"block_sizes": [16, 16]})).group(1) for fill in (0.5, float("inf"))}
+    assert masked[0.5].startswith("tl.where(") and ", tl.where(" not in masked[0.5]
+    assert masked[float("inf")].count("tl.where(") == 2
 
 
 @helion.kernel()

@@ -7,7 +7,8 @@ forward bf16 (1e-2, 1e-2), fp16 (2e-3, 5e-4); backward bf16 (1e-2, 2e-2), fp16 (
 (rtol, atol); fp32 forward (1e-2, 1e-2), backward (2e-2, 2e-2), since GPUs run its dots in TF32.
 Each case runs under the default and random configs; causal kernels also in one loop with their
 mask under a branch (`diagonal_branch`, `dq_diagonal_branch`, `dkv_diagonal_branch`), and forwards
-with their accumulator rescaled only where the maximum moves (`lazy_rescale`).
+with their accumulator rescaled only where the maximum moves (`lazy_rescale`) and with their row
+sums taken by a product with ones (`row_sum_dot`).
 bf16 cases run only on GPUs: Triton's interpreter has no bf16 tl.dot.
 """
 import re
@@ -54,6 +55,12 @@ DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 DIAGONAL_BRANCH = config_with("diagonal branch", {("diagonal_branch", None): True, ("block_sizes", None): 16})
 # the forward's accumulator rescaled only when a tile raises a row's maximum past the slack
 LAZY_RESCALE = config_with("lazy rescale", {("lazy_rescale", None): True, ("block_sizes", None): 16})
+# the forward's row sums as a product of the probabilities with a tile of ones, in both loop forms
+ROW_SUM_DOT = config_with("row sum dot", {("row_sum_dot", None): True, ("block_sizes", None): 16})
+ROW_SUM_DOT_BRANCH = config_with("row sum dot, diagonal branch", {("row_sum_dot", None): True,
+                                                                  ("diagonal_branch", None): True, ("block_sizes", None): 16})
+ROW_SUM_DOT_LAZY = config_with("row sum dot, lazy rescale", {("row_sum_dot", None): True, ("lazy_rescale", None): True,
+                                                             ("block_sizes", None): 16})
 DIAGONAL_BRANCHES_BWD = config_with("diagonal branches", {("dq_diagonal_branch", None): True,
                                                           ("dkv_diagonal_branch", None): True, ("block_sizes", None): 16})
 
@@ -69,7 +76,7 @@ def test_forward(device, dtype, case):
     args = attention.make_fwd_inputs(shape, dtype, device, seed=case)
     check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(dtype),
              _label("attention_fwd", shape, dtype), output_dtypes=(dtype, torch.float32),
-             extra_configs=[DIAGONAL_BRANCH, LAZY_RESCALE] if shape["causal"] else [LAZY_RESCALE])
+             extra_configs=[LAZY_RESCALE, ROW_SUM_DOT] + ([DIAGONAL_BRANCH, ROW_SUM_DOT_BRANCH] if shape["causal"] else []))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -95,7 +102,8 @@ def test_lazy_rescale_where_tiles_raise_the_maximum(device, dtype, causal):
     k = (k.double() * 0.1 + climb[:, None].double() * direction).to(dtype)
     args = (q, k, v, causal, scale)
     check_op(attention.attention_fwd, args, attention.reference_fwd(*args), attention.tolerance(dtype),
-             _label("attention_fwd climbing scores", shape, dtype), extra_configs=[LAZY_RESCALE], random_seeds=())
+             _label("attention_fwd climbing scores", shape, dtype), extra_configs=[LAZY_RESCALE, ROW_SUM_DOT_LAZY],
+             random_seeds=())
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -126,7 +134,7 @@ def test_no_keys_gives_what_torch_gives(device, causal):
     torch.testing.assert_close(expected_out, torch_out.double())
     assert torch.all(expected_lse == float("-inf"))
     check_op(attention.attention_fwd, args, (expected_out, expected_lse), attention.tolerance(torch.float16),
-             _label("attention_fwd", shape, torch.float16), random_seeds=())
+             _label("attention_fwd", shape, torch.float16), random_seeds=(), extra_configs=[ROW_SUM_DOT])
 
 
 def test_reference_matches_torch_sdpa(device):
