@@ -74,6 +74,12 @@ def structure_signature(found: Discovery) -> tuple:
             tuple(found.rdims), frozenset(found.not_loopable), frozenset(found.splittable_stores))
 
 
+def warp_specializable(loop) -> bool:
+    """Whether `range_warp_specializes` applies to a device loop: one with a dot, none of whose
+    dots reads a constant tile (DeviceLoopInfo.constant_operand)."""
+    return loop.has_dot and not loop.constant_operand
+
+
 def unroll_choices(loop) -> tuple:
     """A device loop's `range_unroll_factors` choices: none with a run-time branch, at most 1 with a
     dot (see DOT_ELEMENTS_PER_WARP's note on unrolled dot loops)."""
@@ -201,10 +207,10 @@ class ConfigSpec:
             knobs.append(Knob("tile_reversals", i, (False,) if waits else (False, True)))
         for i in range(most["range_num_stages"]):
             loops = [s.device_loops[i] for s in structures if i < len(s.device_loops)]
-            dot = any(loop.has_dot for loop in loops)
+            specializable = any(warp_specializable(loop) for loop in loops)
             knobs.append(Knob("range_unroll_factors", i, max((unroll_choices(loop) for loop in loops), key=len)))
             knobs.append(Knob("range_num_stages", i, (0, 1, 2, 3, 4)))
-            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if dot else (None,)))
+            knobs.append(Knob("range_warp_specializes", i, (None, False, True) if specializable else (None,)))
             knobs.append(Knob("range_peel_tails", i, (False, True) if any(loop.peelable for loop in loops) else (False,)))
         if f.runtime_rdims or f.tunables:
             knobs.append(Knob("static_reduction_sizes", None, (False, True)))
@@ -362,7 +368,7 @@ class ConfigSpec:
             values += [default] * (n_loops - len(values))
             fields[name] = values[:n_loops]
         for i, loop in enumerate(compiled.device_loops):
-            if not loop.has_dot:
+            if not warp_specializable(loop):
                 fields["range_warp_specializes"][i] = None
             if loop.has_branch or (loop.has_dot and fields["range_unroll_factors"][i] > 1):
                 fields["range_unroll_factors"][i] = 0

@@ -236,6 +236,8 @@ class ReduceMixin:
         for d in (a.shape[-2], k_a, b.shape[-1]):
             self.session.note_dot_dim(d)
         self.session.found.dot_shapes.add(shape_key(shape))
+        if a.finite_fill or b.finite_fill:
+            self.session.note_constant_operand(self.open_device_loops)
         operand_dtype = torch.promote_types(a.dtype, b.dtype)
         a_s = self.cast_atom(a, operand_dtype)
         b_s = self.cast_atom(b, operand_dtype)

@@ -58,6 +58,9 @@ class DeviceLoopInfo:
     # A loop over one tile dimension whose end is not provably a multiple of its block: its last
     # partial tile can be peeled into a second loop, so the main loop needs no tail mask.
     peelable: bool = False
+    # A dot in the body reads a constant tile (hl.full) as an operand. Triton 3.6's automatic warp
+    # specialization crashes on such a loop (NVGPUWarpSpecialization, 2026-12-02), so it is not offered.
+    constant_operand: bool = False
 
 
 @dataclass
@@ -483,6 +486,11 @@ class CompileSession:
         index = self.device_loop_index
         self.device_loop_index += 1
         return index
+
+    def note_constant_operand(self, loop_indices: list[int]) -> None:
+        """A dot inside these device loops reads a constant tile."""
+        for index in loop_indices:
+            self.found.device_loops[index].constant_operand = True
 
     def note_branch(self, loop_indices: list[int]) -> None:
         """A runtime `if` was emitted inside these device loops."""

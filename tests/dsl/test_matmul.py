@@ -232,7 +232,8 @@ def row_sums_by_product(x: torch.Tensor, fill: hl.constexpr) -> torch.Tensor:
 def test_product_with_a_constant_tile(m, k, device):
     """Past a ragged k the computed operand (exp of zero-filled loads: ones, not zeros) is masked and
     the finite constant is not: their product is zero there either way. A constant that is not
-    finite keeps its mask, as does an operand computed from loads."""
+    finite keeps its mask, as does an operand computed from loads. Triton 3.6's automatic warp
+    specialization crashes on a loop whose dot reads a constant, so that knob is not offered there."""
     x = randn(m, k, device=device)
     check_kernel(row_sums_by_product, (x, 0.5), lambda x, fill: (torch.exp(x).sum(1, keepdim=True) * fill).expand(m, 8),
                  **matmul_tolerance(device))
@@ -241,6 +242,8 @@ def test_product_with_a_constant_tile(m, k, device):
         {"block_sizes": [16, 16]})).group(1) for fill in (0.5, float("inf"))}
     assert masked[0.5].startswith("tl.where(") and ", tl.where(" not in masked[0.5]
     assert masked[float("inf")].count("tl.where(") == 2
+    knobs = row_sums_by_product.bind((ragged, 0.5)).config_spec.knobs()
+    assert [k.choices for k in knobs if k.name == "range_warp_specializes"] == [(None,)]
 
 
 @helion.kernel()
