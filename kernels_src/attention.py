@@ -33,7 +33,8 @@ leaves most steps (FlashAttention-4 decides per warp; here per query tile, in Gl
 The forward's `row_sum_dot` tunable sums each row's probabilities on the tensor cores instead of
 the FP32 pipe: a product of the rounded probabilities with a [N, ROW_SUM_COLUMNS] tile of ones into
 an fp32 accumulator rescaled like the output's (every column holds the row's sum), which also makes
-the denominator the sum of the very probabilities the numerator multiplied.
+the denominator the sum of the very probabilities the numerator multiplied (H200, 2026-12-02:
+0.96-1.00x at the D64 entries, where the FP32 pipe turned out not to bound the forward; off).
 Programs are launched query (or key) tile fastest, so the programs running together
 share one head's k/v (or q/grad_out) in L2.
 The head dim is specialized (hl.specialize), so each D gets its own compiled variant.
