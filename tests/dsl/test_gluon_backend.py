@@ -754,15 +754,17 @@ PERSISTENT = {"interleaved": {"pid_type": "persistent_interleaved"},
 @pytest.mark.parametrize("groups", [1, 2])
 @pytest.mark.parametrize("grid", sorted(PERSISTENT))
 @pytest.mark.parametrize("shape", [(4, 16, 4, 1100, 700), (1, 3, 1, 777, 300), (3, 2, 2, 65, 1)])
-def test_persistent_lowered_attention_matches_float64(causal, branch, groups, grid, shape, device):
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_persistent_lowered_attention_matches_float64(causal, branch, groups, grid, shape, head_dim, device):
     """Where a program walks several tiles (the first shape: more than 4 per SM), the residents, ring,
-    turns and stores carry over from tile to tile."""
+    turns and stores carry over from tile to tile; at D64 as the H200's B16 S512 entry runs (two
+    consumer warpgroups over 128-key tiles, drawn tiles) and at D128."""
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
     batch, heads, _, q_len, _ = shape
     if shape[0] == 4:
         assert batch * heads * math.ceil(q_len / 128) > 4 * torch.cuda.get_device_properties(0).multi_processor_count
-    args = attention_args(*shape, 128, causal, device="cuda", dtype=torch.bfloat16)
+    args = attention_args(*shape, head_dim, causal, device="cuda", dtype=torch.bfloat16)
     bound = attention_fwd.bind(args)
     config = {**gluon_config(causal, groups, branch=branch), **PERSISTENT[grid]}
     launcher = bound.compile_config(config)
