@@ -284,8 +284,8 @@ class Lowering:
         if not self.residents:
             raise NotLowerable("no tile loaded before the loops for the first dot")
         for dot in (d for loop in self.loops for d in loop.accum):
-            family = self.family(self.shape(ast.Name(dot.target)))
-            if self.widths.setdefault(family, self._width(dot)) != self._width(dot):
+            family, width = self._family_of(dot), self._width(dot)
+            if self.widths.setdefault(family, width) != width:
                 raise NotLowerable(f"accumulating dots of {family} of different widths")
         if "O" not in self.widths:
             raise NotLowerable("no accumulator along the first whole dim")
@@ -672,6 +672,10 @@ class Lowering:
             self.constants.append(constant)
         self.const_defs.add(node.id)
         return self.constants.index(constant)
+
+    def _family_of(self, dot: Dot) -> str:
+        """The layout family of an accumulating dot's result ("O", "O1", ...)."""
+        return self.family(self.shape(ast.Name(dot.target)))
 
     def _width(self, dot: Dot) -> str:
         """The width of an accumulating dot's result: its streamed tile's last dim (first, transposed),
@@ -1266,7 +1270,7 @@ class Lowering:
         stage = [f"{staged(i)}.store({self.emit(d.a, 'S')})" for i, d in enumerate(loop.accum)] + \
             ["fence_async_shared()"] if self.shared_operands else []
         wait_accum = [f"{d.acc} = warpgroup_mma_wait(0, deps=(a{i}_tok, ))" for i, d in enumerate(loop.accum)]
-        families = [self.family(self.shape(ast.Name(d.target))) for d in loop.accum]
+        families = [self._family_of(d) for d in loop.accum]
         pend = []
         for i, (d, family) in enumerate(zip(loop.accum, families)):
             if not self.shared_operands:  # a register operand another dot read already is moved, not recomputed

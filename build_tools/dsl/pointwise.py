@@ -303,11 +303,9 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         sizes = lambda: ", ".join(d.size_expr for d in shape)  # noqa: E731
         if isinstance(fill, TVal):
             return self.make(dtype, tuple(shape), lambda a: f"tl.full([{sizes()}], 0, {tl_dtype(dtype)}) + {a[0]}", [self.to_dtype(fill, dtype)])
-        if dtype == torch.bfloat16:
-            # Triton's interpreter cannot build a bf16 constant; a cast of an fp32 one folds on GPUs
-            filled = self.make(dtype, tuple(shape), lambda a: f"tl.full([{sizes()}], {a[0]}, tl.float32).to(tl.bfloat16)", [fill])
-        else:
-            filled = self.make(dtype, tuple(shape), lambda a: f"tl.full([{sizes()}], {a[0]}, {tl_dtype(dtype)})", [fill])
+        # Triton's interpreter cannot build a bf16 constant; a cast of an fp32 one folds on GPUs
+        built, cast = (torch.float32, ".to(tl.bfloat16)") if dtype == torch.bfloat16 else (dtype, "")
+        filled = self.make(dtype, tuple(shape), lambda a: f"tl.full([{sizes()}], {a[0]}, {tl_dtype(built)}){cast}", [fill])
         filled.finite_fill = isinstance(fill, (int, float)) and math.isfinite(fill)
         return filled
 
