@@ -15,7 +15,7 @@ from .config import FIELDS, Config
 from .session import Discovery
 
 BACKENDS = ("triton", "gluon")
-CONSUMER_GROUPS = (1, 2)
+CONSUMER_GROUPS = (1, 2, 3)
 # persistent_dynamic: a persistent grid whose programs draw their next tile from a counter
 PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved", "persistent_dynamic"]
 INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
@@ -327,13 +327,14 @@ class ConfigSpec:
         sized = positions(compiled)
         blocks = list(fields.get("block_sizes") or [])
         defaults = None
+        warpgroup_rows = self._warpgroup_row_blocks(fields)
         for i in range(len(self.found.blocks)):
             choices = self.block_range(i)
             if i >= len(blocks) or blocks[i] is None:
                 defaults = defaults or self._default_blocks()
                 blocks.append(defaults[i]) if i >= len(blocks) else blocks.__setitem__(i, defaults[i])
             value = int(blocks[i])
-            if value & (value - 1):
+            if value & (value - 1) and i not in warpgroup_rows:
                 raise exc.InvalidConfig(f"block_sizes[{i}]={value} is not a power of two")
             # a dot's block is clamped to its dim's size, except for the Gluon back end, whose TMA
             # tiles zero-fill past the size and whose row block is fixed by its warpgroups
@@ -426,6 +427,13 @@ class ConfigSpec:
         rows = self.found.gluon_rows
         return rows if any(r is not None for r in rows) else None
 
+    def _warpgroup_row_blocks(self, fields: dict) -> set:
+        """The blocks that the Gluon back end sets to its warpgroups' rows (64 per group, so 192 for
+        three: the one block that need not be a power of two, since each warpgroup's is)."""
+        rows = self.found.gluon_rows
+        return {rows[loop] for loop, backend in enumerate(self.per_loop(fields, "backend"))
+                if backend == "gluon" and loop < len(rows) and rows[loop] is not None}
+
     GLUON_FLAGS = ("shared_operands", "relative_masks")
     PER_LOOP = {"backend": (BACKENDS[0], BACKENDS), **{flag: (False, (False, True)) for flag in GLUON_FLAGS}}
 
@@ -447,7 +455,7 @@ class ConfigSpec:
         gluon_lowering.py: warp-specialized kernels of the loop form it takes), or a list of one
         of them per top-level loop (each loop is its own kernel: e.g. the attention backward's dq
         kernel in Gluon and its dk/dv kernel in Triton); a list of one name becomes that name. With
-        Gluon, `consumer_groups` warpgroups of 64 rows (1 or 2; left out otherwise): the row block
+        Gluon, `consumer_groups` warpgroups of 64 rows (1 to 3; left out otherwise): the row block
         of each Gluon loop takes the groups' rows, the grid is one axis (flat, or persistent: its
         partitions walk the program's tiles together), and `num_stages` is the depth of the rings of
         streamed tiles (2 to 4; a Triton kernel beside it pipelines with the same value unless its

@@ -53,16 +53,19 @@ PARTITION_WARPS = 4  # each partition's: a consumer warpgroup, the loader
 VEC_LAYOUT = f"gl.BlockedLayout([1], [32], [{PARTITION_WARPS}], [0])"  # its layout, over a partition's warps
 LOADER_THREADS = 32 * PARTITION_WARPS
 LOADER_REGS = 24  # the loader's registers per thread (setmaxnreg's least)
-CONSUMER_REGS = 240  # a consumer warpgroup's, under the compiler's own cap
+CONSUMER_REGS = 240  # a consumer warpgroup's most (setmaxnreg's largest is 256; ptxas keeps some)
+REGISTER_FILE = 65536  # 32-bit registers of an SM, which one CTA's warpgroups share
 
 
 def consumer_registers(groups: int, maxnreg: int | None) -> int:
-    """Registers per thread of each consumer warpgroup: CONSUMER_REGS, or under a cap of `maxnreg`
-    per thread of the kernel's (groups + 1) warpgroups what the loader leaves, shared evenly and
-    rounded down to setmaxnreg's multiple of 8."""
-    if maxnreg is None:
-        return CONSUMER_REGS
-    share = (maxnreg * (groups + 1) - LOADER_REGS) // groups  # every warpgroup has the same threads
+    """Registers per thread of each consumer warpgroup: under the kernel's per-thread cap (`maxnreg`,
+    or the register file shared evenly by its groups + 1 warpgroups, rounded down to a multiple of
+    8, as the compiler caps a kernel of that many threads) what the loader leaves, shared evenly and
+    rounded down to setmaxnreg's multiple of 8, at most CONSUMER_REGS: 240 for one or two groups,
+    160 for three."""
+    launch_cap = REGISTER_FILE // (LOADER_THREADS * (groups + 1)) // 8 * 8
+    cap = launch_cap if maxnreg is None else min(maxnreg, launch_cap)
+    share = (cap * (groups + 1) - LOADER_REGS) // groups  # every warpgroup has the same threads
     return min(CONSUMER_REGS, share // 8 * 8)
 
 
@@ -1155,6 +1158,10 @@ class Lowering:
                 f"async_copy.mbarrier_arrive(row_{ring}_ready.index(slot), increment_count=False)"]
 
     def _turn(self, t: str) -> list:
+        """Wait for turn `t`: warpgroup WG's barrier completes a phase each time WG - 1 (round the
+        ring) passes the turn, and WG 0 takes the first turn unasked. A warpgroup cannot pass twice
+        before the next one has waited, since it waits for its own turn from the ring in between,
+        so the phase's parity tells the turns apart for any number of groups."""
         return ["if GROUPS > 1:", f"    mbarrier.wait(turn.index(WG), (({t}) & 1) ^ (1 if WG == 0 else 0))"]
 
     PASS_TURN = ["if GROUPS > 1:", "    mbarrier.arrive(turn.index((WG + 1) % GROUPS))"]

@@ -831,8 +831,9 @@ class CompileSession:
         options = builder.compile_options
         builder.constexpr("CONSUMER_REGS", str(consumer_registers(groups, options.get("maxnreg"))))
         params = [(p.name, p.constexpr) for p in builder.ordered_params()]
-        extra = (b"shared" if shared_operands else b"") + (b"relative" if relative_masks else b"") + \
-            (repr(options).encode() if options else b"")
+        # what shapes the rendered kernel beside the source: the partitions, the flags, the options
+        extra = f"groups={groups}".encode() + (b"shared" if shared_operands else b"") + \
+            (b"relative" if relative_masks else b"") + (repr(options).encode() if options else b"")
         digest = hashlib.sha1(source.encode() + repr(params).encode() + extra).hexdigest()[:10]
         name = f"_{self.parsed.fn.__name__}_gluon_{digest}"
         try:

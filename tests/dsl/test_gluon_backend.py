@@ -39,12 +39,13 @@ def attention_args(batch, heads, kv_heads, q_len, kv_len, head_dim, causal, devi
 
 
 def gluon_bwd_config(causal: bool, query_block: int = 32, stages: int = 3, peel: bool = False,
-                     branch: tuple = (False, False)) -> dict:
+                     branch: tuple = (False, False), groups: int = 2) -> dict:
     """The backward's blocks: dq's rows and key tiles, dk/dv's key rows and query tiles. `branch`:
     (dq, dk/dv) in one loop each with the causal mask under a branch, instead of a loop of its own."""
     loops = 3 + (2 - sum(branch) if causal else 0)
-    return {"block_sizes": [128, 64, 128, query_block], "num_stages": stages, "range_peel_tails": [peel] * loops,
-            "backend": "gluon", "consumer_groups": 2, "dq_diagonal_branch": branch[0], "dkv_diagonal_branch": branch[1]}
+    return {"block_sizes": [64 * groups, 64, 64 * groups, query_block], "num_stages": stages,
+            "range_peel_tails": [peel] * loops, "backend": "gluon", "consumer_groups": groups,
+            "dq_diagonal_branch": branch[0], "dkv_diagonal_branch": branch[1]}
 
 
 def bwd_shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal) -> dict:
@@ -55,7 +56,7 @@ def bwd_shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal) -> dict:
 CROSS_CASES = [(False, 64, 2, "flat", False), (True, 64, 2, "flat", False), (False, 128, 1, "flat", False),
                (True, 128, 2, "flat", False), (True, 128, 2, "persistent_interleaved", False),
                (True, 128, 2, "persistent_dynamic", False), (True, 128, 2, "persistent_dynamic", True),
-               (True, 64, 1, "flat", True)]
+               (True, 64, 1, "flat", True), (True, 64, 3, "flat", True)]
 # (causal, head dim, consumer groups): the forward with `lazy_rescale`
 LAZY_CROSS_CASES = [(False, 128, 2), (True, 64, 1)]
 # (causal, head dim, consumer groups): the forward with its row sums as products with ones (`row_sum_dot`)
@@ -173,10 +174,12 @@ def test_consumer_registers_fit_the_cap():
     assert consumer_registers(2, 80) == 104  # (80 * 384 - 24 * 128) / 256, rounded down to a multiple of 8
     assert consumer_registers(1, 80) == 136
     assert consumer_registers(1, 256) == 240
-    for groups in (1, 2):
+    assert consumer_registers(3, None) == consumer_registers(3, 256) == 160  # 16 warps: 128 each at launch
+    for groups in (1, 2, 3):
+        launch_cap = 65536 // (128 * (groups + 1)) // 8 * 8  # the register file shared by the warpgroups
         for cap in range(24, 257, 8):  # the consumers' and the loader's registers within the cap's
             regs = consumer_registers(groups, cap)
-            assert regs % 8 == 0 and regs * groups + 24 <= cap * (groups + 1), (groups, cap)
+            assert regs % 8 == 0 and regs * groups + 24 <= min(cap, launch_cap) * (groups + 1), (groups, cap)
 
 
 def test_register_cap_reaches_the_compile():
@@ -316,10 +319,14 @@ def test_invalid_gluon_configs_raise():
     with pytest.raises(exc.InvalidConfig, match="backend"):
         bound.to_triton_code({**gluon_config(False), "backend": "cuda"})
     with pytest.raises(exc.InvalidConfig, match="consumer_groups"):
-        bound.to_triton_code({**gluon_config(False), "consumer_groups": 3})
+        bound.to_triton_code({**gluon_config(False), "consumer_groups": 4})
     # the row block follows the consumer groups, and the grid has one axis
     normalized = bound.config_spec.normalize({**gluon_config(False), "block_sizes": [64, 128], "pid_type": "xyz"})
     assert normalized["block_sizes"][0] == 128 and normalized["pid_type"] == "flat"
+    three = bound.config_spec.normalize(gluon_config(False, groups=3))  # 192 rows, though not a power of two
+    assert three["block_sizes"][0] == 192 and bound.config_spec.normalize(three) == three
+    with pytest.raises(exc.InvalidConfig, match="power of two"):  # the key block stays a power of two
+        bound.config_spec.normalize({**gluon_config(False, groups=3), "block_sizes": [192, 96]})
     persistent = bound.config_spec.normalize({**gluon_config(False), "pid_type": "persistent_blocked"})
     assert persistent["pid_type"] == "persistent_blocked" and list(persistent["persistent_flattens"]) == [False]
     fp32 = attention_args(1, 2, 2, 128, 128, 64, False, dtype=torch.float32)
@@ -653,8 +660,7 @@ def reference(q, k, v, causal, scale):
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal, relative, branch", [(False, False, False), (False, True, False), (True, False, False),
                                                       (True, True, False), (True, False, True), (True, True, True)])
-@pytest.mark.parametrize("head_dim", [64, 128])
-@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("head_dim, groups", [(64, 1), (64, 2), (64, 3), (128, 1), (128, 2)])
 @pytest.mark.parametrize("shape", [(2, 4, 2, 1000, 1000), (1, 4, 4, 300, 777), (1, 4, 2, 777, 300),
                                    (1, 2, 2, 1, 129), (1, 2, 1, 65, 1)])
 def test_lowered_attention_matches_float64(causal, relative, branch, head_dim, groups, shape, device):
@@ -751,19 +757,19 @@ PERSISTENT = {"interleaved": {"pid_type": "persistent_interleaved"},
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal, branch", [(False, False), (True, False), (True, True)])
-@pytest.mark.parametrize("groups", [1, 2])
 @pytest.mark.parametrize("grid", sorted(PERSISTENT))
 @pytest.mark.parametrize("shape", [(4, 16, 4, 1100, 700), (1, 3, 1, 777, 300), (3, 2, 2, 65, 1)])
-@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("head_dim, groups", [(64, 1), (64, 2), (64, 3), (128, 1), (128, 2)])
 def test_persistent_lowered_attention_matches_float64(causal, branch, groups, grid, shape, head_dim, device):
-    """Where a program walks several tiles (the first shape: more than 4 per SM), the residents, ring,
+    """Where a program walks several tiles (the first shape: more than 2 per SM), the residents, ring,
     turns and stores carry over from tile to tile; at D64 as the H200's B16 S512 entry runs (two
-    consumer warpgroups over 128-key tiles, drawn tiles) and at D128."""
+    consumer warpgroups over 128-key tiles, drawn tiles), with three warpgroups taking turns (192
+    rows), and at D128."""
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
     batch, heads, _, q_len, _ = shape
     if shape[0] == 4:
-        assert batch * heads * math.ceil(q_len / 128) > 4 * torch.cuda.get_device_properties(0).multi_processor_count
+        assert batch * heads * math.ceil(q_len / (64 * groups)) > 2 * torch.cuda.get_device_properties(0).multi_processor_count
     args = attention_args(*shape, head_dim, causal, device="cuda", dtype=torch.bfloat16)
     bound = attention_fwd.bind(args)
     config = {**gluon_config(causal, groups, branch=branch), **PERSISTENT[grid]}
@@ -806,6 +812,28 @@ def test_lowered_attention_backward_matches_float64(causal, query_block, peel, b
     launcher = attention_bwd.bind(args).compile_config({**gluon_bwd_config(causal, query_block, peel=peel, branch=branch),
                                                         "backend": backend, "shared_operands": shared,
                                                         "relative_masks": relative})
+    with poisoned_allocations():
+        grads = launcher(*args)
+    rtol, atol = tolerance_bwd(torch.bfloat16)
+    for name, got, want in zip(("dq", "dk", "dv"), grads, reference_bwd(*args)):
+        error = (got.double() - want).abs()
+        assert torch.allclose(got.double(), want, rtol=rtol, atol=atol), (name, error.max(), error.argmax())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("backend", ["gluon", ["gluon", "triton"]])
+@pytest.mark.parametrize("dims", [(2, 4, 2, 1000, 1000, 64), (1, 4, 1, 777, 300, 64), (1, 2, 1, 65, 1, 64)])
+def test_three_group_attention_backward_matches_float64(causal, backend, dims, device):
+    """Three consumer warpgroups (192 rows of dq, 192 keys of dk/dv) at D64, as the H200's
+    non-causal entries run: both kernels lowered, or dq beside the Triton dk/dv kernel."""
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    args = make_bwd_inputs(bwd_shape(*dims, causal), torch.bfloat16, "cuda", 11)
+    config = {**gluon_bwd_config(causal, peel=True, groups=3), "backend": backend}
+    if backend != "gluon":
+        config["block_sizes"] = [192, 64, 64, 64]
+    launcher = attention_bwd.bind(args).compile_config(config)
     with poisoned_allocations():
         grads = launcher(*args)
     rtol, atol = tolerance_bwd(torch.bfloat16)
