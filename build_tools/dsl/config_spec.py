@@ -16,6 +16,12 @@ from .session import Discovery
 
 BACKENDS = ("triton", "gluon")
 CONSUMER_GROUPS = (1, 2, 3)
+# the groups the search offers: three warpgroups share 16 warps' registers (128 a thread at launch,
+# 160 for each consumer after setmaxnreg), which a 128-wide accumulator or score tile beside the
+# next step's does not fit (ptxas fails: "Insufficient registers", C7602, D128 and 256-key tiles),
+# so random configs would not all compile; table entries set three, measured by
+# tools/config_probe.py (as `maxnreg`)
+SEARCHED_CONSUMER_GROUPS = (1, 2)
 # persistent_dynamic: a persistent grid whose programs draw their next tile from a counter
 PID_TYPES = ["flat", "xyz", "persistent_blocked", "persistent_interleaved", "persistent_dynamic"]
 INDEXING = ["pointer", "block_ptr", "tensor_descriptor"]
@@ -234,7 +240,7 @@ class ConfigSpec:
             for field in self.GLUON_FLAGS:
                 for loop, row in enumerate(rows):
                     knobs.append(Knob(field, loop, (False, True) if row is not None else (False,)))
-            knobs.append(Knob("consumer_groups", None, CONSUMER_GROUPS))
+            knobs.append(Knob("consumer_groups", None, SEARCHED_CONSUMER_GROUPS))
         return knobs
 
     def knobs(self) -> list[Knob]:
@@ -463,7 +469,8 @@ class ConfigSpec:
         `backend`) are kept for the Gluon loops only, and left out where false for all. Each Gluon
         kernel's Triton-only knobs take their neutral values (`compiled` says which sites and device
         loops are whose).
-        The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`)."""
+        The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`), with
+        one or two groups (SEARCHED_CONSUMER_GROUPS)."""
         backends = self.per_loop(fields, "backend")
         flags = {flag: [v and b == "gluon" for v, b in zip(self.per_loop(fields, flag), backends)]
                  for flag in self.GLUON_FLAGS}
