@@ -795,6 +795,17 @@ BWD_BRANCH_CASES = [(32, False, "gluon", False, False, (True, True)), (64, False
                     (32, True, "gluon", False, True, (True, False)), (32, True, ["gluon", "triton"], False, False, (False, True))]
 
 
+def assert_backward_matches_float64(launcher, args) -> None:
+    """Runs a bf16 backward with poisoned allocations (an unwritten element stays NaN) and checks
+    each gradient against the float64 reference."""
+    with poisoned_allocations():
+        grads = launcher(*args)
+    rtol, atol = tolerance_bwd(torch.bfloat16)
+    for name, got, want in zip(("dq", "dk", "dv"), grads, reference_bwd(*args)):
+        error = (got.double() - want).abs()
+        assert torch.allclose(got.double(), want, rtol=rtol, atol=atol), (name, error.max(), error.argmax())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal, query_block, peel, backend, shared, relative, branch",
                          [(causal, *case, (False, False)) for causal in (False, True) for case in BWD_CASES] +
@@ -812,12 +823,7 @@ def test_lowered_attention_backward_matches_float64(causal, query_block, peel, b
     launcher = attention_bwd.bind(args).compile_config({**gluon_bwd_config(causal, query_block, peel=peel, branch=branch),
                                                         "backend": backend, "shared_operands": shared,
                                                         "relative_masks": relative})
-    with poisoned_allocations():
-        grads = launcher(*args)
-    rtol, atol = tolerance_bwd(torch.bfloat16)
-    for name, got, want in zip(("dq", "dk", "dv"), grads, reference_bwd(*args)):
-        error = (got.double() - want).abs()
-        assert torch.allclose(got.double(), want, rtol=rtol, atol=atol), (name, error.max(), error.argmax())
+    assert_backward_matches_float64(launcher, args)
 
 
 @pytest.mark.gpu
@@ -834,12 +840,7 @@ def test_three_group_attention_backward_matches_float64(causal, backend, dims, d
     if backend != "gluon":
         config["block_sizes"] = [192, 64, 64, 64]
     launcher = attention_bwd.bind(args).compile_config(config)
-    with poisoned_allocations():
-        grads = launcher(*args)
-    rtol, atol = tolerance_bwd(torch.bfloat16)
-    for name, got, want in zip(("dq", "dk", "dv"), grads, reference_bwd(*args)):
-        error = (got.double() - want).abs()
-        assert torch.allclose(got.double(), want, rtol=rtol, atol=atol), (name, error.max(), error.argmax())
+    assert_backward_matches_float64(launcher, args)
 
 
 if __name__ == "__main__":
