@@ -333,7 +333,7 @@ class ConfigSpec:
         sized = positions(compiled)
         blocks = list(fields.get("block_sizes") or [])
         defaults = None
-        warpgroup_rows = self._warpgroup_row_blocks(fields)
+        warpgroup_rows = self._warpgroup_row_blocks(self.per_loop(fields, "backend"))
         for i in range(len(self.found.blocks)):
             choices = self.block_range(i)
             if i >= len(blocks) or blocks[i] is None:
@@ -433,11 +433,12 @@ class ConfigSpec:
         rows = self.found.gluon_rows
         return rows if any(r is not None for r in rows) else None
 
-    def _warpgroup_row_blocks(self, fields: dict) -> set:
-        """The blocks that the Gluon back end sets to its warpgroups' rows (64 per group, so 192 for
-        three: the one block that need not be a power of two, since each warpgroup's is)."""
+    def _warpgroup_row_blocks(self, backends: list) -> set:
+        """The blocks that the Gluon back end sets to its warpgroups' rows, given each top-level
+        loop's back end (64 per group, so 192 for three: the one block that need not be a power of
+        two, since each warpgroup's is)."""
         rows = self.found.gluon_rows
-        return {rows[loop] for loop, backend in enumerate(self.per_loop(fields, "backend"))
+        return {rows[loop] for loop, backend in enumerate(backends)
                 if backend == "gluon" and loop < len(rows) and rows[loop] is not None}
 
     GLUON_FLAGS = ("shared_operands", "relative_masks")
@@ -492,10 +493,8 @@ class ConfigSpec:
         # the depth of the rings of streamed tiles: 2 to 4 (a slot read by an accumulating dot,
         # like the backward's, is released a step later than one only the first dots read)
         fields["num_stages"] = min(max(fields["num_stages"], 2), 4)
-        rows = self.found.gluon_rows
-        for loop, backend in enumerate(backends):
-            if backend == "gluon" and loop < len(rows) and rows[loop] is not None:  # 64 rows per warpgroup
-                fields["block_sizes"][rows[loop]] = 64 * groups
+        for block in self._warpgroup_row_blocks(backends):  # 64 rows per warpgroup
+            fields["block_sizes"][block] = 64 * groups
         # the lowering takes a Triton kernel's pointer loads (it makes them TMA copies), walks a
         # persistent grid's tiles in a loop of its own and ignores Triton's warp specialization: in
         # each Gluon kernel those knobs take their neutral values (also beside Triton kernels, whose

@@ -63,7 +63,7 @@ def consumer_registers(groups: int, maxnreg: int | None) -> int:
     8, as the compiler caps a kernel of that many threads) what the loader leaves, shared evenly and
     rounded down to setmaxnreg's multiple of 8, at most CONSUMER_REGS: 240 for one or two groups,
     160 for three."""
-    launch_cap = REGISTER_FILE // (LOADER_THREADS * (groups + 1)) // 8 * 8
+    launch_cap = REGISTER_FILE // (32 * PARTITION_WARPS * (groups + 1)) // 8 * 8
     cap = launch_cap if maxnreg is None else min(maxnreg, launch_cap)
     share = (cap * (groups + 1) - LOADER_REGS) // groups  # every warpgroup has the same threads
     return min(CONSUMER_REGS, share // 8 * 8)
