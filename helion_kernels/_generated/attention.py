@@ -6960,6 +6960,131 @@ def _attention_bwd_kernel_067e102326(kv_len, kv_heads, batch, k, k_stride_0, k_s
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_49, mask=(mask_7[:, None]))
 
 @_jit_on_first_launch
+def _attention_bwd_kernel_0937e3dbbf(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    total_2 = (tl.cdiv(q_len - 0, _BLOCK_SIZE_0)) * (tl.cdiv(q_heads - 0, 1)) * (tl.cdiv(batch - 0, 1))
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % (tl.cdiv(q_heads - 0, 1))
+    pid_5 = (pid_3 // (tl.cdiv(q_heads - 0, 1))) % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_6 = ((pid_3 // (tl.cdiv(q_heads - 0, 1))) // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0)))
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_9 = indices_8 < q_len
+    offset_10 = 0 + pid_4 * 1
+    indices_11 = offset_10 + tl.arange(0, 1)
+    mask_12 = indices_11 < q_heads
+    offset_13 = 0 + pid_6 * 1
+    indices_14 = offset_13 + tl.arange(0, 1)
+    mask_15 = indices_14 < batch
+    v_16 = (offset_10 // group)
+    load_17 = tl.load(q + (offset_13 * q_stride_0 + offset_10 * q_stride_1 + indices_8[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_9[:, None]), other=0)
+    load_18 = tl.load(grad_out + (offset_13 * grad_out_stride_0 + offset_10 * grad_out_stride_1 + indices_8[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_9[:, None]), other=0)
+    v_19 = load_18.to(tl.float32)
+    load_20 = tl.load(out + (offset_13 * out_stride_0 + offset_10 * out_stride_1 + indices_8[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_9[:, None]), other=0)
+    v_21 = load_20.to(tl.float32)
+    v_22 = (v_19 * v_21)
+    red_23 = (tl.sum(v_22, 1))
+    tl.store(delta + (offset_13 * delta_stride_0 + offset_10 * delta_stride_1 + indices_8 * delta_stride_2), red_23, mask=(mask_9))
+    load_24 = tl.load(lse + (offset_13 * lse_stride_0 + offset_10 * lse_stride_1 + indices_8 * lse_stride_2), mask=(mask_9), other=0)
+    v_25 = (load_24 * 1.4426950408889634)
+    v_26 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_27 = tl.minimum(offset_7, kv_len)
+    acc_q_28 = v_26
+    whole_end_29 = 0 + tl.maximum((v_27 - 0), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_30 in tl.range(0, whole_end_29, _BLOCK_SIZE_1):
+        indices_31 = offset_30 + tl.arange(0, _BLOCK_SIZE_1)
+        load_32 = tl.load(k + (offset_13 * k_stride_0 + v_16 * k_stride_1 + indices_31[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
+        v_33 = tl.permute(load_32, (1, 0))
+        dot_34 = tl.dot(load_17, v_33)
+        v_35 = (dot_34 * qk_scale)
+        v_36 = v_25[:, None]
+        v_37 = (v_35 - v_36)
+        v_38 = tl.exp2(v_37)
+        load_39 = tl.load(v + (offset_13 * v_stride_0 + v_16 * v_stride_1 + indices_31[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
+        v_40 = tl.permute(load_39, (1, 0))
+        dot_41 = tl.dot(load_18, v_40)
+        v_42 = red_23[:, None]
+        v_43 = (dot_41 - v_42)
+        v_44 = (v_38 * v_43)
+        v_45 = v_44.to(tl.float16)
+        dot_46 = tl.dot(v_45, load_32, acc=acc_q_28)
+        acc_q_28 = dot_46
+    acc_q_47 = acc_q_28
+    for offset_48 in tl.range(whole_end_29, v_27, _BLOCK_SIZE_1):
+        indices_49 = offset_48 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_50 = indices_49 < v_27
+        load_51 = tl.load(k + (offset_13 * k_stride_0 + v_16 * k_stride_1 + indices_49[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_50[:, None]), other=0)
+        v_52 = tl.permute(load_51, (1, 0))
+        dot_53 = tl.dot(load_17, v_52)
+        v_54 = (dot_53 * qk_scale)
+        v_55 = v_25[:, None]
+        v_56 = (v_54 - v_55)
+        v_57 = tl.exp2(v_56)
+        load_58 = tl.load(v + (offset_13 * v_stride_0 + v_16 * v_stride_1 + indices_49[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_50[:, None]), other=0)
+        v_59 = tl.permute(load_58, (1, 0))
+        dot_60 = tl.dot(load_18, v_59)
+        v_61 = red_23[:, None]
+        v_62 = (dot_60 - v_61)
+        v_63 = (v_57 * v_62)
+        v_64 = v_63.to(tl.float16)
+        dot_65 = tl.dot(tl.where(mask_50[None, :], v_64, 0), load_51, acc=acc_q_47)
+        acc_q_47 = dot_65
+    end_66 = tl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_67 = tl.minimum(end_66, kv_len)
+    acc_q_68 = acc_q_47
+    whole_end_69 = v_27 + tl.maximum((v_67 - v_27), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_70 in tl.range(v_27, whole_end_69, _BLOCK_SIZE_1):
+        indices_71 = offset_70 + tl.arange(0, _BLOCK_SIZE_1)
+        load_72 = tl.load(k + (offset_13 * k_stride_0 + v_16 * k_stride_1 + indices_71[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
+        v_73 = tl.permute(load_72, (1, 0))
+        dot_74 = tl.dot(load_17, v_73)
+        v_75 = (dot_74 * qk_scale)
+        v_76 = v_25[:, None]
+        v_77 = (v_75 - v_76)
+        v_78 = tl.exp2(v_77)
+        v_79 = indices_71[None, :]
+        v_80 = indices_8[:, None]
+        v_81 = (v_79 <= v_80)
+        v_82 = tl.where(v_81, v_78, 0.0)
+        load_83 = tl.load(v + (offset_13 * v_stride_0 + v_16 * v_stride_1 + indices_71[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
+        v_84 = tl.permute(load_83, (1, 0))
+        dot_85 = tl.dot(load_18, v_84)
+        v_86 = red_23[:, None]
+        v_87 = (dot_85 - v_86)
+        v_88 = (v_82 * v_87)
+        v_89 = v_88.to(tl.float16)
+        dot_90 = tl.dot(v_89, load_72, acc=acc_q_68)
+        acc_q_68 = dot_90
+    acc_q_91 = acc_q_68
+    for offset_92 in tl.range(whole_end_69, v_67, _BLOCK_SIZE_1):
+        indices_93 = offset_92 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_94 = indices_93 < v_67
+        load_95 = tl.load(k + (offset_13 * k_stride_0 + v_16 * k_stride_1 + indices_93[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_94[:, None]), other=0)
+        v_96 = tl.permute(load_95, (1, 0))
+        dot_97 = tl.dot(load_17, v_96)
+        v_98 = (dot_97 * qk_scale)
+        v_99 = v_25[:, None]
+        v_100 = (v_98 - v_99)
+        v_101 = tl.exp2(v_100)
+        v_102 = indices_93[None, :]
+        v_103 = indices_8[:, None]
+        v_104 = (v_102 <= v_103)
+        v_105 = tl.where(v_104, v_101, 0.0)
+        load_106 = tl.load(v + (offset_13 * v_stride_0 + v_16 * v_stride_1 + indices_93[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_94[:, None]), other=0)
+        v_107 = tl.permute(load_106, (1, 0))
+        dot_108 = tl.dot(load_18, v_107)
+        v_109 = red_23[:, None]
+        v_110 = (dot_108 - v_109)
+        v_111 = (v_105 * v_110)
+        v_112 = v_111.to(tl.float16)
+        dot_113 = tl.dot(tl.where(mask_94[None, :], v_112, 0), load_95, acc=acc_q_91)
+        acc_q_91 = dot_113
+    v_114 = (acc_q_91 * scale)
+    v_115 = v_114.to(tl.float16)
+    tl.store(grad_q + (offset_13 * grad_q_stride_0 + offset_10 * grad_q_stride_1 + indices_8[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_115, mask=(mask_9[:, None]))
+
+@_jit_on_first_launch
 def _attention_bwd_kernel_2247cab45a(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -7032,269 +7157,129 @@ def _attention_bwd_kernel_2247cab45a(q_len, q_heads, batch, group, q, q_stride_0
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_64, mask=(mask_7[:, None]))
 
 @_jit_on_first_launch
-def _attention_bwd_kernel_295aaf336a(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+def _attention_bwd_kernel_240d7925f5(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
-    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
-    mask_7 = indices_6 < kv_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < kv_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
-    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
-    v_19 = tl.minimum(end_18, q_len)
-    acc_v_20 = v_17
-    acc_k_21 = v_16
-    for idx_22 in tl.range(0, group, 1):
-        idx_23 = idx_22
-        v_24 = (offset_8 * group)
-        v_25 = (v_24 + idx_23)
-        whole_end_26 = offset_5 + tl.maximum((v_19 - offset_5), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
-        for offset_27 in tl.range(offset_5, whole_end_26, _BLOCK_SIZE_3):
-            indices_28 = offset_27 + tl.arange(0, _BLOCK_SIZE_3)
-            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_28[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
-            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_28[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
-            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_28 * lse_stride_2))
-            v_32 = (load_31 * 1.4426950408889634)
-            v_33 = tl.permute(load_29, (1, 0))
-            dot_34 = tl.dot(load_14, v_33)
-            v_35 = (dot_34 * qk_scale)
-            v_36 = v_32[None, :]
-            v_37 = (v_35 - v_36)
-            v_38 = tl.exp2(v_37)
-            v_39 = indices_6[:, None]
-            v_40 = indices_28[None, :]
-            v_41 = (v_39 <= v_40)
-            v_42 = tl.where(v_41, v_38, 0.0)
-            v_43 = v_42.to(tl.float16)
-            dot_44 = tl.dot(v_43, load_30, acc=acc_v_20)
-            acc_v_20 = dot_44
-            v_45 = tl.permute(load_30, (1, 0))
-            dot_46 = tl.dot(load_15, v_45)
-            load_47 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_28 * delta_stride_2))
-            v_48 = load_47[None, :]
-            v_49 = (dot_46 - v_48)
-            v_50 = (v_42 * v_49)
-            v_51 = v_50.to(tl.float16)
-            dot_52 = tl.dot(v_51, load_29, acc=acc_k_21)
-            acc_k_21 = dot_52
-        for offset_53 in tl.range(whole_end_26, v_19, _BLOCK_SIZE_3):
-            indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_55 = indices_54 < v_19
-            load_56 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_54[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_55[:, None]), other=0)
-            load_57 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_54[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_55[:, None]), other=0)
-            load_58 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_54 * lse_stride_2), mask=(mask_55), other=0)
-            v_59 = (load_58 * 1.4426950408889634)
-            v_60 = tl.permute(load_56, (1, 0))
-            dot_61 = tl.dot(load_14, v_60)
-            v_62 = (dot_61 * qk_scale)
-            v_63 = v_59[None, :]
-            v_64 = (v_62 - v_63)
-            v_65 = tl.exp2(v_64)
-            v_66 = indices_6[:, None]
-            v_67 = indices_54[None, :]
-            v_68 = (v_66 <= v_67)
-            v_69 = tl.where(v_68, v_65, 0.0)
-            v_70 = v_69.to(tl.float16)
-            dot_71 = tl.dot(tl.where(mask_55[None, :], v_70, 0), load_57, acc=acc_v_20)
-            acc_v_20 = dot_71
-            v_72 = tl.permute(load_57, (1, 0))
-            dot_73 = tl.dot(load_15, v_72)
-            load_74 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_54 * delta_stride_2), mask=(mask_55), other=0)
-            v_75 = load_74[None, :]
-            v_76 = (dot_73 - v_75)
-            v_77 = (v_69 * v_76)
-            v_78 = v_77.to(tl.float16)
-            dot_79 = tl.dot(tl.where(mask_55[None, :], v_78, 0), load_56, acc=acc_k_21)
-            acc_k_21 = dot_79
-        whole_end_80 = v_19 + tl.maximum((q_len - v_19), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
-        for offset_81 in tl.range(v_19, whole_end_80, _BLOCK_SIZE_3):
-            indices_82 = offset_81 + tl.arange(0, _BLOCK_SIZE_3)
-            load_83 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_82[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
-            load_84 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_82[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
-            load_85 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_82 * lse_stride_2))
-            v_86 = (load_85 * 1.4426950408889634)
-            v_87 = tl.permute(load_83, (1, 0))
-            dot_88 = tl.dot(load_14, v_87)
-            v_89 = (dot_88 * qk_scale)
-            v_90 = v_86[None, :]
-            v_91 = (v_89 - v_90)
-            v_92 = tl.exp2(v_91)
-            v_93 = v_92.to(tl.float16)
-            dot_94 = tl.dot(v_93, load_84, acc=acc_v_20)
-            acc_v_20 = dot_94
-            v_95 = tl.permute(load_84, (1, 0))
-            dot_96 = tl.dot(load_15, v_95)
-            load_97 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_82 * delta_stride_2))
-            v_98 = load_97[None, :]
-            v_99 = (dot_96 - v_98)
-            v_100 = (v_92 * v_99)
-            v_101 = v_100.to(tl.float16)
-            dot_102 = tl.dot(v_101, load_83, acc=acc_k_21)
-            acc_k_21 = dot_102
-        for offset_103 in tl.range(whole_end_80, q_len, _BLOCK_SIZE_3):
-            indices_104 = offset_103 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_105 = indices_104 < q_len
-            load_106 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_104[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_105[:, None]), other=0)
-            load_107 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_104[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_105[:, None]), other=0)
-            load_108 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_104 * lse_stride_2), mask=(mask_105), other=0)
-            v_109 = (load_108 * 1.4426950408889634)
-            v_110 = tl.permute(load_106, (1, 0))
-            dot_111 = tl.dot(load_14, v_110)
-            v_112 = (dot_111 * qk_scale)
-            v_113 = v_109[None, :]
-            v_114 = (v_112 - v_113)
-            v_115 = tl.exp2(v_114)
-            v_116 = v_115.to(tl.float16)
-            dot_117 = tl.dot(tl.where(mask_105[None, :], v_116, 0), load_107, acc=acc_v_20)
-            acc_v_20 = dot_117
-            v_118 = tl.permute(load_107, (1, 0))
-            dot_119 = tl.dot(load_15, v_118)
-            load_120 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_104 * delta_stride_2), mask=(mask_105), other=0)
-            v_121 = load_120[None, :]
-            v_122 = (dot_119 - v_121)
-            v_123 = (v_115 * v_122)
-            v_124 = v_123.to(tl.float16)
-            dot_125 = tl.dot(tl.where(mask_105[None, :], v_124, 0), load_106, acc=acc_k_21)
-            acc_k_21 = dot_125
-    v_126 = (acc_k_21 * scale)
-    v_127 = v_126.to(tl.float16)
-    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_127, mask=(mask_7[:, None]))
-    v_128 = acc_v_20.to(tl.float16)
-    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_128, mask=(mask_7[:, None]))
-
-@_jit_on_first_launch
-def _attention_bwd_kernel_350c2483d1(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
-    v_17 = load_16.to(tl.float32)
-    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
+    total_2 = (tl.cdiv(q_len - 0, _BLOCK_SIZE_0)) * (tl.cdiv(q_heads - 0, 1)) * (tl.cdiv(batch - 0, 1))
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % (tl.cdiv(q_heads - 0, 1))
+    pid_5 = (pid_3 // (tl.cdiv(q_heads - 0, 1))) % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
+    pid_6 = ((pid_3 // (tl.cdiv(q_heads - 0, 1))) // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0)))
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_9 = indices_8 < q_len
+    offset_10 = 0 + pid_4 * 1
+    indices_11 = offset_10 + tl.arange(0, 1)
+    mask_12 = indices_11 < q_heads
+    offset_13 = 0 + pid_6 * 1
+    indices_14 = offset_13 + tl.arange(0, 1)
+    mask_15 = indices_14 < batch
+    v_16 = (offset_10 // group)
+    load_17 = tl.load(q + (offset_13 * q_stride_0 + offset_10 * q_stride_1 + indices_8[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_9[:, None]), other=0)
+    load_18 = tl.load(grad_out + (offset_13 * grad_out_stride_0 + offset_10 * grad_out_stride_1 + indices_8[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_9[:, None]), other=0)
     v_19 = load_18.to(tl.float32)
-    v_20 = (v_17 * v_19)
-    red_21 = (tl.sum(v_20, 1))
-    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
-    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
-    v_23 = (load_22 * 1.4426950408889634)
-    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    v_25 = tl.minimum(offset_5, kv_len)
-    acc_q_26 = v_24
-    whole_end_27 = 0 + tl.maximum((v_25 - 0), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_28 in tl.range(0, whole_end_27, _BLOCK_SIZE_1):
-        indices_29 = offset_28 + tl.arange(0, _BLOCK_SIZE_1)
-        load_30 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_29[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
-        v_31 = tl.permute(load_30, (1, 0))
-        dot_32 = tl.dot(load_15, v_31)
-        v_33 = (dot_32 * qk_scale)
-        v_34 = v_23[:, None]
-        v_35 = (v_33 - v_34)
-        v_36 = tl.exp2(v_35)
-        load_37 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_29[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
-        v_38 = tl.permute(load_37, (1, 0))
-        dot_39 = tl.dot(load_16, v_38)
-        v_40 = red_21[:, None]
-        v_41 = (dot_39 - v_40)
-        v_42 = (v_36 * v_41)
-        v_43 = v_42.to(tl.bfloat16)
-        dot_44 = tl.dot(v_43, load_30, acc=acc_q_26)
-        acc_q_26 = dot_44
-    acc_q_45 = acc_q_26
-    for offset_46 in tl.range(whole_end_27, v_25, _BLOCK_SIZE_1):
-        indices_47 = offset_46 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_48 = indices_47 < v_25
-        load_49 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_47[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_48[:, None]), other=0)
-        v_50 = tl.permute(load_49, (1, 0))
-        dot_51 = tl.dot(load_15, v_50)
-        v_52 = (dot_51 * qk_scale)
-        v_53 = v_23[:, None]
-        v_54 = (v_52 - v_53)
-        v_55 = tl.exp2(v_54)
-        load_56 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_47[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_48[:, None]), other=0)
-        v_57 = tl.permute(load_56, (1, 0))
-        dot_58 = tl.dot(load_16, v_57)
-        v_59 = red_21[:, None]
-        v_60 = (dot_58 - v_59)
-        v_61 = (v_55 * v_60)
-        v_62 = v_61.to(tl.bfloat16)
-        dot_63 = tl.dot(tl.where(mask_48[None, :], v_62, 0), load_49, acc=acc_q_45)
-        acc_q_45 = dot_63
-    end_64 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_65 = tl.minimum(end_64, kv_len)
-    acc_q_66 = acc_q_45
-    whole_end_67 = v_25 + tl.maximum((v_65 - v_25), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_68 in tl.range(v_25, whole_end_67, _BLOCK_SIZE_1):
-        indices_69 = offset_68 + tl.arange(0, _BLOCK_SIZE_1)
-        load_70 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_69[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
-        v_71 = tl.permute(load_70, (1, 0))
-        dot_72 = tl.dot(load_15, v_71)
-        v_73 = (dot_72 * qk_scale)
-        v_74 = v_23[:, None]
-        v_75 = (v_73 - v_74)
-        v_76 = tl.exp2(v_75)
-        v_77 = indices_69[None, :]
-        v_78 = indices_6[:, None]
-        v_79 = (v_77 <= v_78)
-        v_80 = tl.where(v_79, v_76, 0.0)
-        load_81 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_69[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
-        v_82 = tl.permute(load_81, (1, 0))
-        dot_83 = tl.dot(load_16, v_82)
-        v_84 = red_21[:, None]
-        v_85 = (dot_83 - v_84)
-        v_86 = (v_80 * v_85)
-        v_87 = v_86.to(tl.bfloat16)
-        dot_88 = tl.dot(v_87, load_70, acc=acc_q_66)
-        acc_q_66 = dot_88
-    acc_q_89 = acc_q_66
-    for offset_90 in tl.range(whole_end_67, v_65, _BLOCK_SIZE_1):
-        indices_91 = offset_90 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_92 = indices_91 < v_65
-        load_93 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_91[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_92[:, None]), other=0)
-        v_94 = tl.permute(load_93, (1, 0))
-        dot_95 = tl.dot(load_15, v_94)
-        v_96 = (dot_95 * qk_scale)
-        v_97 = v_23[:, None]
-        v_98 = (v_96 - v_97)
-        v_99 = tl.exp2(v_98)
-        v_100 = indices_91[None, :]
-        v_101 = indices_6[:, None]
-        v_102 = (v_100 <= v_101)
-        v_103 = tl.where(v_102, v_99, 0.0)
-        load_104 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_91[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_92[:, None]), other=0)
-        v_105 = tl.permute(load_104, (1, 0))
-        dot_106 = tl.dot(load_16, v_105)
-        v_107 = red_21[:, None]
-        v_108 = (dot_106 - v_107)
-        v_109 = (v_103 * v_108)
-        v_110 = v_109.to(tl.bfloat16)
-        dot_111 = tl.dot(tl.where(mask_92[None, :], v_110, 0), load_93, acc=acc_q_89)
-        acc_q_89 = dot_111
-    v_112 = (acc_q_89 * scale)
-    v_113 = v_112.to(tl.bfloat16)
-    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_113, mask=(mask_7[:, None]))
+    load_20 = tl.load(out + (offset_13 * out_stride_0 + offset_10 * out_stride_1 + indices_8[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_9[:, None]), other=0)
+    v_21 = load_20.to(tl.float32)
+    v_22 = (v_19 * v_21)
+    red_23 = (tl.sum(v_22, 1))
+    tl.store(delta + (offset_13 * delta_stride_0 + offset_10 * delta_stride_1 + indices_8 * delta_stride_2), red_23, mask=(mask_9))
+    load_24 = tl.load(lse + (offset_13 * lse_stride_0 + offset_10 * lse_stride_1 + indices_8 * lse_stride_2), mask=(mask_9), other=0)
+    v_25 = (load_24 * 1.4426950408889634)
+    v_26 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
+    v_27 = tl.minimum(offset_7, kv_len)
+    acc_q_28 = v_26
+    whole_end_29 = 0 + tl.maximum((v_27 - 0), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_30 in tl.range(0, whole_end_29, _BLOCK_SIZE_1):
+        indices_31 = offset_30 + tl.arange(0, _BLOCK_SIZE_1)
+        load_32 = tl.load(k + (offset_13 * k_stride_0 + v_16 * k_stride_1 + indices_31[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
+        v_33 = tl.permute(load_32, (1, 0))
+        dot_34 = tl.dot(load_17, v_33)
+        v_35 = (dot_34 * qk_scale)
+        v_36 = v_25[:, None]
+        v_37 = (v_35 - v_36)
+        v_38 = tl.exp2(v_37)
+        load_39 = tl.load(v + (offset_13 * v_stride_0 + v_16 * v_stride_1 + indices_31[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
+        v_40 = tl.permute(load_39, (1, 0))
+        dot_41 = tl.dot(load_18, v_40)
+        v_42 = red_23[:, None]
+        v_43 = (dot_41 - v_42)
+        v_44 = (v_38 * v_43)
+        v_45 = v_44.to(tl.bfloat16)
+        dot_46 = tl.dot(v_45, load_32, acc=acc_q_28)
+        acc_q_28 = dot_46
+    acc_q_47 = acc_q_28
+    for offset_48 in tl.range(whole_end_29, v_27, _BLOCK_SIZE_1):
+        indices_49 = offset_48 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_50 = indices_49 < v_27
+        load_51 = tl.load(k + (offset_13 * k_stride_0 + v_16 * k_stride_1 + indices_49[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_50[:, None]), other=0)
+        v_52 = tl.permute(load_51, (1, 0))
+        dot_53 = tl.dot(load_17, v_52)
+        v_54 = (dot_53 * qk_scale)
+        v_55 = v_25[:, None]
+        v_56 = (v_54 - v_55)
+        v_57 = tl.exp2(v_56)
+        load_58 = tl.load(v + (offset_13 * v_stride_0 + v_16 * v_stride_1 + indices_49[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_50[:, None]), other=0)
+        v_59 = tl.permute(load_58, (1, 0))
+        dot_60 = tl.dot(load_18, v_59)
+        v_61 = red_23[:, None]
+        v_62 = (dot_60 - v_61)
+        v_63 = (v_57 * v_62)
+        v_64 = v_63.to(tl.bfloat16)
+        dot_65 = tl.dot(tl.where(mask_50[None, :], v_64, 0), load_51, acc=acc_q_47)
+        acc_q_47 = dot_65
+    end_66 = tl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_67 = tl.minimum(end_66, kv_len)
+    acc_q_68 = acc_q_47
+    whole_end_69 = v_27 + tl.maximum((v_67 - v_27), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_70 in tl.range(v_27, whole_end_69, _BLOCK_SIZE_1):
+        indices_71 = offset_70 + tl.arange(0, _BLOCK_SIZE_1)
+        load_72 = tl.load(k + (offset_13 * k_stride_0 + v_16 * k_stride_1 + indices_71[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
+        v_73 = tl.permute(load_72, (1, 0))
+        dot_74 = tl.dot(load_17, v_73)
+        v_75 = (dot_74 * qk_scale)
+        v_76 = v_25[:, None]
+        v_77 = (v_75 - v_76)
+        v_78 = tl.exp2(v_77)
+        v_79 = indices_71[None, :]
+        v_80 = indices_8[:, None]
+        v_81 = (v_79 <= v_80)
+        v_82 = tl.where(v_81, v_78, 0.0)
+        load_83 = tl.load(v + (offset_13 * v_stride_0 + v_16 * v_stride_1 + indices_71[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
+        v_84 = tl.permute(load_83, (1, 0))
+        dot_85 = tl.dot(load_18, v_84)
+        v_86 = red_23[:, None]
+        v_87 = (dot_85 - v_86)
+        v_88 = (v_82 * v_87)
+        v_89 = v_88.to(tl.bfloat16)
+        dot_90 = tl.dot(v_89, load_72, acc=acc_q_68)
+        acc_q_68 = dot_90
+    acc_q_91 = acc_q_68
+    for offset_92 in tl.range(whole_end_69, v_67, _BLOCK_SIZE_1):
+        indices_93 = offset_92 + tl.arange(0, _BLOCK_SIZE_1)
+        mask_94 = indices_93 < v_67
+        load_95 = tl.load(k + (offset_13 * k_stride_0 + v_16 * k_stride_1 + indices_93[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_94[:, None]), other=0)
+        v_96 = tl.permute(load_95, (1, 0))
+        dot_97 = tl.dot(load_17, v_96)
+        v_98 = (dot_97 * qk_scale)
+        v_99 = v_25[:, None]
+        v_100 = (v_98 - v_99)
+        v_101 = tl.exp2(v_100)
+        v_102 = indices_93[None, :]
+        v_103 = indices_8[:, None]
+        v_104 = (v_102 <= v_103)
+        v_105 = tl.where(v_104, v_101, 0.0)
+        load_106 = tl.load(v + (offset_13 * v_stride_0 + v_16 * v_stride_1 + indices_93[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_94[:, None]), other=0)
+        v_107 = tl.permute(load_106, (1, 0))
+        dot_108 = tl.dot(load_18, v_107)
+        v_109 = red_23[:, None]
+        v_110 = (dot_108 - v_109)
+        v_111 = (v_105 * v_110)
+        v_112 = v_111.to(tl.bfloat16)
+        dot_113 = tl.dot(tl.where(mask_94[None, :], v_112, 0), load_95, acc=acc_q_91)
+        acc_q_91 = dot_113
+    v_114 = (acc_q_91 * scale)
+    v_115 = v_114.to(tl.bfloat16)
+    tl.store(grad_q + (offset_13 * grad_q_stride_0 + offset_10 * grad_q_stride_1 + indices_8[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_115, mask=(mask_9[:, None]))
 
 @_jit_on_first_launch
 def _attention_bwd_kernel_3cb163efdc(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
@@ -7506,129 +7491,6 @@ def _attention_bwd_kernel_4ed6176485(q_len, q_heads, batch, group, q, q_stride_0
     v_70 = (acc_q_47 * scale)
     v_71 = v_70.to(tl.float16)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_71, mask=(mask_7[:, None]))
-
-@_jit_on_first_launch
-def _attention_bwd_kernel_72e03029aa(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))
-    pid_3 = (pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) % (tl.cdiv(q_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(q_len - 0, _BLOCK_SIZE_0))) // (tl.cdiv(q_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_0)
-    mask_7 = indices_6 < q_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < q_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    v_14 = (offset_8 // group)
-    load_15 = tl.load(q + (offset_11 * q_stride_0 + offset_8 * q_stride_1 + indices_6[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_7[:, None]), other=0)
-    load_16 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + offset_8 * grad_out_stride_1 + indices_6[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_7[:, None]), other=0)
-    v_17 = load_16.to(tl.float32)
-    load_18 = tl.load(out + (offset_11 * out_stride_0 + offset_8 * out_stride_1 + indices_6[:, None] * out_stride_2 + rindex_0[None, :] * out_stride_3), mask=(mask_7[:, None]), other=0)
-    v_19 = load_18.to(tl.float32)
-    v_20 = (v_17 * v_19)
-    red_21 = (tl.sum(v_20, 1))
-    tl.store(delta + (offset_11 * delta_stride_0 + offset_8 * delta_stride_1 + indices_6 * delta_stride_2), red_21, mask=(mask_7))
-    load_22 = tl.load(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), mask=(mask_7), other=0)
-    v_23 = (load_22 * 1.4426950408889634)
-    v_24 = tl.full([_BLOCK_SIZE_0, _RDIM_SIZE_0], 0, tl.float32)
-    v_25 = tl.minimum(offset_5, kv_len)
-    acc_q_26 = v_24
-    whole_end_27 = 0 + tl.maximum((v_25 - 0), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_28 in tl.range(0, whole_end_27, _BLOCK_SIZE_1):
-        indices_29 = offset_28 + tl.arange(0, _BLOCK_SIZE_1)
-        load_30 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_29[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
-        v_31 = tl.permute(load_30, (1, 0))
-        dot_32 = tl.dot(load_15, v_31)
-        v_33 = (dot_32 * qk_scale)
-        v_34 = v_23[:, None]
-        v_35 = (v_33 - v_34)
-        v_36 = tl.exp2(v_35)
-        load_37 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_29[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
-        v_38 = tl.permute(load_37, (1, 0))
-        dot_39 = tl.dot(load_16, v_38)
-        v_40 = red_21[:, None]
-        v_41 = (dot_39 - v_40)
-        v_42 = (v_36 * v_41)
-        v_43 = v_42.to(tl.float16)
-        dot_44 = tl.dot(v_43, load_30, acc=acc_q_26)
-        acc_q_26 = dot_44
-    acc_q_45 = acc_q_26
-    for offset_46 in tl.range(whole_end_27, v_25, _BLOCK_SIZE_1):
-        indices_47 = offset_46 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_48 = indices_47 < v_25
-        load_49 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_47[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_48[:, None]), other=0)
-        v_50 = tl.permute(load_49, (1, 0))
-        dot_51 = tl.dot(load_15, v_50)
-        v_52 = (dot_51 * qk_scale)
-        v_53 = v_23[:, None]
-        v_54 = (v_52 - v_53)
-        v_55 = tl.exp2(v_54)
-        load_56 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_47[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_48[:, None]), other=0)
-        v_57 = tl.permute(load_56, (1, 0))
-        dot_58 = tl.dot(load_16, v_57)
-        v_59 = red_21[:, None]
-        v_60 = (dot_58 - v_59)
-        v_61 = (v_55 * v_60)
-        v_62 = v_61.to(tl.float16)
-        dot_63 = tl.dot(tl.where(mask_48[None, :], v_62, 0), load_49, acc=acc_q_45)
-        acc_q_45 = dot_63
-    end_64 = tl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_65 = tl.minimum(end_64, kv_len)
-    acc_q_66 = acc_q_45
-    whole_end_67 = v_25 + tl.maximum((v_65 - v_25), 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    for offset_68 in tl.range(v_25, whole_end_67, _BLOCK_SIZE_1):
-        indices_69 = offset_68 + tl.arange(0, _BLOCK_SIZE_1)
-        load_70 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_69[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3))
-        v_71 = tl.permute(load_70, (1, 0))
-        dot_72 = tl.dot(load_15, v_71)
-        v_73 = (dot_72 * qk_scale)
-        v_74 = v_23[:, None]
-        v_75 = (v_73 - v_74)
-        v_76 = tl.exp2(v_75)
-        v_77 = indices_69[None, :]
-        v_78 = indices_6[:, None]
-        v_79 = (v_77 <= v_78)
-        v_80 = tl.where(v_79, v_76, 0.0)
-        load_81 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_69[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3))
-        v_82 = tl.permute(load_81, (1, 0))
-        dot_83 = tl.dot(load_16, v_82)
-        v_84 = red_21[:, None]
-        v_85 = (dot_83 - v_84)
-        v_86 = (v_80 * v_85)
-        v_87 = v_86.to(tl.float16)
-        dot_88 = tl.dot(v_87, load_70, acc=acc_q_66)
-        acc_q_66 = dot_88
-    acc_q_89 = acc_q_66
-    for offset_90 in tl.range(whole_end_67, v_65, _BLOCK_SIZE_1):
-        indices_91 = offset_90 + tl.arange(0, _BLOCK_SIZE_1)
-        mask_92 = indices_91 < v_65
-        load_93 = tl.load(k + (offset_11 * k_stride_0 + v_14 * k_stride_1 + indices_91[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_92[:, None]), other=0)
-        v_94 = tl.permute(load_93, (1, 0))
-        dot_95 = tl.dot(load_15, v_94)
-        v_96 = (dot_95 * qk_scale)
-        v_97 = v_23[:, None]
-        v_98 = (v_96 - v_97)
-        v_99 = tl.exp2(v_98)
-        v_100 = indices_91[None, :]
-        v_101 = indices_6[:, None]
-        v_102 = (v_100 <= v_101)
-        v_103 = tl.where(v_102, v_99, 0.0)
-        load_104 = tl.load(v + (offset_11 * v_stride_0 + v_14 * v_stride_1 + indices_91[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_92[:, None]), other=0)
-        v_105 = tl.permute(load_104, (1, 0))
-        dot_106 = tl.dot(load_16, v_105)
-        v_107 = red_21[:, None]
-        v_108 = (dot_106 - v_107)
-        v_109 = (v_103 * v_108)
-        v_110 = v_109.to(tl.float16)
-        dot_111 = tl.dot(tl.where(mask_92[None, :], v_110, 0), load_93, acc=acc_q_89)
-        acc_q_89 = dot_111
-    v_112 = (acc_q_89 * scale)
-    v_113 = v_112.to(tl.float16)
-    tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_113, mask=(mask_7[:, None]))
 
 @_jit_on_first_launch
 def _attention_bwd_kernel_7a90b78584(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, group, q_len, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
@@ -7950,6 +7812,290 @@ def _attention_bwd_kernel_9a36c76a4b(q_len, q_heads, batch, group, q, q_stride_0
         acc_q_23 = dot_40
     v_41 = (acc_q_23 * scale)
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_41, mask=(mask_7[:, None]))
+
+@_jit_on_first_launch
+def _attention_bwd_kernel_a81bb4bb09(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(kv_heads - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(kv_heads - 0, 1))) % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_heads - 0, 1))) // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2)))
+    offset_5 = 0 + pid_3 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_2 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
+    v_19 = tl.minimum(end_18, q_len)
+    acc_v_20 = v_17
+    acc_k_21 = v_16
+    for idx_22 in tl.range(0, group, 1):
+        idx_23 = idx_22
+        v_24 = (offset_8 * group)
+        v_25 = (v_24 + idx_23)
+        whole_end_26 = offset_5 + tl.maximum((v_19 - offset_5), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
+        for offset_27 in tl.range(offset_5, whole_end_26, _BLOCK_SIZE_3):
+            indices_28 = offset_27 + tl.arange(0, _BLOCK_SIZE_3)
+            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_28[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
+            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_28[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
+            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_28 * lse_stride_2))
+            v_32 = (load_31 * 1.4426950408889634)
+            v_33 = tl.permute(load_29, (1, 0))
+            dot_34 = tl.dot(load_14, v_33)
+            v_35 = (dot_34 * qk_scale)
+            v_36 = v_32[None, :]
+            v_37 = (v_35 - v_36)
+            v_38 = tl.exp2(v_37)
+            v_39 = indices_6[:, None]
+            v_40 = indices_28[None, :]
+            v_41 = (v_39 <= v_40)
+            v_42 = tl.where(v_41, v_38, 0.0)
+            v_43 = v_42.to(tl.float16)
+            dot_44 = tl.dot(v_43, load_30, acc=acc_v_20)
+            acc_v_20 = dot_44
+            v_45 = tl.permute(load_30, (1, 0))
+            dot_46 = tl.dot(load_15, v_45)
+            load_47 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_28 * delta_stride_2))
+            v_48 = load_47[None, :]
+            v_49 = (dot_46 - v_48)
+            v_50 = (v_42 * v_49)
+            v_51 = v_50.to(tl.float16)
+            dot_52 = tl.dot(v_51, load_29, acc=acc_k_21)
+            acc_k_21 = dot_52
+        for offset_53 in tl.range(whole_end_26, v_19, _BLOCK_SIZE_3):
+            indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_55 = indices_54 < v_19
+            load_56 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_54[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_55[:, None]), other=0)
+            load_57 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_54[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_55[:, None]), other=0)
+            load_58 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_54 * lse_stride_2), mask=(mask_55), other=0)
+            v_59 = (load_58 * 1.4426950408889634)
+            v_60 = tl.permute(load_56, (1, 0))
+            dot_61 = tl.dot(load_14, v_60)
+            v_62 = (dot_61 * qk_scale)
+            v_63 = v_59[None, :]
+            v_64 = (v_62 - v_63)
+            v_65 = tl.exp2(v_64)
+            v_66 = indices_6[:, None]
+            v_67 = indices_54[None, :]
+            v_68 = (v_66 <= v_67)
+            v_69 = tl.where(v_68, v_65, 0.0)
+            v_70 = v_69.to(tl.float16)
+            dot_71 = tl.dot(tl.where(mask_55[None, :], v_70, 0), load_57, acc=acc_v_20)
+            acc_v_20 = dot_71
+            v_72 = tl.permute(load_57, (1, 0))
+            dot_73 = tl.dot(load_15, v_72)
+            load_74 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_54 * delta_stride_2), mask=(mask_55), other=0)
+            v_75 = load_74[None, :]
+            v_76 = (dot_73 - v_75)
+            v_77 = (v_69 * v_76)
+            v_78 = v_77.to(tl.float16)
+            dot_79 = tl.dot(tl.where(mask_55[None, :], v_78, 0), load_56, acc=acc_k_21)
+            acc_k_21 = dot_79
+        whole_end_80 = v_19 + tl.maximum((q_len - v_19), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
+        for offset_81 in tl.range(v_19, whole_end_80, _BLOCK_SIZE_3):
+            indices_82 = offset_81 + tl.arange(0, _BLOCK_SIZE_3)
+            load_83 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_82[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
+            load_84 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_82[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
+            load_85 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_82 * lse_stride_2))
+            v_86 = (load_85 * 1.4426950408889634)
+            v_87 = tl.permute(load_83, (1, 0))
+            dot_88 = tl.dot(load_14, v_87)
+            v_89 = (dot_88 * qk_scale)
+            v_90 = v_86[None, :]
+            v_91 = (v_89 - v_90)
+            v_92 = tl.exp2(v_91)
+            v_93 = v_92.to(tl.float16)
+            dot_94 = tl.dot(v_93, load_84, acc=acc_v_20)
+            acc_v_20 = dot_94
+            v_95 = tl.permute(load_84, (1, 0))
+            dot_96 = tl.dot(load_15, v_95)
+            load_97 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_82 * delta_stride_2))
+            v_98 = load_97[None, :]
+            v_99 = (dot_96 - v_98)
+            v_100 = (v_92 * v_99)
+            v_101 = v_100.to(tl.float16)
+            dot_102 = tl.dot(v_101, load_83, acc=acc_k_21)
+            acc_k_21 = dot_102
+        for offset_103 in tl.range(whole_end_80, q_len, _BLOCK_SIZE_3):
+            indices_104 = offset_103 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_105 = indices_104 < q_len
+            load_106 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_104[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_105[:, None]), other=0)
+            load_107 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_104[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_105[:, None]), other=0)
+            load_108 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_104 * lse_stride_2), mask=(mask_105), other=0)
+            v_109 = (load_108 * 1.4426950408889634)
+            v_110 = tl.permute(load_106, (1, 0))
+            dot_111 = tl.dot(load_14, v_110)
+            v_112 = (dot_111 * qk_scale)
+            v_113 = v_109[None, :]
+            v_114 = (v_112 - v_113)
+            v_115 = tl.exp2(v_114)
+            v_116 = v_115.to(tl.float16)
+            dot_117 = tl.dot(tl.where(mask_105[None, :], v_116, 0), load_107, acc=acc_v_20)
+            acc_v_20 = dot_117
+            v_118 = tl.permute(load_107, (1, 0))
+            dot_119 = tl.dot(load_15, v_118)
+            load_120 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_104 * delta_stride_2), mask=(mask_105), other=0)
+            v_121 = load_120[None, :]
+            v_122 = (dot_119 - v_121)
+            v_123 = (v_115 * v_122)
+            v_124 = v_123.to(tl.float16)
+            dot_125 = tl.dot(tl.where(mask_105[None, :], v_124, 0), load_106, acc=acc_k_21)
+            acc_k_21 = dot_125
+    v_126 = (acc_k_21 * scale)
+    v_127 = v_126.to(tl.float16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_127, mask=(mask_7[:, None]))
+    v_128 = acc_v_20.to(tl.float16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_128, mask=(mask_7[:, None]))
+
+@_jit_on_first_launch
+def _attention_bwd_kernel_aaf5fdb7eb(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    pid_1 = tl.program_id(0)
+    pid_2 = pid_1 % (tl.cdiv(kv_heads - 0, 1))
+    pid_3 = (pid_1 // (tl.cdiv(kv_heads - 0, 1))) % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
+    pid_4 = ((pid_1 // (tl.cdiv(kv_heads - 0, 1))) // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2)))
+    offset_5 = 0 + pid_3 * _BLOCK_SIZE_2
+    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
+    mask_7 = indices_6 < kv_len
+    offset_8 = 0 + pid_2 * 1
+    indices_9 = offset_8 + tl.arange(0, 1)
+    mask_10 = indices_9 < kv_heads
+    offset_11 = 0 + pid_4 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < batch
+    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
+    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
+    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
+    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
+    v_19 = tl.minimum(end_18, q_len)
+    acc_v_20 = v_17
+    acc_k_21 = v_16
+    for idx_22 in tl.range(0, group, 1):
+        idx_23 = idx_22
+        v_24 = (offset_8 * group)
+        v_25 = (v_24 + idx_23)
+        whole_end_26 = offset_5 + tl.maximum((v_19 - offset_5), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
+        for offset_27 in tl.range(offset_5, whole_end_26, _BLOCK_SIZE_3):
+            indices_28 = offset_27 + tl.arange(0, _BLOCK_SIZE_3)
+            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_28[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
+            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_28[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
+            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_28 * lse_stride_2))
+            v_32 = (load_31 * 1.4426950408889634)
+            v_33 = tl.permute(load_29, (1, 0))
+            dot_34 = tl.dot(load_14, v_33)
+            v_35 = (dot_34 * qk_scale)
+            v_36 = v_32[None, :]
+            v_37 = (v_35 - v_36)
+            v_38 = tl.exp2(v_37)
+            v_39 = indices_6[:, None]
+            v_40 = indices_28[None, :]
+            v_41 = (v_39 <= v_40)
+            v_42 = tl.where(v_41, v_38, 0.0)
+            v_43 = v_42.to(tl.bfloat16)
+            dot_44 = tl.dot(v_43, load_30, acc=acc_v_20)
+            acc_v_20 = dot_44
+            v_45 = tl.permute(load_30, (1, 0))
+            dot_46 = tl.dot(load_15, v_45)
+            load_47 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_28 * delta_stride_2))
+            v_48 = load_47[None, :]
+            v_49 = (dot_46 - v_48)
+            v_50 = (v_42 * v_49)
+            v_51 = v_50.to(tl.bfloat16)
+            dot_52 = tl.dot(v_51, load_29, acc=acc_k_21)
+            acc_k_21 = dot_52
+        for offset_53 in tl.range(whole_end_26, v_19, _BLOCK_SIZE_3):
+            indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_55 = indices_54 < v_19
+            load_56 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_54[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_55[:, None]), other=0)
+            load_57 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_54[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_55[:, None]), other=0)
+            load_58 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_54 * lse_stride_2), mask=(mask_55), other=0)
+            v_59 = (load_58 * 1.4426950408889634)
+            v_60 = tl.permute(load_56, (1, 0))
+            dot_61 = tl.dot(load_14, v_60)
+            v_62 = (dot_61 * qk_scale)
+            v_63 = v_59[None, :]
+            v_64 = (v_62 - v_63)
+            v_65 = tl.exp2(v_64)
+            v_66 = indices_6[:, None]
+            v_67 = indices_54[None, :]
+            v_68 = (v_66 <= v_67)
+            v_69 = tl.where(v_68, v_65, 0.0)
+            v_70 = v_69.to(tl.bfloat16)
+            dot_71 = tl.dot(tl.where(mask_55[None, :], v_70, 0), load_57, acc=acc_v_20)
+            acc_v_20 = dot_71
+            v_72 = tl.permute(load_57, (1, 0))
+            dot_73 = tl.dot(load_15, v_72)
+            load_74 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_54 * delta_stride_2), mask=(mask_55), other=0)
+            v_75 = load_74[None, :]
+            v_76 = (dot_73 - v_75)
+            v_77 = (v_69 * v_76)
+            v_78 = v_77.to(tl.bfloat16)
+            dot_79 = tl.dot(tl.where(mask_55[None, :], v_78, 0), load_56, acc=acc_k_21)
+            acc_k_21 = dot_79
+        whole_end_80 = v_19 + tl.maximum((q_len - v_19), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
+        for offset_81 in tl.range(v_19, whole_end_80, _BLOCK_SIZE_3):
+            indices_82 = offset_81 + tl.arange(0, _BLOCK_SIZE_3)
+            load_83 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_82[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
+            load_84 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_82[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
+            load_85 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_82 * lse_stride_2))
+            v_86 = (load_85 * 1.4426950408889634)
+            v_87 = tl.permute(load_83, (1, 0))
+            dot_88 = tl.dot(load_14, v_87)
+            v_89 = (dot_88 * qk_scale)
+            v_90 = v_86[None, :]
+            v_91 = (v_89 - v_90)
+            v_92 = tl.exp2(v_91)
+            v_93 = v_92.to(tl.bfloat16)
+            dot_94 = tl.dot(v_93, load_84, acc=acc_v_20)
+            acc_v_20 = dot_94
+            v_95 = tl.permute(load_84, (1, 0))
+            dot_96 = tl.dot(load_15, v_95)
+            load_97 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_82 * delta_stride_2))
+            v_98 = load_97[None, :]
+            v_99 = (dot_96 - v_98)
+            v_100 = (v_92 * v_99)
+            v_101 = v_100.to(tl.bfloat16)
+            dot_102 = tl.dot(v_101, load_83, acc=acc_k_21)
+            acc_k_21 = dot_102
+        for offset_103 in tl.range(whole_end_80, q_len, _BLOCK_SIZE_3):
+            indices_104 = offset_103 + tl.arange(0, _BLOCK_SIZE_3)
+            mask_105 = indices_104 < q_len
+            load_106 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_104[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_105[:, None]), other=0)
+            load_107 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_104[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_105[:, None]), other=0)
+            load_108 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_104 * lse_stride_2), mask=(mask_105), other=0)
+            v_109 = (load_108 * 1.4426950408889634)
+            v_110 = tl.permute(load_106, (1, 0))
+            dot_111 = tl.dot(load_14, v_110)
+            v_112 = (dot_111 * qk_scale)
+            v_113 = v_109[None, :]
+            v_114 = (v_112 - v_113)
+            v_115 = tl.exp2(v_114)
+            v_116 = v_115.to(tl.bfloat16)
+            dot_117 = tl.dot(tl.where(mask_105[None, :], v_116, 0), load_107, acc=acc_v_20)
+            acc_v_20 = dot_117
+            v_118 = tl.permute(load_107, (1, 0))
+            dot_119 = tl.dot(load_15, v_118)
+            load_120 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_104 * delta_stride_2), mask=(mask_105), other=0)
+            v_121 = load_120[None, :]
+            v_122 = (dot_119 - v_121)
+            v_123 = (v_115 * v_122)
+            v_124 = v_123.to(tl.bfloat16)
+            dot_125 = tl.dot(tl.where(mask_105[None, :], v_124, 0), load_106, acc=acc_k_21)
+            acc_k_21 = dot_125
+    v_126 = (acc_k_21 * scale)
+    v_127 = v_126.to(tl.bfloat16)
+    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_127, mask=(mask_7[:, None]))
+    v_128 = acc_v_20.to(tl.bfloat16)
+    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_128, mask=(mask_7[:, None]))
 
 @_jit_on_first_launch
 def _attention_bwd_kernel_ac6650c698(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
@@ -8282,148 +8428,6 @@ def _attention_bwd_kernel_cc7f0d4082(kv_len, kv_heads, batch, k, k_stride_0, k_s
     tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_72, mask=(mask_7[:, None]))
 
 @_jit_on_first_launch
-def _attention_bwd_kernel_cfd9b45d10(kv_len, kv_heads, batch, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, q_len, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, qk_scale, delta, delta_stride_0, delta_stride_1, delta_stride_2, scale, grad_k, grad_k_stride_0, grad_k_stride_1, grad_k_stride_2, grad_k_stride_3, grad_v, grad_v_stride_0, grad_v_stride_1, grad_v_stride_2, grad_v_stride_3, _BLOCK_SIZE_2: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_3: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    pid_1 = tl.program_id(0)
-    pid_2 = pid_1 % (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))
-    pid_3 = (pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) % (tl.cdiv(kv_heads - 0, 1))
-    pid_4 = ((pid_1 // (tl.cdiv(kv_len - 0, _BLOCK_SIZE_2))) // (tl.cdiv(kv_heads - 0, 1)))
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_2
-    indices_6 = offset_5 + tl.arange(0, _BLOCK_SIZE_2)
-    mask_7 = indices_6 < kv_len
-    offset_8 = 0 + pid_3 * 1
-    indices_9 = offset_8 + tl.arange(0, 1)
-    mask_10 = indices_9 < kv_heads
-    offset_11 = 0 + pid_4 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < batch
-    load_14 = tl.load(k + (offset_11 * k_stride_0 + offset_8 * k_stride_1 + indices_6[:, None] * k_stride_2 + rindex_0[None, :] * k_stride_3), mask=(mask_7[:, None]), other=0)
-    load_15 = tl.load(v + (offset_11 * v_stride_0 + offset_8 * v_stride_1 + indices_6[:, None] * v_stride_2 + rindex_0[None, :] * v_stride_3), mask=(mask_7[:, None]), other=0)
-    v_16 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    v_17 = tl.full([_BLOCK_SIZE_2, _RDIM_SIZE_0], 0, tl.float32)
-    end_18 = tl.minimum(offset_5 + _BLOCK_SIZE_2, kv_len)
-    v_19 = tl.minimum(end_18, q_len)
-    acc_v_20 = v_17
-    acc_k_21 = v_16
-    for idx_22 in tl.range(0, group, 1):
-        idx_23 = idx_22
-        v_24 = (offset_8 * group)
-        v_25 = (v_24 + idx_23)
-        whole_end_26 = offset_5 + tl.maximum((v_19 - offset_5), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
-        for offset_27 in tl.range(offset_5, whole_end_26, _BLOCK_SIZE_3):
-            indices_28 = offset_27 + tl.arange(0, _BLOCK_SIZE_3)
-            load_29 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_28[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
-            load_30 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_28[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
-            load_31 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_28 * lse_stride_2))
-            v_32 = (load_31 * 1.4426950408889634)
-            v_33 = tl.permute(load_29, (1, 0))
-            dot_34 = tl.dot(load_14, v_33)
-            v_35 = (dot_34 * qk_scale)
-            v_36 = v_32[None, :]
-            v_37 = (v_35 - v_36)
-            v_38 = tl.exp2(v_37)
-            v_39 = indices_6[:, None]
-            v_40 = indices_28[None, :]
-            v_41 = (v_39 <= v_40)
-            v_42 = tl.where(v_41, v_38, 0.0)
-            v_43 = v_42.to(tl.bfloat16)
-            dot_44 = tl.dot(v_43, load_30, acc=acc_v_20)
-            acc_v_20 = dot_44
-            v_45 = tl.permute(load_30, (1, 0))
-            dot_46 = tl.dot(load_15, v_45)
-            load_47 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_28 * delta_stride_2))
-            v_48 = load_47[None, :]
-            v_49 = (dot_46 - v_48)
-            v_50 = (v_42 * v_49)
-            v_51 = v_50.to(tl.bfloat16)
-            dot_52 = tl.dot(v_51, load_29, acc=acc_k_21)
-            acc_k_21 = dot_52
-        for offset_53 in tl.range(whole_end_26, v_19, _BLOCK_SIZE_3):
-            indices_54 = offset_53 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_55 = indices_54 < v_19
-            load_56 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_54[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_55[:, None]), other=0)
-            load_57 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_54[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_55[:, None]), other=0)
-            load_58 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_54 * lse_stride_2), mask=(mask_55), other=0)
-            v_59 = (load_58 * 1.4426950408889634)
-            v_60 = tl.permute(load_56, (1, 0))
-            dot_61 = tl.dot(load_14, v_60)
-            v_62 = (dot_61 * qk_scale)
-            v_63 = v_59[None, :]
-            v_64 = (v_62 - v_63)
-            v_65 = tl.exp2(v_64)
-            v_66 = indices_6[:, None]
-            v_67 = indices_54[None, :]
-            v_68 = (v_66 <= v_67)
-            v_69 = tl.where(v_68, v_65, 0.0)
-            v_70 = v_69.to(tl.bfloat16)
-            dot_71 = tl.dot(tl.where(mask_55[None, :], v_70, 0), load_57, acc=acc_v_20)
-            acc_v_20 = dot_71
-            v_72 = tl.permute(load_57, (1, 0))
-            dot_73 = tl.dot(load_15, v_72)
-            load_74 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_54 * delta_stride_2), mask=(mask_55), other=0)
-            v_75 = load_74[None, :]
-            v_76 = (dot_73 - v_75)
-            v_77 = (v_69 * v_76)
-            v_78 = v_77.to(tl.bfloat16)
-            dot_79 = tl.dot(tl.where(mask_55[None, :], v_78, 0), load_56, acc=acc_k_21)
-            acc_k_21 = dot_79
-        whole_end_80 = v_19 + tl.maximum((q_len - v_19), 0) // _BLOCK_SIZE_3 * _BLOCK_SIZE_3
-        for offset_81 in tl.range(v_19, whole_end_80, _BLOCK_SIZE_3):
-            indices_82 = offset_81 + tl.arange(0, _BLOCK_SIZE_3)
-            load_83 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_82[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3))
-            load_84 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_82[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3))
-            load_85 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_82 * lse_stride_2))
-            v_86 = (load_85 * 1.4426950408889634)
-            v_87 = tl.permute(load_83, (1, 0))
-            dot_88 = tl.dot(load_14, v_87)
-            v_89 = (dot_88 * qk_scale)
-            v_90 = v_86[None, :]
-            v_91 = (v_89 - v_90)
-            v_92 = tl.exp2(v_91)
-            v_93 = v_92.to(tl.bfloat16)
-            dot_94 = tl.dot(v_93, load_84, acc=acc_v_20)
-            acc_v_20 = dot_94
-            v_95 = tl.permute(load_84, (1, 0))
-            dot_96 = tl.dot(load_15, v_95)
-            load_97 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_82 * delta_stride_2))
-            v_98 = load_97[None, :]
-            v_99 = (dot_96 - v_98)
-            v_100 = (v_92 * v_99)
-            v_101 = v_100.to(tl.bfloat16)
-            dot_102 = tl.dot(v_101, load_83, acc=acc_k_21)
-            acc_k_21 = dot_102
-        for offset_103 in tl.range(whole_end_80, q_len, _BLOCK_SIZE_3):
-            indices_104 = offset_103 + tl.arange(0, _BLOCK_SIZE_3)
-            mask_105 = indices_104 < q_len
-            load_106 = tl.load(q + (offset_11 * q_stride_0 + v_25 * q_stride_1 + indices_104[:, None] * q_stride_2 + rindex_0[None, :] * q_stride_3), mask=(mask_105[:, None]), other=0)
-            load_107 = tl.load(grad_out + (offset_11 * grad_out_stride_0 + v_25 * grad_out_stride_1 + indices_104[:, None] * grad_out_stride_2 + rindex_0[None, :] * grad_out_stride_3), mask=(mask_105[:, None]), other=0)
-            load_108 = tl.load(lse + (offset_11 * lse_stride_0 + v_25 * lse_stride_1 + indices_104 * lse_stride_2), mask=(mask_105), other=0)
-            v_109 = (load_108 * 1.4426950408889634)
-            v_110 = tl.permute(load_106, (1, 0))
-            dot_111 = tl.dot(load_14, v_110)
-            v_112 = (dot_111 * qk_scale)
-            v_113 = v_109[None, :]
-            v_114 = (v_112 - v_113)
-            v_115 = tl.exp2(v_114)
-            v_116 = v_115.to(tl.bfloat16)
-            dot_117 = tl.dot(tl.where(mask_105[None, :], v_116, 0), load_107, acc=acc_v_20)
-            acc_v_20 = dot_117
-            v_118 = tl.permute(load_107, (1, 0))
-            dot_119 = tl.dot(load_15, v_118)
-            load_120 = tl.load(delta + (offset_11 * delta_stride_0 + v_25 * delta_stride_1 + indices_104 * delta_stride_2), mask=(mask_105), other=0)
-            v_121 = load_120[None, :]
-            v_122 = (dot_119 - v_121)
-            v_123 = (v_115 * v_122)
-            v_124 = v_123.to(tl.bfloat16)
-            dot_125 = tl.dot(tl.where(mask_105[None, :], v_124, 0), load_106, acc=acc_k_21)
-            acc_k_21 = dot_125
-    v_126 = (acc_k_21 * scale)
-    v_127 = v_126.to(tl.bfloat16)
-    tl.store(grad_k + (offset_11 * grad_k_stride_0 + offset_8 * grad_k_stride_1 + indices_6[:, None] * grad_k_stride_2 + rindex_0[None, :] * grad_k_stride_3), v_127, mask=(mask_7[:, None]))
-    v_128 = acc_v_20.to(tl.bfloat16)
-    tl.store(grad_v + (offset_11 * grad_v_stride_0 + offset_8 * grad_v_stride_1 + indices_6[:, None] * grad_v_stride_2 + rindex_0[None, :] * grad_v_stride_3), v_128, mask=(mask_7[:, None]))
-
-@_jit_on_first_launch
 def _attention_bwd_kernel_e025185a1b(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, grad_out, grad_out_stride_0, grad_out_stride_1, grad_out_stride_2, grad_out_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, delta, delta_stride_0, delta_stride_1, delta_stride_2, lse, lse_stride_0, lse_stride_1, lse_stride_2, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, scale, grad_q, grad_q_stride_0, grad_q_stride_1, grad_q_stride_2, grad_q_stride_3, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     pid_1 = tl.program_id(0)
@@ -8550,50 +8554,56 @@ def _attention_bwd_kernel_e8cbd2cd4f(q_len, q_heads, batch, group, q, q_stride_0
     tl.store(grad_q + (offset_11 * grad_q_stride_0 + offset_8 * grad_q_stride_1 + indices_6[:, None] * grad_q_stride_2 + rindex_0[None, :] * grad_q_stride_3), v_66, mask=(mask_7[:, None]))
 
 @gluon.jit
-def _attention_fwd_gluon_0591bf1be4_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_1d8fe5b104_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
     pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 128
+    v_23 = v_22 - 1
+    v_24 = v_23 // 128
+    v_25 = v_24 * 128
+    v_26 = gl.minimum(v_25, kv_len)
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
     mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
     for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-    for offset_25 in range(0, whole_end_24, _BLOCK_SIZE_1):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_31 in range(0, whole_end_30, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_25, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_31, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_25, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_31, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_57 in range(whole_end_24, v_20, _BLOCK_SIZE_1):
+    for offset_63 in range(whole_end_30, v_26, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_57, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_63, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_57, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_63, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_0591bf1be4_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_1d8fe5b104_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -8603,215 +8613,221 @@ def _attention_fwd_gluon_0591bf1be4_consumer(WG: gl.constexpr, q_len, q_heads, b
     t = 0
     it = 0
     pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    row_sum_21 = v_17
-    acc_22 = v_18
-    row_max_23 = v_16
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 128
+    v_23 = v_22 - 1
+    v_24 = v_23 // 128
+    v_25 = v_24 * 128
+    v_26 = gl.minimum(v_25, kv_len)
+    row_sum_27 = v_19
+    acc_28 = v_20
+    row_max_29 = v_18
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_25 = gl.cdiv(gl.maximum((whole_end_24) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_25 > 0:
-        offset_25 = 0
+    n_offset_31 = gl.cdiv(gl.maximum((whole_end_30) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_31 > 0:
+        offset_31 = 0
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-        v_31 = end_30 > offset_5
-        dot_29 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+        v_37 = end_36 > offset_7
+        dot_35 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        scores_32 = dot_29
-        if v_31:
-            v_36 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_32, float('-inf'))
-            scores_32 = v_36
-        red_37 = gl.max(scores_32, 1)
-        v_38 = (red_37 * qk_scale)
-        v_39 = gl.maximum(row_max_23, v_38)
-        v_40 = (scores_32 * qk_scale)
-        v_42 = (v_40 - (v_39[:, None]))
-        v_43 = gl.exp2(v_42)
-        v_44 = (row_max_23 - v_39)
-        v_45 = gl.exp2(v_44)
-        v_46 = (row_sum_21 * v_45)
-        red_47 = gl.sum(v_43, 1)
-        v_48 = (v_46 + red_47)
-        v_50 = v_43.to(gl.float16)
-        v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_21 = v_48
-        row_max_23 = v_39
-        pend_a0 = gl.convert_layout(v_50, p_layout)
-        pend_acc0 = v_52
-        for jj in range(1, n_offset_25):
-            offset_25 = 0 + jj * _BLOCK_SIZE_1
+        scores_38 = dot_35
+        if v_37:
+            v_42 = gl.where((((((offset_31 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_38, float('-inf'))
+            scores_38 = v_42
+        red_43 = gl.max(scores_38, 1)
+        v_44 = (red_43 * qk_scale)
+        v_45 = gl.maximum(row_max_29, v_44)
+        v_46 = (scores_38 * qk_scale)
+        v_48 = (v_46 - (v_45[:, None]))
+        v_49 = gl.exp2(v_48)
+        v_50 = (row_max_29 - v_45)
+        v_51 = gl.exp2(v_50)
+        v_52 = (row_sum_27 * v_51)
+        red_53 = gl.sum(v_49, 1)
+        v_54 = (v_52 + red_53)
+        v_56 = v_49.to(gl.float16)
+        v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_27 = v_54
+        row_max_29 = v_45
+        pend_a0 = gl.convert_layout(v_56, p_layout)
+        pend_acc0 = v_58
+        for jj in range(1, n_offset_31):
+            offset_31 = 0 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
             mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-            v_31 = end_30 > offset_5
-            dot_29 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+            v_37 = end_36 > offset_7
+            dot_35 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_32 = dot_29
-            if v_31:
-                v_36 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_32, float('-inf'))
-                scores_32 = v_36
-            red_37 = gl.max(scores_32, 1)
-            v_38 = (red_37 * qk_scale)
-            v_39 = gl.maximum(row_max_23, v_38)
-            v_40 = (scores_32 * qk_scale)
-            v_42 = (v_40 - (v_39[:, None]))
-            v_43 = gl.exp2(v_42)
-            v_44 = (row_max_23 - v_39)
-            v_45 = gl.exp2(v_44)
-            v_46 = (row_sum_21 * v_45)
-            red_47 = gl.sum(v_43, 1)
-            v_48 = (v_46 + red_47)
-            v_50 = v_43.to(gl.float16)
-            acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_38 = dot_35
+            if v_37:
+                v_42 = gl.where((((((offset_31 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_38, float('-inf'))
+                scores_38 = v_42
+            red_43 = gl.max(scores_38, 1)
+            v_44 = (red_43 * qk_scale)
+            v_45 = gl.maximum(row_max_29, v_44)
+            v_46 = (scores_38 * qk_scale)
+            v_48 = (v_46 - (v_45[:, None]))
+            v_49 = gl.exp2(v_48)
+            v_50 = (row_max_29 - v_45)
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_sum_27 * v_51)
+            red_53 = gl.sum(v_49, 1)
+            v_54 = (v_52 + red_53)
+            v_56 = v_49.to(gl.float16)
+            acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_21 = v_48
-            row_max_23 = v_39
-            pend_a0 = gl.convert_layout(v_50, p_layout)
-            pend_acc0 = v_52
-        prev = (c + n_offset_25 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_25 - 1) // STAGES) & 1)
+            v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_27 = v_54
+            row_max_29 = v_45
+            pend_a0 = gl.convert_layout(v_56, p_layout)
+            pend_acc0 = v_58
+        prev = (c + n_offset_31 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_31 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_25) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_31) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_25 + 1
-    c += n_offset_25
-    row_sum_54 = row_sum_21
-    acc_55 = acc_22
-    row_max_56 = row_max_23
-    n_offset_57 = gl.cdiv(gl.maximum((v_20) - (whole_end_24), 0), _BLOCK_SIZE_1)
-    if n_offset_57 > 0:
-        offset_57 = whole_end_24
+        t += n_offset_31 + 1
+    c += n_offset_31
+    row_sum_60 = row_sum_27
+    acc_61 = acc_28
+    row_max_62 = row_max_29
+    n_offset_63 = gl.cdiv(gl.maximum((v_26) - (whole_end_30), 0), _BLOCK_SIZE_1)
+    if n_offset_63 > 0:
+        offset_63 = whole_end_30
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
-        v_64 = end_63 > offset_5
-        dot_62 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+        v_70 = end_69 > offset_7
+        dot_68 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        scores_65 = dot_62
-        if v_64:
-            v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_57))), scores_65, float('-inf'))
-            scores_65 = v_69
-        red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-        v_71 = (red_70 * qk_scale)
-        v_72 = gl.maximum(row_max_56, v_71)
-        v_73 = (scores_65 * qk_scale)
-        v_75 = (v_73 - (v_72[:, None]))
-        v_76 = gl.exp2(v_75)
-        v_77 = (row_max_56 - v_72)
-        v_78 = gl.exp2(v_77)
-        v_79 = (row_sum_54 * v_78)
-        red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
-        v_81 = (v_79 + red_80)
-        v_83 = v_76.to(gl.float16)
-        v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_54 = v_81
-        row_max_56 = v_72
-        pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
-        pend_acc0 = v_85
-        for jj in range(1, n_offset_57):
-            offset_57 = whole_end_24 + jj * _BLOCK_SIZE_1
+        scores_71 = dot_68
+        if v_70:
+            v_75 = gl.where((((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_71, float('-inf'))
+            scores_71 = v_75
+        red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+        v_77 = (red_76 * qk_scale)
+        v_78 = gl.maximum(row_max_62, v_77)
+        v_79 = (scores_71 * qk_scale)
+        v_81 = (v_79 - (v_78[:, None]))
+        v_82 = gl.exp2(v_81)
+        v_83 = (row_max_62 - v_78)
+        v_84 = gl.exp2(v_83)
+        v_85 = (row_sum_60 * v_84)
+        red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+        v_87 = (v_85 + red_86)
+        v_89 = v_82.to(gl.float16)
+        v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_60 = v_87
+        row_max_62 = v_78
+        pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+        pend_acc0 = v_91
+        for jj in range(1, n_offset_63):
+            offset_63 = whole_end_30 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
             mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
-            v_64 = end_63 > offset_5
-            dot_62 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+            v_70 = end_69 > offset_7
+            dot_68 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_65 = dot_62
-            if v_64:
-                v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_57))), scores_65, float('-inf'))
-                scores_65 = v_69
-            red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-            v_71 = (red_70 * qk_scale)
-            v_72 = gl.maximum(row_max_56, v_71)
-            v_73 = (scores_65 * qk_scale)
-            v_75 = (v_73 - (v_72[:, None]))
-            v_76 = gl.exp2(v_75)
-            v_77 = (row_max_56 - v_72)
-            v_78 = gl.exp2(v_77)
-            v_79 = (row_sum_54 * v_78)
-            red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
-            v_81 = (v_79 + red_80)
-            v_83 = v_76.to(gl.float16)
-            acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_71 = dot_68
+            if v_70:
+                v_75 = gl.where((((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_71, float('-inf'))
+                scores_71 = v_75
+            red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+            v_77 = (red_76 * qk_scale)
+            v_78 = gl.maximum(row_max_62, v_77)
+            v_79 = (scores_71 * qk_scale)
+            v_81 = (v_79 - (v_78[:, None]))
+            v_82 = gl.exp2(v_81)
+            v_83 = (row_max_62 - v_78)
+            v_84 = gl.exp2(v_83)
+            v_85 = (row_sum_60 * v_84)
+            red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+            v_87 = (v_85 + red_86)
+            v_89 = v_82.to(gl.float16)
+            acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_54 = v_81
-            row_max_56 = v_72
-            pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
-            pend_acc0 = v_85
-        prev = (c + n_offset_57 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_57 - 1) // STAGES) & 1)
+            v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_60 = v_87
+            row_max_62 = v_78
+            pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+            pend_acc0 = v_91
+        prev = (c + n_offset_63 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_63 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_57) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_63) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_57 + 1
-    c += n_offset_57
+        t += n_offset_63 + 1
+    c += n_offset_63
     mbarrier.arrive(resident_empty.index(rslot))
-    v_88 = (acc_55 / (gl.convert_layout(row_sum_54, gl.SliceLayout(1, o_layout))[:, None]))
-    v_89 = v_88.to(gl.float16)
+    v_94 = (acc_61 / (gl.convert_layout(row_sum_60, gl.SliceLayout(1, o_layout))[:, None]))
+    v_95 = v_94.to(gl.float16)
     tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_89)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
     fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_90 = gl.log2(row_sum_54)
-    v_91 = (row_max_56 + v_90)
-    v_92 = (v_91 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_92, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_96 = gl.log2(row_sum_60)
+    v_97 = (row_max_62 + v_96)
+    v_98 = (v_97 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_0591bf1be4(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_1d8fe5b104(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
     resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
@@ -8831,617 +8847,7 @@ def _attention_fwd_gluon_0591bf1be4(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_0591bf1be4_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_0591bf1be4_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
-
-
-_attention_fwd_gluon_0591bf1be4.fn.hk_compile_options = {'maxnreg': 80}
-
-@gluon.jit
-def _attention_fwd_gluon_08e45a97f6_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 8 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 8
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_29 = gl.minimum(end_28, kv_len)
-        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
-        for offset_34 in range(0, whole_end_33, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_34, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_34, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_66 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_66, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_66, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_08e45a97f6_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 8 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 8
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_29 = gl.minimum(end_28, kv_len)
-        row_sum_30 = v_26
-        acc_31 = v_27
-        row_max_32 = v_25
-        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_34 = gl.cdiv(gl.maximum((whole_end_33) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_34 > 0:
-            offset_34 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-            v_40 = end_39 > offset_14
-            dot_38 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_41 = dot_38
-            if v_40:
-                v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_41, float('-inf'))
-                scores_41 = v_45
-            red_46 = gl.max(scores_41, 1)
-            v_47 = (red_46 * qk_scale)
-            v_48 = gl.maximum(row_max_32, v_47)
-            v_49 = (scores_41 * qk_scale)
-            v_51 = (v_49 - (v_48[:, None]))
-            v_52 = gl.exp2(v_51)
-            v_53 = (row_max_32 - v_48)
-            v_54 = gl.exp2(v_53)
-            v_55 = (row_sum_30 * v_54)
-            red_56 = gl.sum(v_52, 1)
-            v_57 = (v_55 + red_56)
-            v_59 = v_52.to(gl.float16)
-            v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_30 = v_57
-            row_max_32 = v_48
-            pend_a0 = gl.convert_layout(v_59, p_layout)
-            pend_acc0 = v_61
-            for jj in range(1, n_offset_34):
-                offset_34 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-                v_40 = end_39 > offset_14
-                dot_38 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_41 = dot_38
-                if v_40:
-                    v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_41, float('-inf'))
-                    scores_41 = v_45
-                red_46 = gl.max(scores_41, 1)
-                v_47 = (red_46 * qk_scale)
-                v_48 = gl.maximum(row_max_32, v_47)
-                v_49 = (scores_41 * qk_scale)
-                v_51 = (v_49 - (v_48[:, None]))
-                v_52 = gl.exp2(v_51)
-                v_53 = (row_max_32 - v_48)
-                v_54 = gl.exp2(v_53)
-                v_55 = (row_sum_30 * v_54)
-                red_56 = gl.sum(v_52, 1)
-                v_57 = (v_55 + red_56)
-                v_59 = v_52.to(gl.float16)
-                acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_30 = v_57
-                row_max_32 = v_48
-                pend_a0 = gl.convert_layout(v_59, p_layout)
-                pend_acc0 = v_61
-            prev = (c + n_offset_34 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_34 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_34) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_34 + 1
-        c += n_offset_34
-        row_sum_63 = row_sum_30
-        acc_64 = acc_31
-        row_max_65 = row_max_32
-        n_offset_66 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
-        if n_offset_66 > 0:
-            offset_66 = whole_end_33
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
-            v_73 = end_72 > offset_14
-            dot_71 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_74 = dot_71
-            if v_73:
-                v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_66))), scores_74, float('-inf'))
-                scores_74 = v_78
-            red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-            v_80 = (red_79 * qk_scale)
-            v_81 = gl.maximum(row_max_65, v_80)
-            v_82 = (scores_74 * qk_scale)
-            v_84 = (v_82 - (v_81[:, None]))
-            v_85 = gl.exp2(v_84)
-            v_86 = (row_max_65 - v_81)
-            v_87 = gl.exp2(v_86)
-            v_88 = (row_sum_63 * v_87)
-            red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
-            v_90 = (v_88 + red_89)
-            v_92 = v_85.to(gl.float16)
-            v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_63 = v_90
-            row_max_65 = v_81
-            pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
-            pend_acc0 = v_94
-            for jj in range(1, n_offset_66):
-                offset_66 = whole_end_33 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
-                v_73 = end_72 > offset_14
-                dot_71 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_74 = dot_71
-                if v_73:
-                    v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_66))), scores_74, float('-inf'))
-                    scores_74 = v_78
-                red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-                v_80 = (red_79 * qk_scale)
-                v_81 = gl.maximum(row_max_65, v_80)
-                v_82 = (scores_74 * qk_scale)
-                v_84 = (v_82 - (v_81[:, None]))
-                v_85 = gl.exp2(v_84)
-                v_86 = (row_max_65 - v_81)
-                v_87 = gl.exp2(v_86)
-                v_88 = (row_sum_63 * v_87)
-                red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
-                v_90 = (v_88 + red_89)
-                v_92 = v_85.to(gl.float16)
-                acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_63 = v_90
-                row_max_65 = v_81
-                pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
-                pend_acc0 = v_94
-            prev = (c + n_offset_66 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_66 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_66) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_66 + 1
-        c += n_offset_66
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_97 = (acc_64 / (gl.convert_layout(row_sum_63, gl.SliceLayout(1, o_layout))[:, None]))
-        v_98 = v_97.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_98)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_99 = gl.log2(row_sum_63)
-        v_100 = (row_max_65 + v_99)
-        v_101 = (v_100 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_101, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_08e45a97f6(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_08e45a97f6_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_08e45a97f6_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_08e45a97f6_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_15c9275911_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    c = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
-    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-    for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-    for offset_25 in range(0, whole_end_24, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_25, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_25, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-    for offset_57 in range(whole_end_24, v_20, _BLOCK_SIZE_1):
-        slot = c % STAGES
-        phase = (c // STAGES) & 1
-        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_57, 0], ring_0_ready.index(slot), ring_0.index(slot))
-        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_57, 0], ring_1_ready.index(slot), ring_1.index(slot))
-        c += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_15c9275911_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    row_sum_21 = v_17
-    acc_22 = v_18
-    row_max_23 = v_16
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-    rslot = it % 1
-    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_25 = gl.cdiv(gl.maximum((whole_end_24) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_25 > 0:
-        offset_25 = 0
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-        v_31 = end_30 > offset_5
-        dot_29 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        scores_32 = dot_29
-        if v_31:
-            v_36 = gl.where((((((offset_25 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_32, float('-inf'))
-            scores_32 = v_36
-        red_37 = gl.max(scores_32, 1)
-        v_38 = (red_37 * qk_scale)
-        v_39 = gl.maximum(row_max_23, v_38)
-        v_40 = (scores_32 * qk_scale)
-        v_42 = (v_40 - (v_39[:, None]))
-        v_43 = gl.exp2(v_42)
-        v_44 = (row_max_23 - v_39)
-        v_45 = gl.exp2(v_44)
-        v_46 = (row_sum_21 * v_45)
-        red_47 = gl.sum(v_43, 1)
-        v_48 = (v_46 + red_47)
-        v_50 = v_43.to(gl.bfloat16)
-        v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_21 = v_48
-        row_max_23 = v_39
-        pend_a0 = gl.convert_layout(v_50, p_layout)
-        pend_acc0 = v_52
-        for jj in range(1, n_offset_25):
-            offset_25 = 0 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-            v_31 = end_30 > offset_5
-            dot_29 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_32 = dot_29
-            if v_31:
-                v_36 = gl.where((((((offset_25 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_32, float('-inf'))
-                scores_32 = v_36
-            red_37 = gl.max(scores_32, 1)
-            v_38 = (red_37 * qk_scale)
-            v_39 = gl.maximum(row_max_23, v_38)
-            v_40 = (scores_32 * qk_scale)
-            v_42 = (v_40 - (v_39[:, None]))
-            v_43 = gl.exp2(v_42)
-            v_44 = (row_max_23 - v_39)
-            v_45 = gl.exp2(v_44)
-            v_46 = (row_sum_21 * v_45)
-            red_47 = gl.sum(v_43, 1)
-            v_48 = (v_46 + red_47)
-            v_50 = v_43.to(gl.bfloat16)
-            acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_21 = v_48
-            row_max_23 = v_39
-            pend_a0 = gl.convert_layout(v_50, p_layout)
-            pend_acc0 = v_52
-        prev = (c + n_offset_25 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_25 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_25) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_25 + 1
-    c += n_offset_25
-    row_sum_54 = row_sum_21
-    acc_55 = acc_22
-    row_max_56 = row_max_23
-    n_offset_57 = gl.cdiv(gl.maximum((v_20) - (whole_end_24), 0), _BLOCK_SIZE_1)
-    if n_offset_57 > 0:
-        offset_57 = whole_end_24
-        slot = c % STAGES
-        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
-        v_64 = end_63 > offset_5
-        dot_62 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-        mbarrier.arrive(ring_0_empty.index(slot))
-        scores_65 = dot_62
-        if v_64:
-            v_69 = gl.where((((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_65, float('-inf'))
-            scores_65 = v_69
-        red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-        v_71 = (red_70 * qk_scale)
-        v_72 = gl.maximum(row_max_56, v_71)
-        v_73 = (scores_65 * qk_scale)
-        v_75 = (v_73 - (v_72[:, None]))
-        v_76 = gl.exp2(v_75)
-        v_77 = (row_max_56 - v_72)
-        v_78 = gl.exp2(v_77)
-        v_79 = (row_sum_54 * v_78)
-        red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
-        v_81 = (v_79 + red_80)
-        v_83 = v_76.to(gl.bfloat16)
-        v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_54 = v_81
-        row_max_56 = v_72
-        pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
-        pend_acc0 = v_85
-        for jj in range(1, n_offset_57):
-            offset_57 = whole_end_24 + jj * _BLOCK_SIZE_1
-            slot = (c + jj) % STAGES
-            prev = (c + jj - 1) % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
-            v_64 = end_63 > offset_5
-            dot_62 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_65 = dot_62
-            if v_64:
-                v_69 = gl.where((((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_65, float('-inf'))
-                scores_65 = v_69
-            red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-            v_71 = (red_70 * qk_scale)
-            v_72 = gl.maximum(row_max_56, v_71)
-            v_73 = (scores_65 * qk_scale)
-            v_75 = (v_73 - (v_72[:, None]))
-            v_76 = gl.exp2(v_75)
-            v_77 = (row_max_56 - v_72)
-            v_78 = gl.exp2(v_77)
-            v_79 = (row_sum_54 * v_78)
-            red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
-            v_81 = (v_79 + red_80)
-            v_83 = v_76.to(gl.bfloat16)
-            acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_54 = v_81
-            row_max_56 = v_72
-            pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
-            pend_acc0 = v_85
-        prev = (c + n_offset_57 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_57 - 1) // STAGES) & 1)
-        if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_57) & 1) ^ (1 if WG == 0 else 0))
-        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-        if GROUPS > 1:
-            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-        mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_57 + 1
-    c += n_offset_57
-    mbarrier.arrive(resident_empty.index(rslot))
-    v_88 = (acc_55 / (gl.convert_layout(row_sum_54, gl.SliceLayout(1, o_layout))[:, None]))
-    v_89 = v_88.to(gl.bfloat16)
-    tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_89)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_90 = gl.log2(row_sum_54)
-    v_91 = (row_max_56 + v_90)
-    v_92 = (v_91 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_92, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_15c9275911(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(1):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_15c9275911_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_15c9275911_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_15c9275911_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_15c9275911_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_1d8fe5b104_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_1d8fe5b104_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_1d8fe5b104_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_1d8fe5b104_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
 
 @gluon.jit
 def _attention_fwd_gluon_2007079c20_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
@@ -9887,6 +9293,1097 @@ def _attention_fwd_gluon_2007079c20(q_len, q_heads, batch, group, q, q_stride_0,
 _attention_fwd_gluon_2007079c20.fn.hk_compile_options = {'maxnreg': 80}
 
 @gluon.jit
+def _attention_fwd_gluon_2d4da32366_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = total_1 - 1 - virtual_pid
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 8 * num_pid_4
+        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 8
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
+        for offset_37 in range(0, whole_end_36, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_37, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_37, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_69 in range(whole_end_36, v_32, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_69, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_69, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_2d4da32366_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = total_1 - 1 - virtual_pid
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 8 * num_pid_4
+        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 8
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        row_sum_33 = v_25
+        acc_34 = v_26
+        row_max_35 = v_24
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        n_offset_37 = gl.cdiv(gl.maximum((whole_end_36) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_37 > 0:
+            offset_37 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+            v_43 = end_42 > offset_13
+            dot_41 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_44 = dot_41
+            if v_43:
+                v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                scores_44 = v_48
+            red_49 = gl.max(scores_44, 1)
+            v_50 = (red_49 * qk_scale)
+            v_51 = gl.maximum(row_max_35, v_50)
+            v_52 = (scores_44 * qk_scale)
+            v_54 = (v_52 - (v_51[:, None]))
+            v_55 = gl.exp2(v_54)
+            v_56 = (row_max_35 - v_51)
+            v_57 = gl.exp2(v_56)
+            v_58 = (row_sum_33 * v_57)
+            red_59 = gl.sum(v_55, 1)
+            v_60 = (v_58 + red_59)
+            v_62 = v_55.to(gl.bfloat16)
+            v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_33 = v_60
+            row_max_35 = v_51
+            pend_a0 = gl.convert_layout(v_62, p_layout)
+            pend_acc0 = v_64
+            for jj in range(1, n_offset_37):
+                offset_37 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+                v_43 = end_42 > offset_13
+                dot_41 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_44 = dot_41
+                if v_43:
+                    v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                    scores_44 = v_48
+                red_49 = gl.max(scores_44, 1)
+                v_50 = (red_49 * qk_scale)
+                v_51 = gl.maximum(row_max_35, v_50)
+                v_52 = (scores_44 * qk_scale)
+                v_54 = (v_52 - (v_51[:, None]))
+                v_55 = gl.exp2(v_54)
+                v_56 = (row_max_35 - v_51)
+                v_57 = gl.exp2(v_56)
+                v_58 = (row_sum_33 * v_57)
+                red_59 = gl.sum(v_55, 1)
+                v_60 = (v_58 + red_59)
+                v_62 = v_55.to(gl.bfloat16)
+                acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_33 = v_60
+                row_max_35 = v_51
+                pend_a0 = gl.convert_layout(v_62, p_layout)
+                pend_acc0 = v_64
+            prev = (c + n_offset_37 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_37 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_37) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_37 + 1
+        c += n_offset_37
+        row_sum_66 = row_sum_33
+        acc_67 = acc_34
+        row_max_68 = row_max_35
+        n_offset_69 = gl.cdiv(gl.maximum((v_32) - (whole_end_36), 0), _BLOCK_SIZE_1)
+        if n_offset_69 > 0:
+            offset_69 = whole_end_36
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+            v_76 = end_75 > offset_13
+            dot_74 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_77 = dot_74
+            if v_76:
+                v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                scores_77 = v_81
+            red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
+            v_83 = (red_82 * qk_scale)
+            v_84 = gl.maximum(row_max_68, v_83)
+            v_85 = (scores_77 * qk_scale)
+            v_87 = (v_85 - (v_84[:, None]))
+            v_88 = gl.exp2(v_87)
+            v_89 = (row_max_68 - v_84)
+            v_90 = gl.exp2(v_89)
+            v_91 = (row_sum_66 * v_90)
+            red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+            v_93 = (v_91 + red_92)
+            v_95 = v_88.to(gl.bfloat16)
+            v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_66 = v_93
+            row_max_68 = v_84
+            pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+            pend_acc0 = v_97
+            for jj in range(1, n_offset_69):
+                offset_69 = whole_end_36 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+                v_76 = end_75 > offset_13
+                dot_74 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_77 = dot_74
+                if v_76:
+                    v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                    scores_77 = v_81
+                red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
+                v_83 = (red_82 * qk_scale)
+                v_84 = gl.maximum(row_max_68, v_83)
+                v_85 = (scores_77 * qk_scale)
+                v_87 = (v_85 - (v_84[:, None]))
+                v_88 = gl.exp2(v_87)
+                v_89 = (row_max_68 - v_84)
+                v_90 = gl.exp2(v_89)
+                v_91 = (row_sum_66 * v_90)
+                red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+                v_93 = (v_91 + red_92)
+                v_95 = v_88.to(gl.bfloat16)
+                acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_66 = v_93
+                row_max_68 = v_84
+                pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+                pend_acc0 = v_97
+            prev = (c + n_offset_69 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_69 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_69) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_69 + 1
+        c += n_offset_69
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_100 = (acc_67 / (gl.convert_layout(row_sum_66, gl.SliceLayout(1, o_layout))[:, None]))
+        v_101 = v_100.to(gl.bfloat16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_101)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_102 = gl.log2(row_sum_66)
+        v_103 = (row_max_68 + v_102)
+        v_104 = (v_103 * 0.6931471805599453)
+        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_104, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_2d4da32366(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_2d4da32366_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_2d4da32366_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_2d4da32366_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_317a315336_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 8 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 8
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_29 = end_28 + 128
+        v_30 = v_29 - 1
+        v_31 = v_30 // 128
+        v_32 = v_31 * 128
+        v_33 = gl.minimum(v_32, kv_len)
+        whole_end_37 = 0 + gl.maximum(v_33 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
+        for offset_38 in range(0, whole_end_37, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_38, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_38, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_70 in range(whole_end_37, v_33, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_70, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_70, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_317a315336_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 8 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 8
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 8)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_29 = end_28 + 128
+        v_30 = v_29 - 1
+        v_31 = v_30 // 128
+        v_32 = v_31 * 128
+        v_33 = gl.minimum(v_32, kv_len)
+        row_sum_34 = v_26
+        acc_35 = v_27
+        row_max_36 = v_25
+        whole_end_37 = 0 + gl.maximum(v_33 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_38 = gl.cdiv(gl.maximum((whole_end_37) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_38 > 0:
+            offset_38 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_43 = gl.minimum(offset_38 + _BLOCK_SIZE_1, v_33)
+            v_44 = end_43 > offset_14
+            dot_42 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_45 = dot_42
+            if v_44:
+                v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
+                scores_45 = v_49
+            red_50 = gl.max(scores_45, 1)
+            v_51 = (red_50 * qk_scale)
+            v_52 = gl.maximum(row_max_36, v_51)
+            v_53 = (scores_45 * qk_scale)
+            v_55 = (v_53 - (v_52[:, None]))
+            v_56 = gl.exp2(v_55)
+            v_57 = (row_max_36 - v_52)
+            v_58 = gl.exp2(v_57)
+            v_59 = (row_sum_34 * v_58)
+            red_60 = gl.sum(v_56, 1)
+            v_61 = (v_59 + red_60)
+            v_63 = v_56.to(gl.float16)
+            v_65 = (acc_35 * (gl.convert_layout(v_58, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_34 = v_61
+            row_max_36 = v_52
+            pend_a0 = gl.convert_layout(v_63, p_layout)
+            pend_acc0 = v_65
+            for jj in range(1, n_offset_38):
+                offset_38 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_43 = gl.minimum(offset_38 + _BLOCK_SIZE_1, v_33)
+                v_44 = end_43 > offset_14
+                dot_42 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_45 = dot_42
+                if v_44:
+                    v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
+                    scores_45 = v_49
+                red_50 = gl.max(scores_45, 1)
+                v_51 = (red_50 * qk_scale)
+                v_52 = gl.maximum(row_max_36, v_51)
+                v_53 = (scores_45 * qk_scale)
+                v_55 = (v_53 - (v_52[:, None]))
+                v_56 = gl.exp2(v_55)
+                v_57 = (row_max_36 - v_52)
+                v_58 = gl.exp2(v_57)
+                v_59 = (row_sum_34 * v_58)
+                red_60 = gl.sum(v_56, 1)
+                v_61 = (v_59 + red_60)
+                v_63 = v_56.to(gl.float16)
+                acc_35 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_65 = (acc_35 * (gl.convert_layout(v_58, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_34 = v_61
+                row_max_36 = v_52
+                pend_a0 = gl.convert_layout(v_63, p_layout)
+                pend_acc0 = v_65
+            prev = (c + n_offset_38 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_38 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_38) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_35 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_38 + 1
+        c += n_offset_38
+        row_sum_67 = row_sum_34
+        acc_68 = acc_35
+        row_max_69 = row_max_36
+        n_offset_70 = gl.cdiv(gl.maximum((v_33) - (whole_end_37), 0), _BLOCK_SIZE_1)
+        if n_offset_70 > 0:
+            offset_70 = whole_end_37
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_76 = gl.minimum(offset_70 + _BLOCK_SIZE_1, v_33)
+            v_77 = end_76 > offset_14
+            dot_75 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_78 = dot_75
+            if v_77:
+                v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
+                scores_78 = v_82
+            red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+            v_84 = (red_83 * qk_scale)
+            v_85 = gl.maximum(row_max_69, v_84)
+            v_86 = (scores_78 * qk_scale)
+            v_88 = (v_86 - (v_85[:, None]))
+            v_89 = gl.exp2(v_88)
+            v_90 = (row_max_69 - v_85)
+            v_91 = gl.exp2(v_90)
+            v_92 = (row_sum_67 * v_91)
+            red_93 = gl.sum(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_89, 0), 1)
+            v_94 = (v_92 + red_93)
+            v_96 = v_89.to(gl.float16)
+            v_98 = (acc_68 * (gl.convert_layout(v_91, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_67 = v_94
+            row_max_69 = v_85
+            pend_a0 = gl.convert_layout(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_96, 0), p_layout)
+            pend_acc0 = v_98
+            for jj in range(1, n_offset_70):
+                offset_70 = whole_end_37 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_76 = gl.minimum(offset_70 + _BLOCK_SIZE_1, v_33)
+                v_77 = end_76 > offset_14
+                dot_75 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_78 = dot_75
+                if v_77:
+                    v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
+                    scores_78 = v_82
+                red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+                v_84 = (red_83 * qk_scale)
+                v_85 = gl.maximum(row_max_69, v_84)
+                v_86 = (scores_78 * qk_scale)
+                v_88 = (v_86 - (v_85[:, None]))
+                v_89 = gl.exp2(v_88)
+                v_90 = (row_max_69 - v_85)
+                v_91 = gl.exp2(v_90)
+                v_92 = (row_sum_67 * v_91)
+                red_93 = gl.sum(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_89, 0), 1)
+                v_94 = (v_92 + red_93)
+                v_96 = v_89.to(gl.float16)
+                acc_68 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_98 = (acc_68 * (gl.convert_layout(v_91, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_67 = v_94
+                row_max_69 = v_85
+                pend_a0 = gl.convert_layout(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_96, 0), p_layout)
+                pend_acc0 = v_98
+            prev = (c + n_offset_70 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_70 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_70) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_68 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_70 + 1
+        c += n_offset_70
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_101 = (acc_68 / (gl.convert_layout(row_sum_67, gl.SliceLayout(1, o_layout))[:, None]))
+        v_102 = v_101.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_102)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_103 = gl.log2(row_sum_67)
+        v_104 = (row_max_69 + v_103)
+        v_105 = (v_104 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_105, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_317a315336(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gl.warp_specialize([(_attention_fwd_gluon_317a315336_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_317a315336_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_317a315336_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_31f095d703_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    c = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_21 = gl.minimum(offset_7, kv_len)
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_26 in range(0, whole_end_25, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_26, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_26, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_51 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_51, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_51, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_80 in range(v_21, whole_end_79, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_80, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_80, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_109 in range(whole_end_79, v_75, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_109, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_109, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_31f095d703_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    v_21 = gl.minimum(offset_7, kv_len)
+    row_sum_22 = v_19
+    acc_23 = v_20
+    row_max_24 = v_18
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_26 = gl.cdiv(gl.maximum((whole_end_25) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_26 > 0:
+        offset_26 = 0
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_30 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_31 = gl.max(dot_30, 1)
+        v_32 = (red_31 * qk_scale)
+        v_33 = gl.maximum(row_max_24, v_32)
+        v_34 = (dot_30 * qk_scale)
+        v_36 = (v_34 - (v_33[:, None]))
+        v_37 = gl.exp2(v_36)
+        v_38 = (row_max_24 - v_33)
+        v_39 = gl.exp2(v_38)
+        v_40 = (row_sum_22 * v_39)
+        red_41 = gl.sum(v_37, 1)
+        v_42 = (v_40 + red_41)
+        v_44 = v_37.to(gl.bfloat16)
+        v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_22 = v_42
+        row_max_24 = v_33
+        pend_a0 = gl.convert_layout(v_44, p_layout)
+        pend_acc0 = v_46
+        for jj in range(1, n_offset_26):
+            offset_26 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_30 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_31 = gl.max(dot_30, 1)
+            v_32 = (red_31 * qk_scale)
+            v_33 = gl.maximum(row_max_24, v_32)
+            v_34 = (dot_30 * qk_scale)
+            v_36 = (v_34 - (v_33[:, None]))
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_max_24 - v_33)
+            v_39 = gl.exp2(v_38)
+            v_40 = (row_sum_22 * v_39)
+            red_41 = gl.sum(v_37, 1)
+            v_42 = (v_40 + red_41)
+            v_44 = v_37.to(gl.bfloat16)
+            acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_22 = v_42
+            row_max_24 = v_33
+            pend_a0 = gl.convert_layout(v_44, p_layout)
+            pend_acc0 = v_46
+        prev = (c + n_offset_26 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_26 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_26) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_26 + 1
+    c += n_offset_26
+    row_sum_48 = row_sum_22
+    acc_49 = acc_23
+    row_max_50 = row_max_24
+    n_offset_51 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
+    if n_offset_51 > 0:
+        offset_51 = whole_end_25
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_56 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
+        v_58 = (red_57 * qk_scale)
+        v_59 = gl.maximum(row_max_50, v_58)
+        v_60 = (dot_56 * qk_scale)
+        v_62 = (v_60 - (v_59[:, None]))
+        v_63 = gl.exp2(v_62)
+        v_64 = (row_max_50 - v_59)
+        v_65 = gl.exp2(v_64)
+        v_66 = (row_sum_48 * v_65)
+        red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+        v_68 = (v_66 + red_67)
+        v_70 = v_63.to(gl.bfloat16)
+        v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_48 = v_68
+        row_max_50 = v_59
+        pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+        pend_acc0 = v_72
+        for jj in range(1, n_offset_51):
+            offset_51 = whole_end_25 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_56 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
+            v_58 = (red_57 * qk_scale)
+            v_59 = gl.maximum(row_max_50, v_58)
+            v_60 = (dot_56 * qk_scale)
+            v_62 = (v_60 - (v_59[:, None]))
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_max_50 - v_59)
+            v_65 = gl.exp2(v_64)
+            v_66 = (row_sum_48 * v_65)
+            red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+            v_68 = (v_66 + red_67)
+            v_70 = v_63.to(gl.bfloat16)
+            acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_48 = v_68
+            row_max_50 = v_59
+            pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+            pend_acc0 = v_72
+        prev = (c + n_offset_51 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_51 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_51) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_51 + 1
+    c += n_offset_51
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    row_sum_76 = row_sum_48
+    acc_77 = acc_49
+    row_max_78 = row_max_50
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_80 = gl.cdiv(gl.maximum((whole_end_79) - (v_21), 0), _BLOCK_SIZE_1)
+    if n_offset_80 > 0:
+        offset_80 = v_21
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_84 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+        red_89 = gl.max(v_88, 1)
+        v_90 = (red_89 * qk_scale)
+        v_91 = gl.maximum(row_max_78, v_90)
+        v_92 = (v_88 * qk_scale)
+        v_94 = (v_92 - (v_91[:, None]))
+        v_95 = gl.exp2(v_94)
+        v_96 = (row_max_78 - v_91)
+        v_97 = gl.exp2(v_96)
+        v_98 = (row_sum_76 * v_97)
+        red_99 = gl.sum(v_95, 1)
+        v_100 = (v_98 + red_99)
+        v_102 = v_95.to(gl.bfloat16)
+        v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_76 = v_100
+        row_max_78 = v_91
+        pend_a0 = gl.convert_layout(v_102, p_layout)
+        pend_acc0 = v_104
+        for jj in range(1, n_offset_80):
+            offset_80 = v_21 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_84 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+            red_89 = gl.max(v_88, 1)
+            v_90 = (red_89 * qk_scale)
+            v_91 = gl.maximum(row_max_78, v_90)
+            v_92 = (v_88 * qk_scale)
+            v_94 = (v_92 - (v_91[:, None]))
+            v_95 = gl.exp2(v_94)
+            v_96 = (row_max_78 - v_91)
+            v_97 = gl.exp2(v_96)
+            v_98 = (row_sum_76 * v_97)
+            red_99 = gl.sum(v_95, 1)
+            v_100 = (v_98 + red_99)
+            v_102 = v_95.to(gl.bfloat16)
+            acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_76 = v_100
+            row_max_78 = v_91
+            pend_a0 = gl.convert_layout(v_102, p_layout)
+            pend_acc0 = v_104
+        prev = (c + n_offset_80 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_80 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_80) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_80 + 1
+    c += n_offset_80
+    row_sum_106 = row_sum_76
+    acc_107 = acc_77
+    row_max_108 = row_max_78
+    n_offset_109 = gl.cdiv(gl.maximum((v_75) - (whole_end_79), 0), _BLOCK_SIZE_1)
+    if n_offset_109 > 0:
+        offset_109 = whole_end_79
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_114 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+        red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
+        v_120 = (red_119 * qk_scale)
+        v_121 = gl.maximum(row_max_108, v_120)
+        v_122 = (v_118 * qk_scale)
+        v_124 = (v_122 - (v_121[:, None]))
+        v_125 = gl.exp2(v_124)
+        v_126 = (row_max_108 - v_121)
+        v_127 = gl.exp2(v_126)
+        v_128 = (row_sum_106 * v_127)
+        red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+        v_130 = (v_128 + red_129)
+        v_132 = v_125.to(gl.bfloat16)
+        v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_106 = v_130
+        row_max_108 = v_121
+        pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+        pend_acc0 = v_134
+        for jj in range(1, n_offset_109):
+            offset_109 = whole_end_79 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_114 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+            red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
+            v_120 = (red_119 * qk_scale)
+            v_121 = gl.maximum(row_max_108, v_120)
+            v_122 = (v_118 * qk_scale)
+            v_124 = (v_122 - (v_121[:, None]))
+            v_125 = gl.exp2(v_124)
+            v_126 = (row_max_108 - v_121)
+            v_127 = gl.exp2(v_126)
+            v_128 = (row_sum_106 * v_127)
+            red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+            v_130 = (v_128 + red_129)
+            v_132 = v_125.to(gl.bfloat16)
+            acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_106 = v_130
+            row_max_108 = v_121
+            pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+            pend_acc0 = v_134
+        prev = (c + n_offset_109 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_109 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_109) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_109 + 1
+    c += n_offset_109
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_137 = (acc_107 / (gl.convert_layout(row_sum_106, gl.SliceLayout(1, o_layout))[:, None]))
+    v_138 = v_137.to(gl.bfloat16)
+    tma.store_wait(0)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_138)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_139 = gl.log2(row_sum_106)
+    v_140 = (row_max_108 + v_139)
+    v_141 = (v_140 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_141, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_31f095d703(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_31f095d703_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_31f095d703_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+
+
+_attention_fwd_gluon_31f095d703.fn.hk_compile_options = {'maxnreg': 80}
+
+@gluon.jit
 def _attention_fwd_gluon_35341e3659_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -10148,373 +10645,56 @@ def _attention_fwd_gluon_35341e3659(q_len, q_heads, batch, group, q, q_stride_0,
     gl.warp_specialize([(_attention_fwd_gluon_35341e3659_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_35341e3659_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_35341e3659_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_47236617b3_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 32 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 32
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 32)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_29 = gl.minimum(end_28, kv_len)
-        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-        gl.thread_barrier()
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
-        for offset_34 in range(0, whole_end_33, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_34, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_34, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_66 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_66, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_66, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
-    rslot = it % 2
-    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
-    gl.thread_barrier()
-    mbarrier.arrive(resident_bar.index(rslot))
-    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
-        gl.store(tickets, 0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_47236617b3_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    rslot = it % 2
-    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    while virtual_pid_2 < total_1:
-        pid_3 = total_1 - 1 - virtual_pid_2
-        num_pid_4 = gl.cdiv(q_heads - 0, 1)
-        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_6 = 32 * num_pid_5
-        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
-        group_8 = inner_7 // in_group_6
-        first_9 = group_8 * 32
-        gsize_10 = gl.minimum(num_pid_4 - first_9, 32)
-        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
-        pid_12 = inner_7 % in_group_6 // gsize_10
-        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
-        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
-        offset_17 = 0 + pid_11 * 1
-        offset_20 = 0 + pid_13 * 1
-        v_23 = offset_17 // group
-        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_29 = gl.minimum(end_28, kv_len)
-        row_sum_30 = v_26
-        acc_31 = v_27
-        row_max_32 = v_25
-        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_34 = gl.cdiv(gl.maximum((whole_end_33) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_34 > 0:
-            offset_34 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-            v_40 = end_39 > offset_14
-            dot_38 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_41 = dot_38
-            if v_40:
-                v_45 = gl.where((((((offset_34 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_41, float('-inf'))
-                scores_41 = v_45
-            red_46 = gl.max(scores_41, 1)
-            v_47 = (red_46 * qk_scale)
-            v_48 = gl.maximum(row_max_32, v_47)
-            v_49 = (scores_41 * qk_scale)
-            v_51 = (v_49 - (v_48[:, None]))
-            v_52 = gl.exp2(v_51)
-            v_53 = (row_max_32 - v_48)
-            v_54 = gl.exp2(v_53)
-            v_55 = (row_sum_30 * v_54)
-            red_56 = gl.sum(v_52, 1)
-            v_57 = (v_55 + red_56)
-            v_59 = v_52.to(gl.float16)
-            v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_30 = v_57
-            row_max_32 = v_48
-            pend_a0 = gl.convert_layout(v_59, p_layout)
-            pend_acc0 = v_61
-            for jj in range(1, n_offset_34):
-                offset_34 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-                v_40 = end_39 > offset_14
-                dot_38 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_41 = dot_38
-                if v_40:
-                    v_45 = gl.where((((((offset_34 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_41, float('-inf'))
-                    scores_41 = v_45
-                red_46 = gl.max(scores_41, 1)
-                v_47 = (red_46 * qk_scale)
-                v_48 = gl.maximum(row_max_32, v_47)
-                v_49 = (scores_41 * qk_scale)
-                v_51 = (v_49 - (v_48[:, None]))
-                v_52 = gl.exp2(v_51)
-                v_53 = (row_max_32 - v_48)
-                v_54 = gl.exp2(v_53)
-                v_55 = (row_sum_30 * v_54)
-                red_56 = gl.sum(v_52, 1)
-                v_57 = (v_55 + red_56)
-                v_59 = v_52.to(gl.float16)
-                acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_30 = v_57
-                row_max_32 = v_48
-                pend_a0 = gl.convert_layout(v_59, p_layout)
-                pend_acc0 = v_61
-            prev = (c + n_offset_34 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_34 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_34) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_34 + 1
-        c += n_offset_34
-        row_sum_63 = row_sum_30
-        acc_64 = acc_31
-        row_max_65 = row_max_32
-        n_offset_66 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
-        if n_offset_66 > 0:
-            offset_66 = whole_end_33
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
-            v_73 = end_72 > offset_14
-            dot_71 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_74 = dot_71
-            if v_73:
-                v_78 = gl.where((((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_74, float('-inf'))
-                scores_74 = v_78
-            red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-            v_80 = (red_79 * qk_scale)
-            v_81 = gl.maximum(row_max_65, v_80)
-            v_82 = (scores_74 * qk_scale)
-            v_84 = (v_82 - (v_81[:, None]))
-            v_85 = gl.exp2(v_84)
-            v_86 = (row_max_65 - v_81)
-            v_87 = gl.exp2(v_86)
-            v_88 = (row_sum_63 * v_87)
-            red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
-            v_90 = (v_88 + red_89)
-            v_92 = v_85.to(gl.float16)
-            v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_63 = v_90
-            row_max_65 = v_81
-            pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
-            pend_acc0 = v_94
-            for jj in range(1, n_offset_66):
-                offset_66 = whole_end_33 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
-                v_73 = end_72 > offset_14
-                dot_71 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_74 = dot_71
-                if v_73:
-                    v_78 = gl.where((((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_74, float('-inf'))
-                    scores_74 = v_78
-                red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-                v_80 = (red_79 * qk_scale)
-                v_81 = gl.maximum(row_max_65, v_80)
-                v_82 = (scores_74 * qk_scale)
-                v_84 = (v_82 - (v_81[:, None]))
-                v_85 = gl.exp2(v_84)
-                v_86 = (row_max_65 - v_81)
-                v_87 = gl.exp2(v_86)
-                v_88 = (row_sum_63 * v_87)
-                red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
-                v_90 = (v_88 + red_89)
-                v_92 = v_85.to(gl.float16)
-                acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_63 = v_90
-                row_max_65 = v_81
-                pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
-                pend_acc0 = v_94
-            prev = (c + n_offset_66 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_66 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_66) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_66 + 1
-        c += n_offset_66
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_97 = (acc_64 / (gl.convert_layout(row_sum_63, gl.SliceLayout(1, o_layout))[:, None]))
-        v_98 = v_97.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_98)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_99 = gl.log2(row_sum_63)
-        v_100 = (row_max_65 + v_99)
-        v_101 = (v_100 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_101, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_47236617b3(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_47236617b3_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_47236617b3_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_47236617b3_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_4c815e33ee_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_53b3a49e0f_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
     pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 64
+    v_23 = v_22 - 1
+    v_24 = v_23 // 64
+    v_25 = v_24 * 64
+    v_26 = gl.minimum(v_25, kv_len)
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
     mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
     for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-    for offset_25 in range(0, whole_end_24, _BLOCK_SIZE_1):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_31 in range(0, whole_end_30, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_25, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_31, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_25, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_31, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_57 in range(whole_end_24, v_20, _BLOCK_SIZE_1):
+    for offset_63 in range(whole_end_30, v_26, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_57, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_63, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_57, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_63, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_4c815e33ee_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_53b3a49e0f_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -10524,215 +10704,221 @@ def _attention_fwd_gluon_4c815e33ee_consumer(WG: gl.constexpr, q_len, q_heads, b
     t = 0
     it = 0
     pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    row_sum_21 = v_17
-    acc_22 = v_18
-    row_max_23 = v_16
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 64
+    v_23 = v_22 - 1
+    v_24 = v_23 // 64
+    v_25 = v_24 * 64
+    v_26 = gl.minimum(v_25, kv_len)
+    row_sum_27 = v_19
+    acc_28 = v_20
+    row_max_29 = v_18
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_25 = gl.cdiv(gl.maximum((whole_end_24) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_25 > 0:
-        offset_25 = 0
+    n_offset_31 = gl.cdiv(gl.maximum((whole_end_30) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_31 > 0:
+        offset_31 = 0
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-        v_31 = end_30 > offset_5
-        dot_29 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+        v_37 = end_36 > offset_7
+        dot_35 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        scores_32 = dot_29
-        if v_31:
-            v_36 = gl.where((((((offset_25 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_32, float('-inf'))
-            scores_32 = v_36
-        red_37 = gl.max(scores_32, 1)
-        v_38 = (red_37 * qk_scale)
-        v_39 = gl.maximum(row_max_23, v_38)
-        v_40 = (scores_32 * qk_scale)
-        v_42 = (v_40 - (v_39[:, None]))
-        v_43 = gl.exp2(v_42)
-        v_44 = (row_max_23 - v_39)
-        v_45 = gl.exp2(v_44)
-        v_46 = (row_sum_21 * v_45)
-        red_47 = gl.sum(v_43, 1)
-        v_48 = (v_46 + red_47)
-        v_50 = v_43.to(gl.float16)
-        v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_21 = v_48
-        row_max_23 = v_39
-        pend_a0 = gl.convert_layout(v_50, p_layout)
-        pend_acc0 = v_52
-        for jj in range(1, n_offset_25):
-            offset_25 = 0 + jj * _BLOCK_SIZE_1
+        scores_38 = dot_35
+        if v_37:
+            v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
+            scores_38 = v_42
+        red_43 = gl.max(scores_38, 1)
+        v_44 = (red_43 * qk_scale)
+        v_45 = gl.maximum(row_max_29, v_44)
+        v_46 = (scores_38 * qk_scale)
+        v_48 = (v_46 - (v_45[:, None]))
+        v_49 = gl.exp2(v_48)
+        v_50 = (row_max_29 - v_45)
+        v_51 = gl.exp2(v_50)
+        v_52 = (row_sum_27 * v_51)
+        red_53 = gl.sum(v_49, 1)
+        v_54 = (v_52 + red_53)
+        v_56 = v_49.to(gl.float16)
+        v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_27 = v_54
+        row_max_29 = v_45
+        pend_a0 = gl.convert_layout(v_56, p_layout)
+        pend_acc0 = v_58
+        for jj in range(1, n_offset_31):
+            offset_31 = 0 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
             mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-            v_31 = end_30 > offset_5
-            dot_29 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+            v_37 = end_36 > offset_7
+            dot_35 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_32 = dot_29
-            if v_31:
-                v_36 = gl.where((((((offset_25 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_32, float('-inf'))
-                scores_32 = v_36
-            red_37 = gl.max(scores_32, 1)
-            v_38 = (red_37 * qk_scale)
-            v_39 = gl.maximum(row_max_23, v_38)
-            v_40 = (scores_32 * qk_scale)
-            v_42 = (v_40 - (v_39[:, None]))
-            v_43 = gl.exp2(v_42)
-            v_44 = (row_max_23 - v_39)
-            v_45 = gl.exp2(v_44)
-            v_46 = (row_sum_21 * v_45)
-            red_47 = gl.sum(v_43, 1)
-            v_48 = (v_46 + red_47)
-            v_50 = v_43.to(gl.float16)
-            acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_38 = dot_35
+            if v_37:
+                v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
+                scores_38 = v_42
+            red_43 = gl.max(scores_38, 1)
+            v_44 = (red_43 * qk_scale)
+            v_45 = gl.maximum(row_max_29, v_44)
+            v_46 = (scores_38 * qk_scale)
+            v_48 = (v_46 - (v_45[:, None]))
+            v_49 = gl.exp2(v_48)
+            v_50 = (row_max_29 - v_45)
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_sum_27 * v_51)
+            red_53 = gl.sum(v_49, 1)
+            v_54 = (v_52 + red_53)
+            v_56 = v_49.to(gl.float16)
+            acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_21 = v_48
-            row_max_23 = v_39
-            pend_a0 = gl.convert_layout(v_50, p_layout)
-            pend_acc0 = v_52
-        prev = (c + n_offset_25 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_25 - 1) // STAGES) & 1)
+            v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_27 = v_54
+            row_max_29 = v_45
+            pend_a0 = gl.convert_layout(v_56, p_layout)
+            pend_acc0 = v_58
+        prev = (c + n_offset_31 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_31 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_25) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_31) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_25 + 1
-    c += n_offset_25
-    row_sum_54 = row_sum_21
-    acc_55 = acc_22
-    row_max_56 = row_max_23
-    n_offset_57 = gl.cdiv(gl.maximum((v_20) - (whole_end_24), 0), _BLOCK_SIZE_1)
-    if n_offset_57 > 0:
-        offset_57 = whole_end_24
+        t += n_offset_31 + 1
+    c += n_offset_31
+    row_sum_60 = row_sum_27
+    acc_61 = acc_28
+    row_max_62 = row_max_29
+    n_offset_63 = gl.cdiv(gl.maximum((v_26) - (whole_end_30), 0), _BLOCK_SIZE_1)
+    if n_offset_63 > 0:
+        offset_63 = whole_end_30
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
-        v_64 = end_63 > offset_5
-        dot_62 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+        v_70 = end_69 > offset_7
+        dot_68 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        scores_65 = dot_62
-        if v_64:
-            v_69 = gl.where((((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_65, float('-inf'))
-            scores_65 = v_69
-        red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-        v_71 = (red_70 * qk_scale)
-        v_72 = gl.maximum(row_max_56, v_71)
-        v_73 = (scores_65 * qk_scale)
-        v_75 = (v_73 - (v_72[:, None]))
-        v_76 = gl.exp2(v_75)
-        v_77 = (row_max_56 - v_72)
-        v_78 = gl.exp2(v_77)
-        v_79 = (row_sum_54 * v_78)
-        red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
-        v_81 = (v_79 + red_80)
-        v_83 = v_76.to(gl.float16)
-        v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_54 = v_81
-        row_max_56 = v_72
-        pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
-        pend_acc0 = v_85
-        for jj in range(1, n_offset_57):
-            offset_57 = whole_end_24 + jj * _BLOCK_SIZE_1
+        scores_71 = dot_68
+        if v_70:
+            v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
+            scores_71 = v_75
+        red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+        v_77 = (red_76 * qk_scale)
+        v_78 = gl.maximum(row_max_62, v_77)
+        v_79 = (scores_71 * qk_scale)
+        v_81 = (v_79 - (v_78[:, None]))
+        v_82 = gl.exp2(v_81)
+        v_83 = (row_max_62 - v_78)
+        v_84 = gl.exp2(v_83)
+        v_85 = (row_sum_60 * v_84)
+        red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+        v_87 = (v_85 + red_86)
+        v_89 = v_82.to(gl.float16)
+        v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_60 = v_87
+        row_max_62 = v_78
+        pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+        pend_acc0 = v_91
+        for jj in range(1, n_offset_63):
+            offset_63 = whole_end_30 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
             mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
-            v_64 = end_63 > offset_5
-            dot_62 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+            v_70 = end_69 > offset_7
+            dot_68 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_65 = dot_62
-            if v_64:
-                v_69 = gl.where((((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_65, float('-inf'))
-                scores_65 = v_69
-            red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-            v_71 = (red_70 * qk_scale)
-            v_72 = gl.maximum(row_max_56, v_71)
-            v_73 = (scores_65 * qk_scale)
-            v_75 = (v_73 - (v_72[:, None]))
-            v_76 = gl.exp2(v_75)
-            v_77 = (row_max_56 - v_72)
-            v_78 = gl.exp2(v_77)
-            v_79 = (row_sum_54 * v_78)
-            red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
-            v_81 = (v_79 + red_80)
-            v_83 = v_76.to(gl.float16)
-            acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_71 = dot_68
+            if v_70:
+                v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
+                scores_71 = v_75
+            red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+            v_77 = (red_76 * qk_scale)
+            v_78 = gl.maximum(row_max_62, v_77)
+            v_79 = (scores_71 * qk_scale)
+            v_81 = (v_79 - (v_78[:, None]))
+            v_82 = gl.exp2(v_81)
+            v_83 = (row_max_62 - v_78)
+            v_84 = gl.exp2(v_83)
+            v_85 = (row_sum_60 * v_84)
+            red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+            v_87 = (v_85 + red_86)
+            v_89 = v_82.to(gl.float16)
+            acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_54 = v_81
-            row_max_56 = v_72
-            pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
-            pend_acc0 = v_85
-        prev = (c + n_offset_57 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_57 - 1) // STAGES) & 1)
+            v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_60 = v_87
+            row_max_62 = v_78
+            pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+            pend_acc0 = v_91
+        prev = (c + n_offset_63 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_63 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_57) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_63) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_57 + 1
-    c += n_offset_57
+        t += n_offset_63 + 1
+    c += n_offset_63
     mbarrier.arrive(resident_empty.index(rslot))
-    v_88 = (acc_55 / (gl.convert_layout(row_sum_54, gl.SliceLayout(1, o_layout))[:, None]))
-    v_89 = v_88.to(gl.float16)
+    v_94 = (acc_61 / (gl.convert_layout(row_sum_60, gl.SliceLayout(1, o_layout))[:, None]))
+    v_95 = v_94.to(gl.float16)
     tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_89)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
     fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_90 = gl.log2(row_sum_54)
-    v_91 = (row_max_56 + v_90)
-    v_92 = (v_91 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_92, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_96 = gl.log2(row_sum_60)
+    v_97 = (row_max_62 + v_96)
+    v_98 = (v_97 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_4c815e33ee(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_53b3a49e0f(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
     resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
@@ -10752,312 +10938,10 @@ def _attention_fwd_gluon_4c815e33ee(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_4c815e33ee_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_4c815e33ee_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_4c815e33ee_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_4c815e33ee_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_4e387f3227_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 8 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 8
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = gl.minimum(end_27, kv_len)
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
-        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_65 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
+    gl.warp_specialize([(_attention_fwd_gluon_53b3a49e0f_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_53b3a49e0f_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
 
 
-@gluon.jit
-def _attention_fwd_gluon_4e387f3227_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 8 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 8
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = gl.minimum(end_27, kv_len)
-        row_sum_29 = v_25
-        acc_30 = v_26
-        row_max_31 = v_24
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_33 > 0:
-            offset_33 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-            v_39 = end_38 > offset_13
-            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_40 = dot_37
-            if v_39:
-                v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
-                scores_40 = v_44
-            red_45 = gl.max(scores_40, 1)
-            v_46 = (red_45 * qk_scale)
-            v_47 = gl.maximum(row_max_31, v_46)
-            v_48 = (scores_40 * qk_scale)
-            v_50 = (v_48 - (v_47[:, None]))
-            v_51 = gl.exp2(v_50)
-            v_52 = (row_max_31 - v_47)
-            v_53 = gl.exp2(v_52)
-            v_54 = (row_sum_29 * v_53)
-            red_55 = gl.sum(v_51, 1)
-            v_56 = (v_54 + red_55)
-            v_58 = v_51.to(gl.bfloat16)
-            v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_56
-            row_max_31 = v_47
-            pend_a0 = gl.convert_layout(v_58, p_layout)
-            pend_acc0 = v_60
-            for jj in range(1, n_offset_33):
-                offset_33 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-                v_39 = end_38 > offset_13
-                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_40 = dot_37
-                if v_39:
-                    v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
-                    scores_40 = v_44
-                red_45 = gl.max(scores_40, 1)
-                v_46 = (red_45 * qk_scale)
-                v_47 = gl.maximum(row_max_31, v_46)
-                v_48 = (scores_40 * qk_scale)
-                v_50 = (v_48 - (v_47[:, None]))
-                v_51 = gl.exp2(v_50)
-                v_52 = (row_max_31 - v_47)
-                v_53 = gl.exp2(v_52)
-                v_54 = (row_sum_29 * v_53)
-                red_55 = gl.sum(v_51, 1)
-                v_56 = (v_54 + red_55)
-                v_58 = v_51.to(gl.bfloat16)
-                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_56
-                row_max_31 = v_47
-                pend_a0 = gl.convert_layout(v_58, p_layout)
-                pend_acc0 = v_60
-            prev = (c + n_offset_33 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_33 + 1
-        c += n_offset_33
-        row_sum_62 = row_sum_29
-        acc_63 = acc_30
-        row_max_64 = row_max_31
-        n_offset_65 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_65 > 0:
-            offset_65 = whole_end_32
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
-            v_72 = end_71 > offset_13
-            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_73 = dot_70
-            if v_72:
-                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
-                scores_73 = v_77
-            red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-            v_79 = (red_78 * qk_scale)
-            v_80 = gl.maximum(row_max_64, v_79)
-            v_81 = (scores_73 * qk_scale)
-            v_83 = (v_81 - (v_80[:, None]))
-            v_84 = gl.exp2(v_83)
-            v_85 = (row_max_64 - v_80)
-            v_86 = gl.exp2(v_85)
-            v_87 = (row_sum_62 * v_86)
-            red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
-            v_89 = (v_87 + red_88)
-            v_91 = v_84.to(gl.bfloat16)
-            v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_62 = v_89
-            row_max_64 = v_80
-            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
-            pend_acc0 = v_93
-            for jj in range(1, n_offset_65):
-                offset_65 = whole_end_32 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
-                v_72 = end_71 > offset_13
-                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_73 = dot_70
-                if v_72:
-                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
-                    scores_73 = v_77
-                red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-                v_79 = (red_78 * qk_scale)
-                v_80 = gl.maximum(row_max_64, v_79)
-                v_81 = (scores_73 * qk_scale)
-                v_83 = (v_81 - (v_80[:, None]))
-                v_84 = gl.exp2(v_83)
-                v_85 = (row_max_64 - v_80)
-                v_86 = gl.exp2(v_85)
-                v_87 = (row_sum_62 * v_86)
-                red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
-                v_89 = (v_87 + red_88)
-                v_91 = v_84.to(gl.bfloat16)
-                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_62 = v_89
-                row_max_64 = v_80
-                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
-                pend_acc0 = v_93
-            prev = (c + n_offset_65 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_65 + 1
-        c += n_offset_65
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_96 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
-        v_97 = v_96.to(gl.bfloat16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_97)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_98 = gl.log2(row_sum_62)
-        v_99 = (row_max_64 + v_98)
-        v_100 = (v_99 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_100, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_4e387f3227(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_4e387f3227_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_4e387f3227_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_4e387f3227_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+_attention_fwd_gluon_53b3a49e0f.fn.hk_compile_options = {'maxnreg': 80}
 
 @gluon.jit
 def _attention_fwd_gluon_6726e7f8a2_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
@@ -11782,50 +11666,56 @@ def _attention_fwd_gluon_6a74c79421(q_len, q_heads, batch, tickets, group, q, q_
     gl.warp_specialize([(_attention_fwd_gluon_6a74c79421_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_6a74c79421_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_6a74c79421_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_6f24f2093a_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_6f84dd90ba_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     c = 0
     it = 0
     pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 64
+    v_23 = v_22 - 1
+    v_24 = v_23 // 64
+    v_25 = v_24 * 64
+    v_26 = gl.minimum(v_25, kv_len)
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
     mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
     for g in gl.static_range(GROUPS):
-        tma.async_copy_global_to_shared(q_desc_0, [offset_11, offset_8, offset_5 + g * ROWS, 0], resident_bar.index(rslot), load_15_smem.index(rslot * GROUPS + g))
-    for offset_25 in range(0, whole_end_24, _BLOCK_SIZE_1):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_31 in range(0, whole_end_30, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_25, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_31, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_25, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_31, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
-    for offset_57 in range(whole_end_24, v_20, _BLOCK_SIZE_1):
+    for offset_63 in range(whole_end_30, v_26, _BLOCK_SIZE_1):
         slot = c % STAGES
         phase = (c // STAGES) & 1
         mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc_1, [offset_11, v_14, offset_57, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_63, 0], ring_0_ready.index(slot), ring_0.index(slot))
         mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
         mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-        tma.async_copy_global_to_shared(v_desc_2, [offset_11, v_14, offset_57, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_63, 0], ring_1_ready.index(slot), ring_1.index(slot))
         c += 1
 
 
 @gluon.jit
-def _attention_fwd_gluon_6f24f2093a_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+def _attention_fwd_gluon_6f84dd90ba_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -11835,215 +11725,221 @@ def _attention_fwd_gluon_6f24f2093a_consumer(WG: gl.constexpr, q_len, q_heads, b
     t = 0
     it = 0
     pid_1 = gl.program_id(0)
-    pid_2 = pid_1 % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-    pid_3 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) % gl.cdiv(q_heads - 0, 1)
-    pid_4 = pid_1 // gl.cdiv(q_len - 0, _BLOCK_SIZE_0) // gl.cdiv(q_heads - 0, 1)
-    offset_5 = 0 + pid_2 * _BLOCK_SIZE_0
-    offset_8 = 0 + pid_3 * 1
-    offset_11 = 0 + pid_4 * 1
-    v_14 = offset_8 // group
-    v_16 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-    v_17 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-    v_18 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-    end_19 = gl.minimum(offset_5 + _BLOCK_SIZE_0, q_len)
-    v_20 = gl.minimum(end_19, kv_len)
-    row_sum_21 = v_17
-    acc_22 = v_18
-    row_max_23 = v_16
-    whole_end_24 = 0 + gl.maximum(v_20 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 64
+    v_23 = v_22 - 1
+    v_24 = v_23 // 64
+    v_25 = v_24 * 64
+    v_26 = gl.minimum(v_25, kv_len)
+    row_sum_27 = v_19
+    acc_28 = v_20
+    row_max_29 = v_18
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
     rslot = it % 1
     mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
-    n_offset_25 = gl.cdiv(gl.maximum((whole_end_24) - (0), 0), _BLOCK_SIZE_1)
-    if n_offset_25 > 0:
-        offset_25 = 0
+    n_offset_31 = gl.cdiv(gl.maximum((whole_end_30) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_31 > 0:
+        offset_31 = 0
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-        v_31 = end_30 > offset_5
-        dot_29 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+        v_37 = end_36 > offset_7
+        dot_35 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        scores_32 = dot_29
-        if v_31:
-            v_36 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_32, float('-inf'))
-            scores_32 = v_36
-        red_37 = gl.max(scores_32, 1)
-        v_38 = (red_37 * qk_scale)
-        v_39 = gl.maximum(row_max_23, v_38)
-        v_40 = (scores_32 * qk_scale)
-        v_42 = (v_40 - (v_39[:, None]))
-        v_43 = gl.exp2(v_42)
-        v_44 = (row_max_23 - v_39)
-        v_45 = gl.exp2(v_44)
-        v_46 = (row_sum_21 * v_45)
-        red_47 = gl.sum(v_43, 1)
-        v_48 = (v_46 + red_47)
-        v_50 = v_43.to(gl.bfloat16)
-        v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_21 = v_48
-        row_max_23 = v_39
-        pend_a0 = gl.convert_layout(v_50, p_layout)
-        pend_acc0 = v_52
-        for jj in range(1, n_offset_25):
-            offset_25 = 0 + jj * _BLOCK_SIZE_1
+        scores_38 = dot_35
+        if v_37:
+            v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
+            scores_38 = v_42
+        red_43 = gl.max(scores_38, 1)
+        v_44 = (red_43 * qk_scale)
+        v_45 = gl.maximum(row_max_29, v_44)
+        v_46 = (scores_38 * qk_scale)
+        v_48 = (v_46 - (v_45[:, None]))
+        v_49 = gl.exp2(v_48)
+        v_50 = (row_max_29 - v_45)
+        v_51 = gl.exp2(v_50)
+        v_52 = (row_sum_27 * v_51)
+        red_53 = gl.sum(v_49, 1)
+        v_54 = (v_52 + red_53)
+        v_56 = v_49.to(gl.bfloat16)
+        v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_27 = v_54
+        row_max_29 = v_45
+        pend_a0 = gl.convert_layout(v_56, p_layout)
+        pend_acc0 = v_58
+        for jj in range(1, n_offset_31):
+            offset_31 = 0 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
             mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_30 = gl.minimum(offset_25 + _BLOCK_SIZE_1, v_20)
-            v_31 = end_30 > offset_5
-            dot_29 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+            v_37 = end_36 > offset_7
+            dot_35 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_32 = dot_29
-            if v_31:
-                v_36 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_25))), scores_32, float('-inf'))
-                scores_32 = v_36
-            red_37 = gl.max(scores_32, 1)
-            v_38 = (red_37 * qk_scale)
-            v_39 = gl.maximum(row_max_23, v_38)
-            v_40 = (scores_32 * qk_scale)
-            v_42 = (v_40 - (v_39[:, None]))
-            v_43 = gl.exp2(v_42)
-            v_44 = (row_max_23 - v_39)
-            v_45 = gl.exp2(v_44)
-            v_46 = (row_sum_21 * v_45)
-            red_47 = gl.sum(v_43, 1)
-            v_48 = (v_46 + red_47)
-            v_50 = v_43.to(gl.bfloat16)
-            acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_38 = dot_35
+            if v_37:
+                v_42 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_31))), scores_38, float('-inf'))
+                scores_38 = v_42
+            red_43 = gl.max(scores_38, 1)
+            v_44 = (red_43 * qk_scale)
+            v_45 = gl.maximum(row_max_29, v_44)
+            v_46 = (scores_38 * qk_scale)
+            v_48 = (v_46 - (v_45[:, None]))
+            v_49 = gl.exp2(v_48)
+            v_50 = (row_max_29 - v_45)
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_sum_27 * v_51)
+            red_53 = gl.sum(v_49, 1)
+            v_54 = (v_52 + red_53)
+            v_56 = v_49.to(gl.bfloat16)
+            acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_52 = (acc_22 * (gl.convert_layout(v_45, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_21 = v_48
-            row_max_23 = v_39
-            pend_a0 = gl.convert_layout(v_50, p_layout)
-            pend_acc0 = v_52
-        prev = (c + n_offset_25 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_25 - 1) // STAGES) & 1)
+            v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_27 = v_54
+            row_max_29 = v_45
+            pend_a0 = gl.convert_layout(v_56, p_layout)
+            pend_acc0 = v_58
+        prev = (c + n_offset_31 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_31 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_25) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_31) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_22 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_25 + 1
-    c += n_offset_25
-    row_sum_54 = row_sum_21
-    acc_55 = acc_22
-    row_max_56 = row_max_23
-    n_offset_57 = gl.cdiv(gl.maximum((v_20) - (whole_end_24), 0), _BLOCK_SIZE_1)
-    if n_offset_57 > 0:
-        offset_57 = whole_end_24
+        t += n_offset_31 + 1
+    c += n_offset_31
+    row_sum_60 = row_sum_27
+    acc_61 = acc_28
+    row_max_62 = row_max_29
+    n_offset_63 = gl.cdiv(gl.maximum((v_26) - (whole_end_30), 0), _BLOCK_SIZE_1)
+    if n_offset_63 > 0:
+        offset_63 = whole_end_30
         slot = c % STAGES
         mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
         if GROUPS > 1:
             mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-        f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
-        v_64 = end_63 > offset_5
-        dot_62 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+        v_70 = end_69 > offset_7
+        dot_68 = warpgroup_mma_wait(0, deps=(f0_tok, ))
         mbarrier.arrive(ring_0_empty.index(slot))
-        scores_65 = dot_62
-        if v_64:
-            v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_57))), scores_65, float('-inf'))
-            scores_65 = v_69
-        red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-        v_71 = (red_70 * qk_scale)
-        v_72 = gl.maximum(row_max_56, v_71)
-        v_73 = (scores_65 * qk_scale)
-        v_75 = (v_73 - (v_72[:, None]))
-        v_76 = gl.exp2(v_75)
-        v_77 = (row_max_56 - v_72)
-        v_78 = gl.exp2(v_77)
-        v_79 = (row_sum_54 * v_78)
-        red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
-        v_81 = (v_79 + red_80)
-        v_83 = v_76.to(gl.bfloat16)
-        v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
-        row_sum_54 = v_81
-        row_max_56 = v_72
-        pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
-        pend_acc0 = v_85
-        for jj in range(1, n_offset_57):
-            offset_57 = whole_end_24 + jj * _BLOCK_SIZE_1
+        scores_71 = dot_68
+        if v_70:
+            v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
+            scores_71 = v_75
+        red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+        v_77 = (red_76 * qk_scale)
+        v_78 = gl.maximum(row_max_62, v_77)
+        v_79 = (scores_71 * qk_scale)
+        v_81 = (v_79 - (v_78[:, None]))
+        v_82 = gl.exp2(v_81)
+        v_83 = (row_max_62 - v_78)
+        v_84 = gl.exp2(v_83)
+        v_85 = (row_sum_60 * v_84)
+        red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+        v_87 = (v_85 + red_86)
+        v_89 = v_82.to(gl.bfloat16)
+        v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_60 = v_87
+        row_max_62 = v_78
+        pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+        pend_acc0 = v_91
+        for jj in range(1, n_offset_63):
+            offset_63 = whole_end_30 + jj * _BLOCK_SIZE_1
             slot = (c + jj) % STAGES
             prev = (c + jj - 1) % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
             mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
             if GROUPS > 1:
                 mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_15_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_63 = gl.minimum(offset_57 + _BLOCK_SIZE_1, v_20)
-            v_64 = end_63 > offset_5
-            dot_62 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+            v_70 = end_69 > offset_7
+            dot_68 = warpgroup_mma_wait(1, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_65 = dot_62
-            if v_64:
-                v_69 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_57))), scores_65, float('-inf'))
-                scores_65 = v_69
-            red_70 = gl.max(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], scores_65, float('-inf')), 1)
-            v_71 = (red_70 * qk_scale)
-            v_72 = gl.maximum(row_max_56, v_71)
-            v_73 = (scores_65 * qk_scale)
-            v_75 = (v_73 - (v_72[:, None]))
-            v_76 = gl.exp2(v_75)
-            v_77 = (row_max_56 - v_72)
-            v_78 = gl.exp2(v_77)
-            v_79 = (row_sum_54 * v_78)
-            red_80 = gl.sum(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_76, 0), 1)
-            v_81 = (v_79 + red_80)
-            v_83 = v_76.to(gl.bfloat16)
-            acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            scores_71 = dot_68
+            if v_70:
+                v_75 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_63))), scores_71, float('-inf'))
+                scores_71 = v_75
+            red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+            v_77 = (red_76 * qk_scale)
+            v_78 = gl.maximum(row_max_62, v_77)
+            v_79 = (scores_71 * qk_scale)
+            v_81 = (v_79 - (v_78[:, None]))
+            v_82 = gl.exp2(v_81)
+            v_83 = (row_max_62 - v_78)
+            v_84 = gl.exp2(v_83)
+            v_85 = (row_sum_60 * v_84)
+            red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+            v_87 = (v_85 + red_86)
+            v_89 = v_82.to(gl.bfloat16)
+            acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            v_85 = (acc_55 * (gl.convert_layout(v_78, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_54 = v_81
-            row_max_56 = v_72
-            pend_a0 = gl.convert_layout(gl.where(((((offset_57 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_20))[None, :], v_83, 0), p_layout)
-            pend_acc0 = v_85
-        prev = (c + n_offset_57 - 1) % STAGES
-        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_57 - 1) // STAGES) & 1)
+            v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_60 = v_87
+            row_max_62 = v_78
+            pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+            pend_acc0 = v_91
+        prev = (c + n_offset_63 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_63 - 1) // STAGES) & 1)
         if GROUPS > 1:
-            mbarrier.wait(turn.index(WG), ((t + n_offset_57) & 1) ^ (1 if WG == 0 else 0))
+            mbarrier.wait(turn.index(WG), ((t + n_offset_63) & 1) ^ (1 if WG == 0 else 0))
         a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
         if GROUPS > 1:
             mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-        acc_55 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
         mbarrier.arrive(ring_1_empty.index(prev))
-        t += n_offset_57 + 1
-    c += n_offset_57
+        t += n_offset_63 + 1
+    c += n_offset_63
     mbarrier.arrive(resident_empty.index(rslot))
-    v_88 = (acc_55 / (gl.convert_layout(row_sum_54, gl.SliceLayout(1, o_layout))[:, None]))
-    v_89 = v_88.to(gl.bfloat16)
+    v_94 = (acc_61 / (gl.convert_layout(row_sum_60, gl.SliceLayout(1, o_layout))[:, None]))
+    v_95 = v_94.to(gl.bfloat16)
     tma.store_wait(0)
-    load_15_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_89)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
     fence_async_shared()
-    tma.async_copy_shared_to_global(out_desc_3, [offset_11, offset_8, offset_5 + WG * ROWS, 0], load_15_smem.index(WG))
-    v_90 = gl.log2(row_sum_54)
-    v_91 = (row_max_56 + v_90)
-    v_92 = (v_91 * 0.6931471805599453)
-    gl.store((lse + (((offset_11 * lse_stride_0) + (offset_8 * lse_stride_1)) + (((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_92, mask=((((offset_5 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_96 = gl.log2(row_sum_60)
+    v_97 = (row_max_62 + v_96)
+    v_98 = (v_97 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
     tma.store_wait(0)
 
 
 @gluon.jit
-def _attention_fwd_gluon_6f24f2093a(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_6f84dd90ba(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_15_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
     ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
     resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
@@ -12063,13 +11959,13 @@ def _attention_fwd_gluon_6f24f2093a(q_len, q_heads, batch, group, q, q_stride_0,
         mbarrier.init(ring_1_empty.index(i), count=GROUPS)
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_6f24f2093a_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_6f24f2093a_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_15_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+    gl.warp_specialize([(_attention_fwd_gluon_6f84dd90ba_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_6f84dd90ba_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
 
 
-_attention_fwd_gluon_6f24f2093a.fn.hk_compile_options = {'maxnreg': 80}
+_attention_fwd_gluon_6f84dd90ba.fn.hk_compile_options = {'maxnreg': 80}
 
 @gluon.jit
-def _attention_fwd_gluon_75c2d77d2c_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_77b70c25ae_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -12092,8 +11988,12 @@ def _attention_fwd_gluon_75c2d77d2c_loader(q_len, q_heads, batch, tickets, group
         offset_19 = 0 + pid_12 * 1
         v_22 = offset_16 // group
         end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = gl.minimum(end_27, kv_len)
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
         rslot = it % 2
         mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
         tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
@@ -12101,25 +12001,25 @@ def _attention_fwd_gluon_75c2d77d2c_loader(q_len, q_heads, batch, tickets, group
         mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
             tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
-        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
+        for offset_37 in range(0, whole_end_36, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_37, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_37, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_65 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
+        for offset_69 in range(whole_end_36, v_32, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_69, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_69, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
         it += 1
         virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
@@ -12133,7 +12033,7 @@ def _attention_fwd_gluon_75c2d77d2c_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_75c2d77d2c_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_77b70c25ae_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -12166,14 +12066,18 @@ def _attention_fwd_gluon_75c2d77d2c_consumer(WG: gl.constexpr, q_len, q_heads, b
         v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
         v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
         end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = gl.minimum(end_27, kv_len)
-        row_sum_29 = v_25
-        acc_30 = v_26
-        row_max_31 = v_24
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_33 > 0:
-            offset_33 = 0
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        row_sum_33 = v_25
+        acc_34 = v_26
+        row_max_35 = v_24
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_37 = gl.cdiv(gl.maximum((whole_end_36) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_37 > 0:
+            offset_37 = 0
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -12181,33 +12085,33 @@ def _attention_fwd_gluon_75c2d77d2c_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-            v_39 = end_38 > offset_13
-            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+            v_43 = end_42 > offset_13
+            dot_41 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_40 = dot_37
-            if v_39:
-                v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
-                scores_40 = v_44
-            red_45 = gl.max(scores_40, 1)
-            v_46 = (red_45 * qk_scale)
-            v_47 = gl.maximum(row_max_31, v_46)
-            v_48 = (scores_40 * qk_scale)
-            v_50 = (v_48 - (v_47[:, None]))
-            v_51 = gl.exp2(v_50)
-            v_52 = (row_max_31 - v_47)
-            v_53 = gl.exp2(v_52)
-            v_54 = (row_sum_29 * v_53)
-            red_55 = gl.sum(v_51, 1)
-            v_56 = (v_54 + red_55)
-            v_58 = v_51.to(gl.bfloat16)
-            v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_56
-            row_max_31 = v_47
-            pend_a0 = gl.convert_layout(v_58, p_layout)
-            pend_acc0 = v_60
-            for jj in range(1, n_offset_33):
-                offset_33 = 0 + jj * _BLOCK_SIZE_1
+            scores_44 = dot_41
+            if v_43:
+                v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                scores_44 = v_48
+            red_49 = gl.max(scores_44, 1)
+            v_50 = (red_49 * qk_scale)
+            v_51 = gl.maximum(row_max_35, v_50)
+            v_52 = (scores_44 * qk_scale)
+            v_54 = (v_52 - (v_51[:, None]))
+            v_55 = gl.exp2(v_54)
+            v_56 = (row_max_35 - v_51)
+            v_57 = gl.exp2(v_56)
+            v_58 = (row_sum_33 * v_57)
+            red_59 = gl.sum(v_55, 1)
+            v_60 = (v_58 + red_59)
+            v_62 = v_55.to(gl.bfloat16)
+            v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_33 = v_60
+            row_max_35 = v_51
+            pend_a0 = gl.convert_layout(v_62, p_layout)
+            pend_acc0 = v_64
+            for jj in range(1, n_offset_37):
+                offset_37 = 0 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -12218,50 +12122,50 @@ def _attention_fwd_gluon_75c2d77d2c_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-                v_39 = end_38 > offset_13
-                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+                v_43 = end_42 > offset_13
+                dot_41 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                scores_40 = dot_37
-                if v_39:
-                    v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
-                    scores_40 = v_44
-                red_45 = gl.max(scores_40, 1)
-                v_46 = (red_45 * qk_scale)
-                v_47 = gl.maximum(row_max_31, v_46)
-                v_48 = (scores_40 * qk_scale)
-                v_50 = (v_48 - (v_47[:, None]))
-                v_51 = gl.exp2(v_50)
-                v_52 = (row_max_31 - v_47)
-                v_53 = gl.exp2(v_52)
-                v_54 = (row_sum_29 * v_53)
-                red_55 = gl.sum(v_51, 1)
-                v_56 = (v_54 + red_55)
-                v_58 = v_51.to(gl.bfloat16)
-                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                scores_44 = dot_41
+                if v_43:
+                    v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                    scores_44 = v_48
+                red_49 = gl.max(scores_44, 1)
+                v_50 = (red_49 * qk_scale)
+                v_51 = gl.maximum(row_max_35, v_50)
+                v_52 = (scores_44 * qk_scale)
+                v_54 = (v_52 - (v_51[:, None]))
+                v_55 = gl.exp2(v_54)
+                v_56 = (row_max_35 - v_51)
+                v_57 = gl.exp2(v_56)
+                v_58 = (row_sum_33 * v_57)
+                red_59 = gl.sum(v_55, 1)
+                v_60 = (v_58 + red_59)
+                v_62 = v_55.to(gl.bfloat16)
+                acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_56
-                row_max_31 = v_47
-                pend_a0 = gl.convert_layout(v_58, p_layout)
-                pend_acc0 = v_60
-            prev = (c + n_offset_33 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
+                v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_33 = v_60
+                row_max_35 = v_51
+                pend_a0 = gl.convert_layout(v_62, p_layout)
+                pend_acc0 = v_64
+            prev = (c + n_offset_37 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_37 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_37) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_33 + 1
-        c += n_offset_33
-        row_sum_62 = row_sum_29
-        acc_63 = acc_30
-        row_max_64 = row_max_31
-        n_offset_65 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_65 > 0:
-            offset_65 = whole_end_32
+            t += n_offset_37 + 1
+        c += n_offset_37
+        row_sum_66 = row_sum_33
+        acc_67 = acc_34
+        row_max_68 = row_max_35
+        n_offset_69 = gl.cdiv(gl.maximum((v_32) - (whole_end_36), 0), _BLOCK_SIZE_1)
+        if n_offset_69 > 0:
+            offset_69 = whole_end_36
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -12269,33 +12173,33 @@ def _attention_fwd_gluon_75c2d77d2c_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
-            v_72 = end_71 > offset_13
-            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+            v_76 = end_75 > offset_13
+            dot_74 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_73 = dot_70
-            if v_72:
-                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
-                scores_73 = v_77
-            red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-            v_79 = (red_78 * qk_scale)
-            v_80 = gl.maximum(row_max_64, v_79)
-            v_81 = (scores_73 * qk_scale)
-            v_83 = (v_81 - (v_80[:, None]))
-            v_84 = gl.exp2(v_83)
-            v_85 = (row_max_64 - v_80)
-            v_86 = gl.exp2(v_85)
-            v_87 = (row_sum_62 * v_86)
-            red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
-            v_89 = (v_87 + red_88)
-            v_91 = v_84.to(gl.bfloat16)
-            v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_62 = v_89
-            row_max_64 = v_80
-            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
-            pend_acc0 = v_93
-            for jj in range(1, n_offset_65):
-                offset_65 = whole_end_32 + jj * _BLOCK_SIZE_1
+            scores_77 = dot_74
+            if v_76:
+                v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                scores_77 = v_81
+            red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
+            v_83 = (red_82 * qk_scale)
+            v_84 = gl.maximum(row_max_68, v_83)
+            v_85 = (scores_77 * qk_scale)
+            v_87 = (v_85 - (v_84[:, None]))
+            v_88 = gl.exp2(v_87)
+            v_89 = (row_max_68 - v_84)
+            v_90 = gl.exp2(v_89)
+            v_91 = (row_sum_66 * v_90)
+            red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+            v_93 = (v_91 + red_92)
+            v_95 = v_88.to(gl.bfloat16)
+            v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_66 = v_93
+            row_max_68 = v_84
+            pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+            pend_acc0 = v_97
+            for jj in range(1, n_offset_69):
+                offset_69 = whole_end_36 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -12306,55 +12210,55 @@ def _attention_fwd_gluon_75c2d77d2c_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
-                v_72 = end_71 > offset_13
-                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+                v_76 = end_75 > offset_13
+                dot_74 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                scores_73 = dot_70
-                if v_72:
-                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
-                    scores_73 = v_77
-                red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-                v_79 = (red_78 * qk_scale)
-                v_80 = gl.maximum(row_max_64, v_79)
-                v_81 = (scores_73 * qk_scale)
-                v_83 = (v_81 - (v_80[:, None]))
-                v_84 = gl.exp2(v_83)
-                v_85 = (row_max_64 - v_80)
-                v_86 = gl.exp2(v_85)
-                v_87 = (row_sum_62 * v_86)
-                red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
-                v_89 = (v_87 + red_88)
-                v_91 = v_84.to(gl.bfloat16)
-                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                scores_77 = dot_74
+                if v_76:
+                    v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                    scores_77 = v_81
+                red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
+                v_83 = (red_82 * qk_scale)
+                v_84 = gl.maximum(row_max_68, v_83)
+                v_85 = (scores_77 * qk_scale)
+                v_87 = (v_85 - (v_84[:, None]))
+                v_88 = gl.exp2(v_87)
+                v_89 = (row_max_68 - v_84)
+                v_90 = gl.exp2(v_89)
+                v_91 = (row_sum_66 * v_90)
+                red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+                v_93 = (v_91 + red_92)
+                v_95 = v_88.to(gl.bfloat16)
+                acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_62 = v_89
-                row_max_64 = v_80
-                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
-                pend_acc0 = v_93
-            prev = (c + n_offset_65 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
+                v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_66 = v_93
+                row_max_68 = v_84
+                pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+                pend_acc0 = v_97
+            prev = (c + n_offset_69 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_69 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_69) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_65 + 1
-        c += n_offset_65
+            t += n_offset_69 + 1
+        c += n_offset_69
         mbarrier.arrive(resident_empty.index(rslot))
-        v_96 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
-        v_97 = v_96.to(gl.bfloat16)
+        v_100 = (acc_67 / (gl.convert_layout(row_sum_66, gl.SliceLayout(1, o_layout))[:, None]))
+        v_101 = v_100.to(gl.bfloat16)
         tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_97)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_101)
         fence_async_shared()
         tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_98 = gl.log2(row_sum_62)
-        v_99 = (row_max_64 + v_98)
-        v_100 = (v_99 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_100, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        v_102 = gl.log2(row_sum_66)
+        v_103 = (row_max_68 + v_102)
+        v_104 = (v_103 * 0.6931471805599453)
+        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_104, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
         it += 1
         rslot = it % 2
         mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
@@ -12363,7 +12267,7 @@ def _attention_fwd_gluon_75c2d77d2c_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_75c2d77d2c(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_77b70c25ae(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -12387,7 +12291,303 @@ def _attention_fwd_gluon_75c2d77d2c(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_75c2d77d2c_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_75c2d77d2c_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_75c2d77d2c_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_77b70c25ae_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_77b70c25ae_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_77b70c25ae_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_7855bdda0e_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    c = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 128
+    v_23 = v_22 - 1
+    v_24 = v_23 // 128
+    v_25 = v_24 * 128
+    v_26 = gl.minimum(v_25, kv_len)
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_31 in range(0, whole_end_30, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_31, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_31, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_63 in range(whole_end_30, v_26, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_63, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_63, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_7855bdda0e_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    end_21 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_22 = end_21 + 128
+    v_23 = v_22 - 1
+    v_24 = v_23 // 128
+    v_25 = v_24 * 128
+    v_26 = gl.minimum(v_25, kv_len)
+    row_sum_27 = v_19
+    acc_28 = v_20
+    row_max_29 = v_18
+    whole_end_30 = 0 + gl.maximum(v_26 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_31 = gl.cdiv(gl.maximum((whole_end_30) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_31 > 0:
+        offset_31 = 0
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+        v_37 = end_36 > offset_7
+        dot_35 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        scores_38 = dot_35
+        if v_37:
+            v_42 = gl.where((((((offset_31 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_38, float('-inf'))
+            scores_38 = v_42
+        red_43 = gl.max(scores_38, 1)
+        v_44 = (red_43 * qk_scale)
+        v_45 = gl.maximum(row_max_29, v_44)
+        v_46 = (scores_38 * qk_scale)
+        v_48 = (v_46 - (v_45[:, None]))
+        v_49 = gl.exp2(v_48)
+        v_50 = (row_max_29 - v_45)
+        v_51 = gl.exp2(v_50)
+        v_52 = (row_sum_27 * v_51)
+        red_53 = gl.sum(v_49, 1)
+        v_54 = (v_52 + red_53)
+        v_56 = v_49.to(gl.bfloat16)
+        v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_27 = v_54
+        row_max_29 = v_45
+        pend_a0 = gl.convert_layout(v_56, p_layout)
+        pend_acc0 = v_58
+        for jj in range(1, n_offset_31):
+            offset_31 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_36 = gl.minimum(offset_31 + _BLOCK_SIZE_1, v_26)
+            v_37 = end_36 > offset_7
+            dot_35 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_38 = dot_35
+            if v_37:
+                v_42 = gl.where((((((offset_31 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_38, float('-inf'))
+                scores_38 = v_42
+            red_43 = gl.max(scores_38, 1)
+            v_44 = (red_43 * qk_scale)
+            v_45 = gl.maximum(row_max_29, v_44)
+            v_46 = (scores_38 * qk_scale)
+            v_48 = (v_46 - (v_45[:, None]))
+            v_49 = gl.exp2(v_48)
+            v_50 = (row_max_29 - v_45)
+            v_51 = gl.exp2(v_50)
+            v_52 = (row_sum_27 * v_51)
+            red_53 = gl.sum(v_49, 1)
+            v_54 = (v_52 + red_53)
+            v_56 = v_49.to(gl.bfloat16)
+            acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_58 = (acc_28 * (gl.convert_layout(v_51, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_27 = v_54
+            row_max_29 = v_45
+            pend_a0 = gl.convert_layout(v_56, p_layout)
+            pend_acc0 = v_58
+        prev = (c + n_offset_31 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_31 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_31) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_28 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_31 + 1
+    c += n_offset_31
+    row_sum_60 = row_sum_27
+    acc_61 = acc_28
+    row_max_62 = row_max_29
+    n_offset_63 = gl.cdiv(gl.maximum((v_26) - (whole_end_30), 0), _BLOCK_SIZE_1)
+    if n_offset_63 > 0:
+        offset_63 = whole_end_30
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+        v_70 = end_69 > offset_7
+        dot_68 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        scores_71 = dot_68
+        if v_70:
+            v_75 = gl.where((((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_71, float('-inf'))
+            scores_71 = v_75
+        red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+        v_77 = (red_76 * qk_scale)
+        v_78 = gl.maximum(row_max_62, v_77)
+        v_79 = (scores_71 * qk_scale)
+        v_81 = (v_79 - (v_78[:, None]))
+        v_82 = gl.exp2(v_81)
+        v_83 = (row_max_62 - v_78)
+        v_84 = gl.exp2(v_83)
+        v_85 = (row_sum_60 * v_84)
+        red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+        v_87 = (v_85 + red_86)
+        v_89 = v_82.to(gl.bfloat16)
+        v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_60 = v_87
+        row_max_62 = v_78
+        pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+        pend_acc0 = v_91
+        for jj in range(1, n_offset_63):
+            offset_63 = whole_end_30 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_69 = gl.minimum(offset_63 + _BLOCK_SIZE_1, v_26)
+            v_70 = end_69 > offset_7
+            dot_68 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_71 = dot_68
+            if v_70:
+                v_75 = gl.where((((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_71, float('-inf'))
+                scores_71 = v_75
+            red_76 = gl.max(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], scores_71, float('-inf')), 1)
+            v_77 = (red_76 * qk_scale)
+            v_78 = gl.maximum(row_max_62, v_77)
+            v_79 = (scores_71 * qk_scale)
+            v_81 = (v_79 - (v_78[:, None]))
+            v_82 = gl.exp2(v_81)
+            v_83 = (row_max_62 - v_78)
+            v_84 = gl.exp2(v_83)
+            v_85 = (row_sum_60 * v_84)
+            red_86 = gl.sum(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_82, 0), 1)
+            v_87 = (v_85 + red_86)
+            v_89 = v_82.to(gl.bfloat16)
+            acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_91 = (acc_61 * (gl.convert_layout(v_84, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_60 = v_87
+            row_max_62 = v_78
+            pend_a0 = gl.convert_layout(gl.where(((((offset_63 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_26))[None, :], v_89, 0), p_layout)
+            pend_acc0 = v_91
+        prev = (c + n_offset_63 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_63 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_63) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_61 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_63 + 1
+    c += n_offset_63
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_94 = (acc_61 / (gl.convert_layout(row_sum_60, gl.SliceLayout(1, o_layout))[:, None]))
+    v_95 = v_94.to(gl.bfloat16)
+    tma.store_wait(0)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_95)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_96 = gl.log2(row_sum_60)
+    v_97 = (row_max_62 + v_96)
+    v_98 = (v_97 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_98, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_7855bdda0e(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_7855bdda0e_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_7855bdda0e_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_7855bdda0e_consumer, (2, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_7855bdda0e_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
 
 @gluon.jit
 def _attention_fwd_gluon_85ff6d8a62_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
@@ -12667,311 +12867,6 @@ def _attention_fwd_gluon_85ff6d8a62(q_len, q_heads, batch, tickets, group, q, q_
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     gl.warp_specialize([(_attention_fwd_gluon_85ff6d8a62_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_85ff6d8a62_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_85ff6d8a62_consumer, (2, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_85ff6d8a62_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4, 4], [CONSUMER_REGS, CONSUMER_REGS, 24])
-
-@gluon.jit
-def _attention_fwd_gluon_898bab86d9_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    c = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 8 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 8
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = gl.minimum(end_27, kv_len)
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
-        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
-        for g in gl.static_range(GROUPS):
-            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
-        for offset_33 in range(0, whole_end_32, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_33, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_33, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        for offset_65 in range(whole_end_32, v_28, _BLOCK_SIZE_1):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_65, 0], ring_0_ready.index(slot), ring_0.index(slot))
-            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
-            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_65, 0], ring_1_ready.index(slot), ring_1.index(slot))
-            c += 1
-        it += 1
-
-
-@gluon.jit
-def _attention_fwd_gluon_898bab86d9_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
-    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
-    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
-    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
-    c = 0
-    t = 0
-    it = 0
-    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
-        pid_2 = total_1 - 1 - virtual_pid
-        num_pid_3 = gl.cdiv(q_heads - 0, 1)
-        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
-        in_group_5 = 8 * num_pid_4
-        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
-        group_7 = inner_6 // in_group_5
-        first_8 = group_7 * 8
-        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
-        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
-        pid_11 = inner_6 % in_group_5 // gsize_9
-        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
-        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
-        offset_16 = 0 + pid_10 * 1
-        offset_19 = 0 + pid_12 * 1
-        v_22 = offset_16 // group
-        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
-        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
-        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
-        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
-        v_28 = gl.minimum(end_27, kv_len)
-        row_sum_29 = v_25
-        acc_30 = v_26
-        row_max_31 = v_24
-        whole_end_32 = 0 + gl.maximum(v_28 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        rslot = it % 2
-        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
-        n_offset_33 = gl.cdiv(gl.maximum((whole_end_32) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_33 > 0:
-            offset_33 = 0
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-            v_39 = end_38 > offset_13
-            dot_37 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_40 = dot_37
-            if v_39:
-                v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
-                scores_40 = v_44
-            red_45 = gl.max(scores_40, 1)
-            v_46 = (red_45 * qk_scale)
-            v_47 = gl.maximum(row_max_31, v_46)
-            v_48 = (scores_40 * qk_scale)
-            v_50 = (v_48 - (v_47[:, None]))
-            v_51 = gl.exp2(v_50)
-            v_52 = (row_max_31 - v_47)
-            v_53 = gl.exp2(v_52)
-            v_54 = (row_sum_29 * v_53)
-            red_55 = gl.sum(v_51, 1)
-            v_56 = (v_54 + red_55)
-            v_58 = v_51.to(gl.float16)
-            v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_29 = v_56
-            row_max_31 = v_47
-            pend_a0 = gl.convert_layout(v_58, p_layout)
-            pend_acc0 = v_60
-            for jj in range(1, n_offset_33):
-                offset_33 = 0 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_38 = gl.minimum(offset_33 + _BLOCK_SIZE_1, v_28)
-                v_39 = end_38 > offset_13
-                dot_37 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_40 = dot_37
-                if v_39:
-                    v_44 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_33))), scores_40, float('-inf'))
-                    scores_40 = v_44
-                red_45 = gl.max(scores_40, 1)
-                v_46 = (red_45 * qk_scale)
-                v_47 = gl.maximum(row_max_31, v_46)
-                v_48 = (scores_40 * qk_scale)
-                v_50 = (v_48 - (v_47[:, None]))
-                v_51 = gl.exp2(v_50)
-                v_52 = (row_max_31 - v_47)
-                v_53 = gl.exp2(v_52)
-                v_54 = (row_sum_29 * v_53)
-                red_55 = gl.sum(v_51, 1)
-                v_56 = (v_54 + red_55)
-                v_58 = v_51.to(gl.float16)
-                acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_60 = (acc_30 * (gl.convert_layout(v_53, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_29 = v_56
-                row_max_31 = v_47
-                pend_a0 = gl.convert_layout(v_58, p_layout)
-                pend_acc0 = v_60
-            prev = (c + n_offset_33 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_33 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_33) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_30 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_33 + 1
-        c += n_offset_33
-        row_sum_62 = row_sum_29
-        acc_63 = acc_30
-        row_max_64 = row_max_31
-        n_offset_65 = gl.cdiv(gl.maximum((v_28) - (whole_end_32), 0), _BLOCK_SIZE_1)
-        if n_offset_65 > 0:
-            offset_65 = whole_end_32
-            slot = c % STAGES
-            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
-            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
-            v_72 = end_71 > offset_13
-            dot_70 = warpgroup_mma_wait(0, deps=(f0_tok, ))
-            mbarrier.arrive(ring_0_empty.index(slot))
-            scores_73 = dot_70
-            if v_72:
-                v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
-                scores_73 = v_77
-            red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-            v_79 = (red_78 * qk_scale)
-            v_80 = gl.maximum(row_max_64, v_79)
-            v_81 = (scores_73 * qk_scale)
-            v_83 = (v_81 - (v_80[:, None]))
-            v_84 = gl.exp2(v_83)
-            v_85 = (row_max_64 - v_80)
-            v_86 = gl.exp2(v_85)
-            v_87 = (row_sum_62 * v_86)
-            red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
-            v_89 = (v_87 + red_88)
-            v_91 = v_84.to(gl.float16)
-            v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_62 = v_89
-            row_max_64 = v_80
-            pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
-            pend_acc0 = v_93
-            for jj in range(1, n_offset_65):
-                offset_65 = whole_end_32 + jj * _BLOCK_SIZE_1
-                slot = (c + jj) % STAGES
-                prev = (c + jj - 1) % STAGES
-                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
-                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
-                if GROUPS > 1:
-                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
-                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
-                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-                if GROUPS > 1:
-                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_71 = gl.minimum(offset_65 + _BLOCK_SIZE_1, v_28)
-                v_72 = end_71 > offset_13
-                dot_70 = warpgroup_mma_wait(1, deps=(f0_tok, ))
-                mbarrier.arrive(ring_0_empty.index(slot))
-                scores_73 = dot_70
-                if v_72:
-                    v_77 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_65))), scores_73, float('-inf'))
-                    scores_73 = v_77
-                red_78 = gl.max(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], scores_73, float('-inf')), 1)
-                v_79 = (red_78 * qk_scale)
-                v_80 = gl.maximum(row_max_64, v_79)
-                v_81 = (scores_73 * qk_scale)
-                v_83 = (v_81 - (v_80[:, None]))
-                v_84 = gl.exp2(v_83)
-                v_85 = (row_max_64 - v_80)
-                v_86 = gl.exp2(v_85)
-                v_87 = (row_sum_62 * v_86)
-                red_88 = gl.sum(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_84, 0), 1)
-                v_89 = (v_87 + red_88)
-                v_91 = v_84.to(gl.float16)
-                acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-                mbarrier.arrive(ring_1_empty.index(prev))
-                v_93 = (acc_63 * (gl.convert_layout(v_86, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_62 = v_89
-                row_max_64 = v_80
-                pend_a0 = gl.convert_layout(gl.where(((((offset_65 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_28))[None, :], v_91, 0), p_layout)
-                pend_acc0 = v_93
-            prev = (c + n_offset_65 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_65 - 1) // STAGES) & 1)
-            if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_65) & 1) ^ (1 if WG == 0 else 0))
-            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
-            if GROUPS > 1:
-                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_63 = warpgroup_mma_wait(0, deps=(a0_tok, ))
-            mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_65 + 1
-        c += n_offset_65
-        mbarrier.arrive(resident_empty.index(rslot))
-        v_96 = (acc_63 / (gl.convert_layout(row_sum_62, gl.SliceLayout(1, o_layout))[:, None]))
-        v_97 = v_96.to(gl.float16)
-        tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_97)
-        fence_async_shared()
-        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_98 = gl.log2(row_sum_62)
-        v_99 = (row_max_64 + v_98)
-        v_100 = (v_99 * 0.6931471805599453)
-        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_100, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
-        it += 1
-    tma.store_wait(0)
-
-
-@gluon.jit
-def _attention_fwd_gluon_898bab86d9(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
-    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
-    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
-    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
-    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
-    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
-    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2):
-        mbarrier.init(resident_bar.index(i), count=1)
-        mbarrier.init(resident_empty.index(i), count=GROUPS)
-    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(ring_0_ready.index(i), count=1)
-        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
-        mbarrier.init(ring_1_ready.index(i), count=1)
-        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
-    for i in gl.static_range(GROUPS):
-        mbarrier.init(turn.index(i), count=1)
-    gl.warp_specialize([(_attention_fwd_gluon_898bab86d9_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_898bab86d9_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_898bab86d9_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
 def _attention_fwd_gluon_9c01a07a8a_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
@@ -13732,7 +13627,1098 @@ def _attention_fwd_gluon_a0333c0ca7(q_len, q_heads, batch, tickets, group, q, q_
     gl.warp_specialize([(_attention_fwd_gluon_a0333c0ca7_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_a0333c0ca7_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_a0333c0ca7_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
-def _attention_fwd_gluon_c2ed932302_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_b3a309750c_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = total_1 - 1 - virtual_pid
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 8 * num_pid_4
+        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 8
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_19, offset_16, offset_13 + g * ROWS, 0], resident_bar.index(rslot), load_23_smem.index(rslot * GROUPS + g))
+        for offset_37 in range(0, whole_end_36, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_37, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_37, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_69 in range(whole_end_36, v_32, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_19, v_22, offset_69, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_19, v_22, offset_69, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_b3a309750c_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    for virtual_pid in range(gl.program_id(0), total_1, gl.num_programs(0)):
+        pid_2 = total_1 - 1 - virtual_pid
+        num_pid_3 = gl.cdiv(q_heads - 0, 1)
+        num_pid_4 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_5 = 8 * num_pid_4
+        inner_6 = pid_2 % (num_pid_3 * num_pid_4)
+        group_7 = inner_6 // in_group_5
+        first_8 = group_7 * 8
+        gsize_9 = gl.minimum(num_pid_3 - first_8, 8)
+        pid_10 = first_8 + inner_6 % in_group_5 % gsize_9
+        pid_11 = inner_6 % in_group_5 // gsize_9
+        pid_12 = pid_2 // (num_pid_3 * num_pid_4)
+        offset_13 = 0 + pid_11 * _BLOCK_SIZE_0
+        offset_16 = 0 + pid_10 * 1
+        offset_19 = 0 + pid_12 * 1
+        v_22 = offset_16 // group
+        v_24 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_25 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        end_27 = gl.minimum(offset_13 + _BLOCK_SIZE_0, q_len)
+        v_28 = end_27 + 128
+        v_29 = v_28 - 1
+        v_30 = v_29 // 128
+        v_31 = v_30 * 128
+        v_32 = gl.minimum(v_31, kv_len)
+        row_sum_33 = v_25
+        acc_34 = v_26
+        row_max_35 = v_24
+        whole_end_36 = 0 + gl.maximum(v_32 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        n_offset_37 = gl.cdiv(gl.maximum((whole_end_36) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_37 > 0:
+            offset_37 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+            v_43 = end_42 > offset_13
+            dot_41 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_44 = dot_41
+            if v_43:
+                v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                scores_44 = v_48
+            red_49 = gl.max(scores_44, 1)
+            v_50 = (red_49 * qk_scale)
+            v_51 = gl.maximum(row_max_35, v_50)
+            v_52 = (scores_44 * qk_scale)
+            v_54 = (v_52 - (v_51[:, None]))
+            v_55 = gl.exp2(v_54)
+            v_56 = (row_max_35 - v_51)
+            v_57 = gl.exp2(v_56)
+            v_58 = (row_sum_33 * v_57)
+            red_59 = gl.sum(v_55, 1)
+            v_60 = (v_58 + red_59)
+            v_62 = v_55.to(gl.float16)
+            v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_33 = v_60
+            row_max_35 = v_51
+            pend_a0 = gl.convert_layout(v_62, p_layout)
+            pend_acc0 = v_64
+            for jj in range(1, n_offset_37):
+                offset_37 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_42 = gl.minimum(offset_37 + _BLOCK_SIZE_1, v_32)
+                v_43 = end_42 > offset_13
+                dot_41 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_44 = dot_41
+                if v_43:
+                    v_48 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_37))), scores_44, float('-inf'))
+                    scores_44 = v_48
+                red_49 = gl.max(scores_44, 1)
+                v_50 = (red_49 * qk_scale)
+                v_51 = gl.maximum(row_max_35, v_50)
+                v_52 = (scores_44 * qk_scale)
+                v_54 = (v_52 - (v_51[:, None]))
+                v_55 = gl.exp2(v_54)
+                v_56 = (row_max_35 - v_51)
+                v_57 = gl.exp2(v_56)
+                v_58 = (row_sum_33 * v_57)
+                red_59 = gl.sum(v_55, 1)
+                v_60 = (v_58 + red_59)
+                v_62 = v_55.to(gl.float16)
+                acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_64 = (acc_34 * (gl.convert_layout(v_57, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_33 = v_60
+                row_max_35 = v_51
+                pend_a0 = gl.convert_layout(v_62, p_layout)
+                pend_acc0 = v_64
+            prev = (c + n_offset_37 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_37 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_37) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_34 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_37 + 1
+        c += n_offset_37
+        row_sum_66 = row_sum_33
+        acc_67 = acc_34
+        row_max_68 = row_max_35
+        n_offset_69 = gl.cdiv(gl.maximum((v_32) - (whole_end_36), 0), _BLOCK_SIZE_1)
+        if n_offset_69 > 0:
+            offset_69 = whole_end_36
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+            v_76 = end_75 > offset_13
+            dot_74 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_77 = dot_74
+            if v_76:
+                v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                scores_77 = v_81
+            red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
+            v_83 = (red_82 * qk_scale)
+            v_84 = gl.maximum(row_max_68, v_83)
+            v_85 = (scores_77 * qk_scale)
+            v_87 = (v_85 - (v_84[:, None]))
+            v_88 = gl.exp2(v_87)
+            v_89 = (row_max_68 - v_84)
+            v_90 = gl.exp2(v_89)
+            v_91 = (row_sum_66 * v_90)
+            red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+            v_93 = (v_91 + red_92)
+            v_95 = v_88.to(gl.float16)
+            v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_66 = v_93
+            row_max_68 = v_84
+            pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+            pend_acc0 = v_97
+            for jj in range(1, n_offset_69):
+                offset_69 = whole_end_36 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_23_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_75 = gl.minimum(offset_69 + _BLOCK_SIZE_1, v_32)
+                v_76 = end_75 > offset_13
+                dot_74 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_77 = dot_74
+                if v_76:
+                    v_81 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_69))), scores_77, float('-inf'))
+                    scores_77 = v_81
+                red_82 = gl.max(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], scores_77, float('-inf')), 1)
+                v_83 = (red_82 * qk_scale)
+                v_84 = gl.maximum(row_max_68, v_83)
+                v_85 = (scores_77 * qk_scale)
+                v_87 = (v_85 - (v_84[:, None]))
+                v_88 = gl.exp2(v_87)
+                v_89 = (row_max_68 - v_84)
+                v_90 = gl.exp2(v_89)
+                v_91 = (row_sum_66 * v_90)
+                red_92 = gl.sum(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_88, 0), 1)
+                v_93 = (v_91 + red_92)
+                v_95 = v_88.to(gl.float16)
+                acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_97 = (acc_67 * (gl.convert_layout(v_90, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_66 = v_93
+                row_max_68 = v_84
+                pend_a0 = gl.convert_layout(gl.where(((((offset_69 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_32))[None, :], v_95, 0), p_layout)
+                pend_acc0 = v_97
+            prev = (c + n_offset_69 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_69 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_69) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_67 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_69 + 1
+        c += n_offset_69
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_100 = (acc_67 / (gl.convert_layout(row_sum_66, gl.SliceLayout(1, o_layout))[:, None]))
+        v_101 = v_100.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_101)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_19, offset_16, offset_13 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_102 = gl.log2(row_sum_66)
+        v_103 = (row_max_68 + v_102)
+        v_104 = (v_103 * 0.6931471805599453)
+        gl.store((lse + (((offset_19 * lse_stride_0) + (offset_16 * lse_stride_1)) + (((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_104, mask=((((offset_13 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_b3a309750c(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_23_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_b3a309750c_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_b3a309750c_consumer, (1, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_b3a309750c_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_23_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_b72929a8f6_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    c = 0
+    it = 0
+    virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 32 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 32
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 32)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_29 = end_28 + 128
+        v_30 = v_29 - 1
+        v_31 = v_30 // 128
+        v_32 = v_31 * 128
+        v_33 = gl.minimum(v_32, kv_len)
+        whole_end_37 = 0 + gl.maximum(v_33 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        rslot = it % 2
+        mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+        tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+        gl.thread_barrier()
+        mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+        for g in gl.static_range(GROUPS):
+            tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
+        for offset_38 in range(0, whole_end_37, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_38, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_38, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        for offset_70 in range(whole_end_37, v_33, _BLOCK_SIZE_1):
+            slot = c % STAGES
+            phase = (c // STAGES) & 1
+            mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_70, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+            mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_70, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            c += 1
+        it += 1
+        virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
+    rslot = it % 2
+    mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
+    tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
+    gl.thread_barrier()
+    mbarrier.arrive(resident_bar.index(rslot))
+    if virtual_pid_2 == total_1 + gl.num_programs(0) - 1:
+        gl.store(tickets, 0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_b72929a8f6_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    rslot = it % 2
+    mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+    virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    while virtual_pid_2 < total_1:
+        pid_3 = total_1 - 1 - virtual_pid_2
+        num_pid_4 = gl.cdiv(q_heads - 0, 1)
+        num_pid_5 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+        in_group_6 = 32 * num_pid_5
+        inner_7 = pid_3 % (num_pid_4 * num_pid_5)
+        group_8 = inner_7 // in_group_6
+        first_9 = group_8 * 32
+        gsize_10 = gl.minimum(num_pid_4 - first_9, 32)
+        pid_11 = first_9 + inner_7 % in_group_6 % gsize_10
+        pid_12 = inner_7 % in_group_6 // gsize_10
+        pid_13 = pid_3 // (num_pid_4 * num_pid_5)
+        offset_14 = 0 + pid_12 * _BLOCK_SIZE_0
+        offset_17 = 0 + pid_11 * 1
+        offset_20 = 0 + pid_13 * 1
+        v_23 = offset_17 // group
+        v_25 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+        v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+        v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+        end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
+        v_29 = end_28 + 128
+        v_30 = v_29 - 1
+        v_31 = v_30 // 128
+        v_32 = v_31 * 128
+        v_33 = gl.minimum(v_32, kv_len)
+        row_sum_34 = v_26
+        acc_35 = v_27
+        row_max_36 = v_25
+        whole_end_37 = 0 + gl.maximum(v_33 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_38 = gl.cdiv(gl.maximum((whole_end_37) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_38 > 0:
+            offset_38 = 0
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_43 = gl.minimum(offset_38 + _BLOCK_SIZE_1, v_33)
+            v_44 = end_43 > offset_14
+            dot_42 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_45 = dot_42
+            if v_44:
+                v_49 = gl.where((((((offset_38 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_45, float('-inf'))
+                scores_45 = v_49
+            red_50 = gl.max(scores_45, 1)
+            v_51 = (red_50 * qk_scale)
+            v_52 = gl.maximum(row_max_36, v_51)
+            v_53 = (scores_45 * qk_scale)
+            v_55 = (v_53 - (v_52[:, None]))
+            v_56 = gl.exp2(v_55)
+            v_57 = (row_max_36 - v_52)
+            v_58 = gl.exp2(v_57)
+            v_59 = (row_sum_34 * v_58)
+            red_60 = gl.sum(v_56, 1)
+            v_61 = (v_59 + red_60)
+            v_63 = v_56.to(gl.float16)
+            v_65 = (acc_35 * (gl.convert_layout(v_58, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_34 = v_61
+            row_max_36 = v_52
+            pend_a0 = gl.convert_layout(v_63, p_layout)
+            pend_acc0 = v_65
+            for jj in range(1, n_offset_38):
+                offset_38 = 0 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_43 = gl.minimum(offset_38 + _BLOCK_SIZE_1, v_33)
+                v_44 = end_43 > offset_14
+                dot_42 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_45 = dot_42
+                if v_44:
+                    v_49 = gl.where((((((offset_38 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_45, float('-inf'))
+                    scores_45 = v_49
+                red_50 = gl.max(scores_45, 1)
+                v_51 = (red_50 * qk_scale)
+                v_52 = gl.maximum(row_max_36, v_51)
+                v_53 = (scores_45 * qk_scale)
+                v_55 = (v_53 - (v_52[:, None]))
+                v_56 = gl.exp2(v_55)
+                v_57 = (row_max_36 - v_52)
+                v_58 = gl.exp2(v_57)
+                v_59 = (row_sum_34 * v_58)
+                red_60 = gl.sum(v_56, 1)
+                v_61 = (v_59 + red_60)
+                v_63 = v_56.to(gl.float16)
+                acc_35 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_65 = (acc_35 * (gl.convert_layout(v_58, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_34 = v_61
+                row_max_36 = v_52
+                pend_a0 = gl.convert_layout(v_63, p_layout)
+                pend_acc0 = v_65
+            prev = (c + n_offset_38 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_38 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_38) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_35 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_38 + 1
+        c += n_offset_38
+        row_sum_67 = row_sum_34
+        acc_68 = acc_35
+        row_max_69 = row_max_36
+        n_offset_70 = gl.cdiv(gl.maximum((v_33) - (whole_end_37), 0), _BLOCK_SIZE_1)
+        if n_offset_70 > 0:
+            offset_70 = whole_end_37
+            slot = c % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            end_76 = gl.minimum(offset_70 + _BLOCK_SIZE_1, v_33)
+            v_77 = end_76 > offset_14
+            dot_75 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            scores_78 = dot_75
+            if v_77:
+                v_82 = gl.where((((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_78, float('-inf'))
+                scores_78 = v_82
+            red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+            v_84 = (red_83 * qk_scale)
+            v_85 = gl.maximum(row_max_69, v_84)
+            v_86 = (scores_78 * qk_scale)
+            v_88 = (v_86 - (v_85[:, None]))
+            v_89 = gl.exp2(v_88)
+            v_90 = (row_max_69 - v_85)
+            v_91 = gl.exp2(v_90)
+            v_92 = (row_sum_67 * v_91)
+            red_93 = gl.sum(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_89, 0), 1)
+            v_94 = (v_92 + red_93)
+            v_96 = v_89.to(gl.float16)
+            v_98 = (acc_68 * (gl.convert_layout(v_91, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_67 = v_94
+            row_max_69 = v_85
+            pend_a0 = gl.convert_layout(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_96, 0), p_layout)
+            pend_acc0 = v_98
+            for jj in range(1, n_offset_70):
+                offset_70 = whole_end_37 + jj * _BLOCK_SIZE_1
+                slot = (c + jj) % STAGES
+                prev = (c + jj - 1) % STAGES
+                mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+                mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+                if GROUPS > 1:
+                    mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+                f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+                a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+                if GROUPS > 1:
+                    mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+                end_76 = gl.minimum(offset_70 + _BLOCK_SIZE_1, v_33)
+                v_77 = end_76 > offset_14
+                dot_75 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                mbarrier.arrive(ring_0_empty.index(slot))
+                scores_78 = dot_75
+                if v_77:
+                    v_82 = gl.where((((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), scores_78, float('-inf'))
+                    scores_78 = v_82
+                red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+                v_84 = (red_83 * qk_scale)
+                v_85 = gl.maximum(row_max_69, v_84)
+                v_86 = (scores_78 * qk_scale)
+                v_88 = (v_86 - (v_85[:, None]))
+                v_89 = gl.exp2(v_88)
+                v_90 = (row_max_69 - v_85)
+                v_91 = gl.exp2(v_90)
+                v_92 = (row_sum_67 * v_91)
+                red_93 = gl.sum(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_89, 0), 1)
+                v_94 = (v_92 + red_93)
+                v_96 = v_89.to(gl.float16)
+                acc_68 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                mbarrier.arrive(ring_1_empty.index(prev))
+                v_98 = (acc_68 * (gl.convert_layout(v_91, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_67 = v_94
+                row_max_69 = v_85
+                pend_a0 = gl.convert_layout(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_96, 0), p_layout)
+                pend_acc0 = v_98
+            prev = (c + n_offset_70 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_70 - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + n_offset_70) & 1) ^ (1 if WG == 0 else 0))
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            acc_68 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            t += n_offset_70 + 1
+        c += n_offset_70
+        mbarrier.arrive(resident_empty.index(rslot))
+        v_101 = (acc_68 / (gl.convert_layout(row_sum_67, gl.SliceLayout(1, o_layout))[:, None]))
+        v_102 = v_101.to(gl.float16)
+        tma.store_wait(0)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_102)
+        fence_async_shared()
+        tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
+        v_103 = gl.log2(row_sum_67)
+        v_104 = (row_max_69 + v_103)
+        v_105 = (v_104 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_105, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        it += 1
+        rslot = it % 2
+        mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
+        virtual_pid_2 = gl.max(tile_ids.index(rslot).load(id_layout), 0)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_b72929a8f6(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    gl.warp_specialize([(_attention_fwd_gluon_b72929a8f6_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_b72929a8f6_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_b72929a8f6_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+
+@gluon.jit
+def _attention_fwd_gluon_bc12d58843_loader(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    c = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_21 = gl.minimum(offset_7, kv_len)
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_empty.index(rslot), ((it // 1) & 1) ^ 1)
+    mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
+    for g in gl.static_range(GROUPS):
+        tma.async_copy_global_to_shared(q_desc_0, [offset_13, offset_10, offset_7 + g * ROWS, 0], resident_bar.index(rslot), load_17_smem.index(rslot * GROUPS + g))
+    for offset_26 in range(0, whole_end_25, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_26, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_26, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_51 in range(whole_end_25, v_21, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_51, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_51, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    for offset_80 in range(v_21, whole_end_79, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_80, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_80, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+    for offset_109 in range(whole_end_79, v_75, _BLOCK_SIZE_1):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc_1, [offset_13, v_16, offset_109, 0], ring_0_ready.index(slot), ring_0.index(slot))
+        mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
+        mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc_2, [offset_13, v_16, offset_109, 0], ring_1_ready.index(slot), ring_1.index(slot))
+        c += 1
+
+
+@gluon.jit
+def _attention_fwd_gluon_bc12d58843_consumer(WG: gl.constexpr, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    s_zero = gl.zeros([ROWS, _BLOCK_SIZE_1], gl.float32, s_layout)
+    c = 0
+    t = 0
+    it = 0
+    pid_1 = gl.program_id(0)
+    total_2 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
+    pid_3 = total_2 - 1 - pid_1
+    pid_4 = pid_3 % gl.cdiv(q_heads - 0, 1)
+    pid_5 = pid_3 // gl.cdiv(q_heads - 0, 1) % gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    pid_6 = pid_3 // gl.cdiv(q_heads - 0, 1) // gl.cdiv(q_len - 0, _BLOCK_SIZE_0)
+    offset_7 = 0 + pid_5 * _BLOCK_SIZE_0
+    offset_10 = 0 + pid_4 * 1
+    offset_13 = 0 + pid_6 * 1
+    v_16 = offset_10 // group
+    v_18 = gl.full([ROWS], float('-inf'), gl.float32, gl.SliceLayout(1, s_layout))
+    v_19 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
+    v_20 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
+    v_21 = gl.minimum(offset_7, kv_len)
+    row_sum_22 = v_19
+    acc_23 = v_20
+    row_max_24 = v_18
+    whole_end_25 = 0 + gl.maximum(v_21 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    rslot = it % 1
+    mbarrier.wait(resident_bar.index(rslot), (it // 1) & 1)
+    n_offset_26 = gl.cdiv(gl.maximum((whole_end_25) - (0), 0), _BLOCK_SIZE_1)
+    if n_offset_26 > 0:
+        offset_26 = 0
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_30 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_31 = gl.max(dot_30, 1)
+        v_32 = (red_31 * qk_scale)
+        v_33 = gl.maximum(row_max_24, v_32)
+        v_34 = (dot_30 * qk_scale)
+        v_36 = (v_34 - (v_33[:, None]))
+        v_37 = gl.exp2(v_36)
+        v_38 = (row_max_24 - v_33)
+        v_39 = gl.exp2(v_38)
+        v_40 = (row_sum_22 * v_39)
+        red_41 = gl.sum(v_37, 1)
+        v_42 = (v_40 + red_41)
+        v_44 = v_37.to(gl.float16)
+        v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_22 = v_42
+        row_max_24 = v_33
+        pend_a0 = gl.convert_layout(v_44, p_layout)
+        pend_acc0 = v_46
+        for jj in range(1, n_offset_26):
+            offset_26 = 0 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_30 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_31 = gl.max(dot_30, 1)
+            v_32 = (red_31 * qk_scale)
+            v_33 = gl.maximum(row_max_24, v_32)
+            v_34 = (dot_30 * qk_scale)
+            v_36 = (v_34 - (v_33[:, None]))
+            v_37 = gl.exp2(v_36)
+            v_38 = (row_max_24 - v_33)
+            v_39 = gl.exp2(v_38)
+            v_40 = (row_sum_22 * v_39)
+            red_41 = gl.sum(v_37, 1)
+            v_42 = (v_40 + red_41)
+            v_44 = v_37.to(gl.float16)
+            acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_46 = (acc_23 * (gl.convert_layout(v_39, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_22 = v_42
+            row_max_24 = v_33
+            pend_a0 = gl.convert_layout(v_44, p_layout)
+            pend_acc0 = v_46
+        prev = (c + n_offset_26 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_26 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_26) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_23 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_26 + 1
+    c += n_offset_26
+    row_sum_48 = row_sum_22
+    acc_49 = acc_23
+    row_max_50 = row_max_24
+    n_offset_51 = gl.cdiv(gl.maximum((v_21) - (whole_end_25), 0), _BLOCK_SIZE_1)
+    if n_offset_51 > 0:
+        offset_51 = whole_end_25
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_56 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
+        v_58 = (red_57 * qk_scale)
+        v_59 = gl.maximum(row_max_50, v_58)
+        v_60 = (dot_56 * qk_scale)
+        v_62 = (v_60 - (v_59[:, None]))
+        v_63 = gl.exp2(v_62)
+        v_64 = (row_max_50 - v_59)
+        v_65 = gl.exp2(v_64)
+        v_66 = (row_sum_48 * v_65)
+        red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+        v_68 = (v_66 + red_67)
+        v_70 = v_63.to(gl.float16)
+        v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_48 = v_68
+        row_max_50 = v_59
+        pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+        pend_acc0 = v_72
+        for jj in range(1, n_offset_51):
+            offset_51 = whole_end_25 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_56 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            red_57 = gl.max(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], dot_56, float('-inf')), 1)
+            v_58 = (red_57 * qk_scale)
+            v_59 = gl.maximum(row_max_50, v_58)
+            v_60 = (dot_56 * qk_scale)
+            v_62 = (v_60 - (v_59[:, None]))
+            v_63 = gl.exp2(v_62)
+            v_64 = (row_max_50 - v_59)
+            v_65 = gl.exp2(v_64)
+            v_66 = (row_sum_48 * v_65)
+            red_67 = gl.sum(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_63, 0), 1)
+            v_68 = (v_66 + red_67)
+            v_70 = v_63.to(gl.float16)
+            acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_72 = (acc_49 * (gl.convert_layout(v_65, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_48 = v_68
+            row_max_50 = v_59
+            pend_a0 = gl.convert_layout(gl.where(((((offset_51 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_21))[None, :], v_70, 0), p_layout)
+            pend_acc0 = v_72
+        prev = (c + n_offset_51 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_51 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_51) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_49 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_51 + 1
+    c += n_offset_51
+    end_74 = gl.minimum(offset_7 + _BLOCK_SIZE_0, q_len)
+    v_75 = gl.minimum(end_74, kv_len)
+    row_sum_76 = row_sum_48
+    acc_77 = acc_49
+    row_max_78 = row_max_50
+    whole_end_79 = v_21 + gl.maximum(v_75 - v_21, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+    n_offset_80 = gl.cdiv(gl.maximum((whole_end_79) - (v_21), 0), _BLOCK_SIZE_1)
+    if n_offset_80 > 0:
+        offset_80 = v_21
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_84 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+        red_89 = gl.max(v_88, 1)
+        v_90 = (red_89 * qk_scale)
+        v_91 = gl.maximum(row_max_78, v_90)
+        v_92 = (v_88 * qk_scale)
+        v_94 = (v_92 - (v_91[:, None]))
+        v_95 = gl.exp2(v_94)
+        v_96 = (row_max_78 - v_91)
+        v_97 = gl.exp2(v_96)
+        v_98 = (row_sum_76 * v_97)
+        red_99 = gl.sum(v_95, 1)
+        v_100 = (v_98 + red_99)
+        v_102 = v_95.to(gl.float16)
+        v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_76 = v_100
+        row_max_78 = v_91
+        pend_a0 = gl.convert_layout(v_102, p_layout)
+        pend_acc0 = v_104
+        for jj in range(1, n_offset_80):
+            offset_80 = v_21 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_84 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_88 = gl.where((((((offset_80 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_84, float('-inf'))
+            red_89 = gl.max(v_88, 1)
+            v_90 = (red_89 * qk_scale)
+            v_91 = gl.maximum(row_max_78, v_90)
+            v_92 = (v_88 * qk_scale)
+            v_94 = (v_92 - (v_91[:, None]))
+            v_95 = gl.exp2(v_94)
+            v_96 = (row_max_78 - v_91)
+            v_97 = gl.exp2(v_96)
+            v_98 = (row_sum_76 * v_97)
+            red_99 = gl.sum(v_95, 1)
+            v_100 = (v_98 + red_99)
+            v_102 = v_95.to(gl.float16)
+            acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_104 = (acc_77 * (gl.convert_layout(v_97, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_76 = v_100
+            row_max_78 = v_91
+            pend_a0 = gl.convert_layout(v_102, p_layout)
+            pend_acc0 = v_104
+        prev = (c + n_offset_80 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_80 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_80) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_77 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_80 + 1
+    c += n_offset_80
+    row_sum_106 = row_sum_76
+    acc_107 = acc_77
+    row_max_108 = row_max_78
+    n_offset_109 = gl.cdiv(gl.maximum((v_75) - (whole_end_79), 0), _BLOCK_SIZE_1)
+    if n_offset_109 > 0:
+        offset_109 = whole_end_79
+        slot = c % STAGES
+        mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t) & 1) ^ (1 if WG == 0 else 0))
+        f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        dot_114 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+        mbarrier.arrive(ring_0_empty.index(slot))
+        v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+        red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
+        v_120 = (red_119 * qk_scale)
+        v_121 = gl.maximum(row_max_108, v_120)
+        v_122 = (v_118 * qk_scale)
+        v_124 = (v_122 - (v_121[:, None]))
+        v_125 = gl.exp2(v_124)
+        v_126 = (row_max_108 - v_121)
+        v_127 = gl.exp2(v_126)
+        v_128 = (row_sum_106 * v_127)
+        red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+        v_130 = (v_128 + red_129)
+        v_132 = v_125.to(gl.float16)
+        v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+        row_sum_106 = v_130
+        row_max_108 = v_121
+        pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+        pend_acc0 = v_134
+        for jj in range(1, n_offset_109):
+            offset_109 = whole_end_79 + jj * _BLOCK_SIZE_1
+            slot = (c + jj) % STAGES
+            prev = (c + jj - 1) % STAGES
+            mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
+            mbarrier.wait(ring_1_ready.index(prev), ((c + jj - 1) // STAGES) & 1)
+            if GROUPS > 1:
+                mbarrier.wait(turn.index(WG), ((t + jj) & 1) ^ (1 if WG == 0 else 0))
+            f0_tok = warpgroup_mma(load_17_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
+            a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+            if GROUPS > 1:
+                mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+            dot_114 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+            mbarrier.arrive(ring_0_empty.index(slot))
+            v_118 = gl.where((((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))))[None, :]) <= (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]))), dot_114, float('-inf'))
+            red_119 = gl.max(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_118, float('-inf')), 1)
+            v_120 = (red_119 * qk_scale)
+            v_121 = gl.maximum(row_max_108, v_120)
+            v_122 = (v_118 * qk_scale)
+            v_124 = (v_122 - (v_121[:, None]))
+            v_125 = gl.exp2(v_124)
+            v_126 = (row_max_108 - v_121)
+            v_127 = gl.exp2(v_126)
+            v_128 = (row_sum_106 * v_127)
+            red_129 = gl.sum(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_125, 0), 1)
+            v_130 = (v_128 + red_129)
+            v_132 = v_125.to(gl.float16)
+            acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            mbarrier.arrive(ring_1_empty.index(prev))
+            v_134 = (acc_107 * (gl.convert_layout(v_127, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_106 = v_130
+            row_max_108 = v_121
+            pend_a0 = gl.convert_layout(gl.where(((((offset_109 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_75))[None, :], v_132, 0), p_layout)
+            pend_acc0 = v_134
+        prev = (c + n_offset_109 - 1) % STAGES
+        mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_109 - 1) // STAGES) & 1)
+        if GROUPS > 1:
+            mbarrier.wait(turn.index(WG), ((t + n_offset_109) & 1) ^ (1 if WG == 0 else 0))
+        a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
+        if GROUPS > 1:
+            mbarrier.arrive(turn.index((WG + 1) % GROUPS))
+        acc_107 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+        mbarrier.arrive(ring_1_empty.index(prev))
+        t += n_offset_109 + 1
+    c += n_offset_109
+    mbarrier.arrive(resident_empty.index(rslot))
+    v_137 = (acc_107 / (gl.convert_layout(row_sum_106, gl.SliceLayout(1, o_layout))[:, None]))
+    v_138 = v_137.to(gl.float16)
+    tma.store_wait(0)
+    load_17_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_138)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(out_desc_3, [offset_13, offset_10, offset_7 + WG * ROWS, 0], load_17_smem.index(WG))
+    v_139 = gl.log2(row_sum_106)
+    v_140 = (row_max_108 + v_139)
+    v_141 = (v_140 * 0.6931471805599453)
+    gl.store((lse + (((offset_13 * lse_stride_0) + (offset_10 * lse_stride_1)) + (((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_141, mask=((((offset_7 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _attention_fwd_gluon_bc12d58843(q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+    ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
+    load_17_smem = gl.allocate_shared_memory(q_desc_0.dtype, [1 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
+    ring_0 = gl.allocate_shared_memory(k_desc_1.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], k_desc_1.layout)
+    ring_1 = gl.allocate_shared_memory(v_desc_2.dtype, [STAGES, 1, 1, _BLOCK_SIZE_1, _RDIM_SIZE_0], v_desc_2.layout)
+    resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    resident_empty = gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [GROUPS, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(1):
+        mbarrier.init(resident_bar.index(i), count=1)
+        mbarrier.init(resident_empty.index(i), count=GROUPS)
+    ring_0_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_0_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    ring_1_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ring_0_ready.index(i), count=1)
+        mbarrier.init(ring_0_empty.index(i), count=GROUPS)
+        mbarrier.init(ring_1_ready.index(i), count=1)
+        mbarrier.init(ring_1_empty.index(i), count=GROUPS)
+    for i in gl.static_range(GROUPS):
+        mbarrier.init(turn.index(i), count=1)
+    gl.warp_specialize([(_attention_fwd_gluon_bc12d58843_consumer, (0, q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn)), (_attention_fwd_gluon_bc12d58843_loader, (q_len, q_heads, batch, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_17_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn))], [4], [24])
+
+
+_attention_fwd_gluon_bc12d58843.fn.hk_compile_options = {'maxnreg': 80}
+
+@gluon.jit
+def _attention_fwd_gluon_c203de0c54_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     id_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
     total_1 = gl.cdiv(q_len - 0, _BLOCK_SIZE_0) * gl.cdiv(q_heads - 0, 1) * gl.cdiv(batch - 0, 1)
@@ -13756,8 +14742,12 @@ def _attention_fwd_gluon_c2ed932302_loader(q_len, q_heads, batch, tickets, group
         offset_20 = 0 + pid_13 * 1
         v_23 = offset_17 // group
         end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_29 = gl.minimum(end_28, kv_len)
-        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        v_29 = end_28 + 128
+        v_30 = v_29 - 1
+        v_31 = v_30 // 128
+        v_32 = v_31 * 128
+        v_33 = gl.minimum(v_32, kv_len)
+        whole_end_37 = 0 + gl.maximum(v_33 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
         rslot = it % 2
         mbarrier.wait(resident_empty.index(rslot), ((it // 2) & 1) ^ 1)
         tile_ids.index(rslot).store(gl.full([1], virtual_pid_2, gl.int32, id_layout))
@@ -13765,25 +14755,25 @@ def _attention_fwd_gluon_c2ed932302_loader(q_len, q_heads, batch, tickets, group
         mbarrier.expect(resident_bar.index(rslot), GROUPS * (q_desc_0.block_type.nbytes))
         for g in gl.static_range(GROUPS):
             tma.async_copy_global_to_shared(q_desc_0, [offset_20, offset_17, offset_14 + g * ROWS, 0], resident_bar.index(rslot), load_24_smem.index(rslot * GROUPS + g))
-        for offset_34 in range(0, whole_end_33, _BLOCK_SIZE_1):
+        for offset_38 in range(0, whole_end_37, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_34, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_38, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_34, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_38, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
-        for offset_66 in range(whole_end_33, v_29, _BLOCK_SIZE_1):
+        for offset_70 in range(whole_end_37, v_33, _BLOCK_SIZE_1):
             slot = c % STAGES
             phase = (c // STAGES) & 1
             mbarrier.wait(ring_0_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_0_ready.index(slot), k_desc_1.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_66, 0], ring_0_ready.index(slot), ring_0.index(slot))
+            tma.async_copy_global_to_shared(k_desc_1, [offset_20, v_23, offset_70, 0], ring_0_ready.index(slot), ring_0.index(slot))
             mbarrier.wait(ring_1_empty.index(slot), phase ^ 1)
             mbarrier.expect(ring_1_ready.index(slot), v_desc_2.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_66, 0], ring_1_ready.index(slot), ring_1.index(slot))
+            tma.async_copy_global_to_shared(v_desc_2, [offset_20, v_23, offset_70, 0], ring_1_ready.index(slot), ring_1.index(slot))
             c += 1
         it += 1
         virtual_pid_2 = gl.atomic_add(tickets, 1, sem='relaxed')
@@ -13797,7 +14787,7 @@ def _attention_fwd_gluon_c2ed932302_loader(q_len, q_heads, batch, tickets, group
 
 
 @gluon.jit
-def _attention_fwd_gluon_c2ed932302_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
+def _attention_fwd_gluon_c203de0c54_consumer(WG: gl.constexpr, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _BLOCK_SIZE_1, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, _RDIM_SIZE_0, 16])
@@ -13831,14 +14821,18 @@ def _attention_fwd_gluon_c2ed932302_consumer(WG: gl.constexpr, q_len, q_heads, b
         v_26 = gl.full([ROWS], 1.0, gl.float32, gl.SliceLayout(1, s_layout))
         v_27 = gl.full([ROWS, _RDIM_SIZE_0], 0, gl.float32, o_layout)
         end_28 = gl.minimum(offset_14 + _BLOCK_SIZE_0, q_len)
-        v_29 = gl.minimum(end_28, kv_len)
-        row_sum_30 = v_26
-        acc_31 = v_27
-        row_max_32 = v_25
-        whole_end_33 = 0 + gl.maximum(v_29 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
-        n_offset_34 = gl.cdiv(gl.maximum((whole_end_33) - (0), 0), _BLOCK_SIZE_1)
-        if n_offset_34 > 0:
-            offset_34 = 0
+        v_29 = end_28 + 128
+        v_30 = v_29 - 1
+        v_31 = v_30 // 128
+        v_32 = v_31 * 128
+        v_33 = gl.minimum(v_32, kv_len)
+        row_sum_34 = v_26
+        acc_35 = v_27
+        row_max_36 = v_25
+        whole_end_37 = 0 + gl.maximum(v_33 - 0, 0) // _BLOCK_SIZE_1 * _BLOCK_SIZE_1
+        n_offset_38 = gl.cdiv(gl.maximum((whole_end_37) - (0), 0), _BLOCK_SIZE_1)
+        if n_offset_38 > 0:
+            offset_38 = 0
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -13846,33 +14840,33 @@ def _attention_fwd_gluon_c2ed932302_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-            v_40 = end_39 > offset_14
-            dot_38 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            end_43 = gl.minimum(offset_38 + _BLOCK_SIZE_1, v_33)
+            v_44 = end_43 > offset_14
+            dot_42 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_41 = dot_38
-            if v_40:
-                v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_41, float('-inf'))
-                scores_41 = v_45
-            red_46 = gl.max(scores_41, 1)
-            v_47 = (red_46 * qk_scale)
-            v_48 = gl.maximum(row_max_32, v_47)
-            v_49 = (scores_41 * qk_scale)
-            v_51 = (v_49 - (v_48[:, None]))
-            v_52 = gl.exp2(v_51)
-            v_53 = (row_max_32 - v_48)
-            v_54 = gl.exp2(v_53)
-            v_55 = (row_sum_30 * v_54)
-            red_56 = gl.sum(v_52, 1)
-            v_57 = (v_55 + red_56)
-            v_59 = v_52.to(gl.bfloat16)
-            v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_30 = v_57
-            row_max_32 = v_48
-            pend_a0 = gl.convert_layout(v_59, p_layout)
-            pend_acc0 = v_61
-            for jj in range(1, n_offset_34):
-                offset_34 = 0 + jj * _BLOCK_SIZE_1
+            scores_45 = dot_42
+            if v_44:
+                v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
+                scores_45 = v_49
+            red_50 = gl.max(scores_45, 1)
+            v_51 = (red_50 * qk_scale)
+            v_52 = gl.maximum(row_max_36, v_51)
+            v_53 = (scores_45 * qk_scale)
+            v_55 = (v_53 - (v_52[:, None]))
+            v_56 = gl.exp2(v_55)
+            v_57 = (row_max_36 - v_52)
+            v_58 = gl.exp2(v_57)
+            v_59 = (row_sum_34 * v_58)
+            red_60 = gl.sum(v_56, 1)
+            v_61 = (v_59 + red_60)
+            v_63 = v_56.to(gl.bfloat16)
+            v_65 = (acc_35 * (gl.convert_layout(v_58, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_34 = v_61
+            row_max_36 = v_52
+            pend_a0 = gl.convert_layout(v_63, p_layout)
+            pend_acc0 = v_65
+            for jj in range(1, n_offset_38):
+                offset_38 = 0 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -13883,50 +14877,50 @@ def _attention_fwd_gluon_c2ed932302_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_39 = gl.minimum(offset_34 + _BLOCK_SIZE_1, v_29)
-                v_40 = end_39 > offset_14
-                dot_38 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                end_43 = gl.minimum(offset_38 + _BLOCK_SIZE_1, v_33)
+                v_44 = end_43 > offset_14
+                dot_42 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                scores_41 = dot_38
-                if v_40:
-                    v_45 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_34))), scores_41, float('-inf'))
-                    scores_41 = v_45
-                red_46 = gl.max(scores_41, 1)
-                v_47 = (red_46 * qk_scale)
-                v_48 = gl.maximum(row_max_32, v_47)
-                v_49 = (scores_41 * qk_scale)
-                v_51 = (v_49 - (v_48[:, None]))
-                v_52 = gl.exp2(v_51)
-                v_53 = (row_max_32 - v_48)
-                v_54 = gl.exp2(v_53)
-                v_55 = (row_sum_30 * v_54)
-                red_56 = gl.sum(v_52, 1)
-                v_57 = (v_55 + red_56)
-                v_59 = v_52.to(gl.bfloat16)
-                acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                scores_45 = dot_42
+                if v_44:
+                    v_49 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_38))), scores_45, float('-inf'))
+                    scores_45 = v_49
+                red_50 = gl.max(scores_45, 1)
+                v_51 = (red_50 * qk_scale)
+                v_52 = gl.maximum(row_max_36, v_51)
+                v_53 = (scores_45 * qk_scale)
+                v_55 = (v_53 - (v_52[:, None]))
+                v_56 = gl.exp2(v_55)
+                v_57 = (row_max_36 - v_52)
+                v_58 = gl.exp2(v_57)
+                v_59 = (row_sum_34 * v_58)
+                red_60 = gl.sum(v_56, 1)
+                v_61 = (v_59 + red_60)
+                v_63 = v_56.to(gl.bfloat16)
+                acc_35 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_61 = (acc_31 * (gl.convert_layout(v_54, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_30 = v_57
-                row_max_32 = v_48
-                pend_a0 = gl.convert_layout(v_59, p_layout)
-                pend_acc0 = v_61
-            prev = (c + n_offset_34 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_34 - 1) // STAGES) & 1)
+                v_65 = (acc_35 * (gl.convert_layout(v_58, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_34 = v_61
+                row_max_36 = v_52
+                pend_a0 = gl.convert_layout(v_63, p_layout)
+                pend_acc0 = v_65
+            prev = (c + n_offset_38 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_38 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_34) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_38) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_31 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_35 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_34 + 1
-        c += n_offset_34
-        row_sum_63 = row_sum_30
-        acc_64 = acc_31
-        row_max_65 = row_max_32
-        n_offset_66 = gl.cdiv(gl.maximum((v_29) - (whole_end_33), 0), _BLOCK_SIZE_1)
-        if n_offset_66 > 0:
-            offset_66 = whole_end_33
+            t += n_offset_38 + 1
+        c += n_offset_38
+        row_sum_67 = row_sum_34
+        acc_68 = acc_35
+        row_max_69 = row_max_36
+        n_offset_70 = gl.cdiv(gl.maximum((v_33) - (whole_end_37), 0), _BLOCK_SIZE_1)
+        if n_offset_70 > 0:
+            offset_70 = whole_end_37
             slot = c % STAGES
             mbarrier.wait(ring_0_ready.index(slot), ((c) // STAGES) & 1)
             if GROUPS > 1:
@@ -13934,33 +14928,33 @@ def _attention_fwd_gluon_c2ed932302_consumer(WG: gl.constexpr, q_len, q_heads, b
             f0_tok = warpgroup_mma(load_24_smem.index(rslot * GROUPS + WG).reshape([ROWS, _RDIM_SIZE_0]), ring_0.index(slot).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]).permute((1, 0)), s_zero, use_acc=False, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
-            v_73 = end_72 > offset_14
-            dot_71 = warpgroup_mma_wait(0, deps=(f0_tok, ))
+            end_76 = gl.minimum(offset_70 + _BLOCK_SIZE_1, v_33)
+            v_77 = end_76 > offset_14
+            dot_75 = warpgroup_mma_wait(0, deps=(f0_tok, ))
             mbarrier.arrive(ring_0_empty.index(slot))
-            scores_74 = dot_71
-            if v_73:
-                v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_66))), scores_74, float('-inf'))
-                scores_74 = v_78
-            red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-            v_80 = (red_79 * qk_scale)
-            v_81 = gl.maximum(row_max_65, v_80)
-            v_82 = (scores_74 * qk_scale)
-            v_84 = (v_82 - (v_81[:, None]))
-            v_85 = gl.exp2(v_84)
-            v_86 = (row_max_65 - v_81)
-            v_87 = gl.exp2(v_86)
-            v_88 = (row_sum_63 * v_87)
-            red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
-            v_90 = (v_88 + red_89)
-            v_92 = v_85.to(gl.bfloat16)
-            v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
-            row_sum_63 = v_90
-            row_max_65 = v_81
-            pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
-            pend_acc0 = v_94
-            for jj in range(1, n_offset_66):
-                offset_66 = whole_end_33 + jj * _BLOCK_SIZE_1
+            scores_78 = dot_75
+            if v_77:
+                v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
+                scores_78 = v_82
+            red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+            v_84 = (red_83 * qk_scale)
+            v_85 = gl.maximum(row_max_69, v_84)
+            v_86 = (scores_78 * qk_scale)
+            v_88 = (v_86 - (v_85[:, None]))
+            v_89 = gl.exp2(v_88)
+            v_90 = (row_max_69 - v_85)
+            v_91 = gl.exp2(v_90)
+            v_92 = (row_sum_67 * v_91)
+            red_93 = gl.sum(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_89, 0), 1)
+            v_94 = (v_92 + red_93)
+            v_96 = v_89.to(gl.bfloat16)
+            v_98 = (acc_68 * (gl.convert_layout(v_91, gl.SliceLayout(1, o_layout))[:, None]))
+            row_sum_67 = v_94
+            row_max_69 = v_85
+            pend_a0 = gl.convert_layout(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_96, 0), p_layout)
+            pend_acc0 = v_98
+            for jj in range(1, n_offset_70):
+                offset_70 = whole_end_37 + jj * _BLOCK_SIZE_1
                 slot = (c + jj) % STAGES
                 prev = (c + jj - 1) % STAGES
                 mbarrier.wait(ring_0_ready.index(slot), ((c + jj) // STAGES) & 1)
@@ -13971,55 +14965,55 @@ def _attention_fwd_gluon_c2ed932302_consumer(WG: gl.constexpr, q_len, q_heads, b
                 a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
                 if GROUPS > 1:
                     mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-                end_72 = gl.minimum(offset_66 + _BLOCK_SIZE_1, v_29)
-                v_73 = end_72 > offset_14
-                dot_71 = warpgroup_mma_wait(1, deps=(f0_tok, ))
+                end_76 = gl.minimum(offset_70 + _BLOCK_SIZE_1, v_33)
+                v_77 = end_76 > offset_14
+                dot_75 = warpgroup_mma_wait(1, deps=(f0_tok, ))
                 mbarrier.arrive(ring_0_empty.index(slot))
-                scores_74 = dot_71
-                if v_73:
-                    v_78 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_66))), scores_74, float('-inf'))
-                    scores_74 = v_78
-                red_79 = gl.max(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], scores_74, float('-inf')), 1)
-                v_80 = (red_79 * qk_scale)
-                v_81 = gl.maximum(row_max_65, v_80)
-                v_82 = (scores_74 * qk_scale)
-                v_84 = (v_82 - (v_81[:, None]))
-                v_85 = gl.exp2(v_84)
-                v_86 = (row_max_65 - v_81)
-                v_87 = gl.exp2(v_86)
-                v_88 = (row_sum_63 * v_87)
-                red_89 = gl.sum(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_85, 0), 1)
-                v_90 = (v_88 + red_89)
-                v_92 = v_85.to(gl.bfloat16)
-                acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+                scores_78 = dot_75
+                if v_77:
+                    v_82 = gl.where(((gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout))[None, :] <= ((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout)))))[:, None]) - offset_70))), scores_78, float('-inf'))
+                    scores_78 = v_82
+                red_83 = gl.max(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], scores_78, float('-inf')), 1)
+                v_84 = (red_83 * qk_scale)
+                v_85 = gl.maximum(row_max_69, v_84)
+                v_86 = (scores_78 * qk_scale)
+                v_88 = (v_86 - (v_85[:, None]))
+                v_89 = gl.exp2(v_88)
+                v_90 = (row_max_69 - v_85)
+                v_91 = gl.exp2(v_90)
+                v_92 = (row_sum_67 * v_91)
+                red_93 = gl.sum(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_89, 0), 1)
+                v_94 = (v_92 + red_93)
+                v_96 = v_89.to(gl.bfloat16)
+                acc_68 = warpgroup_mma_wait(0, deps=(a0_tok, ))
                 mbarrier.arrive(ring_1_empty.index(prev))
-                v_94 = (acc_64 * (gl.convert_layout(v_87, gl.SliceLayout(1, o_layout))[:, None]))
-                row_sum_63 = v_90
-                row_max_65 = v_81
-                pend_a0 = gl.convert_layout(gl.where(((((offset_66 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_29))[None, :], v_92, 0), p_layout)
-                pend_acc0 = v_94
-            prev = (c + n_offset_66 - 1) % STAGES
-            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_66 - 1) // STAGES) & 1)
+                v_98 = (acc_68 * (gl.convert_layout(v_91, gl.SliceLayout(1, o_layout))[:, None]))
+                row_sum_67 = v_94
+                row_max_69 = v_85
+                pend_a0 = gl.convert_layout(gl.where(((((offset_70 + gl.arange(0, _BLOCK_SIZE_1, gl.SliceLayout(0, s_layout)))) < v_33))[None, :], v_96, 0), p_layout)
+                pend_acc0 = v_98
+            prev = (c + n_offset_70 - 1) % STAGES
+            mbarrier.wait(ring_1_ready.index(prev), ((c + n_offset_70 - 1) // STAGES) & 1)
             if GROUPS > 1:
-                mbarrier.wait(turn.index(WG), ((t + n_offset_66) & 1) ^ (1 if WG == 0 else 0))
+                mbarrier.wait(turn.index(WG), ((t + n_offset_70) & 1) ^ (1 if WG == 0 else 0))
             a0_tok = warpgroup_mma(pend_a0, ring_1.index(prev).reshape([_BLOCK_SIZE_1, _RDIM_SIZE_0]), pend_acc0, is_async=True)
             if GROUPS > 1:
                 mbarrier.arrive(turn.index((WG + 1) % GROUPS))
-            acc_64 = warpgroup_mma_wait(0, deps=(a0_tok, ))
+            acc_68 = warpgroup_mma_wait(0, deps=(a0_tok, ))
             mbarrier.arrive(ring_1_empty.index(prev))
-            t += n_offset_66 + 1
-        c += n_offset_66
+            t += n_offset_70 + 1
+        c += n_offset_70
         mbarrier.arrive(resident_empty.index(rslot))
-        v_97 = (acc_64 / (gl.convert_layout(row_sum_63, gl.SliceLayout(1, o_layout))[:, None]))
-        v_98 = v_97.to(gl.bfloat16)
+        v_101 = (acc_68 / (gl.convert_layout(row_sum_67, gl.SliceLayout(1, o_layout))[:, None]))
+        v_102 = v_101.to(gl.bfloat16)
         tma.store_wait(0)
-        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_98)
+        store_0_smem.index(WG).reshape([ROWS, _RDIM_SIZE_0]).store(v_102)
         fence_async_shared()
         tma.async_copy_shared_to_global(out_desc_3, [offset_20, offset_17, offset_14 + WG * ROWS, 0], store_0_smem.index(WG))
-        v_99 = gl.log2(row_sum_63)
-        v_100 = (row_max_65 + v_99)
-        v_101 = (v_100 * 0.6931471805599453)
-        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_101, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
+        v_103 = gl.log2(row_sum_67)
+        v_104 = (row_max_69 + v_103)
+        v_105 = (v_104 * 0.6931471805599453)
+        gl.store((lse + (((offset_20 * lse_stride_0) + (offset_17 * lse_stride_1)) + (((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) * lse_stride_2))), v_105, mask=((((offset_14 + (WG * ROWS + gl.arange(0, ROWS, gl.SliceLayout(1, s_layout))))) < q_len)))
         it += 1
         rslot = it % 2
         mbarrier.wait(resident_bar.index(rslot), (it // 2) & 1)
@@ -14028,7 +15022,7 @@ def _attention_fwd_gluon_c2ed932302_consumer(WG: gl.constexpr, q_len, q_heads, b
 
 
 @gluon.jit
-def _attention_fwd_gluon_c2ed932302(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
+def _attention_fwd_gluon_c203de0c54(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     ROWS: gl.constexpr = _BLOCK_SIZE_0 // GROUPS
     load_24_smem = gl.allocate_shared_memory(q_desc_0.dtype, [2 * GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], q_desc_0.layout)
     store_0_smem = gl.allocate_shared_memory(out_desc_3.dtype, [GROUPS, 1, 1, ROWS, _RDIM_SIZE_0], out_desc_3.layout)
@@ -14052,7 +15046,7 @@ def _attention_fwd_gluon_c2ed932302(q_len, q_heads, batch, tickets, group, q, q_
     for i in gl.static_range(GROUPS):
         mbarrier.init(turn.index(i), count=1)
     tile_ids = gl.allocate_shared_memory(gl.int32, [2, 1], gl.SwizzledSharedLayout(1, 1, 1, [0]))
-    gl.warp_specialize([(_attention_fwd_gluon_c2ed932302_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_c2ed932302_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_c2ed932302_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
+    gl.warp_specialize([(_attention_fwd_gluon_c203de0c54_consumer, (0, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_c203de0c54_consumer, (1, q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids)), (_attention_fwd_gluon_c203de0c54_loader, (q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0, _RDIM_SIZE_0, _BLOCK_SIZE_1, GROUPS, STAGES, CONSUMER_REGS, load_24_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids))], [4, 4], [CONSUMER_REGS, 24])
 
 @gluon.jit
 def _attention_fwd_gluon_c68afe9941_loader(q_len, q_heads, batch, tickets, group, q, q_stride_0, q_stride_1, q_stride_2, q_stride_3, kv_len, k, k_stride_0, k_stride_1, k_stride_2, k_stride_3, qk_scale, v, v_stride_0, v_stride_1, v_stride_2, v_stride_3, out, out_stride_0, out_stride_1, out_stride_2, out_stride_3, lse, lse_stride_0, lse_stride_1, lse_stride_2, q_desc_0, k_desc_1, v_desc_2, out_desc_3, _BLOCK_SIZE_0: gl.constexpr, _RDIM_SIZE_0: gl.constexpr, _BLOCK_SIZE_1: gl.constexpr, GROUPS: gl.constexpr, STAGES: gl.constexpr, CONSUMER_REGS: gl.constexpr, load_16_smem, store_0_smem, ring_0, ring_1, resident_bar, resident_empty, ring_0_ready, ring_0_empty, ring_1_ready, ring_1_empty, turn, tile_ids):
@@ -15975,6 +16969,41 @@ def _attention_fwd_kernel_a98c1b2fc1(q_len, q_heads, batch, group, q, q_stride_0
     tl.store(lse + (offset_11 * lse_stride_0 + offset_8 * lse_stride_1 + indices_6 * lse_stride_2), v_80, mask=(mask_7))
 
 
+# attention_bwd variant 024fddf01129
+# config: {"block_sizes":[64,64,64,64],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[1,0,2],[1,0,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[true,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
+def attention_bwd__024fddf01129(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_240d7925f5, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_aaf5fdb7eb, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
 # attention_bwd variant 119ce109e469
 # config: {"backend":"gluon","block_sizes":[128,64,128,32],"consumer_groups":2,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,3,3,3],"range_peel_tails":[true,true,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
@@ -16499,41 +17528,6 @@ def attention_bwd__57820af9e5fc(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 61e4a6ea5ab3
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
-def attention_bwd__61e4a6ea5ab3(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_350c2483d1, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_cfd9b45d10, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_bwd variant 6587daedf9ae
 # config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":false,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[16],"v":{"dtype":"float32","rank":4}}
@@ -16798,6 +17792,41 @@ def attention_bwd__802aa15c2a14(grad_out, q, k, v, out, lse, causal, scale):
         grad_k.copy_(_grad_k_tma)
     if _grad_v_tma is not grad_v:
         grad_v.copy_(_grad_v_tma)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 815e2760932b
+# config: {"block_sizes":[64,64,64,64],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[1,0,2],[1,0,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[true,false]}
+# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
+def attention_bwd__815e2760932b(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_kernel_0937e3dbbf, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_kernel_a81bb4bb09, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -17190,41 +18219,6 @@ def attention_bwd__a8bf1b244829(grad_out, q, k, v, out, lse, causal, scale):
     _q_strides = q.stride()
     _v_strides = v.stride()
     _launch(_attention_bwd_kernel_3cb163efdc, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 32), 4, 2)
-    return (grad_q, grad_k, grad_v)
-
-
-# attention_bwd variant b19b9b60d00c
-# config: {"block_sizes":[64,64,64,64],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,true,true],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
-def attention_bwd__b19b9b60d00c(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_kernel_72e03029aa, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, grad_q, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3]), (64, 64, 64), 4, 3)
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_kernel_295aaf336a, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 64, 64), 4, 3)
     return (grad_q, grad_k, grad_v)
 
 
@@ -18033,37 +19027,6 @@ def attention_bwd__fe9d84be8185(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_fwd variant 004f81328d21
-# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"relative_masks":true,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__004f81328d21(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    q = _tma_operand(q)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _out_tma = _tma_operand(out)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _k_desc_1 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_2 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_gluon_6f24f2093a, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
-    if _out_tma is not out:
-        out.copy_(_out_tma)
-    return (out, lse)
-
-
 # attention_fwd variant 04e5689e84eb
 # config: {"backend":"gluon","block_sizes":[128,128],"consumer_groups":2,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[8],"load_eviction_policies":["","",""],"loop_orders":[[1,0,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"persistent_dynamic","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"relative_masks":true,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
 # specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
@@ -18092,7 +19055,7 @@ def attention_fwd__04e5689e84eb(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_08e45a97f6, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_317a315336, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -18125,68 +19088,6 @@ def attention_fwd__06fac0da7af6(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_gluon_c831f6ea2f, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
-    if _out_tma is not out:
-        out.copy_(_out_tma)
-    return (out, lse)
-
-
-# attention_fwd variant 0dbf3c5bf6cb
-# config: {"backend":"gluon","block_sizes":[192,128],"consumer_groups":3,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":8192,"Sq":8192,"causal":true}
-def attention_fwd__0dbf3c5bf6cb(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    q = _tma_operand(q)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _out_tma = _tma_operand(out)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _k_desc_1 = _tma_descriptor(k, [1, 1, 128, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_2 = _tma_descriptor(v, [1, 1, 128, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_gluon_15c9275911, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
-    if _out_tma is not out:
-        out.copy_(_out_tma)
-    return (out, lse)
-
-
-# attention_fwd variant 0f1d5750b461
-# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"relative_masks":true,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__0f1d5750b461(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    q = _tma_operand(q)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _out_tma = _tma_operand(out)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _k_desc_1 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_2 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_gluon_0591bf1be4, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -18297,37 +19198,6 @@ def attention_fwd__22180881b5a7(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant 24b0fbadcc27
-# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
-def attention_fwd__24b0fbadcc27(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    q = _tma_operand(q)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _out_tma = _tma_operand(out)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _k_desc_1 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_2 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_gluon_2007079c20, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
-    if _out_tma is not out:
-        out.copy_(_out_tma)
-    return (out, lse)
-
-
 # attention_fwd variant 28cd41b8f036
 # config: {"block_sizes":[64,32],"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[256],"v":{"dtype":"bfloat16","rank":4}}
@@ -18375,7 +19245,7 @@ def attention_fwd__2a769caa64e5(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_47236617b3, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_b72929a8f6, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -18644,6 +19514,37 @@ def attention_fwd__5d110c53be67(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant 5f01d5b80444
+# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[1,0,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"relative_masks":true,"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__5f01d5b80444(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    q = _tma_operand(q)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _out_tma = _tma_operand(out)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _k_desc_1 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_2 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_gluon_53b3a49e0f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    if _out_tma is not out:
+        out.copy_(_out_tma)
+    return (out, lse)
+
+
 # attention_fwd variant 60c979055764
 # config: {"block_sizes":[64,32],"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
@@ -18728,6 +19629,37 @@ def attention_fwd__706a62809efe(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant 8cb0640e0a49
+# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[1,0,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"relative_masks":true,"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__8cb0640e0a49(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    q = _tma_operand(q)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _out_tma = _tma_operand(out)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _k_desc_1 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_2 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_gluon_6f84dd90ba, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    if _out_tma is not out:
+        out.copy_(_out_tma)
+    return (out, lse)
+
+
 # attention_fwd variant 92e7a8bb152f
 # config: {"block_sizes":[128,64],"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":false,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
@@ -18746,6 +19678,38 @@ def attention_fwd__92e7a8bb152f(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_kernel_1150c66c04, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (128, 32, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant 9504524d543c
+# config: {"backend":"gluon","block_sizes":[192,128],"consumer_groups":3,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[1,0,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+#   sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":8192,"Sq":8192,"causal":true}
+def attention_fwd__9504524d543c(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    q = _tma_operand(q)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _out_tma = _tma_operand(out)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _k_desc_1 = _tma_descriptor(k, [1, 1, 128, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_2 = _tma_descriptor(v, [1, 1, 128, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_gluon_7855bdda0e, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
+    if _out_tma is not out:
+        out.copy_(_out_tma)
     return (out, lse)
 
 
@@ -18775,7 +19739,7 @@ def attention_fwd__9669dfd5b9f7(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_75c2d77d2c, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_77b70c25ae, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -18846,11 +19810,32 @@ def attention_fwd__a658c92e0606(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant a81000d9480d
-# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
-def attention_fwd__a81000d9480d(q, k, v, causal, scale):
+# attention_fwd variant ae88b669257e
+# config: {"block_sizes":[64,64],"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
+# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
+def attention_fwd__ae88b669257e(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_kernel_63cb97545f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant b0abfa8a782c
+# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","","","",""],"loop_orders":[[1,0,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
+def attention_fwd__b0abfa8a782c(q, k, v, causal, scale):
     batch, q_heads, q_len, head_dim = q.size()
     kv_heads = k.size(1)
     kv_len = k.size(2)
@@ -18871,30 +19856,9 @@ def attention_fwd__a81000d9480d(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_6726e7f8a2, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    _launch(_attention_fwd_gluon_bc12d58843, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
-    return (out, lse)
-
-
-# attention_fwd variant ae88b669257e
-# config: {"block_sizes":[64,64],"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[32],"v":{"dtype":"float16","rank":4}}
-# used by: default.json float16 {"B":1,"D":32,"H":2,"Hkv":2,"Sk":1024,"Sq":1024,"causal":true}
-def attention_fwd__ae88b669257e(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_kernel_63cb97545f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 32, 64), 4, 3)
     return (out, lse)
 
 
@@ -19032,7 +19996,7 @@ def attention_fwd__c96ced7cea61(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_4e387f3227, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_2d4da32366, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -19101,37 +20065,6 @@ def attention_fwd__ce7a9aa55521(q, k, v, causal, scale):
     return (out, lse)
 
 
-# attention_fwd variant d2c6a12a5245
-# config: {"backend":"gluon","block_sizes":[192,128],"consumer_groups":3,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
-# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":8192,"Sq":8192,"causal":true}
-def attention_fwd__d2c6a12a5245(q, k, v, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    out = torch.empty_like(q)
-    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    q = _tma_operand(q)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _out_tma = _tma_operand(out)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _k_desc_1 = _tma_descriptor(k, [1, 1, 128, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_2 = _tma_descriptor(v, [1, 1, 128, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_fwd_gluon_4c815e33ee, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
-    if _out_tma is not out:
-        out.copy_(_out_tma)
-    return (out, lse)
-
-
 # attention_fwd variant da5c34991e7c
 # config: {"block_sizes":[128,64],"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":false,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[32],"v":{"dtype":"bfloat16","rank":4}}
@@ -19171,6 +20104,38 @@ def attention_fwd__db6925fbd5af(q, k, v, causal, scale):
     q_strides = q.stride()
     v_strides = v.stride()
     _launch(_attention_fwd_kernel_63cb97545f, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2]), (64, 64, 64), 4, 3)
+    return (out, lse)
+
+
+# attention_fwd variant dd9aab3eb12a
+# config: {"backend":"gluon","block_sizes":[192,128],"consumer_groups":3,"diagonal_branch":true,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","",""],"loop_orders":[[1,0,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[true],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
+# specialization: {"causal":true,"k":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":true}
+#   sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":8192,"Sq":8192,"causal":true}
+def attention_fwd__dd9aab3eb12a(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    q = _tma_operand(q)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _out_tma = _tma_operand(out)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _k_desc_1 = _tma_descriptor(k, [1, 1, 128, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_2 = _tma_descriptor(v, [1, 1, 128, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_gluon_1d8fe5b104, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (192, 64, 128, 3, 2, 160), 4, 2)
+    if _out_tma is not out:
+        out.copy_(_out_tma)
     return (out, lse)
 
 
@@ -19233,7 +20198,7 @@ def attention_fwd__e3f8df760f71(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_c2ed932302, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_c203de0c54, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, _counters(1, _device, 1), group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -19355,6 +20320,37 @@ def attention_fwd__eab550858d01(q, k, v, causal, scale):
     return (out, lse)
 
 
+# attention_fwd variant ef5da97e2e53
+# config: {"backend":"gluon","block_sizes":[64,64],"consumer_groups":1,"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","","","",""],"loop_orders":[[1,0,2]],"maxnreg":80,"num_stages":3,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[true,true],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[true]}
+# specialization: {"causal":true,"k":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[64],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90.json bfloat16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":2048,"Sq":2048,"causal":true}
+def attention_fwd__ef5da97e2e53(q, k, v, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    out = torch.empty_like(q)
+    lse = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    q = _tma_operand(q)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _out_tma = _tma_operand(out)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _k_desc_1 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_2 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _out_desc_3 = _tma_descriptor(_out_tma, [1, 1, 64, 64], [_out_tma.size(0), _out_tma.size(1), min(_out_tma.size(2), q_len), _out_tma.size(3)])
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_fwd_gluon_31f095d703, (_cdiv(q_len, 64) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (64, 64, 64, 1, 3, 136), 4, 2)
+    if _out_tma is not out:
+        out.copy_(_out_tma)
+    return (out, lse)
+
+
 # attention_fwd variant f91c166c635e
 # config: {"block_sizes":[64,64],"diagonal_branch":false,"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1],"lazy_rescale":false,"load_eviction_policies":["","","","",""],"loop_orders":[[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null],"row_sum_dot":false,"static_reduction_sizes":false,"store_subtiles":[1,1],"tile_reversals":[false]}
 # specialization: {"causal":true,"k":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
@@ -19424,7 +20420,7 @@ def attention_fwd__ffd8e722523c(q, k, v, causal, scale):
     out_strides = out.stride()
     q_strides = q.stride()
     v_strides = v.stride()
-    _launch(_attention_fwd_gluon_898bab86d9, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
+    _launch(_attention_fwd_gluon_b3a309750c, (min(_num_sms(_device), _cdiv(q_len, 128) * q_heads * batch),), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], _out_tma, out_strides[0], out_strides[1], out_strides[2], out_strides[3], lse, lse_strides[0], lse_strides[1], lse_strides[2], _q_desc_0, _k_desc_1, _v_desc_2, _out_desc_3), (128, 128, 128, 2, 2, 240), 4, 2)
     if _out_tma is not out:
         out.copy_(_out_tma)
     return (out, lse)
@@ -19432,17 +20428,13 @@ def attention_fwd__ffd8e722523c(q, k, v, causal, scale):
 
 VARIANTS = {
     'attention_fwd': {
-        '004f81328d21': attention_fwd__004f81328d21,
         '04e5689e84eb': attention_fwd__04e5689e84eb,
         '06fac0da7af6': attention_fwd__06fac0da7af6,
-        '0dbf3c5bf6cb': attention_fwd__0dbf3c5bf6cb,
-        '0f1d5750b461': attention_fwd__0f1d5750b461,
         '10069470b001': attention_fwd__10069470b001,
         '13e800005349': attention_fwd__13e800005349,
         '1595807cd9f8': attention_fwd__1595807cd9f8,
         '217ecb62cf28': attention_fwd__217ecb62cf28,
         '22180881b5a7': attention_fwd__22180881b5a7,
-        '24b0fbadcc27': attention_fwd__24b0fbadcc27,
         '28cd41b8f036': attention_fwd__28cd41b8f036,
         '2a769caa64e5': attention_fwd__2a769caa64e5,
         '2f2e98897b04': attention_fwd__2f2e98897b04,
@@ -19456,16 +20448,19 @@ VARIANTS = {
         '4e8f07c9b631': attention_fwd__4e8f07c9b631,
         '5c671a9e6752': attention_fwd__5c671a9e6752,
         '5d110c53be67': attention_fwd__5d110c53be67,
+        '5f01d5b80444': attention_fwd__5f01d5b80444,
         '60c979055764': attention_fwd__60c979055764,
         '61c6b8a4725e': attention_fwd__61c6b8a4725e,
         '6d8ea426a44c': attention_fwd__6d8ea426a44c,
         '706a62809efe': attention_fwd__706a62809efe,
+        '8cb0640e0a49': attention_fwd__8cb0640e0a49,
         '92e7a8bb152f': attention_fwd__92e7a8bb152f,
+        '9504524d543c': attention_fwd__9504524d543c,
         '9669dfd5b9f7': attention_fwd__9669dfd5b9f7,
         '9bce1dad31f3': attention_fwd__9bce1dad31f3,
         'a658c92e0606': attention_fwd__a658c92e0606,
-        'a81000d9480d': attention_fwd__a81000d9480d,
         'ae88b669257e': attention_fwd__ae88b669257e,
+        'b0abfa8a782c': attention_fwd__b0abfa8a782c,
         'b81ce57622eb': attention_fwd__b81ce57622eb,
         'beb04f4553e2': attention_fwd__beb04f4553e2,
         'bfbb1a8fed03': attention_fwd__bfbb1a8fed03,
@@ -19474,20 +20469,22 @@ VARIANTS = {
         'ca41920667f2': attention_fwd__ca41920667f2,
         'cbcf0b624259': attention_fwd__cbcf0b624259,
         'ce7a9aa55521': attention_fwd__ce7a9aa55521,
-        'd2c6a12a5245': attention_fwd__d2c6a12a5245,
         'da5c34991e7c': attention_fwd__da5c34991e7c,
         'db6925fbd5af': attention_fwd__db6925fbd5af,
+        'dd9aab3eb12a': attention_fwd__dd9aab3eb12a,
         'e1eba7e1254f': attention_fwd__e1eba7e1254f,
         'e3f8df760f71': attention_fwd__e3f8df760f71,
         'e4f71b802ba3': attention_fwd__e4f71b802ba3,
         'e72fe7a332a9': attention_fwd__e72fe7a332a9,
         'e8138b6e7397': attention_fwd__e8138b6e7397,
         'eab550858d01': attention_fwd__eab550858d01,
+        'ef5da97e2e53': attention_fwd__ef5da97e2e53,
         'f91c166c635e': attention_fwd__f91c166c635e,
         'fa1194d13596': attention_fwd__fa1194d13596,
         'ffd8e722523c': attention_fwd__ffd8e722523c,
     },
     'attention_bwd': {
+        '024fddf01129': attention_bwd__024fddf01129,
         '119ce109e469': attention_bwd__119ce109e469,
         '15158d4ff67c': attention_bwd__15158d4ff67c,
         '1591667f6871': attention_bwd__1591667f6871,
@@ -19501,13 +20498,13 @@ VARIANTS = {
         '5139e7e849cd': attention_bwd__5139e7e849cd,
         '5542ce472a08': attention_bwd__5542ce472a08,
         '57820af9e5fc': attention_bwd__57820af9e5fc,
-        '61e4a6ea5ab3': attention_bwd__61e4a6ea5ab3,
         '6587daedf9ae': attention_bwd__6587daedf9ae,
         '66f3fcf28c63': attention_bwd__66f3fcf28c63,
         '6b79db165b6f': attention_bwd__6b79db165b6f,
         '789d00a9d874': attention_bwd__789d00a9d874,
         '7d2ad1776c1b': attention_bwd__7d2ad1776c1b,
         '802aa15c2a14': attention_bwd__802aa15c2a14,
+        '815e2760932b': attention_bwd__815e2760932b,
         '86d89ed16f05': attention_bwd__86d89ed16f05,
         '8bbb6cf1bc3d': attention_bwd__8bbb6cf1bc3d,
         '8cea3aa659bf': attention_bwd__8cea3aa659bf,
@@ -19516,7 +20513,6 @@ VARIANTS = {
         '97b9640b9b18': attention_bwd__97b9640b9b18,
         '9995b581b919': attention_bwd__9995b581b919,
         'a8bf1b244829': attention_bwd__a8bf1b244829,
-        'b19b9b60d00c': attention_bwd__b19b9b60d00c,
         'b2a1b94c5f41': attention_bwd__b2a1b94c5f41,
         'bbbcf6e69bed': attention_bwd__bbbcf6e69bed,
         'c38b1bd94e7b': attention_bwd__c38b1bd94e7b,
@@ -19541,6 +20537,7 @@ VARIANTS = {
 
 
 REPLAYABLE = frozenset({
+    'attention_bwd__024fddf01129',
     'attention_bwd__15158d4ff67c',
     'attention_bwd__1591667f6871',
     'attention_bwd__16ea1f4c33e6',
@@ -19551,16 +20548,15 @@ REPLAYABLE = frozenset({
     'attention_bwd__4df30eac6d4f',
     'attention_bwd__5139e7e849cd',
     'attention_bwd__57820af9e5fc',
-    'attention_bwd__61e4a6ea5ab3',
     'attention_bwd__6587daedf9ae',
     'attention_bwd__66f3fcf28c63',
     'attention_bwd__789d00a9d874',
     'attention_bwd__7d2ad1776c1b',
+    'attention_bwd__815e2760932b',
     'attention_bwd__8cea3aa659bf',
     'attention_bwd__8fe1ed12a040',
     'attention_bwd__9995b581b919',
     'attention_bwd__a8bf1b244829',
-    'attention_bwd__b19b9b60d00c',
     'attention_bwd__bbbcf6e69bed',
     'attention_bwd__c38b1bd94e7b',
     'attention_bwd__c9ccfdc3ee60',
