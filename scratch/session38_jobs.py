@@ -1,6 +1,8 @@
 """Writes scratch/session38_jobs.json: the thirty-eighth session's config probe (H200): the D64 causal
 forward with its key loop ended on a whole key tile (three groups), and the one-pass backward
-(`dq_in_dkv`) at D64 and D128."""
+(`dq_in_dkv`) at D64 and D128. That tunable lost (0.70-0.78x) and was reverted, so its variants
+are now rejected by the config spec (notes/gluon_backend.md, "Thirty-eighth and thirty-ninth
+sessions")."""
 import json
 
 def shape(S, D, causal, B=4, H=32, Hkv=32):
