@@ -1,0 +1,8 @@
+#!/bin/bash
+# Fortieth session's device call: the config probe of scratch/session40_jobs.json (the thirty-ninth
+# session's short D64 forward rows, and the long softmax rows, which the H200 ran on the H100's or
+# a neighbour's configs). Usage: bash scratch/gpu_run_session40.sh
+set -u
+start=$(date +%s)
+WARM_PROCS=14 bash scratch/gpu_run_probe_parallel_warm.sh scratch/session40_jobs.json tuned_configs/sm_90.json both
+echo "total: $(( $(date +%s) - start )) s"
