@@ -5,6 +5,8 @@ ticket as the shipped kernel; forms, each timed by benchmarks.timing's Timer (L2
   copy      the piece is read and written back (the copy floor of this decomposition)
   held      full softmax: stats, publish, wait for the row's pieces, write from registers (no re-read)
   reread    as held, but the second walk loads the piece again (the shipped kernel's form, L2 hit)
+  held, polled by loads (with sleep)   as held, but the wait polls the row's counter with volatile
+            loads (and a 200 ns nanosleep between polls), then reads it once with an acquire atomic
 and the public hk.softmax and torch.empty_like + copy_ for scale. Prints microseconds and % of a
 copy of the same bytes; writes $OUT/longrow_softmax_bound_probe.json."""
 import json
@@ -40,9 +42,18 @@ def _pieces(x, out, stats, sync, n, P: tl.constexpr, PIECE: tl.constexpr, FORM: 
         tl.store(stats + 2 * ticket, local_max)
         tl.store(stats + 2 * ticket + 1, local_sum)
         tl.atomic_add(sync + 1 + row, 1, sem="release")
-        seen = tl.atomic_add(sync + 1 + row, 0, sem="acquire")
-        while seen != P:
+        if FORM <= 3:
             seen = tl.atomic_add(sync + 1 + row, 0, sem="acquire")
+            while seen != P:
+                seen = tl.atomic_add(sync + 1 + row, 0, sem="acquire")
+        else:
+            seen = tl.load(sync + 1 + row, volatile=True)
+            while seen != P:
+                if FORM == 5:
+                    seen = tl.inline_asm_elementwise("nanosleep.u32 200;\n mov.u32 $0, $1;", "=r,r", [seen],
+                                                     dtype=tl.int32, is_pure=False, pack=1)
+                seen = tl.load(sync + 1 + row, volatile=True)
+            tl.atomic_add(sync + 1 + row, 0, sem="acquire")
         others = tl.arange(0, P)
         maxes = tl.load(stats + 2 * (row * P + others))
         sums = tl.load(stats + 2 * (row * P + others) + 1)
@@ -71,7 +82,7 @@ def main():
         stats = torch.empty(2 * m * p, device="cuda", dtype=torch.float32)
         sync = torch.zeros(m + 1, device="cuda", dtype=torch.int32)
         fns = {}
-        for form, name in enumerate(("read", "copy", "held", "reread")):
+        for form, name in enumerate(("read", "copy", "held", "reread", "held, polled by loads", "held, polled by loads with sleep")):
             def fn(form=form):
                 sync.zero_()
                 _pieces[(m * p,)](x, out, stats, sync, n, P=p, PIECE=piece, FORM=form, num_warps=warps)
