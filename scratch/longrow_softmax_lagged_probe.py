@@ -23,6 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.timing import Timer  # noqa: E402
 
+# (piece, warps, programs per SM); PROBE_PLANS=more runs the second set (more programs an SM)
+PLANS = ((8192, 8, 2), (8192, 8, 3), (8192, 8, 4), (4096, 4, 4), (4096, 4, 8), (16384, 16, 1), (16384, 16, 2))
+if os.environ.get("PROBE_PLANS") == "more":
+    PLANS = ((8192, 8, 4), (8192, 8, 6), (8192, 8, 8), (4096, 4, 8), (4096, 4, 12), (4096, 4, 16), (2048, 2, 16),
+             (2048, 2, 24), (4096, 8, 8))
+
 
 @triton.jit
 def _lagged(x, out, stats, sync, n, total, P: tl.constexpr, PIECE: tl.constexpr):
@@ -75,8 +81,7 @@ def main():
         out = torch.empty_like(x)
         ref = torch.softmax(x.float(), dim=1)
         fns = {"copy_": lambda: out.copy_(x), "hk.softmax": lambda: hk.softmax(x, dim=-1)}
-        for piece, warps, per_sm in ((8192, 8, 2), (8192, 8, 3), (8192, 8, 4), (4096, 4, 4), (4096, 4, 8),
-                                     (16384, 16, 1), (16384, 16, 2)):
+        for piece, warps, per_sm in PLANS:
             p = n // piece
             total = m * p
             stats = torch.empty(2 * total, device="cuda", dtype=torch.float32)
