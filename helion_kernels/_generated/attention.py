@@ -19006,69 +19006,6 @@ def attention_bwd__815e2760932b(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant 86d89ed16f05
-# config: {"backend":"gluon","block_sizes":[128,64,128,32],"consumer_groups":2,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
-def attention_bwd__86d89ed16f05(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    q = _tma_operand(q)
-    grad_out = _tma_operand(grad_out)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _grad_q_tma = _tma_operand(grad_q)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _grad_out_desc_1 = _tma_descriptor(grad_out, [1, 1, 64, 128], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
-    _k_desc_2 = _tma_descriptor(k, [1, 1, 64, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_3 = _tma_descriptor(v, [1, 1, 64, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _grad_q_desc_4 = _tma_descriptor(_grad_q_tma, [1, 1, 64, 128], [_grad_q_tma.size(0), _grad_q_tma.size(1), min(_grad_q_tma.size(2), q_len), _grad_q_tma.size(3)])
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_gluon_beb8b39890, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, _grad_q_tma, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], _q_desc_0, _grad_out_desc_1, _k_desc_2, _v_desc_3, _grad_q_desc_4), (128, 128, 64, 2, 3, 240), 4, 2)
-    if _grad_q_tma is not grad_q:
-        grad_q.copy_(_grad_q_tma)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    q = _tma_operand(q)
-    grad_out = _tma_operand(grad_out)
-    _grad_k_tma = _tma_operand(grad_k)
-    _grad_v_tma = _tma_operand(grad_v)
-    _k_desc_0 = _tma_descriptor(k, [1, 1, 64, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_1 = _tma_descriptor(v, [1, 1, 64, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _q_desc_2 = _tma_descriptor(q, [1, 1, 32, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _grad_out_desc_3 = _tma_descriptor(grad_out, [1, 1, 32, 128], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
-    _grad_k_desc_4 = _tma_descriptor(_grad_k_tma, [1, 1, 64, 128], [_grad_k_tma.size(0), _grad_k_tma.size(1), min(_grad_k_tma.size(2), kv_len), _grad_k_tma.size(3)])
-    _grad_v_desc_5 = _tma_descriptor(_grad_v_tma, [1, 1, 64, 128], [_grad_v_tma.size(0), _grad_v_tma.size(1), min(_grad_v_tma.size(2), kv_len), _grad_v_tma.size(3)])
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_gluon_4445269167, (_cdiv(kv_len, 128) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, _grad_k_tma, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], _grad_v_tma, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3], _k_desc_0, _v_desc_1, _q_desc_2, _grad_out_desc_3, _grad_k_desc_4, _grad_v_desc_5), (128, 128, 32, 2, 3, 240), 4, 2)
-    if _grad_k_tma is not grad_k:
-        grad_k.copy_(_grad_k_tma)
-    if _grad_v_tma is not grad_v:
-        grad_v.copy_(_grad_v_tma)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_bwd variant 8bbb6cf1bc3d
 # config: {"backend":"gluon","block_sizes":[128,64,128,32],"consumer_groups":2,"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[true,true,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[true,false]}
 # specialization: {"causal":true,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
@@ -19199,6 +19136,69 @@ def attention_bwd__8fe1ed12a040(grad_out, q, k, v, out, lse, causal, scale):
     _q_strides = q.stride()
     _v_strides = v.stride()
     _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 32) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (32, 256, 16), 4, 2)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant 90e43a004f7e
+# config: {"backend":"gluon","block_sizes":[128,64,128,32],"consumer_groups":2,"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[128],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
+def attention_bwd__90e43a004f7e(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    q = _tma_operand(q)
+    grad_out = _tma_operand(grad_out)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _grad_q_tma = _tma_operand(grad_q)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _grad_out_desc_1 = _tma_descriptor(grad_out, [1, 1, 64, 128], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
+    _k_desc_2 = _tma_descriptor(k, [1, 1, 64, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_3 = _tma_descriptor(v, [1, 1, 64, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _grad_q_desc_4 = _tma_descriptor(_grad_q_tma, [1, 1, 64, 128], [_grad_q_tma.size(0), _grad_q_tma.size(1), min(_grad_q_tma.size(2), q_len), _grad_q_tma.size(3)])
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_gluon_beb8b39890, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, _grad_q_tma, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], _q_desc_0, _grad_out_desc_1, _k_desc_2, _v_desc_3, _grad_q_desc_4), (128, 128, 64, 2, 4, 240), 4, 2)
+    if _grad_q_tma is not grad_q:
+        grad_q.copy_(_grad_q_tma)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    q = _tma_operand(q)
+    grad_out = _tma_operand(grad_out)
+    _grad_k_tma = _tma_operand(grad_k)
+    _grad_v_tma = _tma_operand(grad_v)
+    _k_desc_0 = _tma_descriptor(k, [1, 1, 64, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_1 = _tma_descriptor(v, [1, 1, 64, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _q_desc_2 = _tma_descriptor(q, [1, 1, 32, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _grad_out_desc_3 = _tma_descriptor(grad_out, [1, 1, 32, 128], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
+    _grad_k_desc_4 = _tma_descriptor(_grad_k_tma, [1, 1, 64, 128], [_grad_k_tma.size(0), _grad_k_tma.size(1), min(_grad_k_tma.size(2), kv_len), _grad_k_tma.size(3)])
+    _grad_v_desc_5 = _tma_descriptor(_grad_v_tma, [1, 1, 64, 128], [_grad_v_tma.size(0), _grad_v_tma.size(1), min(_grad_v_tma.size(2), kv_len), _grad_v_tma.size(3)])
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_gluon_4445269167, (_cdiv(kv_len, 128) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, _grad_k_tma, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], _grad_v_tma, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3], _k_desc_0, _v_desc_1, _q_desc_2, _grad_out_desc_3, _grad_k_desc_4, _grad_v_desc_5), (128, 128, 32, 2, 4, 240), 4, 2)
+    if _grad_k_tma is not grad_k:
+        grad_k.copy_(_grad_k_tma)
+    if _grad_v_tma is not grad_v:
+        grad_v.copy_(_grad_v_tma)
     return (grad_q, grad_k, grad_v)
 
 
@@ -19636,69 +19636,6 @@ def attention_bwd__d97081674da3(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant d9e0b51d9253
-# config: {"backend":"gluon","block_sizes":[128,64,128,32],"consumer_groups":2,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
-# used by: sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
-def attention_bwd__d9e0b51d9253(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    q = _tma_operand(q)
-    grad_out = _tma_operand(grad_out)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _grad_q_tma = _tma_operand(grad_q)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _grad_out_desc_1 = _tma_descriptor(grad_out, [1, 1, 64, 128], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
-    _k_desc_2 = _tma_descriptor(k, [1, 1, 64, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_3 = _tma_descriptor(v, [1, 1, 64, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _grad_q_desc_4 = _tma_descriptor(_grad_q_tma, [1, 1, 64, 128], [_grad_q_tma.size(0), _grad_q_tma.size(1), min(_grad_q_tma.size(2), q_len), _grad_q_tma.size(3)])
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_gluon_2bf8fa0109, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, _grad_q_tma, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], _q_desc_0, _grad_out_desc_1, _k_desc_2, _v_desc_3, _grad_q_desc_4), (128, 128, 64, 2, 3, 240), 4, 2)
-    if _grad_q_tma is not grad_q:
-        grad_q.copy_(_grad_q_tma)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    q = _tma_operand(q)
-    grad_out = _tma_operand(grad_out)
-    _grad_k_tma = _tma_operand(grad_k)
-    _grad_v_tma = _tma_operand(grad_v)
-    _k_desc_0 = _tma_descriptor(k, [1, 1, 64, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_1 = _tma_descriptor(v, [1, 1, 64, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _q_desc_2 = _tma_descriptor(q, [1, 1, 32, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _grad_out_desc_3 = _tma_descriptor(grad_out, [1, 1, 32, 128], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
-    _grad_k_desc_4 = _tma_descriptor(_grad_k_tma, [1, 1, 64, 128], [_grad_k_tma.size(0), _grad_k_tma.size(1), min(_grad_k_tma.size(2), kv_len), _grad_k_tma.size(3)])
-    _grad_v_desc_5 = _tma_descriptor(_grad_v_tma, [1, 1, 64, 128], [_grad_v_tma.size(0), _grad_v_tma.size(1), min(_grad_v_tma.size(2), kv_len), _grad_v_tma.size(3)])
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_gluon_1836b0dc38, (_cdiv(kv_len, 128) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, _grad_k_tma, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], _grad_v_tma, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3], _k_desc_0, _v_desc_1, _q_desc_2, _grad_out_desc_3, _grad_k_desc_4, _grad_v_desc_5), (128, 128, 32, 2, 3, 240), 4, 2)
-    if _grad_k_tma is not grad_k:
-        grad_k.copy_(_grad_k_tma)
-    if _grad_v_tma is not grad_v:
-        grad_v.copy_(_grad_v_tma)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_bwd variant dbc9ca46b8bf
 # config: {"block_sizes":[64,32,64,32],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":true,"grad_out":{"dtype":"float32","rank":4},"k":{"dtype":"float32","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float32","rank":4},"q":{"dtype":"float32","rank":4},"specialized":[128],"v":{"dtype":"float32","rank":4}}
@@ -19993,6 +19930,69 @@ def attention_bwd__ede0c0dd01ff(grad_out, q, k, v, out, lse, causal, scale):
     _q_strides = q.stride()
     _v_strides = v.stride()
     _launch(_attention_bwd_gluon_6ad5ee7dd0, (_cdiv(kv_len, 128) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], q_len, group, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, _grad_k_tma, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], _grad_v_tma, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3], _k_desc_0, _v_desc_1, _q_desc_2, _grad_out_desc_3, _grad_k_desc_4, _grad_v_desc_5), (128, 128, 32, 2, 4, 240), 4, 2)
+    if _grad_k_tma is not grad_k:
+        grad_k.copy_(_grad_k_tma)
+    if _grad_v_tma is not grad_v:
+        grad_v.copy_(_grad_v_tma)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant edeb743dce8f
+# config: {"backend":"gluon","block_sizes":[128,64,128,32],"consumer_groups":2,"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"bfloat16","rank":4},"k":{"dtype":"bfloat16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"bfloat16","rank":4},"q":{"dtype":"bfloat16","rank":4},"specialized":[128],"v":{"dtype":"bfloat16","rank":4}}
+# used by: sm_90.json bfloat16 {"B":4,"D":128,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
+def attention_bwd__edeb743dce8f(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    q = _tma_operand(q)
+    grad_out = _tma_operand(grad_out)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _grad_q_tma = _tma_operand(grad_q)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _grad_out_desc_1 = _tma_descriptor(grad_out, [1, 1, 64, 128], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
+    _k_desc_2 = _tma_descriptor(k, [1, 1, 64, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_3 = _tma_descriptor(v, [1, 1, 64, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _grad_q_desc_4 = _tma_descriptor(_grad_q_tma, [1, 1, 64, 128], [_grad_q_tma.size(0), _grad_q_tma.size(1), min(_grad_q_tma.size(2), q_len), _grad_q_tma.size(3)])
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_gluon_2bf8fa0109, (_cdiv(q_len, 128) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, _grad_q_tma, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], _q_desc_0, _grad_out_desc_1, _k_desc_2, _v_desc_3, _grad_q_desc_4), (128, 128, 64, 2, 4, 240), 4, 2)
+    if _grad_q_tma is not grad_q:
+        grad_q.copy_(_grad_q_tma)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    q = _tma_operand(q)
+    grad_out = _tma_operand(grad_out)
+    _grad_k_tma = _tma_operand(grad_k)
+    _grad_v_tma = _tma_operand(grad_v)
+    _k_desc_0 = _tma_descriptor(k, [1, 1, 64, 128], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_1 = _tma_descriptor(v, [1, 1, 64, 128], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _q_desc_2 = _tma_descriptor(q, [1, 1, 32, 128], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _grad_out_desc_3 = _tma_descriptor(grad_out, [1, 1, 32, 128], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
+    _grad_k_desc_4 = _tma_descriptor(_grad_k_tma, [1, 1, 64, 128], [_grad_k_tma.size(0), _grad_k_tma.size(1), min(_grad_k_tma.size(2), kv_len), _grad_k_tma.size(3)])
+    _grad_v_desc_5 = _tma_descriptor(_grad_v_tma, [1, 1, 64, 128], [_grad_v_tma.size(0), _grad_v_tma.size(1), min(_grad_v_tma.size(2), kv_len), _grad_v_tma.size(3)])
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_gluon_1836b0dc38, (_cdiv(kv_len, 128) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, _grad_k_tma, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], _grad_v_tma, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3], _k_desc_0, _v_desc_1, _q_desc_2, _grad_out_desc_3, _grad_k_desc_4, _grad_v_desc_5), (128, 128, 32, 2, 4, 240), 4, 2)
     if _grad_k_tma is not grad_k:
         grad_k.copy_(_grad_k_tma)
     if _grad_v_tma is not grad_v:
@@ -21720,10 +21720,10 @@ VARIANTS = {
         '7d2ad1776c1b': attention_bwd__7d2ad1776c1b,
         '802aa15c2a14': attention_bwd__802aa15c2a14,
         '815e2760932b': attention_bwd__815e2760932b,
-        '86d89ed16f05': attention_bwd__86d89ed16f05,
         '8bbb6cf1bc3d': attention_bwd__8bbb6cf1bc3d,
         '8cea3aa659bf': attention_bwd__8cea3aa659bf,
         '8fe1ed12a040': attention_bwd__8fe1ed12a040,
+        '90e43a004f7e': attention_bwd__90e43a004f7e,
         '95ea9911cf94': attention_bwd__95ea9911cf94,
         '97b9640b9b18': attention_bwd__97b9640b9b18,
         '9995b581b919': attention_bwd__9995b581b919,
@@ -21734,7 +21734,6 @@ VARIANTS = {
         'c9ccfdc3ee60': attention_bwd__c9ccfdc3ee60,
         'd68f683fc712': attention_bwd__d68f683fc712,
         'd97081674da3': attention_bwd__d97081674da3,
-        'd9e0b51d9253': attention_bwd__d9e0b51d9253,
         'dbc9ca46b8bf': attention_bwd__dbc9ca46b8bf,
         'dc3003ee150c': attention_bwd__dc3003ee150c,
         'dd50c71faee6': attention_bwd__dd50c71faee6,
@@ -21742,6 +21741,7 @@ VARIANTS = {
         'e5092e3fbadc': attention_bwd__e5092e3fbadc,
         'e892de80f595': attention_bwd__e892de80f595,
         'ede0c0dd01ff': attention_bwd__ede0c0dd01ff,
+        'edeb743dce8f': attention_bwd__edeb743dce8f,
         'efe4245d3601': attention_bwd__efe4245d3601,
         'f37ebfcaf290': attention_bwd__f37ebfcaf290,
         'f7164d88fcff': attention_bwd__f7164d88fcff,
