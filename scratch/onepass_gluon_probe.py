@@ -65,8 +65,12 @@ MODES = {
 
 
 def one_pass_source(source: str, mode: str = "after") -> str:
-    """`source` with the dk/dv kernel (the last Gluon kernel) computing dq too (MODES)."""
+    """`source` with the dk/dv kernel (the last Gluon kernel) computing dq too (MODES; a mode
+    ending in "_no_reduce" stages dq but adds nothing to the buffer, timing only; "none" only adds
+    the parameters: the dk/dv kernel alone)."""
     kv = re.findall(r"^def (_attention_bwd_gluon_[0-9a-f]+)_consumer", source, re.M)[-1]
+    reduce = not mode.endswith("_no_reduce")
+    mode = mode.removesuffix("_no_reduce")
     split = mode == "split_d"
     # new parameters: the dq buffer's descriptor, the staging tiles and the groups' barriers
     source = source.replace("grad_v_desc_5, _BLOCK", "grad_v_desc_5, dq_desc, _BLOCK")
@@ -105,8 +109,12 @@ def one_pass_source(source: str, mode: str = "after") -> str:
             body = _sub(r"(\n(\s+)a1_tok = warpgroup_mma\(operand_1\.index\(WG\), .*\n)", rf"\1\2{issue}\n", body, 4)
             body = body.replace("warpgroup_mma_wait(2, deps=(f0_tok, ))", "warpgroup_mma_wait(3, deps=(f0_tok, ))")
             body = body.replace("warpgroup_mma_wait(2, deps=(f1_tok, ))", "warpgroup_mma_wait(3, deps=(f1_tok, ))")
-    dots += ["fence_async_shared()", f"tma_reduce_add(dq_desc, [offset_11, v_23, dq_off, {column}], dq_stage.index(WG))"]
-    body = _sub(r"(\n(\s+)acc_k_19 = warpgroup_mma_wait\(0, deps=\(a1_tok, \)\)\n)",
+    dots += ["fence_async_shared()"]
+    if reduce:
+        dots += [f"tma_reduce_add(dq_desc, [offset_11, v_23, dq_off, {column}], dq_stage.index(WG))"]
+    if mode == "none":
+        dots, body = [], body.replace("dq_t = ", "dq_unused = ")
+    body = body if not dots else _sub(r"(\n(\s+)acc_k_19 = warpgroup_mma_wait\(0, deps=\(a1_tok, \)\)\n)",
                 lambda m: m.group(1) + "".join(f"{m.group(2)}{line}\n" for line in dots), body, 4)
     # which query tile operand_1 holds; in split_d the groups hand each other their dS^T
     loops = re.findall(r"n_(offset_\d+) = gl\.cdiv", body)
@@ -154,7 +162,7 @@ def one_pass(mod, config, grad_out, q, k, v, out, lse, scale, mode):
     descs = [desc(k, [1, 1, rows, dim], list(k.shape)), desc(v, [1, 1, rows, dim], list(v.shape)),
              desc(q, [1, 1, block_q, dim], list(q.shape)), desc(grad_out, [1, 1, block_q, dim], list(grad_out.shape)),
              desc(grad_k, [1, 1, rows, dim], list(grad_k.shape)), desc(grad_v, [1, 1, rows, dim], list(grad_v.shape)),
-             desc(dq_acc, [1, 1, block_q, dim // groups if mode == "split_d" else dim], list(dq_acc.shape))]
+             desc(dq_acc, [1, 1, block_q, dim // groups if mode.startswith("split_d") else dim], list(dq_acc.shape))]
     args = (kv_len, kv_heads, batch, k, *k.stride(), v, *v.stride(), heads // kv_heads, q_len, q, *q.stride(),
             grad_out, *grad_out.stride(), lse, *lse.stride(), scale * 1.4426950408889634, delta, *delta.stride(),
             scale, grad_k, *grad_k.stride(), grad_v, *grad_v.stride(), *descs)
@@ -176,6 +184,11 @@ D128 = dict(B=4, H=32, Hkv=32, Sq=4096, Sk=4096, D=128, causal=False)
 D64 = dict(B=4, H=32, Hkv=32, Sq=4096, Sk=4096, D=64, causal=False)
 D64_GLUON = {"backend": "gluon", "consumer_groups": 2, "shared_operands": [False, True], "block_sizes": [128, 64, 128, 64]}
 CASES = [  # (shape, the dk/dv config's overrides, MODES key); two consumer groups throughout
+    (D128, {"shared_operands": [False, True]}, "none"),
+    (D128, {"shared_operands": [False, True]}, "split_d_no_reduce"),
+    (D128, {"shared_operands": [False, True]}, "halves_no_reduce"),
+    (D64, D64_GLUON, "none"),
+    (D64, D64_GLUON, "after_no_reduce"),
     (D128, {"shared_operands": [False, True]}, "split_d"),
     (D128, {"shared_operands": [False, True]}, "after"),
     (D128, {"shared_operands": [False, True]}, "beside"),
