@@ -113,7 +113,7 @@ def one_pass_source(source: str, mode: str = "after") -> str:
     if reduce:
         dots += [f"tma_reduce_add(dq_desc, [offset_11, v_23, dq_off, {column}], dq_stage.index(WG))"]
     if mode == "none":
-        dots, body = [], body.replace("dq_t = ", "dq_unused = ")
+        dots = []
     body = body if not dots else _sub(r"(\n(\s+)acc_k_19 = warpgroup_mma_wait\(0, deps=\(a1_tok, \)\)\n)",
                 lambda m: m.group(1) + "".join(f"{m.group(2)}{line}\n" for line in dots), body, 4)
     # which query tile operand_1 holds; in split_d the groups hand each other their dS^T
