@@ -33,8 +33,11 @@ FIELDS = (
     "consumer_groups",
     "shared_operands",
     "relative_masks",
+    "resident_stores",
     "maxnreg",
 )
+# the Gluon back end's flags, each one bool or one per top-level loop's kernel (ConfigSpec.per_loop)
+GLUON_FLAGS = ("shared_operands", "relative_masks", "resident_stores")
 ALIASES = {"l2_grouping": "l2_groupings"}
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import triton
 
 from . import exc
-from .config import FIELDS, Config
+from .config import FIELDS, GLUON_FLAGS, Config
 from .session import Discovery
 
 BACKENDS = ("triton", "gluon")
@@ -441,14 +441,16 @@ class ConfigSpec:
         return {rows[loop] for loop, backend in enumerate(backends)
                 if backend == "gluon" and loop < len(rows) and rows[loop] is not None}
 
-    GLUON_FLAGS = ("shared_operands", "relative_masks")
+    GLUON_FLAGS = GLUON_FLAGS
     PER_LOOP = {"backend": (BACKENDS[0], BACKENDS), **{flag: (False, (False, True)) for flag in GLUON_FLAGS}}
 
     def per_loop(self, fields, name: str) -> list:
         """A field given as one value for every top-level loop's kernel or as a list of one per
         loop (`backend`: each kernel's back end; `shared_operands`: whether its Gluon kernel reads
         the accumulating dots' register operands from shared memory; `relative_masks`: whether its
-        Gluon kernel compares two tile indices with one offset moved across), as the per-loop list."""
+        Gluon kernel compares two tile indices with one offset moved across; `resident_stores`:
+        whether its Gluon kernel on a persistent grid stages its stores in the resident tiles'
+        slots instead of buffers of their own), as the per-loop list."""
         default, choices = self.PER_LOOP[name]
         value = fields.get(name, default)
         loops = len(self.found.top_loops)
@@ -466,8 +468,10 @@ class ConfigSpec:
         of each Gluon loop takes the groups' rows, the grid is one axis (flat, or persistent: its
         partitions walk the program's tiles together), and `num_stages` is the depth of the rings of
         streamed tiles (2 to 4; a Triton kernel beside it pipelines with the same value unless its
-        loops set range_num_stages). `shared_operands` and `relative_masks` (per loop like
-        `backend`) are kept for the Gluon loops only, and left out where false for all. Each Gluon
+        loops set range_num_stages). A Gluon kernel whose device loops set `range_num_stages` takes
+        that depth instead (one per kernel: the first set, 2 to 4, given to all its loops; left at 0
+        where it equals num_stages), as when one kernel's shared memory holds fewer stages. `shared_operands`, `relative_masks` and `resident_stores`
+        (per loop like `backend`) are kept for the Gluon loops only, and left out where false for all. Each Gluon
         kernel's Triton-only knobs take their neutral values (`compiled` says which sites and device
         loops are whose).
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`), with
@@ -493,6 +497,13 @@ class ConfigSpec:
         # the depth of the rings of streamed tiles: 2 to 4 (a slot read by an accumulating dot,
         # like the backward's, is released a step later than one only the first dots read)
         fields["num_stages"] = min(max(fields["num_stages"], 2), 4)
+        depths = list(fields["range_num_stages"])
+        for kernel in {k for k, backend in enumerate(backends) if backend == "gluon"}:
+            loops = [loop for loop, k in enumerate(compiled.device_loop_kernels) if k == kernel]
+            depth = next((min(max(int(depths[loop]), 2), 4) for loop in loops if depths[loop]), 0)
+            for loop in loops:
+                depths[loop] = 0 if depth == fields["num_stages"] else depth
+        fields["range_num_stages"] = depths
         for block in self._warpgroup_row_blocks(backends):  # 64 rows per warpgroup
             fields["block_sizes"][block] = 64 * groups
         # the lowering takes a Triton kernel's pointer loads (it makes them TMA copies), walks a

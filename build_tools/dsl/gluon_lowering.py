@@ -22,7 +22,8 @@ warpgroup instead of registers (wgmma reads A from either). With `relative_masks
 two tile indices (the causal mask) compares the bare column indices against the row indices less
 the column offset (`_offset_and_index`).
 A store of a [M, whole dim] tile, masked (if at all) by its indices' bounds, leaves by TMA through
-shared memory. The launcher builds the TMA descriptors (`sites`) and passes them as parameters.
+shared memory: a resident tile's buffer of the same tile and dtype (on a persistent grid only with
+`resident_stores`, the slot then released once the store has read it), else a buffer of its own. The launcher builds the TMA descriptors (`sites`) and passes them as parameters.
 Everything else (elementwise ops, row reductions, masks, stores) is rewritten statement by
 statement with explicit layouts: scores in the fresh dots' wgmma layout, accumulators in the
 accumulating dots', and row and column vectors in their slices, converted where a row vector meets
@@ -211,13 +212,15 @@ class Lowering:
     """One kernel's lowering. `source` is the emitted `def` (no decorator); `groups` the consumer
     warpgroups. `rows` and `keys` become the row and key blocks' constexpr names."""
 
-    def __init__(self, source: str, groups: int, shared_operands: bool = False, relative_masks: bool = False):
+    def __init__(self, source: str, groups: int, shared_operands: bool = False, relative_masks: bool = False,
+                 resident_stores: bool = False):
         self.fn = ast.parse(source).body[0]
         if not isinstance(self.fn, ast.FunctionDef):
             raise NotLowerable("not a kernel function")
         self.groups = groups
         self.shared_operands = shared_operands  # accumulating dots read their register operand from shared memory
         self.relative_masks = relative_masks  # comparisons of two tile indices move one offset across
+        self.resident_stores = resident_stores  # a persistent grid's stores staged in their tile's resident slot
         self.params = [a.arg for a in self.fn.args.args]
         self.constexprs = {a.arg for a in self.fn.args.args if a.annotation is not None}
         self.defs: dict[str, ast.expr] = {}      # inlined index, mask and broadcast views
@@ -925,9 +928,11 @@ class Lowering:
     def _tma_store(self, stmt: ast.Expr) -> list:
         """This warpgroup's rows of a [M, whole dim] tile, out through shared memory by TMA; the
         descriptor clips rows and columns past the tensor's sizes or the mask's bounds. The copy
-        runs on while the warpgroup goes on: the buffer is written again only after it is done."""
+        runs on while the warpgroup goes on: the buffer is written again only after it is done. A
+        store staged in a resident tile's buffer takes this warpgroup's piece of the tile's slot."""
         tma, _ = self.stores[id(stmt)]
-        buffer = f"{self.store_smem[tma.name]}.index(WG)"
+        piece = "rslot * GROUPS + WG" if self.persistent and tma not in self.allocated_stores else "WG"
+        buffer = f"{self.store_smem[tma.name]}.index({piece})"
         value = self.emit(stmt.value.args[1], "O")
         return ["tma.store_wait(0)", f"{self._view(buffer, tma)}.store({value})", "fence_async_shared()",
                 f"tma.async_copy_shared_to_global({self.site(tma)}, {self._coords(tma, 'WG * ROWS')}, {buffer})"]
@@ -1016,12 +1021,13 @@ class Lowering:
         """Gluon source defining kernel `name` and its two partition functions. `params`: the
         kernel's (parameter, is constexpr) in signature order: the emitted kernel's parameters plus
         the `sites()` descriptors and the constexprs GROUPS, STAGES and CONSUMER_REGS. `dtypes`:
-        each tensor parameter's dtype (on a one-tile grid a store reuses a resident tile's shared
-        memory when its dtype and tile match; a persistent grid loads the next tile's residents
-        while the store leaves)."""
+        each tensor parameter's dtype (a store reuses a resident tile's shared memory when its dtype
+        and tile match: on a one-tile grid, or on a persistent one with `resident_stores`, where
+        the loader fills the slot again only once the store has read it; else a persistent grid
+        loads the next tile's residents while the store leaves from a buffer of its own)."""
         residents = self.residents
         self.store_smem = {}  # a store's Tma name -> its shared-memory buffer; those to allocate
-        allocated, free = [], [] if self.persistent else list(residents)
+        allocated, free = [], list(residents) if self.resident_stores or not self.persistent else []
         for tma, _ in self.stores.values():
             reused = next((r for r in free if self._block(r) == self._block(tma)
                            and dtypes.get(r.tensor) == dtypes.get(tma.tensor)), None)
@@ -1182,7 +1188,11 @@ class Lowering:
         if not self.draw:  # a drawn tile's slot is taken before its ticket is known (_taken_tiles)
             tile += [f"rslot = it % {self.slots}", f"mbarrier.wait(resident_bar.index(rslot), (it // {self.slots}) & 1)"]
         tile += self._consumer_items(self.nest)
-        tile += ["mbarrier.arrive(resident_empty.index(rslot))"] + self._consumer_statements(self.epilogue)
+        release = ["mbarrier.arrive(resident_empty.index(rslot))"]
+        if self.persistent and len(self.allocated_stores) < len(self.stores):  # stores staged in the slot
+            tile += self._consumer_statements(self.epilogue) + ["tma.store_wait(0)"] + release
+        else:
+            tile += release + self._consumer_statements(self.epilogue)
         body = self._consumer_statements(self.head) + self._constant_fills()
         body += [f"s_zero = gl.zeros([ROWS, {self.keys}], gl.float32, s_layout)", "c = 0", "t = 0"]
         body += self._taken_tiles(tile) if self.draw else self._tiles(tile)

@@ -16,7 +16,7 @@ import triton
 
 from . import exc
 from . import language as hl
-from .config import Config
+from .config import GLUON_FLAGS, Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder, compile_options_text
 from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
@@ -757,8 +757,8 @@ class CompileSession:
 
         gluon = this_loop(self.config.get("backend", "triton")) == "gluon"
         if gluon:
-            name, source = self.gluon_kernel(builder, source, this_loop(self.config.get("shared_operands", False)),
-                                             this_loop(self.config.get("relative_masks", False)))
+            name, source = self.gluon_kernel(builder, source, {flag: this_loop(self.config.get(flag, False))
+                                                              for flag in GLUON_FLAGS}, loop_index)
         else:
             self.note_gluon_form(builder, source)
         launch = self.current_launch
@@ -784,19 +784,20 @@ class CompileSession:
         self.launcher_lines.append(call)
         self.launcher_lines.extend(launch["epilogue"])
 
-    def gluon_kernel(self, builder: KernelBuilder, source: str, shared_operands: bool,
-                     relative_masks: bool) -> tuple[str, str]:
+    def gluon_kernel(self, builder: KernelBuilder, source: str, flags: dict, loop_index: int) -> tuple[str, str]:
         """(name, source) of the config's `backend: "gluon"` kernel: the emitted Triton kernel
-        lowered by gluon_lowering (its accumulating dots reading their register operands from
-        shared memory with `shared_operands`, its masks comparing tile-relative indices with
-        `relative_masks`). The launcher builds its TMA descriptors (`_tma_descriptor`),
+        lowered by gluon_lowering under this kernel's `flags` (GLUON_FLAGS: its accumulating dots
+        reading their register operands from shared memory with `shared_operands`, its masks
+        comparing tile-relative indices with `relative_masks`, a persistent grid's stores staged
+        in their tile's resident slot with `resident_stores`) for top-level loop `loop_index`, its
+        rings `range_num_stages` deep where its device loops set it, else `num_stages`. The launcher builds its TMA descriptors (`_tma_descriptor`),
         passed as parameters added here; a stored tensor TMA cannot address is written through an
         aligned copy of it (`_tma_operand`), copied back after the launch."""
         from .gluon_lowering import HEADER, Lowering, NotLowerable, consumer_registers
 
         groups = int(self.config["consumer_groups"])
         try:
-            lowering = Lowering(source[source.index("def "):], groups, shared_operands, relative_masks)
+            lowering = Lowering(source[source.index("def "):], groups, **flags)
             sites = lowering.sites()
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
@@ -827,13 +828,16 @@ class CompileSession:
                                        f"[{', '.join(shape)}])")
             site.name = builder.param(variable, site.name)
         builder.constexpr("GROUPS", str(groups))
-        builder.constexpr("STAGES", str(int(self.config.get("num_stages") or 2)))
+        depths = [self.knob("range_num_stages", loop, 0) for loop, kernel in enumerate(self.found.device_loop_kernels)
+                  if kernel == loop_index]
+        builder.constexpr("STAGES", str(int(next((d for d in depths if d), 0) or self.config.get("num_stages") or 2)))
         options = builder.compile_options
         builder.constexpr("CONSUMER_REGS", str(consumer_registers(groups, options.get("maxnreg"))))
         params = [(p.name, p.constexpr) for p in builder.ordered_params()]
         # what shapes the rendered kernel beside the source: the partitions, the flags, the options
-        extra = f"groups={groups}".encode() + (b"shared" if shared_operands else b"") + \
-            (b"relative" if relative_masks else b"") + (repr(options).encode() if options else b"")
+        extra = f"groups={groups}".encode() + (b"shared" if flags["shared_operands"] else b"") + \
+            (b"relative" if flags["relative_masks"] else b"") + (b"resident" if flags["resident_stores"] else b"") + \
+            (repr(options).encode() if options else b"")
         digest = hashlib.sha1(source.encode() + repr(params).encode() + extra).hexdigest()[:10]
         name = f"_{self.parsed.fn.__name__}_gluon_{digest}"
         try:

@@ -258,6 +258,54 @@ def test_persistent_tiles_hand_residents_over_by_slot():
     assert "resident_bar = gl.allocate_shared_memory(gl.int64, [1, 1]" in flat and "for virtual_pid" not in flat
 
 
+def test_resident_stores_stage_in_the_tiles_slot():
+    """`resident_stores` (per kernel): on a persistent grid a store whose tile and dtype match a
+    resident's is staged in this warpgroup's piece of the tile's own slot, not in a buffer of its
+    own, and the consumer releases the slot only once its stores have read it. Without the flag a
+    persistent grid allocates the store's buffer; a one-tile grid reuses a resident either way."""
+    args = make_bwd_inputs(bwd_shape(1, 2, 1, 200, 300, 128, True), torch.float16, "cpu", 0)
+    bound = attention_bwd.bind(args)
+    spec = bound.config_spec
+    config = {**gluon_bwd_config(True), "pid_type": "persistent_dynamic"}
+    assert "resident_stores" not in spec.normalize({**config, "resident_stores": [False, False]})
+    assert spec.normalize({**config, "resident_stores": True})["resident_stores"] is True
+    mixed = spec.normalize({**config, "backend": ["triton", "gluon"], "resident_stores": True})
+    assert list(mixed["resident_stores"]) == [False, True]
+    assert [k.choices for k in spec.knobs() if k.name == "resident_stores"] == [(False, True)] * 2
+    source = bound.to_triton_code({**config, "resident_stores": [False, True]})
+    dq_kernel, dkdv_kernel = re.findall(r"def (_attention_bwd_gluon_[0-9a-f]+)_loader\(", source)
+    dq = source[source.index(f"def {dq_kernel}_loader("):source.index(f"def {dkdv_kernel}_loader(")]
+    dkdv = source[source.index(f"def {dkdv_kernel}_loader("):]
+    assert "store_0_smem = gl.allocate_shared_memory(" in dq  # dq: a buffer of its own
+    assert "store_0_smem" not in dkdv and "store_1_smem" not in dkdv
+    consumer = partition(source, f"def {dkdv_kernel}_consumer(WG")
+    lines = [line.strip() for line in consumer.splitlines()]
+    stores = [i for i, line in enumerate(lines) if line.startswith("tma.async_copy_shared_to_global(")]
+    assert len(stores) == 2 and all(lines[i].endswith("_smem.index(rslot * GROUPS + WG))") for i in stores)
+    (release,) = [i for i, line in enumerate(lines) if line == "mbarrier.arrive(resident_empty.index(rslot))"]
+    assert release == stores[-1] + 2 and lines[release - 1] == "tma.store_wait(0)"
+    flat = attention_bwd.bind(args).to_triton_code({**gluon_bwd_config(True), "resident_stores": True})
+    assert "store_0_smem" not in flat and "_smem.index(WG))" in flat
+
+
+def test_a_gluon_kernels_rings_take_its_loops_range_num_stages():
+    """A Gluon kernel's ring depth is its device loops' `range_num_stages` where set (one value per
+    kernel, the first set, 2 to 4, given to all its loops; 0 where it equals num_stages), else
+    num_stages: here dq's three stages beside dk/dv's four."""
+    args = make_bwd_inputs(bwd_shape(1, 2, 1, 200, 300, 128, True), torch.float16, "cpu", 0)
+    bound = attention_bwd.bind(args)
+    config = {**gluon_bwd_config(True, stages=4), "pid_type": "persistent_dynamic"}
+    loops = len(config["range_peel_tails"])  # dq's two loops, then dk/dv's head loop and two
+    normalize = bound.config_spec.normalize
+    assert list(normalize({**config, "range_num_stages": [0, 3] + [0] * (loops - 2)})["range_num_stages"]) == \
+        [3, 3] + [0] * (loops - 2)
+    assert list(normalize({**config, "range_num_stages": [5, 1] + [4] * (loops - 2)})["range_num_stages"]) == [0] * loops
+    source = bound.to_triton_code({**config, "range_num_stages": [3] + [0] * (loops - 1)})
+    host = source[source.index("def attention_bwd("):]
+    depths = [int(m) for m in re.findall(r"\(\d+, \d+, \d+, 2, (\d+), \d+\), 4, 2\)", host)]
+    assert depths == [3, 4], host
+
+
 def test_drawn_tiles_reach_the_consumers_with_their_residents():
     """On a grid whose programs draw their tiles (pid_type "persistent_dynamic") only the loader
     draws: it writes each ticket into the tile's slot of `tile_ids` before the arrival that
@@ -786,6 +834,27 @@ def test_persistent_lowered_attention_matches_float64(causal, branch, groups, gr
         assert int(tickets.abs().sum()) == 0
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("grid", sorted(PERSISTENT))
+@pytest.mark.parametrize("shape", [(4, 16, 4, 1100, 700), (3, 2, 2, 65, 1)])
+@pytest.mark.parametrize("head_dim, groups", [(64, 1), (128, 2)])
+def test_persistent_resident_stores_attention_matches_float64(causal, grid, shape, head_dim, groups, device):
+    """The output staged in the query's resident slot (`resident_stores`): the loader fills the
+    slot with the tile after next only once the store has read it."""
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    args = attention_args(*shape, head_dim, causal, device="cuda", dtype=torch.bfloat16)
+    config = {**gluon_config(causal, groups), **PERSISTENT[grid], "resident_stores": True}
+    launcher = attention_fwd.bind(args).compile_config(config)
+    for _ in range(2):
+        with poisoned_allocations():
+            out, lse = launcher(*args)
+        want, want_lse = reference(*args)
+        assert (out.double() - want).abs().max() < 2e-2
+        assert (lse.double() - want_lse).abs().max() < 1e-4
+
+
 BWD_CASES = [(32, False, "gluon", False, False), (64, False, "gluon", False, False), (32, True, "gluon", False, False),
              (32, True, ["gluon", "triton"], False, False), (64, False, "gluon", True, False),
              (32, True, "gluon", [False, True], False), (32, True, "gluon", False, True),
@@ -841,6 +910,35 @@ def test_three_group_attention_backward_matches_float64(causal, backend, dims, d
         config["block_sizes"] = [192, 64, 64, 64]
     launcher = attention_bwd.bind(args).compile_config(config)
     assert_backward_matches_float64(launcher, args)
+
+
+# (grid, resident_stores) of the persistent backward: longest tiles first (dq's last query tiles,
+# dk/dv's first key tiles) over sections of two heads
+PERSISTENT_BWD = {"interleaved": {"pid_type": "persistent_interleaved"},
+                  "drawn, longest first": {"pid_type": "persistent_dynamic", "loop_orders": [[1, 0, 2], [1, 0, 2]],
+                                           "l2_groupings": [2, 2], "tile_reversals": [True, False]}}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("grid, resident", [("interleaved", True), ("drawn, longest first", False),
+                                            ("drawn, longest first", True)])
+@pytest.mark.parametrize("dims", [(4, 16, 8, 1100, 1500, 128), (1, 4, 1, 777, 300, 64), (1, 2, 1, 65, 1, 128)])
+def test_persistent_lowered_attention_backward_matches_float64(causal, grid, resident, dims, device):
+    """Both backward kernels on persistent grids, their stores staged in buffers of their own or
+    in the tiles' resident slots (`resident_stores`). At the first shape both kernels' programs
+    walk more than two tiles each (576 dq tiles, 384 dk/dv tiles). At D128 the dq kernel's own
+    store buffer leaves room for two ring stages only (three with its store in Q's slot, beside
+    dk/dv's four)."""
+    if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
+        pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
+    args = make_bwd_inputs(bwd_shape(*dims, causal), torch.bfloat16, "cuda", 5)
+    config = {**gluon_bwd_config(causal, stages=4 if resident else 2), **PERSISTENT_BWD[grid], "resident_stores": resident}
+    if resident:  # dq's rings three stages deep (its first device loop's range_num_stages), dk/dv's four
+        config["range_num_stages"] = [3] + [0] * (len(config["range_peel_tails"]) - 1)
+    launcher = attention_bwd.bind(args).compile_config(config)
+    for _ in range(2):  # drawn tiles: the second launch takes the counters the first left at zero
+        assert_backward_matches_float64(launcher, args)
 
 
 if __name__ == "__main__":
