@@ -40,11 +40,14 @@ class CrossCompileError(RuntimeError):
 @dataclasses.dataclass
 class CrossCompiled:
     """One launched `@triton.jit` function compiled for `target`: `asm` maps ttir/ttgir/llir/ptx/cubin;
-    `global_scratch_size` is the global scratch (tensor descriptors built in the kernel) per program."""
+    `global_scratch_size` is the global scratch (tensor descriptors built in the kernel) per program;
+    `shared_memory` the bytes of shared memory a program takes, as Triton launches it (dynamic
+    shared memory, which `ptxas -v` does not count)."""
     name: str
     target: GPUTarget
     asm: dict
     global_scratch_size: int
+    shared_memory: int = 0
 
     def ptxas_info(self) -> dict:
         """Registers, spill bytes and shared memory reported by `ptxas -v` for the kernel's PTX, and
@@ -147,7 +150,8 @@ def compile_launch(fn: JITFunction, args: Sequence, kwargs: dict, target: GPUTar
             lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()]
             found = [line for line in lines if DIAGNOSTIC.search(line)]
             raise CrossCompileError(f"{fn.__name__}: {type(err).__name__}: {err}\n" + "\n".join(found)) from err
-    return CrossCompiled(fn.__name__, target, compiled.asm, compiled.metadata.global_scratch_size)
+    return CrossCompiled(fn.__name__, target, compiled.asm, compiled.metadata.global_scratch_size,
+                         compiled.metadata.shared)
 
 
 def cross_compile_source(source: str, host_fn: str, args: Sequence, kwargs: dict | None = None,

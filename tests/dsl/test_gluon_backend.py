@@ -64,6 +64,9 @@ ROW_SUM_CROSS_CASES = [(False, 64, 1), (True, 64, 2)]
 # causal, queries, shared, (dq, dk/dv) masks under branches
 BWD_CROSS_CASES = [(False, 32, False, (False, False)), (True, 32, False, (False, False)), (False, 64, True, (False, False)),
                    (True, 64, True, (False, False)), (True, 32, False, (True, True))]
+# (causal, resident_stores, (dq, dk/dv) ring depth): both D128 backward kernels on a drawn persistent grid
+PERSISTENT_BWD_CROSS_CASES = [(True, True, (3, 3)), (False, True, (3, 4)), (True, False, (3, 3))]
+SM90_SHARED_MEMORY = 232448  # the most dynamic shared memory a CTA may take on sm_90 (227 KiB)
 # (causal, consumer groups): the D64 forward with 64-key tiles compiled under maxnreg 80
 CAPPED_CROSS_CASES = [(True, 1), (False, 2)]
 CAP = 80
@@ -92,6 +95,11 @@ def cross_compile_cases() -> dict:
         cases.append((f"bwd-{causal}-{queries}-{shared}-{branch}", attention_bwd,
                       make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0),
                       {**gluon_bwd_config(causal, queries, branch=branch), "shared_operands": [False, shared]}))
+    for causal, resident, (dq_depth, dkv_depth) in PERSISTENT_BWD_CROSS_CASES:
+        config = {**gluon_bwd_config(causal, stages=dkv_depth), "pid_type": "persistent_dynamic", "resident_stores": resident}
+        config["range_num_stages"] = [dq_depth] + [0] * (len(config["range_peel_tails"]) - 1)
+        cases.append((f"bwd-persistent-{causal}-{resident}-{dq_depth}-{dkv_depth}", attention_bwd,
+                      make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0), config))
     results = {}
     for key, kernel, args, config in cases:
         try:
@@ -99,7 +107,7 @@ def cross_compile_cases() -> dict:
         except CrossCompileError as err:
             results[key] = {"error": str(err)}
             continue
-        results[key] = [{**c.features(), **c.ptxas_info()} for c in compiled]
+        results[key] = [{**c.features(), **c.ptxas_info(), "shared_memory": c.shared_memory} for c in compiled]
     return results
 
 
@@ -146,6 +154,29 @@ def test_lowered_attention_backward_compiles_for_sm90():
         assert dq["tma_stores"] == 2 and dkdv["tma_stores"] == 4, key  # dq; dk and dv, per warpgroup
         bound = {32: 32 if causal else 0, 64: 1024 if causal else 512}[queries]
         assert dq["spill_stores"] == 0 and dkdv["spill_stores"] <= bound, (key, dq, dkdv)
+
+
+@pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
+def test_persistent_backward_fits_shared_memory_with_resident_stores():
+    """On a persistent grid each D128 backward kernel holds two resident slots. With its stores
+    staged in them (`resident_stores`) the dq kernel fits three ring stages and dk/dv four in an
+    sm_90 CTA's shared memory; with store buffers of their own, three stages do not fit the dq
+    kernel. Both compile without serialized wgmmas and without spills in dq; dk/dv, walking two
+    query heads a kv head here and unpeeled, spills 180 bytes causal and 8 non-causal (2026-12-03;
+    the H200 table's persistent entries as the report compiles them: 0-12 bytes)."""
+    results = results_without_interpreter("tests.dsl.test_gluon_backend", timeout=900)
+    for causal, resident, depths in PERSISTENT_BWD_CROSS_CASES:
+        key = f"bwd-persistent-{causal}-{resident}-{depths[0]}-{depths[1]}"
+        assert "error" not in results[key], results[key]
+        dq, dkdv = results[key]
+        for kernel in (dq, dkdv):
+            assert kernel["warp_specialize"] and not kernel["wgmma_serialized"], key
+        assert dq["spill_stores"] == 0 and dkdv["spill_stores"] <= 256, (key, dq, dkdv)
+        if resident:
+            assert dq["tma_stores"] == 2 and dkdv["tma_stores"] == 4, key
+            assert dq["shared_memory"] <= SM90_SHARED_MEMORY and dkdv["shared_memory"] <= SM90_SHARED_MEMORY, (key, dq, dkdv)
+        else:
+            assert dq["shared_memory"] > SM90_SHARED_MEMORY, (key, dq)
 
 
 @pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
