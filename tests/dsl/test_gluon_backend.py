@@ -331,6 +331,9 @@ def test_a_gluon_kernels_rings_take_its_loops_range_num_stages():
     assert list(normalize({**config, "range_num_stages": [0, 3] + [0] * (loops - 2)})["range_num_stages"]) == \
         [3, 3] + [0] * (loops - 2)
     assert list(normalize({**config, "range_num_stages": [5, 1] + [4] * (loops - 2)})["range_num_stages"]) == [0] * loops
+    # beside a Triton dk/dv kernel, whose loops keep their own values (Triton's num_stages per loop)
+    mixed = normalize({**config, "backend": ["gluon", "triton"], "range_num_stages": [0, 3, 2, 2, 2]})
+    assert list(mixed["range_num_stages"]) == [3, 3, 2, 2, 2]
     source = bound.to_triton_code({**config, "range_num_stages": [3] + [0] * (loops - 1)})
     host = source[source.index("def attention_bwd("):]
     depths = [int(m) for m in re.findall(r"\(\d+, \d+, \d+, 2, (\d+), \d+\), 4, 2\)", host)]
