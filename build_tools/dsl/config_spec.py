@@ -470,9 +470,10 @@ class ConfigSpec:
         streamed tiles (2 to 4; a Triton kernel beside it pipelines with the same value unless its
         loops set range_num_stages). A Gluon kernel whose device loops set `range_num_stages` takes
         that depth instead (one per kernel: the first set, 2 to 4, given to all its loops; left at 0
-        where it equals num_stages), as when one kernel's shared memory holds fewer stages. `shared_operands`, `relative_masks` and `resident_stores`
-        (per loop like `backend`) are kept for the Gluon loops only, and left out where false for all. Each Gluon
-        kernel's Triton-only knobs take their neutral values (`compiled` says which sites and device
+        where it equals num_stages), as when one kernel's shared memory holds fewer stages.
+        `shared_operands`, `relative_masks` and `resident_stores` (per loop like `backend`) are kept
+        for the Gluon loops only, and left out where false for all. Each Gluon kernel's Triton-only
+        knobs take their neutral values (`compiled` says which sites and device
         loops are whose).
         The search offers it where discovery found the form it lowers (`Discovery.gluon_rows`), with
         one or two groups (SEARCHED_CONSUMER_GROUPS)."""

@@ -23,7 +23,8 @@ two tile indices (the causal mask) compares the bare column indices against the 
 the column offset (`_offset_and_index`).
 A store of a [M, whole dim] tile, masked (if at all) by its indices' bounds, leaves by TMA through
 shared memory: a resident tile's buffer of the same tile and dtype (on a persistent grid only with
-`resident_stores`, the slot then released once the store has read it), else a buffer of its own. The launcher builds the TMA descriptors (`sites`) and passes them as parameters.
+`resident_stores`, the slot then released once the store has read it), else a buffer of its own.
+The launcher builds the TMA descriptors (`sites`) and passes them as parameters.
 Everything else (elementwise ops, row reductions, masks, stores) is rewritten statement by
 statement with explicit layouts: scores in the fresh dots' wgmma layout, accumulators in the
 accumulating dots', and row and column vectors in their slices, converted where a row vector meets
@@ -931,7 +932,7 @@ class Lowering:
         runs on while the warpgroup goes on: the buffer is written again only after it is done. A
         store staged in a resident tile's buffer takes this warpgroup's piece of the tile's slot."""
         tma, _ = self.stores[id(stmt)]
-        piece = "rslot * GROUPS + WG" if self.persistent and tma not in self.allocated_stores else "WG"
+        piece = "rslot * GROUPS + WG" if tma.name in self.slot_stores else "WG"
         buffer = f"{self.store_smem[tma.name]}.index({piece})"
         value = self.emit(stmt.value.args[1], "O")
         return ["tma.store_wait(0)", f"{self._view(buffer, tma)}.store({value})", "fence_async_shared()",
@@ -1037,6 +1038,8 @@ class Lowering:
                 free.remove(reused)
             self.store_smem[tma.name] = f"{(reused or tma).name}_smem"
         self.allocated_stores = allocated
+        # a persistent grid's stores staged in their tile's slot, which is released once they read it
+        self.slot_stores = {t.name for t, _ in self.stores.values() if self.persistent and t not in allocated}
         smem = [f"{r.name}_smem" for r in residents] + [self.store_smem[t.name] for t in allocated]
         smem += [f"ring_{r}" for r in range(len(self.rings))] + self._operand_buffers()
         smem += [f"const_{k}" for k in range(len(self.constants))]
@@ -1189,7 +1192,7 @@ class Lowering:
             tile += [f"rslot = it % {self.slots}", f"mbarrier.wait(resident_bar.index(rslot), (it // {self.slots}) & 1)"]
         tile += self._consumer_items(self.nest)
         release = ["mbarrier.arrive(resident_empty.index(rslot))"]
-        if self.persistent and len(self.allocated_stores) < len(self.stores):  # stores staged in the slot
+        if self.slot_stores:
             tile += self._consumer_statements(self.epilogue) + ["tma.store_wait(0)"] + release
         else:
             tile += release + self._consumer_statements(self.epilogue)
