@@ -101,9 +101,13 @@ class Evaluations:
         )
 
     def known(self, point: Point) -> bool:
-        return point in self.invalid_points or self._point_keys.get(point) in self.trials
+        """Whether measuring `point` would learn nothing: it is illegal, or normalizes to a config
+        already measured (knobs a kernel ignores normalize away: a Gluon kernel's indexing)."""
+        key = self.key_of(point)
+        return key is None or key in self.trials
 
-    def _key_of(self, point: Point):
+    def key_of(self, point: Point):
+        """The config key of `point` (None when illegal), decoded and normalized once."""
         if point in self.invalid_points:
             return None
         if point not in self._point_keys:
@@ -119,7 +123,7 @@ class Evaluations:
         """Times of `points` (inf: illegal, failed, skipped or beyond the budget); new configs in
         one batch. The first batch is measured even when the time limit is already spent, so an
         entry always learns something; skipped outcomes are not recorded (they may be retried)."""
-        keys = [self._key_of(p) for p in points]
+        keys = [self.key_of(p) for p in points]
         room = max(self.max_evaluations - self.tried, 0)
         if self.trials and self.clock() - self.started >= self.time_limit_s:
             room = 0
@@ -150,6 +154,17 @@ def _distinct(points) -> list[Point]:
     for p in points:
         if p not in seen:
             seen.add(p)
+            result.append(p)
+    return result
+
+
+def _distinct_configs(ev: Evaluations, points: Sequence[Point]) -> list[Point]:
+    """The first of `points` for each config they normalize to."""
+    seen, result = set(), []
+    for p in points:
+        key = ev.key_of(p)
+        if key not in seen:
+            seen.add(key)
             result.append(p)
     return result
 
@@ -206,18 +221,25 @@ def differential_evolution(
                 population[i], scores[i] = trial, score
 
 
-def _moves_whole_kernel(space: SearchSpace, start: Point, neighbour: Point) -> bool:
-    return any(a != b and d in space.whole_kernel_dims for d, (a, b) in enumerate(zip(start, neighbour)))
+def _step_tier(space: SearchSpace, start: Point, neighbour: Point) -> int:
+    """0 for a step along a whole-kernel knob, 1 along a loop's or a generated kernel's, 2 along a
+    memory site's."""
+    dim = next(d for d, (a, b) in enumerate(zip(start, neighbour)) if a != b)
+    return 0 if dim in space.whole_kernel_dims else 2 if dim in space.site_dims else 1
 
 
 def pattern_search(
     ev: Evaluations, starts: Sequence[Point], rounds: int, rng: random.Random, max_batch: int = 16
 ) -> None:
     """Greedy moves to the best neighbour of each start; all starts' neighbours form one batch,
-    of which at most `max_batch` unmeasured ones are measured per round: first the steps along
-    whole-kernel knobs (warps, stages, block sizes, the kernel's tunables), then a random choice of
-    the per-site and per-loop steps. A start stops when every neighbour is measured and none is
-    better."""
+    of which at most `max_batch` new configs are measured per round: first the steps along
+    whole-kernel knobs (warps, stages, block sizes, the kernel's tunables); the room left goes half
+    to a random choice of the steps along one loop's or generated kernel's knobs (a peeled tail,
+    ring stages, a loop order, a back end) and half to the per-site steps (indexing, eviction),
+    either taking what the other leaves. Sampled together, the sites' dozens of steps crowded out a
+    loop's few, one of which was worth 10% (the forty-third session's peeled tails). Neighbours
+    that normalize to a config measured or already chosen take no room. A start stops when every
+    neighbour is measured and none is better."""
     current = _distinct(starts)
     scores = ev.measure(current)
     active = [math.isfinite(s) for s in scores]
@@ -226,13 +248,17 @@ def pattern_search(
             return
         candidates = {i: ev.space.neighbours(p) for i, p in enumerate(current) if active[i]}
         batch = _distinct(p for ns in candidates.values() for p in ns)
-        fresh = [p for p in batch if not ev.known(p)]
+        fresh = _distinct_configs(ev, [p for p in batch if not ev.known(p)])
         if len(fresh) > max_batch:
-            whole = {p for i, ns in candidates.items() for p in ns if _moves_whole_kernel(ev.space, current[i], p)}
-            first = [p for p in fresh if p in whole][:max_batch]
-            rest = [p for p in fresh if p not in whole]
-            chosen = set(first) | set(rng.sample(rest, min(max_batch - len(first), len(rest))))
-            batch = [p for p in batch if ev.known(p) or p in chosen]
+            tier = {p: min(_step_tier(ev.space, current[i], p) for i, ns in candidates.items() if p in ns)
+                    for p in fresh}
+            chosen = [p for p in fresh if tier[p] == 0][:max_batch]
+            loops, sites = ([p for p in fresh if tier[p] == level] for level in (1, 2))
+            room = max_batch - len(chosen)
+            take = min(len(loops), max(room - room // 2, room - len(sites)))
+            chosen += rng.sample(loops, take) + rng.sample(sites, min(room - take, len(sites)))
+            taken = set(chosen)
+            batch = [p for p in batch if ev.known(p) or p in taken]
         times = dict(zip(batch, ev.measure(batch)))
         for i, neighbours in candidates.items():
             measured = [p for p in neighbours if p in times]

@@ -46,8 +46,10 @@ def runnable_backends(device: str) -> tuple:
 
 
 # Knobs that reshape the whole kernel besides the kernel-wide ones (index None: warps, stages, pid
-# type, the kernel's own tunables); the other indexed knobs act on one memory site or device loop.
+# type, the kernel's own tunables); the other indexed knobs act on one memory site (SITE_KNOBS) or
+# on one loop or generated kernel (loop orders, peeled tails, ring stages, a kernel's back end...).
 WHOLE_KERNEL_KNOBS = ("block_sizes", "reduction_loops")
+SITE_KNOBS = ("indexing", "load_eviction_policies", "store_subtiles")
 
 
 class SearchSpace:
@@ -62,6 +64,8 @@ class SearchSpace:
         self.sizes = tuple(len(knob.choices) for knob in self.knobs)
         self.whole_kernel_dims = frozenset(
             d for d, knob in enumerate(self.knobs) if knob.index is None or knob.name in WHOLE_KERNEL_KNOBS)
+        self.site_dims = frozenset(
+            d for d, knob in enumerate(self.knobs) if knob.index is not None and knob.name in SITE_KNOBS)
 
     @property
     def dimensions(self) -> int:

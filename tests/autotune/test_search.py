@@ -167,6 +167,55 @@ def test_pattern_search_takes_whole_kernel_steps_before_per_site_steps():
         assert result.ranked[0].config["num_warps"] == 8 and result.ranked[0].us == 10.0
 
 
+class LoopsAndSitesSpec(ManySitesSpec):
+    """ManySitesSpec plus a peel flag for each of three loops; the kernel ignores the eviction
+    policy of its last five sites (they normalize to the default, as a Gluon kernel's TMA loads do)."""
+
+    KNOBS = ManySitesSpec.KNOBS + [FakeKnob("range_peel_tails", i, [False, True]) for i in range(3)]
+
+    def default_config(self):
+        return {**super().default_config(), "range_peel_tails": [False] * 3}
+
+    def normalize(self, config):
+        full = super().normalize(config)
+        full["load_eviction_policies"] = full["load_eviction_policies"][:5] + [""] * 5
+        full["range_peel_tails"] = list(full["range_peel_tails"])
+        return full
+
+
+def first_pattern_round(spec, optimum, seed, batch):
+    objective = BowlObjective(spec, optimum)
+    settings = SearchSettings(population=1, generations=0, pattern_rounds=1, pattern_batch=batch,
+                              max_evaluations=100, seed=seed)
+    result = run_search(SearchSpace(spec), objective, [spec.default_config()], settings)
+    return objective, result
+
+
+def test_pattern_search_gives_loop_steps_half_the_room_left():
+    # 10 whole-kernel, 3 loop and 10 effective per-site neighbours, 16 measured per round: half the
+    # 6 left go to loop steps; the one better neighbour peels the second loop, so the first round
+    # finds it whatever the seed
+    spec = LoopsAndSitesSpec()
+    optimum = {**spec.default_config(), "range_peel_tails": [False, True, False]}
+    for seed in range(5):
+        objective, result = first_pattern_round(spec, optimum, seed, batch=16)
+        assert len(objective.batches) == 2 and len(objective.batches[1]) == 16
+        assert result.ranked[0].config["range_peel_tails"] == [False, True, False]
+        assert result.ranked[0].us == 10.0
+
+
+def test_neighbours_a_kernel_ignores_take_no_room_in_a_round():
+    # the 10 neighbours along ignored sites normalize to the start, which is measured: the round
+    # measures 15 new configs (10 whole-kernel, 3 loop, 2 of the 10 effective site steps)
+    spec = LoopsAndSitesSpec()
+    for seed in range(5):
+        objective, _ = first_pattern_round(spec, spec.default_config(), seed, batch=15)
+        keys = [config_key(c) for c in objective.batches[1]]
+        assert len(keys) == len(set(keys)) == 15
+        assert config_key(spec.normalize(spec.default_config())) not in keys
+        assert all(c["load_eviction_policies"][5:] == [""] * 5 for c in objective.batches[1])
+
+
 def test_the_evaluation_budget_for_both_phases_leaves_the_pattern_search_its_rounds():
     settings = SearchSettings(population=13, generations=3, pattern_rounds=2, pattern_batch=16)
     assert settings.evaluations_for_both_phases() == 13 * 4 + 2 * 16
