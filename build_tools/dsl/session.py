@@ -834,17 +834,16 @@ class CompileSession:
         options = builder.compile_options
         builder.constexpr("CONSUMER_REGS", str(consumer_registers(groups, options.get("maxnreg"))))
         params = [(p.name, p.constexpr) for p in builder.ordered_params()]
-        # what shapes the rendered kernel beside the source: the partitions, the flags, the options
-        extra = f"groups={groups}".encode() + (b"shared" if flags["shared_operands"] else b"") + \
-            (b"relative" if flags["relative_masks"] else b"") + (b"resident" if flags["resident_stores"] else b"") + \
-            (repr(options).encode() if options else b"")
-        digest = hashlib.sha1(source.encode() + repr(params).encode() + extra).hexdigest()[:10]
-        name = f"_{self.parsed.fn.__name__}_gluon_{digest}"
+        # the name's digest covers the rendered text, not the Triton source it came from: configs
+        # that differ only in what the lowering drops (a TMA copy's eviction policy) share a kernel
+        placeholder = f"_{self.parsed.fn.__name__}_gluon_KERNEL"
         try:
-            body = lowering.render(name, params, {t: str(d) for t, d in dtypes.items()})
+            body = lowering.render(placeholder, params, {t: str(d) for t, d in dtypes.items()})
         except NotLowerable as err:
             raise exc.NotSupported(f'backend "gluon": {err}') from None
-        return name, HEADER + "\n\n" + body + compile_options_text(options).replace("{name}", name)
+        text = HEADER + "\n\n" + body + compile_options_text(options).replace("{name}", placeholder)
+        name = f"_{self.parsed.fn.__name__}_gluon_{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+        return name, text.replace(placeholder, name)
 
     def tma_dtypes(self, builder: KernelBuilder, sites: list) -> dict:
         """{tensor parameter: dtype} of the Gluon lowering's TMA operands; NotSupported unless each

@@ -250,6 +250,21 @@ def test_lowered_source_is_deterministic():
     assert "gl.warp_specialize" in first and "_tma_operand(q)" in first
 
 
+def test_a_gluon_kernels_name_follows_its_lowered_text():
+    """Configs that differ only in what the lowering drops (the eviction policies of the loads it
+    makes TMA copies) give the same kernel, its name too, so Triton's cache compiles it once."""
+    bound = attention_fwd.bind(attention_args(1, 2, 1, 200, 300, 64, False))
+    sites = len(bound.config_spec.default_config()["load_eviction_policies"])
+
+    def module_after_header(policies: list) -> str:
+        source = bound.to_triton_code({**gluon_config(False), "load_eviction_policies": policies})
+        return source[source.index('"""', 3) + 3:]  # the header names the config
+
+    plain = module_after_header([""] * sites)
+    assert module_after_header(["evict_first"] * sites) == plain
+    assert re.search(r"\ndef _attention_fwd_gluon_[0-9a-f]{10}\(", plain)
+
+
 def test_turns_advance_only_in_loops_that_take_them():
     """The ping-pong turn barriers' waits test a phase's parity: advancing the turn counter over a
     loop without steps (the causal forward's empty peeled tails) lets the warpgroups pass out of
