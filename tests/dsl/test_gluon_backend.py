@@ -48,6 +48,13 @@ def gluon_bwd_config(causal: bool, query_block: int = 32, stages: int = 3, peel:
             "dq_diagonal_branch": branch[0], "dkv_diagonal_branch": branch[1]}
 
 
+def shipped_peel(causal: bool) -> list:
+    """`range_peel_tails` of the H200 table's D128 backward entries: dq's loops and dk/dv's loop over
+    the queries after the diagonal peeled, dk/dv's diagonal loop not (peeled, ptxas serializes the
+    kernel's wgmmas)."""
+    return [True, True, False, False, True] if causal else [True, False, True]
+
+
 def bwd_shape(batch, heads, kv_heads, q_len, kv_len, head_dim, causal) -> dict:
     return {"B": batch, "H": heads, "Hkv": kv_heads, "Sq": q_len, "Sk": kv_len, "D": head_dim, "causal": causal}
 
@@ -64,8 +71,10 @@ ROW_SUM_CROSS_CASES = [(False, 64, 1), (True, 64, 2)]
 # causal, queries, shared, (dq, dk/dv) masks under branches
 BWD_CROSS_CASES = [(False, 32, False, (False, False)), (True, 32, False, (False, False)), (False, 64, True, (False, False)),
                    (True, 64, True, (False, False)), (True, 32, False, (True, True))]
-# (causal, resident_stores, (dq, dk/dv) ring depth): both D128 backward kernels on a drawn persistent grid
-PERSISTENT_BWD_CROSS_CASES = [(True, True, (3, 3)), (False, True, (3, 4)), (True, False, (3, 3))]
+# (causal, resident_stores, (dq, dk/dv) ring depth, peeled): both D128 backward kernels on a drawn
+# persistent grid; peeled: the H200 table's form (shipped_peel)
+PERSISTENT_BWD_CROSS_CASES = [(True, True, (3, 3), False), (False, True, (3, 4), False), (True, False, (3, 3), False),
+                              (True, True, (3, 4), True)]
 SM90_SHARED_MEMORY = 232448  # the most dynamic shared memory a CTA may take on sm_90 (227 KiB)
 # (causal, consumer groups): the D64 forward with 64-key tiles compiled under maxnreg 80
 CAPPED_CROSS_CASES = [(True, 1), (False, 2)]
@@ -95,10 +104,12 @@ def cross_compile_cases() -> dict:
         cases.append((f"bwd-{causal}-{queries}-{shared}-{branch}", attention_bwd,
                       make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0),
                       {**gluon_bwd_config(causal, queries, branch=branch), "shared_operands": [False, shared]}))
-    for causal, resident, (dq_depth, dkv_depth) in PERSISTENT_BWD_CROSS_CASES:
+    for causal, resident, (dq_depth, dkv_depth), peeled in PERSISTENT_BWD_CROSS_CASES:
         config = {**gluon_bwd_config(causal, stages=dkv_depth), "pid_type": "persistent_dynamic", "resident_stores": resident}
         config["range_num_stages"] = [dq_depth] + [0] * (len(config["range_peel_tails"]) - 1)
-        cases.append((f"bwd-persistent-{causal}-{resident}-{dq_depth}-{dkv_depth}", attention_bwd,
+        if peeled:
+            config["range_peel_tails"] = shipped_peel(causal)
+        cases.append((f"bwd-persistent-{causal}-{resident}-{dq_depth}-{dkv_depth}-{peeled}", attention_bwd,
                       make_bwd_inputs(bwd_shape(1, 2, 1, 256, 256, 128, causal), torch.float16, "cpu", 0), config))
     results = {}
     for key, kernel, args, config in cases:
@@ -163,10 +174,11 @@ def test_persistent_backward_fits_shared_memory_with_resident_stores():
     sm_90 CTA's shared memory; with store buffers of their own, three stages do not fit the dq
     kernel. Both compile without serialized wgmmas and without spills in dq; dk/dv, walking two
     query heads a kv head here and unpeeled, spills 180 bytes causal and 8 non-causal (2026-12-03;
-    the H200 table's persistent entries as the report compiles them: 0-12 bytes)."""
+    the H200 table's persistent entries as the report compiles them: 0-12 bytes). So does the
+    table's causal form with dk/dv's query loop peeled (the forty-third session)."""
     results = results_without_interpreter("tests.dsl.test_gluon_backend", timeout=900)
-    for causal, resident, depths in PERSISTENT_BWD_CROSS_CASES:
-        key = f"bwd-persistent-{causal}-{resident}-{depths[0]}-{depths[1]}"
+    for causal, resident, depths, peeled in PERSISTENT_BWD_CROSS_CASES:
+        key = f"bwd-persistent-{causal}-{resident}-{depths[0]}-{depths[1]}-{peeled}"
         assert "error" not in results[key], results[key]
         dq, dkdv = results[key]
         for kernel in (dq, dkdv):
@@ -970,21 +982,25 @@ PERSISTENT_BWD = {"interleaved": {"pid_type": "persistent_interleaved"},
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("grid, resident", [("interleaved", True), ("drawn, longest first", False),
-                                            ("drawn, longest first", True)])
+@pytest.mark.parametrize("grid, resident, peeled", [("interleaved", True, False), ("drawn, longest first", False, False),
+                                                    ("drawn, longest first", True, False),
+                                                    ("drawn, longest first", True, True)])
 @pytest.mark.parametrize("dims", [(4, 16, 8, 1100, 1500, 128), (1, 4, 1, 777, 300, 64), (1, 2, 1, 65, 1, 128)])
-def test_persistent_lowered_attention_backward_matches_float64(causal, grid, resident, dims, device):
+def test_persistent_lowered_attention_backward_matches_float64(causal, grid, resident, peeled, dims, device):
     """Both backward kernels on persistent grids, their stores staged in buffers of their own or
-    in the tiles' resident slots (`resident_stores`). At the first shape both kernels' programs
-    walk more than two tiles each (576 dq tiles, 384 dk/dv tiles). At D128 the dq kernel's own
-    store buffer leaves room for two ring stages only (three with its store in Q's slot, beside
-    dk/dv's four)."""
+    in the tiles' resident slots (`resident_stores`), and in the H200 table's form with dk/dv's
+    query loop peeled (its ragged tail in a loop of its own at these lengths). At the first shape
+    both kernels' programs walk more than two tiles each (576 dq tiles, 384 dk/dv tiles). At D128
+    the dq kernel's own store buffer leaves room for two ring stages only (three with its store in
+    Q's slot, beside dk/dv's four)."""
     if device != "cuda" or torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("Gluon's wgmma and TMA need a Hopper GPU")
     args = make_bwd_inputs(bwd_shape(*dims, causal), torch.bfloat16, "cuda", 5)
     config = {**gluon_bwd_config(causal, stages=4 if resident else 2), **PERSISTENT_BWD[grid], "resident_stores": resident}
     if resident:  # dq's rings three stages deep (its first device loop's range_num_stages), dk/dv's four
         config["range_num_stages"] = [3] + [0] * (len(config["range_peel_tails"]) - 1)
+    if peeled:
+        config["range_peel_tails"] = shipped_peel(causal)
     launcher = attention_bwd.bind(args).compile_config(config)
     for _ in range(2):  # drawn tiles: the second launch takes the counters the first left at zero
         assert_backward_matches_float64(launcher, args)
