@@ -15,21 +15,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import helion_kernels as hk  # noqa: E402
 from benchmarks.impls import _sdpa_backend  # noqa: E402
 
-REPS = 10
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bwd_variant_kernel_split import kernel_times  # noqa: E402
 
 
-def kernel_times(fn) -> dict:
-    fn()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(REPS):
-            fn()
-        torch.cuda.synchronize()
+def kernel_times_by_name(fn) -> dict:
+    """{kernel name: µs} of one call of `fn`, slowest first (kernel_times summed by name)."""
     times = defaultdict(float)
-    for event in prof.key_averages():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            times[event.key[:70]] += event.device_time_total / REPS
-    return {k: round(v, 1) for k, v in sorted(times.items(), key=lambda kv: -kv[1]) if v > 1}
+    for name, us in kernel_times(fn):
+        times[name] += us
+    return {name: round(us, 1) for name, us in sorted(times.items(), key=lambda kv: -kv[1])}
 
 
 def main() -> None:
@@ -44,7 +39,7 @@ def main() -> None:
         outs = (("ours", hk.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), enable_gqa=hkv != h)),
                 ("cudnn", cudnn(q, k, v, bool(causal))))
         for name, out in outs:
-            times = kernel_times(lambda o=out: torch.autograd.grad(o, (q, k, v), grad, retain_graph=True))
+            times = kernel_times_by_name(lambda o=out: torch.autograd.grad(o, (q, k, v), grad, retain_graph=True))
             print(f"B{b} H{h} Hkv{hkv} S{s} D{d} causal={bool(causal)} {name}: total {sum(times.values()):.1f} us: {times}",
                   flush=True)
 
