@@ -3,18 +3,22 @@
     python3 tools/config_probe.py time JOBS.json --out DIR            (on a CUDA GPU)
     python3 tools/config_probe.py time --other-dtype OP[,OP] --out DIR
     python3 tools/config_probe.py time --other-device OP[,OP] --out DIR
+    python3 tools/config_probe.py time --flag-steps OP[,OP] --out DIR
     python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
 
 `time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming
-entries of --table or, where it lacks them, of the other tables of its architecture beside it, as the
-runtime on this GPU takes them (or, with --other-dtype, one job per entry of those ops whose
-other dtype, bf16 <-> fp16, has a different config at the same shape; with --other-device, whose
-shape another table of the architecture, another GPU's, holds with a different config). A job for a shape no table
-holds yet (one just added to a suite) names the entry it starts from as "from_shape": that entry's
-config is the job's "tuned" config, run at the new shape, and `apply` writes a winner as a new entry. Each variant is the entry's
-config with the overrides, normalized by the kernel's ConfigSpec; its outputs must match the
-tuned config's within the op's tolerance. All variants of an entry are timed in alternating
-rounds by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the
+entries of --table or, where it lacks them, of the other tables of its architecture beside it, as
+the runtime on this GPU takes them. Or it makes the jobs: with --other-dtype, one job per entry of
+those ops whose other dtype, bf16 <-> fp16, has a different config at the same shape; with
+--other-device, whose shape another table of the architecture, another GPU's, holds with a
+different config; with --flag-steps, each entry of those ops under each of its per-loop flags
+flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the tuner had left). A
+job for a shape no table holds yet (one just added to a suite) names the entry it starts from as
+"from_shape": that entry's config is the job's "tuned" config, run at the new shape, and `apply`
+writes a winner as a new entry. Each variant is the entry's config with the overrides, normalized
+by the kernel's ConfigSpec (a variant that normalizes to a config already in the job is left out,
+with a note); its outputs must match the tuned config's within the op's tolerance. All variants
+of an entry are timed in alternating rounds by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the
 host's enqueue kept outside the timed region); a variant's time is the median of its runs.
 (triton.testing.do_bench, used before 2026-11-26's fourteenth session, read the persistent matmuls
 5-14% slower than the report's timer and ranked their variants differently: scratch/persistent_matmul_dsl_probe.py.)
@@ -96,6 +100,34 @@ def other_device_jobs(table_path: Path, table: dict, device: dict, ops: list[str
     return jobs
 
 
+def flag_step_jobs(table: dict, ops: list[str]) -> list[dict]:
+    """One job per entry of `ops` whose config holds per-loop flags (lists of booleans: peeled
+    tails, flattened or reversed loops, a Gluon kernel's flags): a variant per flag flipped alone."""
+    jobs = []
+    for entry in table["entries"]:
+        config = entry["config"]
+        variants = {f"{name}[{i}] {not flag}": {name: [not f if j == i else f for j, f in enumerate(flags)]}
+                    for name, flags in sorted(config.items())
+                    if isinstance(flags, list) and flags and all(isinstance(f, bool) for f in flags)
+                    for i, flag in enumerate(flags)}
+        if entry["op"] in ops and variants:
+            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"], "variants": variants})
+    return jobs
+
+
+def distinct_configs(configs: dict, notes: dict) -> dict:
+    """`configs` ({label: normalized config}, "tuned" first) without those equal to an earlier one,
+    each of which gets a note in `notes`."""
+    kept = {}
+    for label, config in configs.items():
+        same = next((other for other, kept_config in kept.items() if kept_config == config), None)
+        if same is None:
+            kept[label] = config
+        else:
+            notes[label] = f"the same config as {same}'s"
+    return kept
+
+
 def _tensors(out) -> list:
     return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
 
@@ -120,6 +152,7 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
             configs[label] = bound.config_spec.normalize(Config({**entry["config"], **overrides}))
         except Exception as error:  # the spec refuses the combination
             notes[label] = f"rejected: {type(error).__name__}: {error}"
+    configs = distinct_configs(configs, notes)
     rtol, atol = spec.tolerance(dtype)
     runs, reference = {}, None
     for label, config in configs.items():
@@ -222,6 +255,8 @@ def main(argv=None) -> None:
     timing.add_argument("--other-dtype", help="ops whose entries are timed under the other dtype's config")
     timing.add_argument("--other-device", help="ops whose entries are timed under the config another table of "
                                                "the architecture (another GPU's) holds at the same shape")
+    timing.add_argument("--flag-steps", help="ops whose entries are timed under each of their per-loop flags "
+                                             "flipped alone")
     timing.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     timing.add_argument("--rounds", type=int, default=3)
     timing.add_argument("--table", type=Path, default=Path("tuned_configs/sm_90.json"))
@@ -240,10 +275,12 @@ def main(argv=None) -> None:
         jobs = other_dtype_jobs(table, args.other_dtype.split(","))
     elif args.other_device:
         jobs = other_device_jobs(args.table, table, device, args.other_device.split(","))
+    elif args.flag_steps:
+        jobs = flag_step_jobs(table, args.flag_steps.split(","))
     elif args.jobs:
         jobs = json.loads(args.jobs.read_text())
     else:
-        parser.error("give a jobs file, --other-dtype or --other-device")
+        parser.error("give a jobs file, --other-dtype, --other-device or --flag-steps")
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for job in jobs:

@@ -152,3 +152,22 @@ def test_a_probe_of_a_new_suite_shape_adds_its_entry(tmp_path):
     [added] = [e for e in entries if e["shape"] == new_shape]
     assert added["config"]["num_warps"] == 8 and added["us"] == 15.0 and added["specialization"] == {"dtype": "bfloat16"}
     assert added["variant"] == variant_id("matmul", added["config"], added["specialization"])
+
+
+def test_flag_step_jobs_flip_each_per_loop_flag_alone():
+    peeled = {**_entry("bfloat16", 4), "config": {"block_sizes": [16, 64, 256], "range_peel_tails": [False, True],
+                                                  "tile_reversals": [False], "num_warps": 4}}
+    table = {"entries": [peeled, _entry("float16", 8)]}
+    (job,) = probe.flag_step_jobs(table, ["matmul"])
+    assert (job["op"], job["dtype"], job["shape"]) == ("matmul", "bfloat16", SHAPE)
+    assert job["variants"] == {"range_peel_tails[0] True": {"range_peel_tails": [True, True]},
+                               "range_peel_tails[1] False": {"range_peel_tails": [False, False]},
+                               "tile_reversals[0] True": {"tile_reversals": [True]}}
+    assert probe.flag_step_jobs(table, ["softmax_fwd"]) == []
+
+
+def test_variants_that_normalize_to_one_config_are_timed_once():
+    notes = {}
+    configs = {"tuned": {"num_warps": 4}, "a": {"num_warps": 8}, "b": {"num_warps": 4}, "c": {"num_warps": 8}}
+    assert probe.distinct_configs(configs, notes) == {"tuned": {"num_warps": 4}, "a": {"num_warps": 8}}
+    assert notes == {"b": "the same config as tuned's", "c": "the same config as a's"}
