@@ -2116,6 +2116,95 @@ def _softmax_fwd_kernel_1484bc333a(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
 @_jit_on_first_launch
+def _softmax_fwd_kernel_1b0ff0c91b(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (old_4 % pieces)
+    v_7 = (v_6 * piece_len)
+    v_8 = (v_7 + piece_len)
+    v_9 = tl.minimum(n, v_8)
+    v_10 = tl.full([], float("-inf"), tl.float32)
+    v_11 = tl.full([], 0, tl.float32)
+    local_sum_12 = v_11
+    local_max_13 = v_10
+    whole_end_14 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_15 in tl.range(v_7, whole_end_14, _BLOCK_SIZE_0):
+        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_0)
+        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_16 * x_stride_1))
+        v_18 = load_17.to(tl.float32)
+        red_19 = (tl.max(v_18, 0))
+        v_20 = tl.maximum(local_max_13, red_19)
+        v_21 = (local_max_13 - v_20)
+        v_22 = tl.exp(v_21)
+        v_23 = (local_sum_12 * v_22)
+        v_24 = (v_18 - v_20)
+        v_25 = tl.exp(v_24)
+        red_26 = (tl.sum(v_25, 0))
+        v_27 = (v_23 + red_26)
+        local_sum_12 = v_27
+        local_max_13 = v_20
+    local_sum_28 = local_sum_12
+    local_max_29 = local_max_13
+    for offset_30 in tl.range(whole_end_14, v_9, _BLOCK_SIZE_0):
+        indices_31 = offset_30 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_32 = indices_31 < v_9
+        load_33 = tl.load(x + (v_5 * x_stride_0 + indices_31 * x_stride_1), mask=(mask_32), other=0)
+        v_34 = load_33.to(tl.float32)
+        red_35 = (tl.max(tl.where(mask_32, v_34, float("-inf")), 0))
+        v_36 = tl.maximum(local_max_29, red_35)
+        v_37 = (local_max_29 - v_36)
+        v_38 = tl.exp(v_37)
+        v_39 = (local_sum_28 * v_38)
+        v_40 = (v_34 - v_36)
+        v_41 = tl.exp(v_40)
+        red_42 = (tl.sum(tl.where(mask_32, v_41, 0), 0))
+        v_43 = (v_39 + red_42)
+        local_sum_28 = v_43
+        local_max_29 = v_36
+    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_29)
+    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_28)
+    tl.debug_barrier()
+    old_44 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_45 = tl.full([], 0, tl.float32)
+    v_46 = tl.full([], 0, tl.float32)
+    row_max_47 = v_45
+    inv_sum_48 = v_46
+    for offset_49 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
+        indices_50 = offset_49 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_51 = indices_50 < v_9
+        load_52 = tl.load(x + (v_5 * x_stride_0 + indices_50 * x_stride_1), mask=(mask_51), other=0, eviction_policy='evict_first')
+        v_53 = (offset_49 == v_7)
+        if v_53:
+            seen_54 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_54 != pieces:
+                seen_54 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_55 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_56 = (tl.max(tl.where(rmask_0, load_55, float("-inf")), 0))
+            row_max_47 = red_56
+            load_57 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_58 = (load_55 - row_max_47)
+            v_59 = tl.exp(v_58)
+            v_60 = (load_57 * v_59)
+            red_61 = (tl.sum(tl.where(rmask_0, v_60, 0), 0))
+            v_62 = (1.0 / red_61)
+            inv_sum_48 = v_62
+        v_63 = load_52.to(tl.float32)
+        v_64 = (v_63 - row_max_47)
+        v_65 = tl.exp(v_64)
+        v_66 = (v_65 * inv_sum_48)
+        v_67 = v_66.to(tl.bfloat16)
+        tl.store(out + (v_5 * out_stride_0 + indices_50 * out_stride_1), v_67, mask=(mask_51))
+
+
+_softmax_fwd_kernel_1b0ff0c91b.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
 def _softmax_fwd_kernel_1d37c5ebd2(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
@@ -3581,31 +3670,6 @@ def softmax_fwd__42d2fe50e6b0(x, out_dtype):
     return out
 
 
-# softmax_fwd variant 540969bde609
-# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":4,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":4096,"N":131072}
-def softmax_fwd__540969bde609(x, out_dtype):
-    m, n = x.size()
-    out = _new_empty(x, out_dtype, m, n)
-    padded = _cdiv(n, 4096) * 4096
-    pieces = _cdiv(n, 16384)
-    split_m = m if pieces <= 64 else 0
-    piece_max = _new_empty(x, torch.float32, split_m, pieces)
-    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
-    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
-    out_strides = out.stride()
-    x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1484bc333a, (m - split_m,), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 1)
-    _out_strides = out.stride()
-    piece_max_sizes = piece_max.size()
-    piece_max_strides = piece_max.stride()
-    piece_sum_strides = piece_sum.stride()
-    _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89a90895a3, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
-    return out
-
-
 # softmax_fwd variant 628d86f4df6a
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
@@ -3736,6 +3800,31 @@ def softmax_fwd__bf53b4772f5a(x, out_dtype):
     return out
 
 
+# softmax_fwd variant d2e99a3f4976
+# config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":4,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,true,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":4096,"N":131072}
+def softmax_fwd__d2e99a3f4976(x, out_dtype):
+    m, n = x.size()
+    out = _new_empty(x, out_dtype, m, n)
+    padded = _cdiv(n, 4096) * 4096
+    pieces = _cdiv(n, 16384)
+    split_m = m if pieces <= 64 else 0
+    piece_max = _new_empty(x, torch.float32, split_m, pieces)
+    piece_sum = _new_empty(x, torch.float32, split_m, pieces)
+    sync = x.new_zeros(split_m + 1, dtype=torch.int32)
+    out_strides = out.stride()
+    x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_1484bc333a, (m - split_m,), (m - split_m, padded, padded - 4096, n, x, x_strides[0], x_strides[1], out, out_strides[0], out_strides[1]), (1, 4096), 8, 1)
+    _out_strides = out.stride()
+    piece_max_sizes = piece_max.size()
+    piece_max_strides = piece_max.stride()
+    piece_sum_strides = piece_sum.stride()
+    _x_strides = x.stride()
+    _launch(_softmax_fwd_kernel_1b0ff0c91b, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    return out
+
+
 # softmax_fwd variant e8712739e775
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"bfloat16","x":{"dtype":"bfloat16","rank":2}}
@@ -3853,7 +3942,6 @@ VARIANTS = {
         '3dcd34d28bfe': softmax_fwd__3dcd34d28bfe,
         '3f503d622504': softmax_fwd__3f503d622504,
         '42d2fe50e6b0': softmax_fwd__42d2fe50e6b0,
-        '540969bde609': softmax_fwd__540969bde609,
         '628d86f4df6a': softmax_fwd__628d86f4df6a,
         '6b5f5477ff7c': softmax_fwd__6b5f5477ff7c,
         '7a2566ec50c0': softmax_fwd__7a2566ec50c0,
@@ -3862,6 +3950,7 @@ VARIANTS = {
         '8fee5be22ac1': softmax_fwd__8fee5be22ac1,
         'baaea293167d': softmax_fwd__baaea293167d,
         'bf53b4772f5a': softmax_fwd__bf53b4772f5a,
+        'd2e99a3f4976': softmax_fwd__d2e99a3f4976,
         'e8712739e775': softmax_fwd__e8712739e775,
         'ebee4eb12a78': softmax_fwd__ebee4eb12a78,
         'efbdcfbe7bb1': softmax_fwd__efbdcfbe7bb1,
