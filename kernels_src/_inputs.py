@@ -4,8 +4,12 @@ from __future__ import annotations
 import torch
 
 
-def seeded_generator(device: str, seed: int) -> torch.Generator:
-    """A generator on `device` seeded with `seed`, so every call draws a reproducible fresh sample."""
+def seeded_generator(device: str, seed: int) -> torch.Generator | None:
+    """A generator on `device` seeded with `seed`, so every call draws a reproducible fresh sample;
+    None on the meta device, whose inputs have shapes and dtypes only (binding a kernel to an
+    entry's shape without drawing, or computing a reference from, its data)."""
+    if torch.device(device).type == "meta":
+        return None
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     return generator

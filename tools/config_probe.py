@@ -4,6 +4,7 @@
     python3 tools/config_probe.py time --other-dtype OP[,OP] --out DIR
     python3 tools/config_probe.py time --other-device OP[,OP] --out DIR
     python3 tools/config_probe.py time --flag-steps OP[,OP] --out DIR
+    python3 tools/config_probe.py jobs --flag-steps OP[,OP] --out JOBS.json   (no GPU needed)
     python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
 
 `time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming
@@ -17,7 +18,10 @@ job for a shape no table holds yet (one just added to a suite) names the entry i
 "from_shape": that entry's config is the job's "tuned" config, run at the new shape, and `apply`
 writes a winner as a new entry. Each variant is the entry's config with the overrides, normalized
 by the kernel's ConfigSpec (a variant that normalizes to a config already in the job is left out,
-with a note); its outputs must match the tuned config's within the op's tolerance. All variants
+with a note); its outputs must match the tuned config's within the op's tolerance. `jobs` writes
+the jobs the three options make to a file, without those variants (normalized against shape-only
+inputs on the meta device, so it takes seconds on any machine): a file whose variants can be
+compiled in parallel processes before `time` runs it (scratch/gpu_run_probe_parallel_warm.sh). All variants
 of an entry are timed in alternating rounds by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the
 host's enqueue kept outside the timed region); a variant's time is the median of its runs.
 (triton.testing.do_bench, used before 2026-11-26's fourteenth session, read the persistent matmuls
@@ -115,6 +119,48 @@ def flag_step_jobs(table: dict, ops: list[str]) -> list[dict]:
     return jobs
 
 
+def normalized_variants(bound, job: dict, config: dict, notes: dict) -> dict:
+    """{label: normalized config} of `config` ("tuned") and of each of `job`'s variants on it, less
+    the variants the kernel's ConfigSpec refuses or that normalize to a config before them (each
+    gets a note in `notes`)."""
+    from build_tools.dsl.config import Config
+
+    configs = {"tuned": bound.config_spec.normalize(Config(config))}
+    for label, overrides in job["variants"].items():
+        try:
+            configs[label] = bound.config_spec.normalize(Config({**config, **overrides}))
+        except Exception as error:  # the spec refuses the combination
+            notes[label] = f"rejected: {type(error).__name__}: {error}"
+    return distinct_configs(configs, notes)
+
+
+def distinct_jobs(table: dict, jobs: list[dict]) -> tuple[list[dict], dict]:
+    """`jobs` without the variants `time` would leave out, bound to shape-only inputs on the meta
+    device; ({job index: notes} of those left out). A job left with no variant is dropped."""
+    kept, left_out = [], {}
+    for index, job in enumerate(jobs):
+        entry = _job_entry(table, job)
+        spec = _spec(job["op"])
+        spec.kernel.reset()
+        bound = spec.kernel.bind(spec.make_inputs(job["shape"], getattr(torch, job["dtype"]), "meta", 0))
+        notes = {}
+        variants = {label: job["variants"][label]
+                    for label in normalized_variants(bound, job, entry["config"], notes) if label != "tuned"}
+        if notes:
+            left_out[index] = notes
+        if variants:
+            kept.append({**job, "variants": variants})
+    return kept, left_out
+
+
+def _job_entry(table: dict, job: dict) -> dict:
+    source = job.get("from_shape", job["shape"])
+    entry = _entry(table, job["op"], job["dtype"], source)
+    if entry is None:
+        raise SystemExit(f"no {job['op']} {job['dtype']} {json.dumps(source)} entry in the table or beside it")
+    return entry
+
+
 def distinct_configs(configs: dict, notes: dict) -> dict:
     """`configs` ({label: normalized config}, "tuned" first) without those equal to an earlier one,
     each of which gets a note in `notes`."""
@@ -134,25 +180,15 @@ def _tensors(out) -> list:
 
 def time_job(job: dict, table: dict, rounds: int) -> dict:
     from benchmarks.timing import Timer
-    from build_tools.dsl.config import Config
 
-    source = job.get("from_shape", job["shape"])
-    entry = _entry(table, job["op"], job["dtype"], source)
-    if entry is None:
-        raise SystemExit(f"no {job['op']} {job['dtype']} {json.dumps(source)} entry in the table or beside it")
+    entry = _job_entry(table, job)
     spec = _spec(job["op"])
     dtype = getattr(torch, job["dtype"])
     args = spec.make_inputs(job["shape"], dtype, "cuda", 0)
     spec.kernel.reset()
     bound = spec.kernel.bind(args)
-    configs = {"tuned": bound.config_spec.normalize(Config(entry["config"]))}
     notes = {}
-    for label, overrides in job["variants"].items():
-        try:
-            configs[label] = bound.config_spec.normalize(Config({**entry["config"], **overrides}))
-        except Exception as error:  # the spec refuses the combination
-            notes[label] = f"rejected: {type(error).__name__}: {error}"
-    configs = distinct_configs(configs, notes)
+    configs = normalized_variants(bound, job, entry["config"], notes)
     rtol, atol = spec.tolerance(dtype)
     runs, reference = {}, None
     for label, config in configs.items():
@@ -247,19 +283,39 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
     return changed
 
 
+def _add_job_options(parser: argparse.ArgumentParser, verb: str) -> None:
+    parser.add_argument("--other-dtype", help=f"ops whose entries are {verb} under the other dtype's config")
+    parser.add_argument("--other-device", help=f"ops whose entries are {verb} under the config another table of "
+                                               "the architecture (another GPU's) holds at the same shape")
+    parser.add_argument("--flag-steps", help=f"ops whose entries are {verb} under each of their per-loop flags "
+                                             "flipped alone")
+    parser.add_argument("--table", type=Path, default=Path("tuned_configs/sm_90.json"))
+
+
+def _made_jobs(args, table: dict, device: dict) -> list[dict] | None:
+    """The jobs --other-dtype, --other-device or --flag-steps make; None when none is given."""
+    if args.other_dtype:
+        return other_dtype_jobs(table, args.other_dtype.split(","))
+    if args.other_device:
+        return other_device_jobs(args.table, table, device, args.other_device.split(","))
+    if args.flag_steps:
+        return flag_step_jobs(table, args.flag_steps.split(","))
+    return None
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     timing = sub.add_parser("time")
     timing.add_argument("jobs", nargs="?", type=Path)
-    timing.add_argument("--other-dtype", help="ops whose entries are timed under the other dtype's config")
-    timing.add_argument("--other-device", help="ops whose entries are timed under the config another table of "
-                                               "the architecture (another GPU's) holds at the same shape")
-    timing.add_argument("--flag-steps", help="ops whose entries are timed under each of their per-loop flags "
-                                             "flipped alone")
+    _add_job_options(timing, "timed")
     timing.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     timing.add_argument("--rounds", type=int, default=3)
-    timing.add_argument("--table", type=Path, default=Path("tuned_configs/sm_90.json"))
+    writing = sub.add_parser("jobs")
+    _add_job_options(writing, "written")
+    writing.add_argument("--device-name", help="the GPU the jobs are for, as the runtime takes its tables "
+                                               "(default: the one --table was tuned on)")
+    writing.add_argument("--out", type=Path, required=True)
     applying = sub.add_parser("apply")
     applying.add_argument("result", type=Path)
     applying.add_argument("--min-gain", type=float, default=0.03)
@@ -269,18 +325,25 @@ def main(argv=None) -> None:
         for line in apply(args.result, args.table, args.min_gain):
             print(line)
         return
-    device = _device_header()
-    table = with_siblings(args.table, json.loads(args.table.read_text()), device)
-    if args.other_dtype:
-        jobs = other_dtype_jobs(table, args.other_dtype.split(","))
-    elif args.other_device:
-        jobs = other_device_jobs(args.table, table, device, args.other_device.split(","))
-    elif args.flag_steps:
-        jobs = flag_step_jobs(table, args.flag_steps.split(","))
-    elif args.jobs:
-        jobs = json.loads(args.jobs.read_text())
+    raw = json.loads(args.table.read_text())
+    if args.command == "jobs":
+        device = {"arch": raw["arch"], "device_name": args.device_name or raw["device_name"]}
     else:
-        parser.error("give a jobs file, --other-dtype, --other-device or --flag-steps")
+        device = _device_header()
+    table = with_siblings(args.table, raw, device)
+    jobs = _made_jobs(args, table, device)
+    if args.command == "jobs":
+        if jobs is None:
+            parser.error("give --other-dtype, --other-device or --flag-steps")
+        kept, left_out = distinct_jobs(table, jobs)
+        args.out.write_text(json.dumps(kept, indent=1) + "\n")
+        print(f"{len(kept)} jobs, {sum(len(job['variants']) for job in kept)} variants "
+              f"({sum(len(notes) for notes in left_out.values())} left out) -> {args.out}")
+        return
+    if jobs is None:
+        if not args.jobs:
+            parser.error("give a jobs file, --other-dtype, --other-device or --flag-steps")
+        jobs = json.loads(args.jobs.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for job in jobs:

@@ -88,14 +88,15 @@ def _slug(text: str) -> str:
 
 def arch_tables(folder: Path, arch: str, device_name: str) -> list:
     """(path, table) of the readable tables of `arch` in `folder`, as the runtime prefers them on
-    `device_name`: the device's own first, then by file name."""
+    `device_name`: the device's own first, then by file name. Other JSON files there (a probe's
+    jobs) are passed over."""
     found = []
     for path in sorted(Path(folder).glob("*.json")):
         try:
             table = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if table.get("arch") == arch:
+        if isinstance(table, dict) and table.get("arch") == arch:
             found.append((path, table))
     return sorted(found, key=lambda pair: pair[1].get("device_name") != device_name)
 

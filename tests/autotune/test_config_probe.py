@@ -1,8 +1,14 @@
-"""tools/config_probe.py's CPU parts: the other-dtype and other-device jobs and writing winners into a table."""
+"""tools/config_probe.py's CPU parts: the jobs it makes and writes (variants normalized against shape-only
+inputs on the meta device) and writing winners into a table."""
 import importlib.util
 import json
+import math
 from pathlib import Path
 
+import pytest
+import torch
+
+import kernels_src
 from helion_kernels._variant import variant_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -171,3 +177,51 @@ def test_variants_that_normalize_to_one_config_are_timed_once():
     configs = {"tuned": {"num_warps": 4}, "a": {"num_warps": 8}, "b": {"num_warps": 4}, "c": {"num_warps": 8}}
     assert probe.distinct_configs(configs, notes) == {"tuned": {"num_warps": 4}, "a": {"num_warps": 8}}
     assert notes == {"b": "the same config as tuned's", "c": "the same config as a's"}
+
+
+def _shipped_entry(op, dtype, shape):
+    table = json.loads((ROOT / "tuned_configs" / "sm_90.json").read_text())
+    return next(e for e in table["entries"] if (e["op"], e["dtype"], e["shape"]) == (op, dtype, shape))
+
+
+def test_written_jobs_leave_out_the_variants_time_would_not_run():
+    entry = _shipped_entry("matmul", "bfloat16", SHAPE)
+    warps = entry["config"]["num_warps"]
+    other_warps = 8 if warps == 4 else 4
+    table = {"entries": [entry]}
+    jobs = [{"op": "matmul", "dtype": "bfloat16", "shape": SHAPE,
+             "variants": {"as tuned": {"num_warps": warps}, "other warps": {"num_warps": other_warps},
+                          "other warps again": {"num_warps": other_warps}, "three warps": {"num_warps": 3}}},
+            {"op": "matmul", "dtype": "bfloat16", "shape": SHAPE, "variants": {"as tuned": {}}}]
+    kept, left_out = probe.distinct_jobs(table, jobs)
+    assert kept == [{**jobs[0], "variants": {"other warps": {"num_warps": other_warps}}}]
+    assert set(left_out[0]) == {"as tuned", "other warps again", "three warps"}
+    assert left_out[0]["three warps"].startswith("rejected") and set(left_out[1]) == {"as tuned"}
+
+
+def test_the_jobs_command_writes_the_flag_steps_time_would_run(tmp_path):
+    entry = _shipped_entry("softmax_fwd", "bfloat16", {"M": 4096, "N": 131072})
+    table_path = tmp_path / "sm_90.json"
+    table_path.write_text(json.dumps({"schema": 1, "arch": "sm_90", "device_name": "NVIDIA H200", "entries": [entry]}))
+    out = tmp_path / "jobs.json"
+    probe.main(["jobs", "--flag-steps", "softmax_fwd", "--table", str(table_path), "--out", str(out)])
+    (job,) = json.loads(out.read_text())
+    table = probe.with_siblings(table_path, json.loads(table_path.read_text()),
+                                {"arch": "sm_90", "device_name": "NVIDIA H200"})
+    assert [job] == probe.distinct_jobs(table, probe.flag_step_jobs(table, ["softmax_fwd"]))[0]
+    flags = entry["config"]["range_peel_tails"]
+    assert 0 < len(job["variants"]) <= len(flags) + len(entry["config"]["tile_reversals"])
+
+
+@pytest.mark.parametrize("op", [spec.name for spec in kernels_src.ALL_OPS])
+def test_shape_only_inputs_bind_as_drawn_ones_do(op):
+    spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
+    shape = min(spec.shapes, key=lambda s: math.prod(v for v in s.values() if not isinstance(v, bool)))
+    bindings = []
+    for device in ("meta", "cpu"):
+        spec.kernel.reset()
+        bindings.append(spec.kernel.bind(spec.make_inputs(shape, spec.dtypes[0], device, 0)))
+    meta, drawn = bindings
+    assert meta.specialization_key() == drawn.specialization_key()
+    default = drawn.config_spec.default_config()
+    assert meta.config_spec.normalize(default) == drawn.config_spec.normalize(default)
