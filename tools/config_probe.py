@@ -4,6 +4,7 @@
     python3 tools/config_probe.py time --other-dtype OP[,OP] --out DIR
     python3 tools/config_probe.py time --other-device OP[,OP] --out DIR
     python3 tools/config_probe.py time --flag-steps OP[,OP] --out DIR
+    python3 tools/config_probe.py time --foreign-shapes OP[,OP] --out DIR
     python3 tools/config_probe.py jobs --flag-steps OP[,OP] --out JOBS.json   (no GPU needed)
     python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
 
@@ -13,13 +14,17 @@ the runtime on this GPU takes them. Or it makes the jobs: with --other-dtype, on
 those ops whose other dtype, bf16 <-> fp16, has a different config at the same shape; with
 --other-device, whose shape another table of the architecture, another GPU's, holds with a
 different config; with --flag-steps, each entry of those ops under each of its per-loop flags
-flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the tuner had left). A
+flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the tuner had left); with
+--foreign-shapes, each entry the runtime here takes from another GPU's table, at a shape --table
+lacks, under the config of --table's entry nearest that shape (the H200 ran the H100's 256x262144
+softmax entry, which its own nearest config beat by 4%; `apply` makes a winning nearest config --table's
+entry there). A
 job for a shape no table holds yet (one just added to a suite) names the entry it starts from as
 "from_shape": that entry's config is the job's "tuned" config, run at the new shape, and `apply`
 writes a winner as a new entry. Each variant is the entry's config with the overrides, normalized
 by the kernel's ConfigSpec (a variant that normalizes to a config already in the job is left out,
 with a note); its outputs must match the tuned config's within the op's tolerance. `jobs` writes
-the jobs the three options make to a file, without those variants (normalized against shape-only
+the jobs the four options make to a file, without those variants (normalized against shape-only
 inputs on the meta device, so it takes seconds on any machine): a file whose variants can be
 compiled in parallel processes before `time` runs it (scratch/gpu_run_probe_parallel_warm.sh). All variants
 of an entry are timed in alternating rounds by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the
@@ -101,6 +106,30 @@ def other_device_jobs(table_path: Path, table: dict, device: dict, ops: list[str
         if entry["op"] in ops and other is not None and other["config"] != entry["config"]:
             jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"],
                          "variants": {"other device's config": other["config"]}})
+    return jobs
+
+
+def foreign_shape_jobs(own: dict, table: dict, ops: list[str]) -> list[dict]:
+    """One job per entry of `ops` that the runtime on this device takes from another GPU's table
+    (`table`, with siblings, holds its shape and `own`, the device's table, does not), with a
+    variant for the config of `own`'s entry the dispatcher would pick there without the other
+    table (the nearest tuned shape of the same dtype and exact keys)."""
+    from helion_kernels._dispatch import log_distance
+
+    held = {key_of(e) for e in own["entries"]}
+    jobs = []
+    for entry in table["entries"]:
+        if entry["op"] not in ops or key_of(entry) in held:
+            continue
+        spec = _spec(entry["op"])
+        candidates = [e for e in own["entries"] if (e["op"], e["dtype"]) == (entry["op"], entry["dtype"])
+                      and all(e["shape"].get(k) == entry["shape"].get(k) for k in spec.exact_keys)]
+        if candidates:
+            nearest = min(candidates, key=lambda e: log_distance(e["shape"], entry["shape"], spec.exact_keys,
+                                                                 spec.key_weights))
+            label = f"this device's nearest entry's config ({json.dumps(nearest['shape'])})"
+            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"],
+                         "variants": {label: nearest["config"]}})
     return jobs
 
 
@@ -289,17 +318,22 @@ def _add_job_options(parser: argparse.ArgumentParser, verb: str) -> None:
                                                "the architecture (another GPU's) holds at the same shape")
     parser.add_argument("--flag-steps", help=f"ops whose entries are {verb} under each of their per-loop flags "
                                              "flipped alone")
+    parser.add_argument("--foreign-shapes", help=f"ops whose entries from another GPU's table, at shapes --table "
+                                                 f"lacks, are {verb} under --table's nearest entry's config")
     parser.add_argument("--table", type=Path, default=Path("tuned_configs/sm_90.json"))
 
 
-def _made_jobs(args, table: dict, device: dict) -> list[dict] | None:
-    """The jobs --other-dtype, --other-device or --flag-steps make; None when none is given."""
+def _made_jobs(args, own: dict, table: dict, device: dict) -> list[dict] | None:
+    """The jobs --other-dtype, --other-device, --flag-steps or --foreign-shapes make; None when none
+    is given."""
     if args.other_dtype:
         return other_dtype_jobs(table, args.other_dtype.split(","))
     if args.other_device:
         return other_device_jobs(args.table, table, device, args.other_device.split(","))
     if args.flag_steps:
         return flag_step_jobs(table, args.flag_steps.split(","))
+    if args.foreign_shapes:
+        return foreign_shape_jobs(own, table, args.foreign_shapes.split(","))
     return None
 
 
@@ -331,10 +365,10 @@ def main(argv=None) -> None:
     else:
         device = _device_header()
     table = with_siblings(args.table, raw, device)
-    jobs = _made_jobs(args, table, device)
+    jobs = _made_jobs(args, raw, table, device)
     if args.command == "jobs":
         if jobs is None:
-            parser.error("give --other-dtype, --other-device or --flag-steps")
+            parser.error("give --other-dtype, --other-device, --flag-steps or --foreign-shapes")
         kept, left_out = distinct_jobs(table, jobs)
         args.out.write_text(json.dumps(kept, indent=1) + "\n")
         print(f"{len(kept)} jobs, {sum(len(job['variants']) for job in kept)} variants "
@@ -342,7 +376,7 @@ def main(argv=None) -> None:
         return
     if jobs is None:
         if not args.jobs:
-            parser.error("give a jobs file, --other-dtype, --other-device or --flag-steps")
+            parser.error("give a jobs file, --other-dtype, --other-device, --flag-steps or --foreign-shapes")
         jobs = json.loads(args.jobs.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     results = []

@@ -136,6 +136,21 @@ def test_other_device_jobs_pair_entries_another_gpus_table_holds_differently(tmp
     assert probe.other_device_jobs(arch_path, table, H200, ["softmax_fwd"]) == []
 
 
+def test_foreign_shape_jobs_time_the_other_gpus_entries_under_this_ones_nearest_config(tmp_path):
+    arch_path, device_path = tmp_path / "sm_90.json", tmp_path / "sm_90-nvidia-h100-80gb-hbm3.json"
+    own = {**H200, "entries": [_entry("bfloat16", 4), _entry("bfloat16", 8, {**SHAPE, "M": 64}),
+                               _entry("float16", 4)]}
+    arch_path.write_text(json.dumps(own))
+    device_path.write_text(json.dumps({**H100, "entries": [
+        _entry("bfloat16", 2), _entry("bfloat16", 2, {**SHAPE, "M": 48}), _entry("float32", 2, {**SHAPE, "M": 48})]}))
+    table = probe.with_siblings(arch_path, own, H200)
+    jobs = probe.foreign_shape_jobs(own, table, ["matmul"])
+    nearest = f"this device's nearest entry's config ({json.dumps({**SHAPE, 'M': 64})})"
+    assert jobs == [{"op": "matmul", "dtype": "bfloat16", "shape": {**SHAPE, "M": 48},
+                     "variants": {nearest: _entry("bfloat16", 8)["config"]}}]
+    assert probe.foreign_shape_jobs(own, table, ["softmax_fwd"]) == []
+
+
 def test_a_probe_of_a_new_suite_shape_adds_its_entry(tmp_path):
     """A job with "from_shape" times that entry's config at a shape no table holds; a winner becomes
     a new entry there, and the entry it started from stays as it was."""
