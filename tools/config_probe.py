@@ -17,18 +17,18 @@ different config; with --flag-steps, each entry of those ops under each of its p
 flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the tuner had left); with
 --foreign-shapes, each entry the runtime here takes from another GPU's table, at a shape --table
 lacks, under the config of --table's entry nearest that shape (the H200 ran the H100's 256x262144
-softmax entry, which its own nearest config beat by 4%; `apply` makes a winning nearest config --table's
-entry there). A
-job for a shape no table holds yet (one just added to a suite) names the entry it starts from as
-"from_shape": that entry's config is the job's "tuned" config, run at the new shape, and `apply`
-writes a winner as a new entry. Each variant is the entry's config with the overrides, normalized
-by the kernel's ConfigSpec (a variant that normalizes to a config already in the job is left out,
-with a note); its outputs must match the tuned config's within the op's tolerance. `jobs` writes
-the jobs the four options make to a file, without those variants (normalized against shape-only
-inputs on the meta device, so it takes seconds on any machine): a file whose variants can be
-compiled in parallel processes before `time` runs it (scratch/gpu_run_probe_parallel_warm.sh). All variants
-of an entry are timed in alternating rounds by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the
-host's enqueue kept outside the timed region); a variant's time is the median of its runs.
+softmax entry, which its own nearest config beat by 4%; `apply` makes a winning nearest config
+--table's entry there). A job for a shape no table holds yet (one just added to a suite) names the
+entry it starts from as "from_shape": that entry's config is the job's "tuned" config, run at the
+new shape, and `apply` writes a winner as a new entry. Each variant is the entry's config with the
+overrides, normalized by the kernel's ConfigSpec (a variant that normalizes to a config already in
+the job is left out, with a note); its outputs must match the tuned config's within the op's
+tolerance. `jobs` writes the jobs the four options make to a file, without those variants
+(normalized against shape-only inputs on the meta device, so it takes seconds on any machine): a
+file whose variants can be compiled in parallel processes before `time` runs it
+(scratch/gpu_run_probe_parallel_warm.sh). All variants of an entry are timed in alternating rounds
+by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the host's
+enqueue kept outside the timed region); a variant's time is the median of its runs.
 (triton.testing.do_bench, used before 2026-11-26's fourteenth session, read the persistent matmuls
 5-14% slower than the report's timer and ranked their variants differently: scratch/persistent_matmul_dsl_probe.py.)
 DIR/config_probe.json keeps every time,
