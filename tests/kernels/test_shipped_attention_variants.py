@@ -4,9 +4,9 @@ lengths where the entry is non-causal, grouped heads where the entry groups them
 poisoned allocations and are checked against the op's float64 reference. The dispatcher sends a
 variant every shape nearest its entry, so a variant must be right away from that entry's shape.
 
-GPU only: the variants tile 64 to 128 rows at head dims 64 and 128, which Triton's interpreter runs
-too slowly for 100 variants, and it has no bf16 dot; the CPU suites run the same configs' code paths
-through tests/kernels/test_attention.py."""
+GPU only: many of these variants are Gluon kernels, which Triton's interpreter cannot run, and the
+interpreter has no bf16 dot; tests/kernels/test_attention.py runs the kernels on the CPU under
+their default and random configs."""
 from pathlib import Path
 
 import pytest
