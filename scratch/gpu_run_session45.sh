@@ -13,6 +13,6 @@ fi
 WARM_PROCS=${WARM_PROCS:-11} bash scratch/gpu_run_probe_parallel_warm.sh $JOBS tuned_configs/sm_90.json warm
 wait
 [ -n "${TESTS:-}" ] && cat $OUT/gpu_tests.txt
-left=$(( 570 - ($(date +%s) - start) ))
+left=$(( ${LIMIT:-570} - ($(date +%s) - start) ))
 echo "timing for at most $left s"
 timeout -s TERM $left python3 tools/config_probe.py time "$JOBS" --rounds 5 --table tuned_configs/sm_90.json --out $OUT 2>&1 | grep -v Warning | tail -150
