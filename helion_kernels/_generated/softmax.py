@@ -3390,6 +3390,8 @@ def softmax_bwd__65b8f972e56e(grad_out, out, grad_in_dtype):
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
 # specialization: {"grad_in_dtype":"float32","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
 # used by: default.json float32 {"M":64,"N":131072}
+#   sm_90.json float32 {"M":256,"N":262144}
+#   sm_90.json float32 {"M":4096,"N":131072}
 def softmax_bwd__79bf9aed2bea(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
