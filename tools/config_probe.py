@@ -4,6 +4,7 @@
     python3 tools/config_probe.py time --other-dtype OP[,OP] --out DIR
     python3 tools/config_probe.py time --other-device OP[,OP] --out DIR
     python3 tools/config_probe.py time --flag-steps OP[,OP] --out DIR
+    python3 tools/config_probe.py time --knob-steps OP[,OP] [--knobs K[,K]] [--match TEXT] --out DIR
     python3 tools/config_probe.py time --foreign-shapes OP[,OP] --out DIR
     python3 tools/config_probe.py jobs --flag-steps OP[,OP] --out JOBS.json   (no GPU needed)
     python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
@@ -15,18 +16,20 @@ those ops whose other dtype, bf16 <-> fp16, has a different config at the same s
 --other-device, whose shape another table of the architecture, another GPU's, holds with a
 different config; with --flag-steps, each entry of those ops under each of its per-loop flags
 flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the tuner had left); with
---foreign-shapes, each entry the runtime here takes from another GPU's table, at a shape --table
-lacks, under the config of --table's entry nearest that shape (the H200 ran the H100's 256x262144
-softmax entry, which its own nearest config beat by 4%; `apply` makes a winning nearest config
---table's entry there). A job for a shape no table holds yet (one just added to a suite) names the
-entry it starts from as "from_shape": that entry's config is the job's "tuned" config, run at the
-new shape, and `apply` writes a winner as a new entry. Each variant is the entry's config with the
-overrides, normalized by the kernel's ConfigSpec (a variant that normalizes to a config already in
-the job is left out, with a note); its outputs must match the tuned config's within the op's
-tolerance. `jobs` writes the jobs the four options make to a file, without those variants
-(normalized against shape-only inputs on the meta device, so it takes seconds on any machine): a
-file whose variants can be compiled in parallel processes before `time` runs it
-(scratch/gpu_run_probe_parallel_warm.sh). All variants of an entry are timed in alternating rounds
+--knob-steps, under each of its integer knobs (warps, stages, an element of the block sizes, tiles
+a piece; --knobs names which) one notch up or down alone; with --foreign-shapes, each entry the
+runtime here takes from another GPU's table, at a shape --table lacks, under the config of
+--table's entry nearest that shape (the H200 ran the H100's 256x262144 softmax entry, which its own
+nearest config beat by 4%; `apply` makes a winning nearest config --table's entry there). A job for
+a shape no table holds yet (one just added to a suite) names the entry it starts from as
+"from_shape": that entry's config is the job's "tuned" config, run at the new shape, and `apply`
+writes a winner as a new entry. Each variant is the entry's config with the overrides, normalized
+by the kernel's ConfigSpec (a variant that normalizes to a config already in the job is left out,
+with a note); its outputs must match the tuned config's within the op's tolerance. --match keeps
+the jobs of entries whose label contains its text. `jobs` writes the jobs those options make to a
+file, less the variants left out so (normalized against shape-only inputs on the meta device, so it
+takes seconds on any machine): a file whose variants can be compiled in parallel processes before
+`time` runs it (scratch/gpu_run_probe_parallel_warm.sh). All variants of an entry are timed in alternating rounds
 by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the host's
 enqueue kept outside the timed region); a variant's time is the median of its runs.
 (triton.testing.do_bench, used before 2026-11-26's fourteenth session, read the persistent matmuls
@@ -143,6 +146,41 @@ def flag_step_jobs(table: dict, ops: list[str]) -> list[dict]:
                     for name, flags in sorted(config.items())
                     if isinstance(flags, list) and flags and all(isinstance(f, bool) for f in flags)
                     for i, flag in enumerate(flags)}
+        if entry["op"] in ops and variants:
+            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"], "variants": variants})
+    return jobs
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _steps(value: int) -> list[int]:
+    """One notch either way: a power of two halved and doubled (block sizes, warps, tiles a
+    piece), any other count one down and one up (stages, unroll factors; 0 is the compiler's
+    default where a knob has one)."""
+    if value >= 1 and value & (value - 1) == 0:
+        return [value // 2, value * 2] if value > 1 else [2]
+    return [v for v in (value - 1, value + 1) if v >= 0]
+
+
+def knob_step_jobs(table: dict, ops: list[str], knobs: list[str] | None = None) -> list[dict]:
+    """One job per entry of `ops`: a variant per integer knob (`num_warps`, an element of
+    `block_sizes`, ...; only those in `knobs` when given) stepped one notch alone (`_steps`).
+    What the kernel's ConfigSpec refuses or
+    normalizes away is left out later (`distinct_jobs`). The H200's fp32 long-row softmax backward,
+    run from the H100's table, was 1.10-1.13x faster one step away (two tiles a piece)."""
+    jobs = []
+    for entry in table["entries"]:
+        variants = {}
+        for name, value in sorted(entry["config"].items()):
+            if knobs is not None and name not in knobs:
+                continue
+            if _is_count(value):
+                variants.update({f"{name} {v}": {name: v} for v in _steps(value)})
+            elif isinstance(value, list) and value and all(_is_count(v) for v in value):
+                variants.update({f"{name}[{i}] {v}": {name: [v if j == i else w for j, w in enumerate(value)]}
+                                 for i, current in enumerate(value) for v in _steps(current)})
         if entry["op"] in ops and variants:
             jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"], "variants": variants})
     return jobs
@@ -318,20 +356,31 @@ def _add_job_options(parser: argparse.ArgumentParser, verb: str) -> None:
                                                "the architecture (another GPU's) holds at the same shape")
     parser.add_argument("--flag-steps", help=f"ops whose entries are {verb} under each of their per-loop flags "
                                              "flipped alone")
+    parser.add_argument("--knob-steps", help=f"ops whose entries are {verb} under each of their integer knobs "
+                                             "(warps, an element of the block sizes, ...) stepped one notch alone")
+    parser.add_argument("--knobs", help="with --knob-steps, only these knobs (comma-separated)")
     parser.add_argument("--foreign-shapes", help=f"ops whose entries from another GPU's table, at shapes --table "
                                                  f"lacks, are {verb} under --table's nearest entry's config")
+    parser.add_argument("--match", action="append", help="with the options above, only entries whose label "
+                                                         "(op, dtype, shape as JSON) contains this text (repeatable)")
     parser.add_argument("--table", type=Path, default=Path("tuned_configs/sm_90.json"))
 
 
+def job_label(job: dict) -> str:
+    return f"{job['op']} {job['dtype']} {json.dumps(job['shape'])}"
+
+
 def _made_jobs(args, own: dict, table: dict, device: dict) -> list[dict] | None:
-    """The jobs --other-dtype, --other-device, --flag-steps or --foreign-shapes make; None when none
-    is given."""
+    """The jobs --other-dtype, --other-device, --flag-steps, --knob-steps or --foreign-shapes make;
+    None when none is given."""
     if args.other_dtype:
         return other_dtype_jobs(table, args.other_dtype.split(","))
     if args.other_device:
         return other_device_jobs(args.table, table, device, args.other_device.split(","))
     if args.flag_steps:
         return flag_step_jobs(table, args.flag_steps.split(","))
+    if args.knob_steps:
+        return knob_step_jobs(table, args.knob_steps.split(","), args.knobs.split(",") if args.knobs else None)
     if args.foreign_shapes:
         return foreign_shape_jobs(own, table, args.foreign_shapes.split(","))
     return None
@@ -366,9 +415,11 @@ def main(argv=None) -> None:
         device = _device_header()
     table = with_siblings(args.table, raw, device)
     jobs = _made_jobs(args, raw, table, device)
+    if jobs is not None and args.match:
+        jobs = [job for job in jobs if any(text in job_label(job) for text in args.match)]
     if args.command == "jobs":
         if jobs is None:
-            parser.error("give --other-dtype, --other-device, --flag-steps or --foreign-shapes")
+            parser.error("give --other-dtype, --other-device, --flag-steps, --knob-steps or --foreign-shapes")
         kept, left_out = distinct_jobs(table, jobs)
         args.out.write_text(json.dumps(kept, indent=1) + "\n")
         print(f"{len(kept)} jobs, {sum(len(job['variants']) for job in kept)} variants "
@@ -376,7 +427,8 @@ def main(argv=None) -> None:
         return
     if jobs is None:
         if not args.jobs:
-            parser.error("give a jobs file, --other-dtype, --other-device, --flag-steps or --foreign-shapes")
+            parser.error("give a jobs file, --other-dtype, --other-device, --flag-steps, --knob-steps or "
+                         "--foreign-shapes")
         jobs = json.loads(args.jobs.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     results = []

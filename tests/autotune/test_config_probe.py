@@ -187,6 +187,38 @@ def test_flag_step_jobs_flip_each_per_loop_flag_alone():
     assert probe.flag_step_jobs(table, ["softmax_fwd"]) == []
 
 
+def test_knob_step_jobs_step_each_integer_knob_one_notch_alone():
+    config = {"block_sizes": [16, 64], "num_warps": 4, "num_stages": 3, "range_unroll_factors": [0],
+              "tile_reversals": [False], "pid_type": "flat", "split_rows": True}
+    table = {"entries": [{**_entry("bfloat16", 4), "config": config}, _entry("float16", 8)]}
+    jobs = probe.knob_step_jobs(table, ["matmul"])
+    job = jobs[0]
+    assert len(jobs) == 2 and (job["op"], job["dtype"], job["shape"]) == ("matmul", "bfloat16", SHAPE)
+    assert job["variants"] == {
+        "block_sizes[0] 8": {"block_sizes": [8, 64]}, "block_sizes[0] 32": {"block_sizes": [32, 64]},
+        "block_sizes[1] 32": {"block_sizes": [16, 32]}, "block_sizes[1] 128": {"block_sizes": [16, 128]},
+        "num_stages 2": {"num_stages": 2}, "num_stages 4": {"num_stages": 4},
+        "num_warps 2": {"num_warps": 2}, "num_warps 8": {"num_warps": 8},
+        "range_unroll_factors[0] 1": {"range_unroll_factors": [1]}}
+    assert probe.knob_step_jobs(table, ["bmm"]) == []
+    (only_warps, _) = probe.knob_step_jobs(table, ["matmul"], ["num_warps"])
+    assert only_warps["variants"] == {"num_warps 2": {"num_warps": 2}, "num_warps 8": {"num_warps": 8}}
+
+
+def test_the_jobs_command_keeps_the_entries_match_names(tmp_path):
+    entries = [_shipped_entry("softmax_bwd", dtype, {"M": 256, "N": 262144}) for dtype in ("bfloat16", "float32")]
+    table_path = tmp_path / "sm_90.json"
+    table_path.write_text(json.dumps({"schema": 1, "arch": "sm_90", "device_name": "NVIDIA H200", "entries": entries}))
+    out = tmp_path / "jobs.json"
+    probe.main(["jobs", "--knob-steps", "softmax_bwd", "--knobs", "num_warps,piece_tiles", "--match", "float32",
+                "--table", str(table_path), "--out", str(out)])
+    (job,) = json.loads(out.read_text())
+    assert (job["dtype"], job["shape"]) == ("float32", {"M": 256, "N": 262144})
+    warps = entries[1]["config"]["num_warps"]
+    steps = {f"num_warps {warps // 2}", f"num_warps {warps * 2}", "piece_tiles 1", "piece_tiles 4"}
+    assert steps - {f"num_warps {warps * 2}"} <= set(job["variants"]) <= steps
+
+
 def test_variants_that_normalize_to_one_config_are_timed_once():
     notes = {}
     configs = {"tuned": {"num_warps": 4}, "a": {"num_warps": 8}, "b": {"num_warps": 4}, "c": {"num_warps": 8}}
