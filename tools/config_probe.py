@@ -136,19 +136,26 @@ def foreign_shape_jobs(own: dict, table: dict, ops: list[str]) -> list[dict]:
     return jobs
 
 
+def per_entry_jobs(table: dict, ops: list[str], variants_of) -> list[dict]:
+    """One job per entry of `ops` for which `variants_of(config)` gives variants."""
+    jobs = []
+    for entry in table["entries"]:
+        variants = variants_of(entry["config"]) if entry["op"] in ops else {}
+        if variants:
+            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"], "variants": variants})
+    return jobs
+
+
 def flag_step_jobs(table: dict, ops: list[str]) -> list[dict]:
     """One job per entry of `ops` whose config holds per-loop flags (lists of booleans: peeled
     tails, flattened or reversed loops, a Gluon kernel's flags): a variant per flag flipped alone."""
-    jobs = []
-    for entry in table["entries"]:
-        config = entry["config"]
-        variants = {f"{name}[{i}] {not flag}": {name: [not f if j == i else f for j, f in enumerate(flags)]}
-                    for name, flags in sorted(config.items())
-                    if isinstance(flags, list) and flags and all(isinstance(f, bool) for f in flags)
-                    for i, flag in enumerate(flags)}
-        if entry["op"] in ops and variants:
-            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"], "variants": variants})
-    return jobs
+    def flag_steps(config: dict) -> dict:
+        return {f"{name}[{i}] {not flag}": {name: [not f if j == i else f for j, f in enumerate(flags)]}
+                for name, flags in sorted(config.items())
+                if isinstance(flags, list) and flags and all(isinstance(f, bool) for f in flags)
+                for i, flag in enumerate(flags)}
+
+    return per_entry_jobs(table, ops, flag_steps)
 
 
 def _is_count(value) -> bool:
@@ -166,14 +173,13 @@ def _steps(value: int) -> list[int]:
 
 def knob_step_jobs(table: dict, ops: list[str], knobs: list[str] | None = None) -> list[dict]:
     """One job per entry of `ops`: a variant per integer knob (`num_warps`, an element of
-    `block_sizes`, ...; only those in `knobs` when given) stepped one notch alone (`_steps`).
-    What the kernel's ConfigSpec refuses or
-    normalizes away is left out later (`distinct_jobs`). The H200's fp32 long-row softmax backward,
-    run from the H100's table, was 1.10-1.13x faster one step away (two tiles a piece)."""
-    jobs = []
-    for entry in table["entries"]:
+    `block_sizes`, ...; only those in `knobs` when given) stepped one notch alone (`_steps`). What
+    the kernel's ConfigSpec refuses or normalizes away is left out later (`distinct_jobs`). The
+    H200's fp32 long-row softmax backward, run from the H100's table, was 1.10-1.13x faster one
+    step away (two tiles a piece)."""
+    def knob_steps(config: dict) -> dict:
         variants = {}
-        for name, value in sorted(entry["config"].items()):
+        for name, value in sorted(config.items()):
             if knobs is not None and name not in knobs:
                 continue
             if _is_count(value):
@@ -181,9 +187,9 @@ def knob_step_jobs(table: dict, ops: list[str], knobs: list[str] | None = None) 
             elif isinstance(value, list) and value and all(_is_count(v) for v in value):
                 variants.update({f"{name}[{i}] {v}": {name: [v if j == i else w for j, w in enumerate(value)]}
                                  for i, current in enumerate(value) for v in _steps(current)})
-        if entry["op"] in ops and variants:
-            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"], "variants": variants})
-    return jobs
+        return variants
+
+    return per_entry_jobs(table, ops, knob_steps)
 
 
 def normalized_variants(bound, job: dict, config: dict, notes: dict) -> dict:
@@ -288,7 +294,7 @@ def _device_header() -> dict:
 
 def print_row(row: dict) -> None:
     best = {label: statistics.median(t) for label, t in row["times"].items()}
-    print(row["op"], row["dtype"], json.dumps(row["shape"]), flush=True)
+    print(job_label(row), flush=True)
     for label, us in sorted(best.items(), key=lambda item: item[1]):
         print(f"   {label:40s} {us:10.2f} us  {best.get('tuned', us) / us:6.3f}x", flush=True)
     for label, note in row["notes"].items():
