@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,9 +16,18 @@ from triton.runtime.errors import OutOfResources, PTXASError
 
 from tests.dsl._harness import runnable_backends
 
+TABLES = Path(__file__).resolve().parents[2] / "tuned_configs"
 RANDOM_CONFIG_SEEDS = (11, 23)
 # Under the CPU interpreter, which runs programs one by one, random configs keep to 8 tiles per dimension.
 RANDOM_MAX_TILES = 8 if os.environ.get("HK_TEST_DEVICE", "cpu") == "cpu" else None
+
+
+def shipped_entries(ops=None) -> list:
+    """Every entry of `ops` (of every op when None) in every tuned table (tuned_configs/*.json)."""
+    from helion_kernels._tables import load_table
+
+    return [e for path in sorted(TABLES.glob("*.json")) for entries in load_table(path).entries.values()
+            for e in entries if ops is None or e.op in ops]
 
 
 def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str, object]]:

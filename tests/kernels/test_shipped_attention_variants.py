@@ -7,17 +7,13 @@ variant every shape nearest its entry, so a variant must be right away from that
 GPU only: many of these variants are Gluon kernels, which Triton's interpreter cannot run, and the
 interpreter has no bf16 dot; tests/kernels/test_attention.py runs the kernels on the CPU under
 their default and random configs."""
-from pathlib import Path
-
 import pytest
 import torch
 
 import kernels_src
 from helion_kernels._dispatch import DISPATCHER
-from helion_kernels._tables import load_table
-from kernel_check import assert_close, poisoned_allocations
+from kernel_check import assert_close, poisoned_allocations, shipped_entries
 
-TABLES = Path(__file__).resolve().parents[2] / "tuned_configs"
 OPS = ("attention_fwd", "attention_bwd")
 
 pytestmark = pytest.mark.gpu
@@ -26,8 +22,7 @@ pytestmark = pytest.mark.gpu
 def shipped_variants() -> list:
     """(op, dtype, variant, head dim, causal, grouped) of every attention entry of every table."""
     return sorted({(e.op, e.dtype, e.variant, e.shape["D"], e.shape["causal"], e.shape["H"] != e.shape["Hkv"])
-                   for path in sorted(TABLES.glob("*.json")) for entries in load_table(path).entries.values()
-                   for e in entries if e.op in OPS})
+                   for e in shipped_entries(OPS)})
 
 
 def ragged_shape(head_dim: int, causal: bool, grouped: bool) -> dict:

@@ -5,25 +5,19 @@ example's value did, 2026-12-02). One row (a decode step) and 37 rows (several r
 sums) at a width no block divides, with poisoned output allocations, against the op's float64
 reference. The variants that compile their reduction sizes in run only at their own widths
 (test_static_variants.py)."""
-from pathlib import Path
-
 import pytest
 import torch
 
 import kernels_src
 from helion_kernels._dispatch import DISPATCHER
-from helion_kernels._tables import load_table
-from kernel_check import assert_close, poisoned_allocations
+from kernel_check import assert_close, poisoned_allocations, shipped_entries
 
-TABLES = Path(__file__).resolve().parents[2] / "tuned_configs"
 ROW_OPS = ("rms_norm_fwd", "rms_norm_bwd", "rms_norm_noweight_fwd", "rms_norm_noweight_bwd", "softmax_fwd", "softmax_bwd")
 SHAPES = {"cpu": ({"M": 1, "N": 300}, {"M": 37, "N": 300}), "cuda": ({"M": 1, "N": 4099}, {"M": 1037, "N": 4099})}
 
 
 def dynamic_variants() -> list:
-    return sorted({(e.op, e.dtype, e.variant) for path in sorted(TABLES.glob("*.json"))
-                   for entries in load_table(path).entries.values() for e in entries
-                   if e.op in ROW_OPS and not e.twin})
+    return sorted({(e.op, e.dtype, e.variant) for e in shipped_entries(ROW_OPS) if not e.twin})
 
 
 def test_every_row_op_ships_dynamic_variants():

@@ -7,25 +7,20 @@ launcher at several widths in a row (the last one again after another), with poi
 allocations, against the op's float64 reference. The op's `reduction_keys` must name exactly the
 shape keys that change a static variant's constexprs, since the dispatcher trusts them to keep the
 static kernel to its tuned widths."""
-from pathlib import Path
-
 import pytest
 import torch
 
 import kernels_src
 from helion_kernels._dispatch import DISPATCHER
-from helion_kernels._tables import load_table
-from kernel_check import assert_close, poisoned_allocations
+from kernel_check import assert_close, poisoned_allocations, shipped_entries
 
-TABLES = Path(__file__).resolve().parents[2] / "tuned_configs"
 ROWS = {"cpu": 3, "cuda": 37}
 WIDTHS = {"cpu": (300, 77, 1, 300), "cuda": (32000, 4097, 1, 32000)}
 
 
 def static_entries() -> list:
     """Every table entry whose config compiles its reduction sizes in (each has a dynamic twin)."""
-    return [e for path in sorted(TABLES.glob("*.json")) for entries in load_table(path).entries.values()
-            for e in entries if e.twin]
+    return [e for e in shipped_entries() if e.twin]
 
 
 def static_variants() -> list:
