@@ -22586,69 +22586,6 @@ def attention_bwd__a8bf1b244829(grad_out, q, k, v, out, lse, causal, scale):
     return (grad_q, grad_k, grad_v)
 
 
-# attention_bwd variant b2a1b94c5f41
-# config: {"backend":"gluon","block_sizes":[192,64,192,32],"consumer_groups":3,"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
-# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
-# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
-def attention_bwd__b2a1b94c5f41(grad_out, q, k, v, out, lse, causal, scale):
-    batch, q_heads, q_len, head_dim = q.size()
-    kv_heads = k.size(1)
-    kv_len = k.size(2)
-    group = q_heads // kv_heads
-    qk_scale = scale * 1.4426950408889634
-    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
-    grad_q = torch.empty_like(q)
-    grad_k = torch.empty_like(k)
-    grad_v = torch.empty_like(v)
-    q = _tma_operand(q)
-    grad_out = _tma_operand(grad_out)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    _grad_q_tma = _tma_operand(grad_q)
-    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _grad_out_desc_1 = _tma_descriptor(grad_out, [1, 1, 64, 64], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
-    _k_desc_2 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_3 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _grad_q_desc_4 = _tma_descriptor(_grad_q_tma, [1, 1, 64, 64], [_grad_q_tma.size(0), _grad_q_tma.size(1), min(_grad_q_tma.size(2), q_len), _grad_q_tma.size(3)])
-    delta_strides = delta.stride()
-    grad_out_strides = grad_out.stride()
-    grad_q_strides = grad_q.stride()
-    k_strides = k.stride()
-    lse_strides = lse.stride()
-    out_strides = out.stride()
-    q_strides = q.stride()
-    v_strides = v.stride()
-    _launch(_attention_bwd_gluon_5e4041ec47, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, _grad_q_tma, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], _q_desc_0, _grad_out_desc_1, _k_desc_2, _v_desc_3, _grad_q_desc_4), (192, 64, 64, 3, 3, 160), 4, 2)
-    if _grad_q_tma is not grad_q:
-        grad_q.copy_(_grad_q_tma)
-    k = _tma_operand(k)
-    v = _tma_operand(v)
-    q = _tma_operand(q)
-    grad_out = _tma_operand(grad_out)
-    _grad_k_tma = _tma_operand(grad_k)
-    _grad_v_tma = _tma_operand(grad_v)
-    _k_desc_0 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
-    _v_desc_1 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
-    _q_desc_2 = _tma_descriptor(q, [1, 1, 32, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
-    _grad_out_desc_3 = _tma_descriptor(grad_out, [1, 1, 32, 64], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
-    _grad_k_desc_4 = _tma_descriptor(_grad_k_tma, [1, 1, 64, 64], [_grad_k_tma.size(0), _grad_k_tma.size(1), min(_grad_k_tma.size(2), kv_len), _grad_k_tma.size(3)])
-    _grad_v_desc_5 = _tma_descriptor(_grad_v_tma, [1, 1, 64, 64], [_grad_v_tma.size(0), _grad_v_tma.size(1), min(_grad_v_tma.size(2), kv_len), _grad_v_tma.size(3)])
-    _delta_strides = delta.stride()
-    grad_k_strides = grad_k.stride()
-    _grad_out_strides = grad_out.stride()
-    grad_v_strides = grad_v.stride()
-    _k_strides = k.stride()
-    _lse_strides = lse.stride()
-    _q_strides = q.stride()
-    _v_strides = v.stride()
-    _launch(_attention_bwd_gluon_0d6aabbcec, (_cdiv(kv_len, 192) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, _grad_k_tma, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], _grad_v_tma, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3], _k_desc_0, _v_desc_1, _q_desc_2, _grad_out_desc_3, _grad_k_desc_4, _grad_v_desc_5), (192, 64, 32, 3, 3, 160), 4, 2)
-    if _grad_k_tma is not grad_k:
-        grad_k.copy_(_grad_k_tma)
-    if _grad_v_tma is not grad_v:
-        grad_v.copy_(_grad_v_tma)
-    return (grad_q, grad_k, grad_v)
-
-
 # attention_bwd variant bbbcf6e69bed
 # config: {"block_sizes":[32,32,32,16],"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"causal":true,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[256],"v":{"dtype":"float16","rank":4}}
@@ -22849,6 +22786,69 @@ def attention_bwd__d68f683fc712(grad_out, q, k, v, out, lse, causal, scale):
     _q_strides = q.stride()
     _v_strides = v.stride()
     _launch(_attention_bwd_kernel_7a90b78584, (_cdiv(kv_len, 64) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, grad_k, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], grad_v, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3]), (64, 32, 64), 4, 3)
+    return (grad_q, grad_k, grad_v)
+
+
+# attention_bwd variant d8c776efec34
+# config: {"backend":"gluon","block_sizes":[192,64,192,32],"consumer_groups":3,"dkv_diagonal_branch":false,"dq_diagonal_branch":false,"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","","","","","",""],"loop_orders":[[0,1,2],[0,1,2]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[true,false,true],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
+# specialization: {"causal":false,"grad_out":{"dtype":"float16","rank":4},"k":{"dtype":"float16","rank":4},"lse":{"dtype":"float32","rank":3},"out":{"dtype":"float16","rank":4},"q":{"dtype":"float16","rank":4},"specialized":[64],"v":{"dtype":"float16","rank":4}}
+# used by: sm_90.json float16 {"B":4,"D":64,"H":32,"Hkv":32,"Sk":4096,"Sq":4096,"causal":false}
+def attention_bwd__d8c776efec34(grad_out, q, k, v, out, lse, causal, scale):
+    batch, q_heads, q_len, head_dim = q.size()
+    kv_heads = k.size(1)
+    kv_len = k.size(2)
+    group = q_heads // kv_heads
+    qk_scale = scale * 1.4426950408889634
+    delta = torch.empty(batch, q_heads, q_len, dtype=torch.float32, device=q.device)
+    grad_q = torch.empty_like(q)
+    grad_k = torch.empty_like(k)
+    grad_v = torch.empty_like(v)
+    q = _tma_operand(q)
+    grad_out = _tma_operand(grad_out)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    _grad_q_tma = _tma_operand(grad_q)
+    _q_desc_0 = _tma_descriptor(q, [1, 1, 64, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _grad_out_desc_1 = _tma_descriptor(grad_out, [1, 1, 64, 64], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
+    _k_desc_2 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_3 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _grad_q_desc_4 = _tma_descriptor(_grad_q_tma, [1, 1, 64, 64], [_grad_q_tma.size(0), _grad_q_tma.size(1), min(_grad_q_tma.size(2), q_len), _grad_q_tma.size(3)])
+    delta_strides = delta.stride()
+    grad_out_strides = grad_out.stride()
+    grad_q_strides = grad_q.stride()
+    k_strides = k.stride()
+    lse_strides = lse.stride()
+    out_strides = out.stride()
+    q_strides = q.stride()
+    v_strides = v.stride()
+    _launch(_attention_bwd_gluon_5e4041ec47, (_cdiv(q_len, 192) * q_heads * batch,), (q_len, q_heads, batch, group, q, q_strides[0], q_strides[1], q_strides[2], q_strides[3], grad_out, grad_out_strides[0], grad_out_strides[1], grad_out_strides[2], grad_out_strides[3], out, out_strides[0], out_strides[1], out_strides[2], out_strides[3], delta, delta_strides[0], delta_strides[1], delta_strides[2], lse, lse_strides[0], lse_strides[1], lse_strides[2], kv_len, k, k_strides[0], k_strides[1], k_strides[2], k_strides[3], qk_scale, v, v_strides[0], v_strides[1], v_strides[2], v_strides[3], scale, _grad_q_tma, grad_q_strides[0], grad_q_strides[1], grad_q_strides[2], grad_q_strides[3], _q_desc_0, _grad_out_desc_1, _k_desc_2, _v_desc_3, _grad_q_desc_4), (192, 64, 64, 3, 4, 160), 4, 2)
+    if _grad_q_tma is not grad_q:
+        grad_q.copy_(_grad_q_tma)
+    k = _tma_operand(k)
+    v = _tma_operand(v)
+    q = _tma_operand(q)
+    grad_out = _tma_operand(grad_out)
+    _grad_k_tma = _tma_operand(grad_k)
+    _grad_v_tma = _tma_operand(grad_v)
+    _k_desc_0 = _tma_descriptor(k, [1, 1, 64, 64], [k.size(0), k.size(1), k.size(2), k.size(3)])
+    _v_desc_1 = _tma_descriptor(v, [1, 1, 64, 64], [v.size(0), v.size(1), v.size(2), v.size(3)])
+    _q_desc_2 = _tma_descriptor(q, [1, 1, 32, 64], [q.size(0), q.size(1), q.size(2), q.size(3)])
+    _grad_out_desc_3 = _tma_descriptor(grad_out, [1, 1, 32, 64], [grad_out.size(0), grad_out.size(1), grad_out.size(2), grad_out.size(3)])
+    _grad_k_desc_4 = _tma_descriptor(_grad_k_tma, [1, 1, 64, 64], [_grad_k_tma.size(0), _grad_k_tma.size(1), min(_grad_k_tma.size(2), kv_len), _grad_k_tma.size(3)])
+    _grad_v_desc_5 = _tma_descriptor(_grad_v_tma, [1, 1, 64, 64], [_grad_v_tma.size(0), _grad_v_tma.size(1), min(_grad_v_tma.size(2), kv_len), _grad_v_tma.size(3)])
+    _delta_strides = delta.stride()
+    grad_k_strides = grad_k.stride()
+    _grad_out_strides = grad_out.stride()
+    grad_v_strides = grad_v.stride()
+    _k_strides = k.stride()
+    _lse_strides = lse.stride()
+    _q_strides = q.stride()
+    _v_strides = v.stride()
+    _launch(_attention_bwd_gluon_0d6aabbcec, (_cdiv(kv_len, 192) * kv_heads * batch,), (kv_len, kv_heads, batch, k, _k_strides[0], _k_strides[1], _k_strides[2], _k_strides[3], v, _v_strides[0], _v_strides[1], _v_strides[2], _v_strides[3], group, q_len, q, _q_strides[0], _q_strides[1], _q_strides[2], _q_strides[3], grad_out, _grad_out_strides[0], _grad_out_strides[1], _grad_out_strides[2], _grad_out_strides[3], lse, _lse_strides[0], _lse_strides[1], _lse_strides[2], qk_scale, delta, _delta_strides[0], _delta_strides[1], _delta_strides[2], scale, _grad_k_tma, grad_k_strides[0], grad_k_strides[1], grad_k_strides[2], grad_k_strides[3], _grad_v_tma, grad_v_strides[0], grad_v_strides[1], grad_v_strides[2], grad_v_strides[3], _k_desc_0, _v_desc_1, _q_desc_2, _grad_out_desc_3, _grad_k_desc_4, _grad_v_desc_5), (192, 64, 32, 3, 4, 160), 4, 2)
+    if _grad_k_tma is not grad_k:
+        grad_k.copy_(_grad_k_tma)
+    if _grad_v_tma is not grad_v:
+        grad_v.copy_(_grad_v_tma)
     return (grad_q, grad_k, grad_v)
 
 
@@ -24890,12 +24890,12 @@ VARIANTS = {
         '9995b581b919': attention_bwd__9995b581b919,
         'a17c19de49fa': attention_bwd__a17c19de49fa,
         'a8bf1b244829': attention_bwd__a8bf1b244829,
-        'b2a1b94c5f41': attention_bwd__b2a1b94c5f41,
         'bbbcf6e69bed': attention_bwd__bbbcf6e69bed,
         'c38b1bd94e7b': attention_bwd__c38b1bd94e7b,
         'c9ccfdc3ee60': attention_bwd__c9ccfdc3ee60,
         'd04077bd639d': attention_bwd__d04077bd639d,
         'd68f683fc712': attention_bwd__d68f683fc712,
+        'd8c776efec34': attention_bwd__d8c776efec34,
         'd97081674da3': attention_bwd__d97081674da3,
         'd9e0b51d9253': attention_bwd__d9e0b51d9253,
         'dbc9ca46b8bf': attention_bwd__dbc9ca46b8bf,
