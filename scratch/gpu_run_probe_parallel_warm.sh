@@ -9,7 +9,7 @@ JOBS=$1; TABLE=$2; PHASE=${3:-both}
 export HK_TEST_DEVICE=cuda PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/device.txt
 if [ "$PHASE" != time ]; then
-mkdir -p /tmp/warm
+rm -rf /tmp/warm; mkdir -p /tmp/warm
 python3 - "$JOBS" <<'PY'
 import json, sys
 for i, job in enumerate(json.load(open(sys.argv[1]))):
