@@ -157,9 +157,13 @@ def compile_launch(fn: JITFunction, args: Sequence, kwargs: dict, target: GPUTar
 def cross_compile_source(source: str, host_fn: str, args: Sequence, kwargs: dict | None = None,
                          target: GPUTarget = H100) -> list[CrossCompiled]:
     """Cross-compile every kernel launch that `host_fn` of the generated module `source` makes when
-    called with `args` (CPU tensors)."""
+    called with `args` (CPU tensors). The launcher's device queries that change the kernels it
+    launches answer for `target`, not for the CPU tensors (`_dependent_launch`: the
+    griddepcontrol steps of `dependent_launches` kernels, compute capability 9.0 and later)."""
     _require_compiling_triton()
     module = load_module(source)
+    if hasattr(module, "_dependent_launch"):
+        module._dependent_launch = lambda t: target.arch >= 90
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     with _launches_captured(module) as launches:
         getattr(module, host_fn)(*copies, **(kwargs or {}))

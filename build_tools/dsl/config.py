@@ -35,6 +35,7 @@ FIELDS = (
     "relative_masks",
     "resident_stores",
     "maxnreg",
+    "dependent_launches",
 )
 # the Gluon back end's flags, each one bool or one per top-level loop's kernel (ConfigSpec.per_loop)
 GLUON_FLAGS = ("shared_operands", "relative_masks", "resident_stores")

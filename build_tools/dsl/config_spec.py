@@ -241,6 +241,11 @@ class ConfigSpec:
                 for loop, row in enumerate(rows):
                     knobs.append(Knob(field, loop, (False, True) if row is not None else (False,)))
             knobs.append(Knob("consumer_groups", None, SEARCHED_CONSUMER_GROUPS))
+        # last, so that adding it left every earlier knob's draw in seeded random configs as it was;
+        # a kernel of one top-level loop has no kernel of its own to depend on
+        if len(f.top_loops) > 1:
+            for loop in range(len(f.top_loops)):
+                knobs.append(Knob("dependent_launches", loop, (False, True) if loop else (False,)))
         return knobs
 
     def knobs(self) -> list[Knob]:
@@ -423,9 +428,26 @@ class ConfigSpec:
             described = fields["indexing"][compiled.store_sites[store]] == "tensor_descriptor"
             subtiles[store] = value if described and store in compiled.splittable_stores else 1
         fields["store_subtiles"] = subtiles
+        self._dependent_launches(fields)
         self._backend(fields, compiled)
         self._maxnreg(fields)
         return Config(fields)
+
+    def _dependent_launches(self, fields: dict) -> None:
+        """`dependent_launches`: one bool per top-level loop (or one for all): whether that loop's
+        kernel is launched as a programmatic dependent launch (PDL: Hopper and later) of the kernel
+        launched before it on the stream. Its programs may then be scheduled while that kernel's
+        last programs still run (the kernel before it lets them from its start), and each waits at
+        its start until that kernel has finished and its writes are visible, so only the launch and
+        the grid's ramp overlap the other kernel's tail (see session.dependent_launch_lines). The
+        first loop's kernel and Gluon kernels (whose lowering does not emit the wait) take False;
+        left out where false for all."""
+        backends = self.per_loop(fields, "backend")
+        values = [value and loop > 0 and backends[loop] != "gluon"
+                  for loop, value in enumerate(self.per_loop(fields, "dependent_launches"))]
+        fields.pop("dependent_launches", None)
+        if any(values):
+            fields["dependent_launches"] = values
 
     def _gluon_row_blocks(self) -> list | None:
         """Each top-level loop's row block where the Gluon back end lowers its kernel (None where it
@@ -442,7 +464,8 @@ class ConfigSpec:
                 if backend == "gluon" and loop < len(rows) and rows[loop] is not None}
 
     GLUON_FLAGS = GLUON_FLAGS
-    PER_LOOP = {"backend": (BACKENDS[0], BACKENDS), **{flag: (False, (False, True)) for flag in GLUON_FLAGS}}
+    PER_LOOP = {"backend": (BACKENDS[0], BACKENDS), **{flag: (False, (False, True)) for flag in GLUON_FLAGS},
+                "dependent_launches": (False, (False, True))}
 
     def per_loop(self, fields, name: str) -> list:
         """A field given as one value for every top-level loop's kernel or as a list of one per
@@ -450,7 +473,8 @@ class ConfigSpec:
         the accumulating dots' register operands from shared memory; `relative_masks`: whether its
         Gluon kernel compares two tile indices with one offset moved across; `resident_stores`:
         whether its Gluon kernel on a persistent grid stages its stores in the resident tiles'
-        slots instead of buffers of their own), as the per-loop list."""
+        slots instead of buffers of their own; `dependent_launches`: whether its kernel is a
+        programmatic dependent launch of the one before it), as the per-loop list."""
         default, choices = self.PER_LOOP[name]
         value = fields.get(name, default)
         loops = len(self.found.top_loops)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "_counters", "_xyz_grid", "_num_sms", "_new_empty",
+PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "_counters", "_xyz_grid", "_num_sms", "_dependent_launch", "_new_empty",
                             "len", "min", "max"})
 # Tensor methods and torch functions that only read their operands and return new values (host
 # values are sizes and tensors); what ends in "_" mutates and is never here.

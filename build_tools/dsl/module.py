@@ -22,6 +22,21 @@ def _num_sms(device: torch.device) -> int:
         _NUM_SMS[key] = torch.cuda.get_device_properties(key).multi_processor_count
     return _NUM_SMS[key]
 ''',
+    "_dependent_launch": '''_DEPENDENT_LAUNCH: dict = {}
+
+
+def _dependent_launch(t: torch.Tensor) -> bool:
+    """Whether kernels on `t`'s device take programmatic dependent launches (compute capability 9.0
+    and later, not Triton's interpreter): the DEPENDENT_LAUNCH flag of a config's
+    `dependent_launches` kernels."""
+    device = t.device
+    if device.type != "cuda" or triton.knobs.runtime.interpret:
+        return False
+    key = device.index if device.index is not None else torch.cuda.current_device()
+    if key not in _DEPENDENT_LAUNCH:
+        _DEPENDENT_LAUNCH[key] = torch.cuda.get_device_capability(key)[0] >= 9
+    return _DEPENDENT_LAUNCH[key]
+''',
     "_ensure_allocator": '''_ALLOCATOR_SET: list = []
 
 

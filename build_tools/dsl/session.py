@@ -750,12 +750,15 @@ class CompileSession:
             self.make_reduction_sizes_constexpr(compiler.rdims.values(), builder)
         maxnreg = self.config.get("maxnreg")
         if maxnreg is not None:
-            builder.compile_options = {"maxnreg": int(maxnreg)}
-        name, source = builder.render()
+            builder.compile_options["maxnreg"] = int(maxnreg)
         def this_loop(value):  # a per-loop field (backend, shared_operands, ...): one value or one per loop
             return value[loop_index] if isinstance(value, (list, tuple)) else value
 
         gluon = this_loop(self.config.get("backend", "triton")) == "gluon"
+        first_tensor = next((p.host_expr for p in builder.params.values() if isinstance(self.try_eval(ast.parse(p.host_expr, mode="eval").body, self.env), torch.Tensor)), None)
+        if not gluon:
+            self.dependent_launch_lines(builder, loop_index, first_tensor)
+        name, source = builder.render()
         if gluon:
             name, source = self.gluon_kernel(builder, source, {flag: this_loop(self.config.get(flag, False))
                                                               for flag in GLUON_FLAGS}, loop_index)
@@ -767,7 +770,6 @@ class CompileSession:
             args.append(f"{p.name}={p.host_expr}" if p.constexpr else p.host_expr)
         warps = int(self.config.get("num_warps", 4)) if "num_warps" in self.config and not gluon else 4
         stages = int(self.config.get("num_stages", 2)) if "num_stages" in self.config and not gluon else 2
-        first_tensor = next((p.host_expr for p in builder.params.values() if isinstance(self.try_eval(ast.parse(p.host_expr, mode="eval").body, self.env), torch.Tensor)), None)
         if "_num_sms" in launch["helpers"]:
             self.launcher_lines.append(f"_device = {first_tensor}.device" if first_tensor else "_device = torch.device('cpu')")
         self.launcher_lines.extend(launch["prologue"])
@@ -783,6 +785,30 @@ class CompileSession:
         call = f"{name}[{launch['grid']}]({', '.join(args + [f'num_warps={warps}', f'num_stages={stages}'])})"
         self.launcher_lines.append(call)
         self.launcher_lines.extend(launch["epilogue"])
+
+    def dependent_launch_lines(self, builder: KernelBuilder, loop_index: int, first_tensor: str | None) -> None:
+        """The config's `dependent_launches` (ConfigSpec._dependent_launches) in top-level loop
+        `loop_index`'s Triton kernel: where the next loop's kernel is a dependent launch, this
+        kernel's programs let it launch from their start (griddepcontrol.launch_dependents: its
+        programs are then scheduled once every program of this one has started, so they take
+        only slots this kernel leaves free); where this loop's kernel is one, it compiles with
+        Triton's `launch_pdl` and its programs wait at their start until the kernel before it has
+        finished and its writes are visible (griddepcontrol.wait; transitively every earlier
+        kernel, whose launches each waited for the one before). Both are under a constexpr flag
+        that the launcher sets where the device runs them (`_dependent_launch`: compute capability
+        9.0 or later, not Triton's interpreter): elsewhere the kernel neither waits nor lets, and
+        the launch is an ordinary one."""
+        launches = self.config.get("dependent_launches") or ()
+        waits = loop_index < len(launches) and launches[loop_index]
+        lets = loop_index + 1 < len(launches) and launches[loop_index + 1]
+        if not (waits or lets):
+            return
+        flag = builder.constexpr("DEPENDENT_LAUNCH", f"_dependent_launch({first_tensor})" if first_tensor else "False")
+        self.current_launch["helpers"].add("_dependent_launch")
+        steps = (["tl.extra.cuda.gdc_launch_dependents()"] if lets else []) + (["tl.extra.cuda.gdc_wait()"] if waits else [])
+        builder.lines[0:0] = [f"    if {flag}:"] + [f"        {step}" for step in steps]
+        if waits:
+            builder.compile_options["launch_pdl"] = True
 
     def gluon_kernel(self, builder: KernelBuilder, source: str, flags: dict, loop_index: int) -> tuple[str, str]:
         """(name, source) of the config's `backend: "gluon"` kernel: the emitted Triton kernel
