@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import ast
 
-PURE_FUNCTIONS = frozenset({"_launch", "_new_empty", "_cdiv", "_next_power_of_2", "_num_sms", "_dependent_launch", "_xyz_grid",
-                            "max", "min", "len",
+PURE_FUNCTIONS = frozenset({"_launch", "_new_empty", "_cdiv", "_next_power_of_2", "_num_sms", "_dependent_launch",
+                            "_xyz_grid", "max", "min", "len",
                             # the stream's zeroed counters: the recording holds the buffer and the
                             # replay checks the stream (native_replay)
                             "_counters"})
