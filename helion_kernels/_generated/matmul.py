@@ -1887,6 +1887,41 @@ def _linear_kernel_0b9853b320(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_si
             tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_30, mask=(mask_13[:, None]) & (mask_16[None, :]))
 
 @_jit_on_first_launch
+def _linear_kernel_2a3c10e13f(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, bias, bias_stride_0, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(n - 0, _BLOCK_SIZE_1)
+    num_pid_3 = tl.cdiv(m - 0, _BLOCK_SIZE_0)
+    in_group_4 = 64 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 64
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 64)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_10 * _BLOCK_SIZE_0
+    indices_12 = offset_11 + tl.arange(0, _BLOCK_SIZE_0)
+    mask_13 = indices_12 < m
+    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < n
+    v_17 = tl.full([_BLOCK_SIZE_0, _BLOCK_SIZE_1], 0, tl.float32)
+    acc_18 = v_17
+    for offset_19 in tl.range(0, k, _BLOCK_SIZE_2, loop_unroll_factor=1):
+        indices_20 = offset_19 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_21 = indices_20 < k
+        load_22 = tl.load(tl.make_block_ptr(x, [x_size_0, x_size_1], [x_stride_0, x_stride_1], [offset_11, offset_19], [_BLOCK_SIZE_0, _BLOCK_SIZE_2], (1, 0)), boundary_check=(0, 1), padding_option='zero')
+        load_23 = tl.load(weight + (indices_15[:, None] * weight_stride_0 + indices_20[None, :] * weight_stride_1), mask=(mask_16[:, None]) & (mask_21[None, :]), other=0)
+        v_24 = tl.permute(load_23, (1, 0))
+        dot_25 = tl.dot(load_22, v_24, acc=acc_18)
+        acc_18 = dot_25
+    load_26 = tl.load(bias + (indices_15 * bias_stride_0), mask=(mask_16), other=0)
+    v_27 = load_26.to(tl.float32)
+    v_28 = v_27[None, :]
+    v_29 = (acc_18 + v_28)
+    v_30 = v_29.to(tl.float16)
+    tl.store(out + (indices_12[:, None] * out_stride_0 + indices_15[None, :] * out_stride_1), v_30, mask=(mask_13[:, None]) & (mask_16[None, :]))
+
+@_jit_on_first_launch
 def _linear_kernel_390590d463(m, n, k, x, x_stride_0, x_stride_1, x_size_0, x_size_1, weight, weight_stride_0, weight_stride_1, weight_size_0, weight_size_1, bias, bias_stride_0, bias_size_0, out, out_stride_0, out_stride_1, out_size_0, out_size_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, _TMA_x_9: tl.constexpr, _TMA_weight_15: tl.constexpr, _TMA_bias_20: tl.constexpr, _TMA_out_25: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(m - 0, _BLOCK_SIZE_0))
@@ -3348,7 +3383,6 @@ def linear__5290ba6df913(x, weight, bias):
 # config: {"block_sizes":[16,32,256],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
 # used by: default.json float16 {"K":4096,"M":16,"N":4096}
-#   sm_90.json float16 {"K":4096,"M":16,"N":4096}
 def linear__5ca91b4de258(x, weight, bias):
     m, k = x.size()
     n = weight.size(0)
@@ -3496,6 +3530,22 @@ def linear__e7c8bd80549b(x, weight, bias):
     return out
 
 
+# linear variant ef4baa63a0f5
+# config: {"block_sizes":[16,16,256],"flatten_loops":[true],"indexing":["block_ptr","pointer","pointer","pointer"],"l2_groupings":[64],"load_eviction_policies":["","",""],"loop_orders":[[1,0]],"num_stages":5,"num_warps":1,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[1],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
+# specialization: {"bias":{"dtype":"float16","rank":1},"weight":{"dtype":"float16","rank":2},"x":{"dtype":"float16","rank":2}}
+# used by: sm_90.json float16 {"K":4096,"M":16,"N":4096}
+def linear__ef4baa63a0f5(x, weight, bias):
+    m, k = x.size()
+    n = weight.size(0)
+    out = _new_empty(x, x.dtype, m, n)
+    out_strides = out.stride()
+    weight_strides = weight.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_linear_kernel_2a3c10e13f, (_cdiv(m, 16) * _cdiv(n, 16),), (m, n, k, x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], weight, weight_strides[0], weight_strides[1], bias, bias.stride(0), out, out_strides[0], out_strides[1]), (16, 16, 256), 1, 5)
+    return out
+
+
 # linear variant f0208c16d59e
 # config: {"block_sizes":[64,64,64],"flatten_loops":[false],"indexing":["pointer","pointer","pointer","pointer"],"l2_groupings":[1],"load_eviction_policies":["","",""],"loop_orders":[[0,1]],"num_stages":5,"num_warps":4,"persistent_flattens":[false],"pid_type":"flat","range_num_stages":[0],"range_peel_tails":[false],"range_unroll_factors":[0],"range_warp_specializes":[null],"reduction_loops":[],"static_reduction_sizes":false,"store_subtiles":[1],"tile_reversals":[false]}
 # specialization: {"bias":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":2},"x":{"dtype":"float32","rank":2}}
@@ -3511,31 +3561,11 @@ def linear__f0208c16d59e(x, weight, bias):
     return out
 
 
-# matmul variant 041aa0cc2abf
-# config: {"block_sizes":[64,64,256],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":2,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
-# specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"K":4096,"M":64,"N":4096}
-def matmul__041aa0cc2abf(a, b):
-    m, k = a.size()
-    n = b.size(1)
-    out = _new_empty(a, a.dtype, m, n)
-    split_m = m
-    k_chunk = _cdiv(_cdiv(k, 2), 256) * 256
-    tiles_n = _cdiv(n, 64)
-    partial = _new_empty(a, torch.float32, 2, split_m, n)
-    arrivals = _counters(_cdiv(split_m, 64) * tiles_n, a.device)
-    a_strides = a.stride()
-    b_strides = b.stride()
-    out_strides = out.stride()
-    partial_strides = partial.stride()
-    _launch(_matmul_kernel_491bee1b0c, (_cdiv(split_m, 64) * _cdiv(n, 64) * 2,), (split_m, n, 2, k_chunk, k, a, a_strides[0], a_strides[1], b, b_strides[0], b_strides[1], partial, partial_strides[0], partial_strides[1], partial_strides[2], tiles_n, arrivals, arrivals.stride(0), 1, out, out_strides[0], out_strides[1]), (64, 64, 256), 4, 3)
-    return out
-
-
 # matmul variant 15d7d824be29
 # config: {"block_sizes":[64,64,128],"flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[1,1],"load_eviction_policies":["","","","",""],"loop_orders":[[0,1],[0,1,2]],"num_stages":7,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[],"split_k":1,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false]}
 # specialization: {"a":{"dtype":"bfloat16","rank":2},"b":{"dtype":"bfloat16","rank":2}}
 # used by: sm_90.json bfloat16 {"K":4096,"M":128,"N":4096}
+#   sm_90.json bfloat16 {"K":4096,"M":64,"N":4096}
 def matmul__15d7d824be29(a, b):
     m, k = a.size()
     n = b.size(1)
@@ -4029,7 +4059,6 @@ def matmul__f46e3da2add3(a, b):
 
 VARIANTS = {
     'matmul': {
-        '041aa0cc2abf': matmul__041aa0cc2abf,
         '15d7d824be29': matmul__15d7d824be29,
         '28552e16e798': matmul__28552e16e798,
         '2b235b402b0e': matmul__2b235b402b0e,
@@ -4086,6 +4115,7 @@ VARIANTS = {
         'd18798f5d111': linear__d18798f5d111,
         'd39ff6d8eadd': linear__d39ff6d8eadd,
         'e7c8bd80549b': linear__e7c8bd80549b,
+        'ef4baa63a0f5': linear__ef4baa63a0f5,
         'f0208c16d59e': linear__f0208c16d59e,
     },
 }
@@ -4112,8 +4142,8 @@ REPLAYABLE = frozenset({
     'linear__928a27b700ad',
     'linear__9c0f3cec915c',
     'linear__ab09cbc1234f',
+    'linear__ef4baa63a0f5',
     'linear__f0208c16d59e',
-    'matmul__041aa0cc2abf',
     'matmul__15d7d824be29',
     'matmul__28552e16e798',
     'matmul__2b235b402b0e',

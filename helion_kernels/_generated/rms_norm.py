@@ -36,6 +36,22 @@ def _counters(count: int, device: torch.device, lane: int = 0) -> torch.Tensor:
     return buffer
 
 
+_DEPENDENT_LAUNCH: dict = {}
+
+
+def _dependent_launch(t: torch.Tensor) -> bool:
+    """Whether kernels on `t`'s device take programmatic dependent launches (compute capability 9.0
+    and later, not Triton's interpreter): the DEPENDENT_LAUNCH flag of a config's
+    `dependent_launches` kernels."""
+    device = t.device
+    if device.type != "cuda" or triton.knobs.runtime.interpret:
+        return False
+    key = device.index if device.index is not None else torch.cuda.current_device()
+    if key not in _DEPENDENT_LAUNCH:
+        _DEPENDENT_LAUNCH[key] = torch.cuda.get_device_capability(key)[0] >= 9
+    return _DEPENDENT_LAUNCH[key]
+
+
 _DESCRIPTOR_BYTES = 128
 _DESCRIPTOR_SCRATCH_LIMIT = 2**28
 
@@ -2078,6 +2094,29 @@ def _rms_norm_bwd_kernel_428d38fca5(programs, main_columns, n, runs, stride, run
         tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
+def _rms_norm_bwd_kernel_4e7d57e9e0(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, DEPENDENT_LAUNCH: tl.constexpr):
+    if DEPENDENT_LAUNCH:
+        tl.extra.cuda.gdc_wait()
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_9 = indices_8 < programs
+        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_first')
+        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    v_13 = total_6.to(tl.bfloat16)
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
+
+
+_rms_norm_bwd_kernel_4e7d57e9e0.fn.hk_compile_options = {'launch_pdl': True}
+
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_514430c6b4(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2615,68 +2654,6 @@ def _rms_norm_bwd_kernel_a8615851d0(sum_columns, programs, grad_weight_partial, 
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_ae7b287310(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(programs - 0, 1)
-    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    in_group_4 = 8 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 8
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_9 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 8)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 8)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=4):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_37 = load_36.to(tl.float32)
-            v_38 = (v_35 * v_37)
-            v_39 = (v_38 * v_33)
-            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
-            v_41 = red_40[:, None]
-            v_42 = (v_33 * v_41)
-            v_43 = (v_38 - v_42)
-            v_44 = load_29[:, None]
-            v_45 = (v_43 * v_44)
-            v_46 = v_45.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_47 = (v_35 * v_33)
-            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
-            v_49 = (acc_18 + red_48)
-            acc_18 = v_49
-    v_50 = (a_1_if_programs_1_else_0) != 0
-    if v_50:
-        v_51 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-
-@_jit_on_first_launch
 def _rms_norm_bwd_kernel_af8e30ff14(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -3111,24 +3088,6 @@ def _rms_norm_bwd_kernel_dbc8627a8f(programs, main_columns, n, runs, stride, run
 _rms_norm_bwd_kernel_dbc8627a8f.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_e4d86e4bd1(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2):
-        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_9 = indices_8 < programs
-        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_first')
-        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    v_13 = total_6.to(tl.bfloat16)
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
-
-@_jit_on_first_launch
 def _rms_norm_bwd_kernel_e574a82ad5(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3251,6 +3210,70 @@ def _rms_norm_bwd_kernel_e9c62e450d(dot_rows, n, grad_out, grad_out_stride_0, gr
     red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
     tid_19 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_19 * row_dot_parts_stride_1), red_18, mask=(mask_6))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_ed747091f7(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, DEPENDENT_LAUNCH: tl.constexpr):
+    if DEPENDENT_LAUNCH:
+        tl.extra.cuda.gdc_launch_dependents()
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(programs - 0, 1)
+    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    in_group_4 = 8 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 8
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_9 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 8)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 8)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=4):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_37 = load_36.to(tl.float32)
+            v_38 = (v_35 * v_37)
+            v_39 = (v_38 * v_33)
+            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
+            v_41 = red_40[:, None]
+            v_42 = (v_33 * v_41)
+            v_43 = (v_38 - v_42)
+            v_44 = load_29[:, None]
+            v_45 = (v_43 * v_44)
+            v_46 = v_45.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_47 = (v_35 * v_33)
+            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
+            v_49 = (acc_18 + red_48)
+            acc_18 = v_49
+    v_50 = (a_1_if_programs_1_else_0) != 0
+    if v_50:
+        v_51 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
 def _rms_norm_bwd_kernel_f2e899df81(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -4702,31 +4725,6 @@ def rms_norm_bwd__59fdedf8fbf5(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 5d29d48126db
-# config: {"block_sizes":[8,256,1,64],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first"],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"xyz","range_num_stages":[2,4,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90.json bfloat16 {"M":4096,"N":768}
-def rms_norm_bwd__5d29d48126db(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 8)
-    programs = min(132, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 8
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n if programs > 1 else 0
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ae7b287310, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8), 4, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_e4d86e4bd1, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1), 4, 3)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant 69ae93cf5147
 # config: {"block_sizes":[4,4096,1,64],"dweight_partials":132,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -4988,6 +4986,31 @@ def rms_norm_bwd__c9ab1018a6fe(grad_out, x, weight, inv_rms):
     _launch(_rms_norm_bwd_kernel_77acb94cc8, (programs * _cdiv(main_columns, 4096),), (programs, main_columns, runs, stride, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (4096, 1), 8, 2)
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_a8615851d0, (_cdiv(sum_columns, 32),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (32, 64), 8, 2)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant cb2e836049f8
+# config: {"block_sizes":[8,256,1,64],"dependent_launches":[false,false,true],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first"],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"xyz","range_num_stages":[2,4,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90.json bfloat16 {"M":4096,"N":768}
+def rms_norm_bwd__cb2e836049f8(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 8)
+    programs = min(132, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 8
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n if programs > 1 else 0
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_ed747091f7, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8, _dependent_launch(inv_rms)), 4, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_4e7d57e9e0, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1, _dependent_launch(grad_weight_partial)), 4, 3)
     return (grad_x, grad_weight)
 
 
@@ -6050,7 +6073,6 @@ VARIANTS = {
         '57bbd66463e2': rms_norm_bwd__57bbd66463e2,
         '593a4a3286ee': rms_norm_bwd__593a4a3286ee,
         '59fdedf8fbf5': rms_norm_bwd__59fdedf8fbf5,
-        '5d29d48126db': rms_norm_bwd__5d29d48126db,
         '69ae93cf5147': rms_norm_bwd__69ae93cf5147,
         '6aba2d8097b1': rms_norm_bwd__6aba2d8097b1,
         '82986c297aa5': rms_norm_bwd__82986c297aa5,
@@ -6061,6 +6083,7 @@ VARIANTS = {
         'bffb3e45cc80': rms_norm_bwd__bffb3e45cc80,
         'c514600b59c5': rms_norm_bwd__c514600b59c5,
         'c9ab1018a6fe': rms_norm_bwd__c9ab1018a6fe,
+        'cb2e836049f8': rms_norm_bwd__cb2e836049f8,
         'cb796eea057b': rms_norm_bwd__cb796eea057b,
         'd10407c415d9': rms_norm_bwd__d10407c415d9,
         'dbf3f45c9f05': rms_norm_bwd__dbf3f45c9f05,
@@ -6110,12 +6133,12 @@ REPLAYABLE = frozenset({
     'rms_norm_bwd__4e417f77f36f',
     'rms_norm_bwd__593a4a3286ee',
     'rms_norm_bwd__59fdedf8fbf5',
-    'rms_norm_bwd__5d29d48126db',
     'rms_norm_bwd__6aba2d8097b1',
     'rms_norm_bwd__82986c297aa5',
     'rms_norm_bwd__af0b1d4a85c8',
     'rms_norm_bwd__b03cb3ac7051',
     'rms_norm_bwd__bffb3e45cc80',
+    'rms_norm_bwd__cb2e836049f8',
     'rms_norm_bwd__cb796eea057b',
     'rms_norm_bwd__d10407c415d9',
     'rms_norm_bwd__dbf3f45c9f05',
