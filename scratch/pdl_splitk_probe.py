@@ -10,6 +10,8 @@ Variants of one (tile, pieces, warps, stages) config:
 - pdl: the same two kernels, the sum kernel launched with PDL: its programs become resident while
   the loop's last programs run (the loop signals `gdc_launch_dependents` at its start) and wait in
   `gdc_wait` for the loop's grid to finish;
+- pdl_at_exit: the same, the loop not signalling: the sum kernel launches as the loop's programs
+  exit (the implicit trigger), so its waiting programs hold no slots while the loop runs;
 - partials_only: the loop alone (what the finish costs, by difference).
 Timing: benchmarks.timing.Timer.device_rounds (CUDA events, L2 write-flushed, 5 alternating
 rounds), one process. Errors against float64 printed per variant.
@@ -96,10 +98,10 @@ def variant_fns(a, b, config):
         loop(out, True, False)
         return out
 
-    def two(pdl):
+    def two(pdl, signal):
         def run():
             out = torch.empty((m, n), device=a.device, dtype=a.dtype)
-            loop(out, False, pdl)
+            loop(out, False, signal)
             splitk_sum[sum_grid](partial, out, m * n, PIECES=pieces, BLOCK=SUM_BLOCK, WAIT=pdl, num_warps=4,
                                  launch_pdl=pdl)
             return out
@@ -109,7 +111,8 @@ def variant_fns(a, b, config):
         loop(partial, False, False)
         return None
 
-    return {"fused": fused, "two_kernels": two(False), "pdl": two(True), "partials_only": partials_only}
+    return {"fused": fused, "two_kernels": two(False, False), "pdl": two(True, True),
+            "pdl_at_exit": two(True, False), "partials_only": partials_only}
 
 
 def main():
