@@ -32,7 +32,7 @@ _functorch_transforms_active = torch._C._are_functorch_transforms_active
 _grad_enabled = torch._C.is_grad_enabled
 MISSING = object()
 PLANS = DISPATCHER.plans
-REPLAYS = DISPATCHER.replays  # tag -> native replay plans of its recorded calls, oldest first
+REPLAYS = DISPATCHER.replays  # tag -> native replay plans of its recorded calls, most recently used first
 REPLAYS_PER_TAG = 64
 RECORDINGS_PER_KEY = 4  # calls a key's plan records (replay misses: other strides, alignment, eps...)
 
@@ -123,12 +123,12 @@ def _recording(key, plan, module):
 
 
 def _keep(tag, recorded, module) -> None:
-    """Add `recorded` to `tag`'s plans (the oldest dropped beyond REPLAYS_PER_TAG); the first
-    plan kept binds `replay` to the native replay of `module`'s C module."""
+    """Put `recorded` first in `tag`'s plans (the replay moves each plan it runs to the front, so
+    the least recently used is last and is dropped beyond REPLAYS_PER_TAG); the first plan kept
+    binds `replay` to the native replay of `module`'s C module."""
     global replay
     plans = REPLAYS.setdefault(tag, [])
-    if len(plans) >= REPLAYS_PER_TAG:
-        del plans[0]
-    plans.append(recorded)
+    plans.insert(0, recorded)
+    del plans[REPLAYS_PER_TAG:]
     if replay is _no_replay:
         replay = module._replayer(MISSING, REPLAYS)

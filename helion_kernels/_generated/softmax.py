@@ -678,26 +678,26 @@ typedef struct {
 
 static TensorHandle tensor_handle(PyObject *t) { return (TensorHandle)((char *)t + handle_offset); }
 
-/* 1 with the metadata of strided tensor `t` (a torch.Tensor object), 0 when the shim cannot tell
-   it or it is not strided; the alignment is not read here. */
-static int read_meta(PyObject *t, TensorMeta *meta) {
+/* 1 with the metadata of strided tensor `t` (a torch.Tensor object) and its data pointer, 0 when
+   the shim cannot tell them or it is not strided. */
+static int read_meta(PyObject *t, TensorMeta *meta, void **pointer) {
   TensorHandle h = tensor_handle(t);
   int32_t layout;
   int64_t *sizes, *strides;
   if (get_layout(h, &layout) != 0 || layout != layout_strided || get_dim(h, &meta->dim) != 0 ||
       meta->dim > MAX_DIMS || get_sizes(h, &sizes) != 0 || get_strides(h, &strides) != 0 ||
       get_dtype(h, &meta->dtype) != 0 || get_device_type(h, &meta->device_type) != 0 ||
-      get_device_index(h, &meta->device_index) != 0)
+      get_device_index(h, &meta->device_index) != 0 || get_data_ptr(h, pointer) != 0)
     return 0;
   memcpy(meta->sizes, sizes, (size_t)meta->dim * 8);
   memcpy(meta->strides, strides, (size_t)meta->dim * 8);
-  meta->aligned = 0;
+  meta->aligned = (uintptr_t)*pointer % 16 == 0;
   return 1;
 }
 
 static int same_meta(const TensorMeta *a, const TensorMeta *b) {
   return a->dtype == b->dtype && a->device_type == b->device_type && a->device_index == b->device_index &&
-         a->dim == b->dim && memcmp(a->sizes, b->sizes, (size_t)a->dim * 8) == 0 &&
+         a->aligned == b->aligned && a->dim == b->dim && memcmp(a->sizes, b->sizes, (size_t)a->dim * 8) == 0 &&
          memcmp(a->strides, b->strides, (size_t)a->dim * 8) == 0;
 }
 
@@ -860,10 +860,7 @@ static int plan_tensor(PyObject **rs, PyObject *t, TensorMeta *meta) {
   if (type != (PyTypeObject *)rs[RS_TENSOR] && type != (PyTypeObject *)rs[RS_PARAMETER])
     return 0;
   void *pointer = NULL;
-  if (!read_meta(t, meta) || get_data_ptr(tensor_handle(t), &pointer) != 0)
-    return 0;
-  meta->aligned = (uintptr_t)pointer % 16 == 0;
-  return 1;
+  return read_meta(t, meta, &pointer);
 }
 
 static PyObject *replay_plan(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
@@ -1034,39 +1031,37 @@ static int replay_allowed(PyObject **rs, const Plan *plan) {
   return cu_ctx_get_current(&context) == 0 && context == plan->context;
 }
 
-/* Allocate, launch and return `plan`'s outputs for the arguments `args`; MISSING where an
-   allocation fails or is not aligned as recorded, NULL on error. */
-static PyObject *run_plan(PyObject **rs, const Plan *plan, PyObject *const *args) {
-  uint64_t pointers[MAX_PLAN_ARGS] = {0}, alloc_pointers[MAX_PLAN_ALLOCS] = {0};
-  for (int i = 0; i < plan->n_args; i++) {
-    if (plan->args[i].kind != PA_TENSOR)
-      continue;
-    void *pointer = NULL;
-    if (get_data_ptr(tensor_handle(args[i]), &pointer) != 0 ||
-        ((uintptr_t)pointer % 16 == 0) != plan->args[i].meta.aligned)
-      return Py_NewRef(rs[RS_MISSING]);
-    pointers[i] = (uint64_t)(uintptr_t)pointer;
-  }
-  void *stream = NULL;
+/* 1 with the current stream of `plan`'s device in `stream` when the plan may run on it (a plan's
+   buffers serve their own stream, outside graph capture), 0 when it may not or the stream is not
+   known, -1 on error. */
+static int plan_stream(PyObject **rs, const Plan *plan, void **stream) {
+  *stream = NULL;
   if (current_cuda_stream != NULL) {
-    if (current_cuda_stream(plan->device, &stream) != 0)
-      return Py_NewRef(rs[RS_MISSING]);
+    if (current_cuda_stream(plan->device, stream) != 0)
+      return 0;
   } else {
     PyObject *device = PyLong_FromLong(plan->device);
     PyObject *value = device == NULL ? NULL : PyObject_CallOneArg(rs[RS_GET_STREAM], device);
     Py_XDECREF(device);
     if (value == NULL)
-      return NULL;
-    stream = PyLong_AsVoidPtr(value);
+      return -1;
+    *stream = PyLong_AsVoidPtr(value);
     Py_DECREF(value);
-    if (stream == NULL && PyErr_Occurred())
-      return NULL;
+    if (*stream == NULL && PyErr_Occurred())
+      return -1;
   }
-  if (plan->n_buffers > 0) { /* the buffers serve their own stream, outside graph capture */
+  if (plan->n_buffers > 0) {
     int capturing = 1;
-    if (stream != plan->stream || cu_stream_is_capturing((CUstream)stream, &capturing) != 0 || capturing != 0)
-      return Py_NewRef(rs[RS_MISSING]);
+    if (*stream != plan->stream || cu_stream_is_capturing((CUstream)*stream, &capturing) != 0 || capturing != 0)
+      return 0;
   }
+  return 1;
+}
+
+/* Allocate, launch on `stream` and return `plan`'s outputs for the arguments' data `pointers`;
+   MISSING where an allocation fails or is not aligned as recorded, NULL on error. */
+static PyObject *run_plan(PyObject **rs, const Plan *plan, const uint64_t *pointers, void *stream) {
+  uint64_t alloc_pointers[MAX_PLAN_ALLOCS] = {0};
   PyObject *allocated[MAX_PLAN_ALLOCS] = {NULL};
   PyObject *result = NULL;
   int j = 0;
@@ -1148,6 +1143,7 @@ static PyObject *replay(PyObject *self, PyObject *const *argv, Py_ssize_t argc) 
     return Py_NewRef(rs[RS_MISSING]);
   int kinds[MAX_PLAN_ARGS];
   TensorMeta metas[MAX_PLAN_ARGS];
+  uint64_t pointers[MAX_PLAN_ARGS] = {0};
   int grad = grad_mode_enabled();
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *arg = args[i];
@@ -1156,8 +1152,10 @@ static PyObject *replay(PyObject *self, PyObject *const *argv, Py_ssize_t argc) 
       kinds[i] = PA_NONE;
     } else if (type == (PyTypeObject *)rs[RS_TENSOR] || type == (PyTypeObject *)rs[RS_PARAMETER]) {
       kinds[i] = PA_TENSOR;
-      if (!read_meta(arg, &metas[i]))
+      void *pointer = NULL;
+      if (!read_meta(arg, &metas[i], &pointer))
         return Py_NewRef(rs[RS_MISSING]);
+      pointers[i] = (uint64_t)(uintptr_t)pointer;
       if (grad) {
         PyObject *requires = PyObject_GetAttr(arg, str_requires_grad);
         if (requires == NULL)
@@ -1176,23 +1174,38 @@ static PyObject *replay(PyObject *self, PyObject *const *argv, Py_ssize_t argc) 
   Py_INCREF(entries);
   PyObject *capsule = NULL;
   const Plan *plan = NULL;
+  void *stream = NULL;
+  Py_ssize_t found = 0;
+  int usable = 0;
   for (Py_ssize_t e = 0; plan == NULL && e < PyList_GET_SIZE(entries); e++) {
     PyObject *candidate = Py_NewRef(PyList_GET_ITEM(entries, e));
     const Plan *described = (const Plan *)PyCapsule_GetPointer(candidate, plan_name);
-    if (described != NULL && plan_matches(described, args, n, kinds, metas)) {
+    usable = described != NULL && plan_matches(described, args, n, kinds, metas)
+                 ? plan_stream(rs, described, &stream)
+                 : 0;
+    if (usable > 0) {
       capsule = candidate;
       plan = described;
+      found = e;
     } else {
       Py_DECREF(candidate);
-      if (described == NULL)
+      if (described == NULL || usable < 0)
         break;
     }
+  }
+  /* move to front: the next call of a shape in use scans only the shapes used since. Rotating
+     the list's references keeps their counts; a comparison's Python code may have changed the
+     list, so the plan must still be where it was found. */
+  if (found > 0 && found < PyList_GET_SIZE(entries) && PyList_GET_ITEM(entries, found) == capsule) {
+    for (Py_ssize_t e = found; e > 0; e--)
+      PyList_SET_ITEM(entries, e, PyList_GET_ITEM(entries, e - 1));
+    PyList_SET_ITEM(entries, 0, capsule);
   }
   Py_DECREF(entries);
   if (plan == NULL)
     return PyErr_Occurred() ? NULL : Py_NewRef(rs[RS_MISSING]);
   int allowed = replay_allowed(rs, plan);
-  PyObject *result = allowed < 0 ? NULL : allowed == 0 ? Py_NewRef(rs[RS_MISSING]) : run_plan(rs, plan, args);
+  PyObject *result = allowed < 0 ? NULL : allowed == 0 ? Py_NewRef(rs[RS_MISSING]) : run_plan(rs, plan, pointers, stream);
   Py_DECREF(capsule);
   return result;
 }

@@ -246,6 +246,26 @@ def test_three_d_inputs_are_replayed(monkeypatch, name):
     assert _recorded(tag) == 1
 
 
+def test_a_replayed_plan_moves_to_the_front_of_its_tag(monkeypatch):
+    """Plans are matched from the front and each replayed one moves there: a shape in use is found
+    after only the shapes used since, however many were recorded before it."""
+    tag = (hk.softmax, -1, None)
+    shapes = [(3, 100 + 7 * i) for i in range(5)]
+    for shape in shapes:
+        x = torch.randn(shape, device="cuda", dtype=BF16)
+        for _ in range(3):
+            hk.softmax(x, -1)
+    plans = list(DISPATCHER.replays[tag])
+    assert len(plans) == len(shapes)  # newest first: the first shape's plan is last
+    _no_python_plans(monkeypatch)
+    for order in ([0], [2, 0], [4, 4, 1]):
+        for i in order:
+            x = torch.randn(shapes[i], device="cuda", dtype=BF16) * 4
+            _close(hk.softmax(x, -1), _softmax_ref(x))
+            assert DISPATCHER.replays[tag][0] is plans[len(shapes) - 1 - i]
+    assert sorted(map(id, DISPATCHER.replays[tag])) == sorted(map(id, plans))
+
+
 def test_reload_forgets_recorded_plans():
     x = torch.randn(3, 100, device="cuda", dtype=BF16)
     for _ in range(3):

@@ -102,3 +102,17 @@ def test_an_unhashable_launch_argument_goes_to_the_python_path():
     unhashable = [1, 2]
     assert _native().launch(state, kernel, (1,), (3, unhashable), (), 4, 2) == "fallback"
     assert calls == [(kernel, (1,), (3, unhashable), (), 4, 2)]
+
+
+def test_a_kept_plan_goes_first_and_the_last_drops_beyond_the_limit(monkeypatch):
+    """The replay moves each plan it runs to its tag's front (on the GPU: test_native_replay.py),
+    so a kept plan goes first and the plan at the end, the least recently used, is dropped."""
+    monkeypatch.setattr(_direct, "REPLAYS", {})
+    monkeypatch.setattr(_direct, "replay", lambda tag, *args: _direct.MISSING)  # bound already
+    tag = ("tag", -1)
+    plans = [object() for _ in range(_direct.REPLAYS_PER_TAG + 2)]
+    for plan in plans:
+        _direct._keep(tag, plan, generated)
+    kept = _direct.REPLAYS[tag]
+    assert len(kept) == _direct.REPLAYS_PER_TAG
+    assert kept == plans[::-1][:_direct.REPLAYS_PER_TAG]
