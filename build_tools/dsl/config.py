@@ -36,6 +36,7 @@ FIELDS = (
     "resident_stores",
     "maxnreg",
     "dependent_launches",
+    "constexpr_conditions",
 )
 # the Gluon back end's flags, each one bool or one per top-level loop's kernel (ConfigSpec.per_loop)
 GLUON_FLAGS = ("shared_operands", "relative_masks", "resident_stores")

@@ -246,6 +246,8 @@ class ConfigSpec:
         if len(f.top_loops) > 1:
             for loop in range(len(f.top_loops)):
                 knobs.append(Knob("dependent_launches", loop, (False, True) if loop else (False,)))
+        if f.runtime_conditions:  # after every other knob, for the same reason
+            knobs.append(Knob("constexpr_conditions", None, (False, True)))
         return knobs
 
     def knobs(self) -> list[Knob]:
@@ -429,6 +431,7 @@ class ConfigSpec:
             subtiles[store] = value if described and store in compiled.splittable_stores else 1
         fields["store_subtiles"] = subtiles
         self._dependent_launches(fields)
+        self._constexpr_conditions(fields, compiled)
         self._backend(fields, compiled)
         self._maxnreg(fields)
         return Config(fields)
@@ -448,6 +451,21 @@ class ConfigSpec:
         fields.pop("dependent_launches", None)
         if any(values):
             fields["dependent_launches"] = values
+
+    @staticmethod
+    def _constexpr_conditions(fields: dict, compiled: Discovery) -> None:
+        """`constexpr_conditions` (bool): each run-time host condition that device code branches on
+        (`programs == 1` of a dynamic size) reaches the kernel as a constexpr flag instead of an
+        argument, so Triton compiles a kernel per value a call takes (two at most per condition),
+        each holding only its side of the branches: fewer instructions, and a register allocation
+        of its own (the RMSNorm backward's two dweight stores, one under each side, left both in
+        every kernel: 255 registers against 240 at the H100's 16384x4096 entry, but 128 against
+        156 at its 16384x1024 one). Left out where false or where no such condition exists."""
+        value = fields.pop("constexpr_conditions", False)
+        if not isinstance(value, bool):
+            raise exc.InvalidConfig(f"constexpr_conditions {value!r}: a bool")
+        if value and compiled.runtime_conditions:
+            fields["constexpr_conditions"] = True
 
     def _gluon_row_blocks(self) -> list | None:
         """Each top-level loop's row block where the Gluon back end lowers its kernel (None where it

@@ -100,6 +100,8 @@ class Discovery:
     dot_shapes: set = field(default_factory=set)
     # a reduction dim's extent is a run-time size (static_reduction_sizes may make it a constexpr)
     runtime_rdims: bool = False
+    # a run-time host condition reaches device code (constexpr_conditions may make it a constexpr)
+    runtime_conditions: bool = False
     # per top-level loop, the block index of its row tile when the Gluon back end can lower its
     # kernel (the loop form of gluon_lowering over float16/bfloat16 tensors), else None
     gluon_rows: list = field(default_factory=list)
@@ -340,10 +342,14 @@ class CompileSession:
             # a run-time sequence (`x.size()`, a list held in a name): each element stays run-time
             return tuple(self.wrap_host(v, f"({text})[{i}]", builder, False) for i, v in enumerate(value))
         if isinstance(value, bool) and not static:
-            # a run-time condition (`programs == 1` of a dynamic size): an int argument, so that the
-            # kernel branches on each call's value instead of the example's (an integer expression,
-            # no call, so the launcher stays replayable)
-            return self.host_scalar(f"(1 if {text} else 0)", int(value), builder)
+            # a run-time condition (`programs == 1` of a dynamic size): a flag the launcher computes
+            # per call (an integer expression, no call, so the launcher stays replayable), so that
+            # the kernel follows each call's value instead of the example's; an argument, or with
+            # `constexpr_conditions` a constexpr (one Triton compile per value taken)
+            self.found.runtime_conditions = True
+            host = f"(1 if {text} else 0)"
+            constexpr = bool(self.config.get("constexpr_conditions")) if "constexpr_conditions" in self.config else False
+            return HostScalar(builder.param(host, host, constexpr=constexpr), int(value), scalar_dtype(int(value)), host=host)
         if isinstance(value, BlockSizeInt) or isinstance(value, bool) or value is None:
             return value
         if isinstance(value, int):

@@ -413,15 +413,18 @@ def _column_sums_reference(x, halve):
     return sums * 2.0 if x.size(0) == 1 else sums * (0.5 if halve else 1.0)
 
 
+@pytest.mark.parametrize("constexpr", [False, True])
 @pytest.mark.parametrize("halve", [False, True])
-def test_a_condition_on_a_run_time_size_branches_at_run_time(halve, device):
-    """With dynamic shapes, `m == 1` in device code (held in a name, or in an `and`) is a run-time
-    branch on an argument: the kernel bound at one row must take the other branch on many rows (the
-    example's value used to be folded into the kernel). A compile-time operand that decides an
-    `and` leaves no branch at all."""
+def test_a_condition_on_a_run_time_size_branches_at_run_time(halve, constexpr, device):
+    """With dynamic shapes, `m == 1` in device code (held in a name, or in an `and`) follows each
+    call: the kernel bound at one row must take the other branch on many rows (the example's value
+    used to be folded into the kernel). The condition reaches the kernel as a flag the launcher
+    computes per call: an argument, or with `constexpr_conditions` a constexpr (a Triton compile
+    per value taken, each holding only its side of the branch). A compile-time operand that
+    decides an `and` leaves no branch at all."""
     one_row, rows = randn(1, 37, device=device), randn(5, 37, device=device)
     bound = column_sums_doubled_for_one_row.bind((one_row,))
-    config = {**bound.config_spec.default_config(), "halve": halve}
+    config = {**bound.config_spec.default_config(), "halve": halve, "constexpr_conditions": constexpr}
     kernel = bound.compile_config(config)
     for x in (one_row, rows, one_row):
         torch.testing.assert_close(kernel(x.clone()).double().cpu(), _column_sums_reference(x.double().cpu(), halve),
@@ -430,10 +433,31 @@ def test_a_condition_on_a_run_time_size_branches_at_run_time(halve, device):
     body = code[code.index("\ndef _column_sums_doubled_for_one_row"):code.index("\ndef column_sums_doubled_for_one_row(")]
     assert len(re.findall(r"^\s+if ", body, re.M)) == (2 if halve else 1)
     assert "0.5" in body if halve else "0.5" not in body
+    signature = body[:body.index("):")]
+    flags = [name for name in re.findall(r"\b(a_1_if_\w+)", signature)]
+    assert len(flags) == (2 if halve else 1)
+    assert all((f"{flag}: tl.constexpr" in signature) == constexpr for flag in flags)
     # the condition reaches the kernel as integer arithmetic: the launcher stays replayable
     launcher = next(node for node in ast.parse(code).body
                     if isinstance(node, ast.FunctionDef) and node.name == "column_sums_doubled_for_one_row")
     assert replayable(ast.unparse(launcher))
+
+
+def test_constexpr_conditions_is_a_knob_only_where_a_run_time_condition_exists(device):
+    """The knob comes last (earlier knobs' seeded draws unchanged), is offered where device code
+    branches on a run-time host condition, and normalizes away where false or where none exists."""
+    bound = column_sums_doubled_for_one_row.bind((randn(5, 37, device=device),))
+    spec = bound.config_spec
+    assert spec.knobs()[-1].name == "constexpr_conditions" and spec.knobs()[-1].choices == (False, True)
+    default = spec.default_config()
+    assert "constexpr_conditions" not in spec.normalize(helion.Config({**default, "constexpr_conditions": False}))
+    values = spec.flatten(helion.Config({**default, "constexpr_conditions": True}))
+    assert values[-1] is True and spec.unflatten(values)["constexpr_conditions"] is True
+    with pytest.raises(helion.exc.InvalidConfig):
+        spec.normalize(helion.Config({**default, "constexpr_conditions": 1}))
+    plain = tunable_chunks.bind((randn(100, device=device),)).config_spec
+    assert "constexpr_conditions" not in [knob.name for knob in plain.knobs()]
+    assert "constexpr_conditions" not in plain.normalize(helion.Config({**plain.default_config(), "constexpr_conditions": True}))
 
 
 @helion.kernel()
