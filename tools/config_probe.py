@@ -147,13 +147,21 @@ def per_entry_jobs(table: dict, ops: list[str], variants_of) -> list[dict]:
 
 
 def flag_step_jobs(table: dict, ops: list[str]) -> list[dict]:
-    """One job per entry of `ops` whose config holds per-loop flags (lists of booleans: peeled
-    tails, flattened or reversed loops, a Gluon kernel's flags): a variant per flag flipped alone."""
+    """One job per entry of `ops`: a variant per per-loop flag of its config (lists of booleans:
+    peeled tails, flattened or reversed loops, a Gluon kernel's flags) flipped alone, and one per
+    whole-kernel flag that normalized configs leave out where false (ConfigSpec.OPTIONAL_FLAGS:
+    `constexpr_conditions`) flipped; a kernel that does not offer one normalizes its variant away
+    (`distinct_jobs`, or a note at `time`)."""
+    from build_tools.dsl.config_spec import ConfigSpec
+
     def flag_steps(config: dict) -> dict:
-        return {f"{name}[{i}] {not flag}": {name: [not f if j == i else f for j, f in enumerate(flags)]}
-                for name, flags in sorted(config.items())
-                if isinstance(flags, list) and flags and all(isinstance(f, bool) for f in flags)
-                for i, flag in enumerate(flags)}
+        steps = {f"{name}[{i}] {not flag}": {name: [not f if j == i else f for j, f in enumerate(flags)]}
+                 for name, flags in sorted(config.items())
+                 if isinstance(flags, list) and flags and all(isinstance(f, bool) for f in flags)
+                 for i, flag in enumerate(flags)}
+        steps.update({f"{name} {not config.get(name, False)}": {name: not config.get(name, False)}
+                      for name in ConfigSpec.OPTIONAL_FLAGS})
+        return steps
 
     return per_entry_jobs(table, ops, flag_steps)
 

@@ -482,6 +482,8 @@ class ConfigSpec:
                 if backend == "gluon" and loop < len(rows) and rows[loop] is not None}
 
     GLUON_FLAGS = GLUON_FLAGS
+    # whole-kernel bools left out of normalized configs where false (offered where they apply)
+    OPTIONAL_FLAGS = ("constexpr_conditions",)
     PER_LOOP = {"backend": (BACKENDS[0], BACKENDS), **{flag: (False, (False, True)) for flag in GLUON_FLAGS},
                 "dependent_launches": (False, (False, True))}
 

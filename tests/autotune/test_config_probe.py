@@ -178,13 +178,28 @@ def test_a_probe_of_a_new_suite_shape_adds_its_entry(tmp_path):
 def test_flag_step_jobs_flip_each_per_loop_flag_alone():
     peeled = {**_entry("bfloat16", 4), "config": {"block_sizes": [16, 64, 256], "range_peel_tails": [False, True],
                                                   "tile_reversals": [False], "num_warps": 4}}
-    table = {"entries": [peeled, _entry("float16", 8)]}
-    (job,) = probe.flag_step_jobs(table, ["matmul"])
+    constant = {**_entry("float16", 8), "config": {"num_warps": 8, "constexpr_conditions": True}}
+    table = {"entries": [peeled, constant]}
+    job, other = probe.flag_step_jobs(table, ["matmul"])
     assert (job["op"], job["dtype"], job["shape"]) == ("matmul", "bfloat16", SHAPE)
     assert job["variants"] == {"range_peel_tails[0] True": {"range_peel_tails": [True, True]},
                                "range_peel_tails[1] False": {"range_peel_tails": [False, False]},
-                               "tile_reversals[0] True": {"tile_reversals": [True]}}
+                               "tile_reversals[0] True": {"tile_reversals": [True]},
+                               "constexpr_conditions True": {"constexpr_conditions": True}}
+    assert other["variants"] == {"constexpr_conditions False": {"constexpr_conditions": False}}
     assert probe.flag_step_jobs(table, ["softmax_fwd"]) == []
+
+
+def test_the_constexpr_conditions_step_is_kept_only_where_the_kernel_offers_it():
+    """The RMSNorm backward branches on `programs == 1` (a run-time condition): its entries keep the
+    step; the softmax forward has no such condition and normalizes it away."""
+    entries = [_shipped_entry("rms_norm_bwd", "bfloat16", {"M": 16384, "N": 4096}),
+               _shipped_entry("softmax_fwd", "bfloat16", {"M": 4096, "N": 131072})]
+    table = {"entries": entries}
+    kept, _ = probe.distinct_jobs(table, probe.flag_step_jobs(table, ["rms_norm_bwd", "softmax_fwd"]))
+    steps = {job["op"]: set(job["variants"]) for job in kept}
+    assert "constexpr_conditions True" in steps["rms_norm_bwd"]
+    assert "constexpr_conditions True" not in steps.get("softmax_fwd", set())
 
 
 def test_knob_step_jobs_step_each_integer_knob_one_notch_alone():
