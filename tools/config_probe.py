@@ -159,8 +159,9 @@ def flag_step_jobs(table: dict, ops: list[str]) -> list[dict]:
                  for name, flags in sorted(config.items())
                  if isinstance(flags, list) and flags and all(isinstance(f, bool) for f in flags)
                  for i, flag in enumerate(flags)}
-        steps.update({f"{name} {not config.get(name, False)}": {name: not config.get(name, False)}
-                      for name in ConfigSpec.OPTIONAL_FLAGS})
+        for name in ConfigSpec.OPTIONAL_FLAGS:
+            flipped = not config.get(name, False)
+            steps[f"{name} {flipped}"] = {name: flipped}
         return steps
 
     return per_entry_jobs(table, ops, flag_steps)

@@ -347,9 +347,8 @@ class CompileSession:
             # the kernel follows each call's value instead of the example's; an argument, or with
             # `constexpr_conditions` a constexpr (one Triton compile per value taken)
             self.found.runtime_conditions = True
-            host = f"(1 if {text} else 0)"
-            constexpr = bool(self.config.get("constexpr_conditions")) if "constexpr_conditions" in self.config else False
-            return HostScalar(builder.param(host, host, constexpr=constexpr), int(value), scalar_dtype(int(value)), host=host)
+            return self.host_scalar(f"(1 if {text} else 0)", int(value), builder,
+                                    constexpr=bool(self.config.get("constexpr_conditions")))
         if isinstance(value, BlockSizeInt) or isinstance(value, bool) or value is None:
             return value
         if isinstance(value, int):
@@ -362,8 +361,8 @@ class CompileSession:
             return self.host_scalar(text, value, builder)
         return value
 
-    def host_scalar(self, text: str, value: Any, builder: KernelBuilder) -> HostScalar:
-        return HostScalar(builder.param(text, text), value, scalar_dtype(value), host=text)
+    def host_scalar(self, text: str, value: Any, builder: KernelBuilder, constexpr: bool = False) -> HostScalar:
+        return HostScalar(builder.param(text, text, constexpr=constexpr), value, scalar_dtype(value), host=text)
 
     def bake(self, host_expr: str, value: Any, guard: bool = False) -> Any:
         """A run-time host value used where Triton needs a compile-time constant (a block size; with
