@@ -7,6 +7,7 @@
     python3 tools/config_probe.py time --knob-steps OP[,OP] [--knobs K[,K]] [--match TEXT] --out DIR
     python3 tools/config_probe.py time --foreign-shapes OP[,OP] --out DIR
     python3 tools/config_probe.py jobs --flag-steps OP[,OP] --out JOBS.json   (no GPU needed)
+    python3 tools/config_probe.py jobs [JOBS.json] ... --no-more-spills --out JOBS.json
     python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
 
 `time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming
@@ -29,9 +30,15 @@ with a note); its outputs must match the tuned config's within the op's toleranc
 the jobs of entries whose label contains its text. `jobs` writes the jobs those options make to a
 file, less the variants left out so (normalized against shape-only inputs on the meta device, so it
 takes seconds on any machine): a file whose variants can be compiled in parallel processes before
-`time` runs it (scratch/gpu_run_probe_parallel_warm.sh). All variants of an entry are timed in alternating rounds
-by the report's timer (benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the host's
-enqueue kept outside the timed region); a variant's time is the median of its runs.
+`time` runs it (scratch/gpu_run_probe_parallel_warm.sh). `jobs` also takes a jobs file to filter,
+and --no-more-spills leaves out each variant under which ptxas spills more bytes in some kernel
+than under the entry's config (cross-compiled for sm_90 by tools/register_snapshot.py, about 1 s a
+config, no GPU): the GPU's minutes are the scarce ones, and of the 152 variants the fiftieth
+session wrote for the next sessions (RMSNorm backward steps and its `constexpr_conditions` flag),
+16 spilled more, up to 10 KB a thread where a doubled row tile broke the allocation.
+All variants of an entry are timed in alternating rounds by the report's timer
+(benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the host's enqueue kept outside
+the timed region); a variant's time is the median of its runs.
 (triton.testing.do_bench, used before 2026-11-26's fourteenth session, read the persistent matmuls
 5-14% slower than the report's timer and ranked their variants differently: scratch/persistent_matmul_dsl_probe.py.)
 DIR/config_probe.json keeps every time,
@@ -55,6 +62,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # register_snapshot, beside this file
 
 import torch  # noqa: E402
 
@@ -256,6 +264,35 @@ def distinct_configs(configs: dict, notes: dict) -> dict:
     return kept
 
 
+def spill_growth_left_out(table: dict, jobs: list[dict]) -> tuple[list[dict], list[str]]:
+    """`jobs` less the variants under which ptxas (sm_90) spills more bytes (stores and loads) in
+    some kernel than under the entry's config, or fails; (kept jobs, a line per variant left out,
+    with every fact of its kernels that moved). A job whose own config fails to compile keeps its
+    variants."""
+    from register_snapshot import changes, kernel_facts
+
+    def spilled(facts: list[dict]) -> list[int]:
+        return [kernel["spill_stores"] + kernel["spill_loads"] for kernel in facts]
+
+    kept, lines = [], []
+    for job in jobs:
+        entry = _job_entry(table, job)
+        tuned = kernel_facts({**job, "config": entry["config"]})
+        variants = {}
+        for label, overrides in job["variants"].items():
+            facts = kernel_facts({**job, "config": {**entry["config"], **overrides}})
+            worse = not isinstance(tuned, str) and (
+                isinstance(facts, str) or len(facts) != len(tuned)
+                or any(after > before for before, after in zip(spilled(tuned), spilled(facts))))
+            if worse:
+                lines.append(f"{job_label(job)} {'; '.join(changes({label: tuned}, {label: facts})[0])}")
+            else:
+                variants[label] = overrides
+        if variants:
+            kept.append({**job, "variants": variants})
+    return kept, lines
+
+
 def _tensors(out) -> list:
     return [t for t in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(t, torch.Tensor)]
 
@@ -410,7 +447,10 @@ def main(argv=None) -> None:
     timing.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
     timing.add_argument("--rounds", type=int, default=3)
     writing = sub.add_parser("jobs")
+    writing.add_argument("jobs", nargs="?", type=Path, help="a jobs file to filter instead of making jobs")
     _add_job_options(writing, "written")
+    writing.add_argument("--no-more-spills", action="store_true",
+                         help="leave out the variants under which ptxas (sm_90) spills more in some kernel")
     writing.add_argument("--device-name", help="the GPU the jobs are for, as the runtime takes its tables "
                                                "(default: the one --table was tuned on)")
     writing.add_argument("--out", type=Path, required=True)
@@ -430,21 +470,26 @@ def main(argv=None) -> None:
         device = _device_header()
     table = with_siblings(args.table, raw, device)
     jobs = _made_jobs(args, raw, table, device)
+    if jobs is None and args.jobs:
+        jobs = json.loads(args.jobs.read_text())
     if jobs is not None and args.match:
         jobs = [job for job in jobs if any(text in job_label(job) for text in args.match)]
     if args.command == "jobs":
         if jobs is None:
-            parser.error("give --other-dtype, --other-device, --flag-steps, --knob-steps or --foreign-shapes")
-        kept, left_out = distinct_jobs(table, jobs)
-        args.out.write_text(json.dumps(kept, indent=1) + "\n")
-        print(f"{len(kept)} jobs, {sum(len(job['variants']) for job in kept)} variants "
-              f"({sum(len(notes) for notes in left_out.values())} left out) -> {args.out}")
-        return
-    if jobs is None:
-        if not args.jobs:
             parser.error("give a jobs file, --other-dtype, --other-device, --flag-steps, --knob-steps or "
                          "--foreign-shapes")
-        jobs = json.loads(args.jobs.read_text())
+        kept, left_out = distinct_jobs(table, jobs)
+        dropped = sum(len(notes) for notes in left_out.values())
+        if args.no_more_spills:
+            variants = sum(len(job["variants"]) for job in kept)
+            kept, spilling = spill_growth_left_out(table, kept)
+            print("\n".join(f"left out: {line}" for line in spilling))
+            dropped += variants - sum(len(job["variants"]) for job in kept)
+        args.out.write_text(json.dumps(kept, indent=1) + "\n")
+        print(f"{len(kept)} jobs, {sum(len(job['variants']) for job in kept)} variants ({dropped} left out) -> {args.out}")
+        return
+    if jobs is None:
+        parser.error("give a jobs file, --other-dtype, --other-device, --flag-steps, --knob-steps or --foreign-shapes")
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for job in jobs:

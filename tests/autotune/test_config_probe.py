@@ -3,10 +3,14 @@ inputs on the meta device) and writing winners into a table."""
 import importlib.util
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+import triton
 
 import kernels_src
 from helion_kernels._variant import variant_id
@@ -287,3 +291,46 @@ def test_shape_only_inputs_bind_as_drawn_ones_do(op):
     assert meta.specialization_key() == drawn.specialization_key()
     default = drawn.config_spec.default_config()
     assert meta.config_spec.normalize(default) == drawn.config_spec.normalize(default)
+
+
+def _facts(*spills):
+    return [{"registers": 128, "spill_stores": stores, "spill_loads": loads} for stores, loads in spills]
+
+
+def test_variants_that_spill_more_are_left_out(monkeypatch):
+    import register_snapshot  # beside config_probe.py, which puts tools/ on the path
+
+    entry = _entry("bfloat16", 4)
+    facts = {4: _facts((8, 8), (0, 0)), 8: _facts((4, 10), (0, 0)), 2: _facts((8, 8), (0, 4)),
+             16: "error: ptxas failed", 1: _facts((8, 8))}
+    monkeypatch.setattr(register_snapshot, "kernel_facts", lambda job: facts[job["config"]["num_warps"]])
+    jobs = [{"op": "matmul", "dtype": "bfloat16", "shape": SHAPE,
+             "variants": {f"{warps} warps": {"num_warps": warps} for warps in (8, 2, 16, 1)}}]
+    kept, lines = probe.spill_growth_left_out({"entries": [entry]}, jobs)
+    assert kept == [{**jobs[0], "variants": {"8 warps": {"num_warps": 8}}}]  # fewer bytes spilled in all
+    assert [line.split("} ", 1)[1] for line in lines] == [
+        "2 warps kernel 1: spill_loads 0 -> 4", f"16 warps: {facts[4]} -> error: ptxas failed",
+        f"1 warps: {facts[4]} -> {facts[1]}"]
+    facts[4] = "error: ptxas failed"  # the entry's own config fails: its variants stay to be timed
+    assert probe.spill_growth_left_out({"entries": [entry]}, jobs)[0] == jobs
+
+
+@pytest.mark.skipif("nvidia" not in triton.backends.backends, reason="Triton's NVIDIA backend is not installed")
+def test_the_jobs_command_filters_a_jobs_file_by_ptxas_spills(tmp_path):
+    shape = {"M": 65536, "N": 4096}
+    entry = _shipped_entry("rms_norm_bwd", "float32", shape)
+    rows = entry["config"]["block_sizes"][0]
+    table_path = tmp_path / "sm_90.json"
+    table_path.write_text(json.dumps({"schema": 1, "arch": "sm_90", "device_name": "NVIDIA H200", "entries": [entry]}))
+    jobs_path, out = tmp_path / "jobs.json", tmp_path / "kept.json"
+    jobs = [{"op": "rms_norm_bwd", "dtype": "float32", "shape": shape,
+             "variants": {"rows x8": {"block_sizes": [rows * 8, *entry["config"]["block_sizes"][1:]]},
+                          "rows / 2": {"block_sizes": [rows // 2, *entry["config"]["block_sizes"][1:]]}}}]
+    jobs_path.write_text(json.dumps(jobs))
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "config_probe.py"), "jobs", str(jobs_path),
+                           "--no-more-spills", "--table", str(table_path), "--out", str(out)],
+                          cwd=ROOT, env={**os.environ, "TRITON_INTERPRET": "0"}, capture_output=True, text=True,
+                          timeout=600)  # cross-compiling needs Triton's compiling library, not the interpreter's
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "left out: rms_norm_bwd float32" in done.stdout and "rows x8 kernel 0: " in done.stdout
+    assert json.loads(out.read_text()) == [{**jobs[0], "variants": {"rows / 2": jobs[0]["variants"]["rows / 2"]}}]
