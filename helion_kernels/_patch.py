@@ -14,7 +14,7 @@ def _patched_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """F.softmax's signature; an implicit dim keeps PyTorch's legacy handling."""
     if dim is None:
         return ORIGINAL["softmax"](input, dim, _stacklevel, dtype)
-    return softmax(input, dim, dtype)
+    return softmax(input, dim, dtype=dtype)
 
 
 REPLACEMENTS = {
@@ -26,21 +26,27 @@ REPLACEMENTS = {
 
 
 class Patch:
-    """Handle returned by `patch()`; leaving its `with` block calls `unpatch()`."""
+    """Handle returned by `patch()`; leaving its `with` block restores the functions that were in
+    place when it was made (so an inner `with patch()` leaves an outer one's patch in place)."""
+
+    def __init__(self, before: dict):
+        self._before = before
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        unpatch()
+        for name, function in self._before.items():
+            setattr(F, name, function)
         return False
 
 
 def patch() -> Patch:
     """Replace torch.nn.functional.{rms_norm, softmax, linear, scaled_dot_product_attention}."""
+    before = {name: getattr(F, name) for name in REPLACEMENTS}
     for name, function in REPLACEMENTS.items():
         setattr(F, name, function)
-    return Patch()
+    return Patch(before)
 
 
 def unpatch() -> None:

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import Tensor
 
-from .. import _direct, _eager
+from .. import _autocast, _direct, _eager
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, explanation, launch
 
@@ -114,7 +114,12 @@ def _autograd_backward(ctx, grad_out, _grad_lse):
     if grad_out is None:
         return None, None, None, None, None
     q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = _eager.call(attention_bwd, _bwd_impl, grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
+    if _eager.records_grad(grad_out, q, k, v):
+        # create_graph: PyTorch ops, whose gradient autograd takes again; the forward is computed
+        # again (the saved lse is not differentiable)
+        dq, dk, dv = _torch_bwd(grad_out, q, k, v, *_torch_fwd(q, k, v, ctx.causal, ctx.scale), ctx.causal, ctx.scale)
+    else:
+        dq, dk, dv = _eager.call(attention_bwd, _bwd_impl, grad_out, q, k, v, out, lse, ctx.causal, ctx.scale)
     return dq, dk, dv, None, None
 
 
@@ -139,7 +144,7 @@ def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str 
         return "key/value shapes differ or batch dims broadcast"
     if query.shape[-1] != key.shape[-1]:
         return "query and key head dims differ (PyTorch reports the error)"
-    heads, kv_heads = (query.shape[-3], key.shape[-3]) if query.dim() > 3 else (1, 1)
+    heads, kv_heads = query.shape[-3], key.shape[-3]  # a 3-D call's first dim is its heads, as PyTorch's GQA takes it
     if heads != kv_heads and not (enable_gqa and heads % kv_heads == 0):
         return "head counts differ without enable_gqa (PyTorch reports the error)"
     if any(t.numel() == 0 for t in tensors):
@@ -148,10 +153,12 @@ def fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) -> str 
 
 
 def _as_4d(t: Tensor) -> Tensor:
+    """[B, H, L, E]: a 3-D [N, L, E] tensor is one batch of N heads (PyTorch compares and groups its
+    first dim as heads), higher ranks fold their batch dims into B."""
     if t.dim() == 4:
         return t
     if t.dim() == 3:
-        return t.unsqueeze(1)
+        return t.unsqueeze(0)
     return t.reshape(-1, *t.shape[-3:])
 
 
@@ -159,6 +166,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                                  dropout_p: float = 0.0, is_causal: bool = False,
                                  scale: float | None = None, enable_gqa: bool = False) -> Tensor:
     """Same as torch.nn.functional.scaled_dot_product_attention."""
+    if _autocast.enabled() and _autocast.applies("scaled_dot_product_attention", query):
+        return _autocast.call(scaled_dot_product_attention, "scaled_dot_product_attention", query, key, value,
+                              attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa) is not None:
         return ORIGINAL["scaled_dot_product_attention"](
             query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,

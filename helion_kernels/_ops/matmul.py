@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .. import _direct, _eager
+from .. import _autocast, _direct, _eager
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, chosen_launcher, explanation, launch
 
@@ -162,6 +162,8 @@ def _matmul_plan(launcher, rows: int | None):
 
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Same as torch.matmul."""
+    if _autocast.enabled() and _autocast.applies("matmul", input):
+        return _autocast.call(matmul, "matmul", input, other)
     if not _direct._is_compiling():
         out = _direct.replay(matmul, input, other)
         if out is not _direct.MISSING:
@@ -217,6 +219,8 @@ def _linear_plan(launcher, rows: int | None, biased: bool):
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """Same as torch.nn.functional.linear."""
+    if _autocast.enabled() and _autocast.applies("linear", input):
+        return _autocast.call(linear, "linear", input, weight, bias)
     if not _direct._is_compiling():
         out = _direct.replay(linear, input, weight, bias)
         if out is not _direct.MISSING:

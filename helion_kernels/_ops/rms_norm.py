@@ -6,7 +6,7 @@ import math
 import torch
 from torch import Tensor
 
-from .. import _direct, _eager
+from .. import _autocast, _direct, _eager
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, chosen_launcher, explanation, launch
 
@@ -90,17 +90,23 @@ def _(grad_out, x, weight, inv_rms):
 def _setup_context(ctx, inputs, output):
     """inv_rms is not differentiable; unmaterialized grads skip a zero-filled grad for it (an
     allocation and a fill per backward)."""
-    x, weight, _ = inputs
+    x, weight, eps = inputs
     ctx.save_for_backward(x, weight, output[1])
     ctx.mark_non_differentiable(output[1])
     ctx.set_materialize_grads(False)
+    ctx.eps = eps
 
 
 def _autograd_backward(ctx, grad_out, _grad_inv_rms):
     if grad_out is None:
         return None, None, None
     x, weight, inv_rms = ctx.saved_tensors
-    dx, dw = _eager.call(rms_norm_bwd, _bwd_impl, grad_out, x, weight, inv_rms)
+    if _eager.records_grad(grad_out, x, weight):
+        # create_graph: PyTorch ops, whose gradient autograd takes again; inv_rms is computed again
+        # from x (the saved one is not differentiable)
+        dx, dw = _torch_bwd(grad_out, x, weight, torch.rsqrt(x.float().square().mean(-1) + ctx.eps))
+    else:
+        dx, dw = _eager.call(rms_norm_bwd, _bwd_impl, grad_out, x, weight, inv_rms)
     return dx, (dw if weight is not None and ctx.needs_input_grad[1] else None), None
 
 
@@ -109,13 +115,13 @@ _RmsNormFunction = _eager.autograd_function("RmsNormFunction", _fwd_impl, _setup
 
 
 def _normalized_dims(normalized_shape) -> tuple | None:
-    if isinstance(normalized_shape, int):
-        return (normalized_shape,)
+    """The dims as a tuple, or None where PyTorch refuses the argument (an int among them: it
+    takes only a sequence of ints)."""
     if isinstance(normalized_shape, torch.Size):
         return normalized_shape
     try:
         return tuple(int(n) for n in normalized_shape)
-    except TypeError:
+    except (TypeError, ValueError):
         return None
 
 
@@ -139,10 +145,16 @@ def fallback_reason(input, normalized_shape, weight) -> str | None:
 
 def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):
     """2-D rows view of the input and a 1-D weight (no copy for a 2-D input)."""
-    if input.dim() == 2 and (isinstance(normalized_shape, int) or len(normalized_shape) == 1):
+    if input.dim() == 2 and len(normalized_shape) == 1:
         return input, weight
     n = math.prod(_normalized_dims(normalized_shape))
     return input.reshape(-1, n), (weight.reshape(n) if weight is not None else None)
+
+
+def _default_eps(dtype: torch.dtype) -> float:
+    """PyTorch's eps when none is given: the machine epsilon of the type it computes in, float32 for
+    float16 and bfloat16 inputs (their own epsilons, 1e-3 and 8e-3, would change small rows)."""
+    return torch.finfo(torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype).eps
 
 
 def _plan(launcher, weighted: bool, rows: int | None, default_eps: float):
@@ -167,7 +179,7 @@ def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float
     if fallback_reason(input, normalized_shape, weight) is not None:
         return ORIGINAL["rms_norm"](input, normalized_shape, weight, eps)
     x, w = _as_rows(input, normalized_shape, weight)
-    default_eps = torch.finfo(input.dtype).eps
+    default_eps = _default_eps(input.dtype)
     if key is None:
         out = _eager.apply(rms_norm_fwd, _RmsNormFunction, x, w, default_eps if eps is None else eps)[0]
     else:
@@ -183,6 +195,8 @@ def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """Same as torch.nn.functional.rms_norm."""
+    if _autocast.enabled() and _autocast.applies("rms_norm", input):
+        return _autocast.call(rms_norm, "rms_norm", input, normalized_shape, weight, eps)
     dims = tuple(normalized_shape) if normalized_shape.__class__ is list else normalized_shape
     tag = (rms_norm, dims)
     if not _direct._is_compiling():
@@ -199,6 +213,8 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 
 def rmsnorm(x: Tensor, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """RMSNorm over the last dimension of `x` (rms_norm with normalized_shape = x.shape[-1:])."""
+    if _autocast.enabled() and _autocast.applies("rms_norm", x):
+        return _autocast.call(rmsnorm, "rms_norm", x, weight, eps)
     if not _direct._is_compiling():
         out = _direct.replay(rmsnorm, x, weight, eps)
         if out is not _direct.MISSING:

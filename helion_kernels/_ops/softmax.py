@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .. import _direct, _eager
+from .. import _autocast, _direct, _eager
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, chosen_launcher, explanation, launch
 
@@ -66,6 +66,8 @@ def _setup_context(ctx, inputs, output):
 
 def _autograd_backward(ctx, grad_out):
     (y,) = ctx.saved_tensors
+    if _eager.records_grad(grad_out, y):  # create_graph: PyTorch ops, whose gradient autograd takes again
+        return _torch_bwd(grad_out, y, y.dtype)
     return _eager.call(softmax_bwd, _bwd_impl, grad_out, y)
 
 
@@ -104,8 +106,12 @@ def _plan(launcher, rows: int | None, dtype: torch.dtype):
     return lambda input: launcher(input.reshape(-1, rows), dtype).view(input.shape)
 
 
-def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> Tensor:
-    """Same as torch.nn.functional.softmax (dim defaults to the last dimension)."""
+def softmax(input: Tensor, dim: int = -1, _stacklevel: int = 3, dtype: torch.dtype | None = None) -> Tensor:
+    """Same as torch.nn.functional.softmax, whose positional arguments it takes (`_stacklevel` only
+    matters to PyTorch's warning about an implicit dim), but dim defaults to the last dimension."""
+    if (_autocast.enabled() and dtype is None and _autocast.applies("softmax", input)
+            and _autocast.eligible(input, input.device.type)):
+        dtype = torch.float32  # autocast's policy for softmax (on CUDA): float32 unless a dtype is given
     tag = (softmax, dim, dtype)
     if not _direct._is_compiling():
         out = _direct.replay(tag, input)
@@ -133,7 +139,7 @@ def softmax(input: Tensor, dim: int = -1, dtype: torch.dtype | None = None) -> T
     return out.movedim(-1, dim).contiguous()
 
 
-def explain_softmax(input, dim=-1, dtype=None):
+def explain_softmax(input, dim=-1, _stacklevel=3, dtype=None):
     reason = fallback_reason(input, dim, dtype)
     if reason is not None:
         return explanation("softmax", reason)
