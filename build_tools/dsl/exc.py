@@ -47,3 +47,28 @@ class NotLoopable(CompileError):
 
 class InvalidConfig(Base):
     """A Config with an unknown field or an illegal value for the bound kernel."""
+
+
+class BaseWarning(UserWarning):
+    """Base class of the warnings Helion programs name (in `ignore_warnings=[...]`). The DSL emits
+    none of them; the names exist so that such programs run unchanged."""
+
+
+class TensorOperationInWrapper(BaseWarning):
+    """Helion's warning for a tensor operation in host code (which is not fused into the kernel)."""
+
+
+class TensorOperationsInHostCall(TensorOperationInWrapper):
+    """Helion's warning naming the host-code tensor operations of one call."""
+
+
+class WrongDevice(BaseWarning):
+    """Helion's warning for an operation returning a tensor on another device than the kernel's."""
+
+
+class BlockSizeIgnoredInInterpretMode(BaseWarning):
+    """Helion's warning that its own interpret mode ignores block sizes."""
+
+
+class TiledKMatmulAccumulationWarning(BaseWarning):
+    """Helion's warning for `acc += a @ b` over K tiles (addmm or hl.dot(acc=) accumulate exactly)."""

@@ -103,6 +103,8 @@ class LauncherRewriter(ast.NodeTransformer):
             return ast.copy_location(ast.Constant(int(value) if isinstance(value, int) and not isinstance(value, bool) else value), node)
         if callee is hl.specialize or callee is hl.register_reduction_dim:
             return self.visit(node.args[0])
+        if callee is hl.barrier:
+            return ast.copy_location(ast.Constant(None), node)
         name = getattr(callee, "__name__", "")
         if getattr(callee, "__module__", "") == "build_tools.dsl" and name in ("cdiv", "next_power_of_2", *HOST_HELPERS):
             node.func = ast.Name(HOST_HELPERS[name], ast.Load()) if name in HOST_HELPERS else \

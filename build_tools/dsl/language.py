@@ -70,5 +70,17 @@ atomic_add = _device_only("atomic_add")
 signal = _device_only("signal")
 wait = _device_only("wait")
 dot = _device_only("dot")
+tile_index = _device_only("tile_index")  # Helion's functional spellings of tile.index, .begin, ...
+tile_begin = _device_only("tile_begin")
+tile_end = _device_only("tile_end")
+tile_block_size = _device_only("tile_block_size")
+tile_id = _device_only("tile_id")
+TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
-DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot}
+DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot, *TILE_FUNCTIONS}
+
+
+def barrier() -> None:
+    """Helion's grid-wide barrier between two top-level loops: every program of the first finishes
+    before any of the second starts. Each top-level loop here is a kernel launch of its own, which
+    the stream already orders, so the barrier does nothing (and the launcher leaves it out)."""

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from . import exc
-from .values import DOT_MIN_DIM, ONE, same_dim, same_shape, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import DOT_MIN_DIM, ONE, same_dim, same_shape, BlockDim, BlockSizeInt, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
 
 
 @dataclass
@@ -54,6 +54,9 @@ class MemoryMixin:
         for size in sizes:
             if isinstance(size, TileVal):
                 shape.append(size.dim)
+            elif isinstance(size, BlockSizeInt):  # a registered block size: the dim of its tiles
+                bs = self.block_constexpr(size.block_id, None)
+                shape.append(BlockDim(size.block_id, bs, self.builder.assign(f"tl.arange(0, {bs})", "indices"), None, bs))
             elif isinstance(size, bool) or size is None:
                 raise self.error(exc.TypeMismatch, f"{size!r} is not a size")
             elif isinstance(size, int) and size == 1:

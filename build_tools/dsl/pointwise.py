@@ -13,7 +13,7 @@ from . import language as hl
 from .memory import MemoryMixin
 from .reduce import ReduceMixin
 from .sync import SyncMixin
-from .values import ONE, BlockDim, same_dim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
+from .values import LOW_PRECISION, ONE, BlockDim, same_dim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
 
 BINARY_OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -21,7 +21,6 @@ BINARY_OPS = {
     ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
 }
 COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
-LOW_PRECISION = (torch.float16, torch.bfloat16)
 PY_OPS = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
@@ -209,6 +208,10 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
 
         cast_left = self.cast_operand(left, compute)
         cast_right = self.cast_operand(right, compute)
+        if isinstance(op, COMPARISONS) and compute in LOW_PRECISION:
+            # operands rounded to their common type as PyTorch's comparison rounds them, then
+            # compared exactly in float32 (Triton's interpreter compares bfloat16 bit patterns)
+            cast_left, cast_right = self.to_dtype(cast_left, torch.float32), self.to_dtype(cast_right, torch.float32)
         return self.make(out_dtype, shape, render, [cast_left, cast_right])
 
     def cast_operand(self, value: Any, dtype: torch.dtype) -> Any:
@@ -285,6 +288,36 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         shape = self.broadcast_shape(self.broadcast_shape(self.shape_of(cond), self.shape_of(a)), self.shape_of(b))
         dtype = self.result_dtype([a, b])
         return self.make(dtype, shape, lambda x: f"tl.where({x[0]}, {x[1]}, {x[2]})", [cond, self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
+
+    def activation(self, name: str, value: Any, approximate: str = "none") -> TVal:
+        """relu, silu and gelu (erf or tanh form), computed in float32 for low-precision inputs."""
+        value = self.to_tval(value)
+        if name == "relu":
+            return self.extremum("maximum", value, 0)
+        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        if name == "silu":
+            out = self.binary(ast.Mult(), x, self.math("sigmoid", x))
+        elif approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+            cubic = self.binary(ast.Mult(), self.binary(ast.Mult(), self.binary(ast.Mult(), x, x), x), 0.044715)
+            inner = self.binary(ast.Mult(), self.binary(ast.Add(), x, cubic), math.sqrt(2.0 / math.pi))
+            out = self.binary(ast.Mult(), self.binary(ast.Mult(), x, 0.5), self.binary(ast.Add(), self.math("tanh", inner), 1.0))
+        elif approximate == "none":  # 0.5 x (1 + erf(x / sqrt(2)))
+            erf = self.math("erf", self.binary(ast.Mult(), x, 1.0 / math.sqrt(2.0)))
+            out = self.binary(ast.Mult(), self.binary(ast.Mult(), x, 0.5), self.binary(ast.Add(), erf, 1.0))
+        else:
+            raise self.error(exc.NotSupported, f"gelu(approximate={approximate!r})")
+        return self.to_dtype(out, value.dtype)
+
+    def broadcast_to(self, value: Any, shape: tuple) -> TVal:
+        """`value` expanded to `shape` (Tensor.expand / expand_as): each dim of `value` equal to the
+        matching one of `shape` or 1."""
+        value = self.to_tval(value)
+        if len(shape) < len(value.shape) or self.broadcast_shape(value.shape, shape) != tuple(shape):
+            raise self.error(exc.ShapeMismatch, f"cannot expand {self.shape_text(value.shape)} to {self.shape_text(tuple(shape))}")
+        if value.shape == tuple(shape):
+            return value
+        sizes = ", ".join(d.size_expr for d in shape)
+        return self.make(value.dtype, tuple(shape), lambda a: f"tl.broadcast_to({self.expand_to(value, tuple(shape))}, [{sizes}])", [value])
 
     def clamp(self, value: Any, low: Any = None, high: Any = None) -> TVal:
         out = self.to_tval(value)
@@ -383,7 +416,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
     # ------------------------------------------------------------------ methods and function table
     def method(self, base: Any, name: str, args: list, kwargs: dict, node: ast.AST) -> Any:
         if isinstance(base, HostTensor):
-            raise self.error(exc.NotSupported, f"method .{name}() of a host tensor in device code; index it first", node)
+            return self.host_tensor_method(base, name, args, kwargs, node)
         table: dict[str, Callable[..., Any]] = {
             "to": lambda dtype=None, *a, **k: self.to_dtype(base, k.get("dtype", dtype)),
             "float": lambda: self.to_dtype(base, torch.float32),
@@ -414,6 +447,12 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
             "new_zeros": lambda size, dtype=None, **k: self.new_full(size, 0, dtype or base.dtype),
             "new_full": lambda size, fill_value, dtype=None, **k: self.new_full(size, fill_value, dtype or base.dtype),
             "new_ones": lambda size, dtype=None, **k: self.new_full(size, 1, dtype or base.dtype),
+            "relu": lambda: self.activation("relu", base),
+            "masked_fill": lambda mask, value: self.where(mask, value, base),
+            "expand_as": lambda other: self.broadcast_to(base, self.to_tval(other).shape),
+            "expand": lambda *sizes: self.broadcast_to(base, self.expanded_shape(base, sizes)),
+            "var_mean": lambda *a, **k: self.var_mean(base, *a, **k),
+            "var": lambda *a, **k: self.var_mean(base, *a, **k)[0],
             "softmax": lambda dim, **k: self.softmax(base, dim, log=False),
             "log_softmax": lambda dim, **k: self.softmax(base, dim, log=True),
             "contiguous": lambda: base,
@@ -426,6 +465,32 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
             return handler(*args, **kwargs)
         except TypeError as err:
             raise self.error(exc.NotSupported, f".{name}() with these arguments: {err}", node) from None
+
+    def host_tensor_method(self, tensor: HostTensor, name: str, args: list, kwargs: dict, node: ast.AST) -> TVal:
+        """A host tensor's allocation methods in device code (`weight.new_zeros(tile)`): a device
+        value of the tensor's dtype; other methods need the tensor indexed first."""
+        fills = {"new_zeros": 0, "new_ones": 1, "new_empty": 0}
+        if name not in (*fills, "new_full"):
+            raise self.error(exc.NotSupported, f"method .{name}() of a host tensor in device code; index it first", node)
+        try:
+            if name == "new_full":
+                return (lambda size, fill_value, dtype=None, **k: self.new_full(size, fill_value, dtype or tensor.meta.dtype))(*args, **kwargs)
+            return (lambda size, dtype=None, **k: self.new_full(size, fills[name], dtype or tensor.meta.dtype))(*args, **kwargs)
+        except TypeError as err:
+            raise self.error(exc.NotSupported, f".{name}() with these arguments: {err}", node) from None
+
+    def expanded_shape(self, value: TVal, sizes: tuple) -> tuple:
+        """The shape `Tensor.expand(*sizes)` names: -1 keeps a dim of `value`, tiles give their dims."""
+        if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+            sizes = tuple(sizes[0])
+        lead = len(sizes) - len(value.shape)
+        shape = []
+        for i, size in enumerate(sizes):
+            if isinstance(size, int) and size == -1 and i >= lead:
+                shape.append(value.shape[i - lead])
+            else:
+                shape.extend(self.shape_from_sizes([size]))
+        return tuple(shape)
 
     def new_full(self, size: Any, fill: Any, dtype: torch.dtype) -> TVal:
         return self.full(self.shape_from_sizes(size), fill, dtype)
@@ -449,6 +514,12 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         table[torch.minimum] = ignore_node(lambda a, b: self.extremum("minimum", a, b))
         table[torch.where] = ignore_node(self.where)
         table[torch.clamp] = ignore_node(lambda v, min=None, max=None: self.clamp(v, min, max))
+        table[torch.relu] = ignore_node(lambda v: self.activation("relu", v))
+        table[torch.nn.functional.relu] = ignore_node(lambda v, inplace=False: self.activation("relu", v))
+        table[torch.nn.functional.silu] = ignore_node(lambda v, inplace=False: self.activation("silu", v))
+        table[torch.nn.functional.gelu] = ignore_node(lambda v, approximate="none": self.activation("gelu", v, approximate))
+        table[torch.var_mean] = ignore_node(self.var_mean)
+        table[torch.var] = ignore_node(lambda v, *a, **k: self.var_mean(v, *a, **k)[0])
         table[torch.sum] = ignore_node(lambda v, *a, **k: self.reduce("sum", v, *a, **k))
         table[torch.mean] = ignore_node(lambda v, *a, **k: self.reduce("mean", v, *a, **k))
         table[torch.amax] = ignore_node(lambda v, *a, **k: self.reduce("max", v, *a, **k))
@@ -472,6 +543,8 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         table[torch.addmm] = ignore_node(lambda acc, a, b, **k: self.addmm(acc, a, b, **k))
         table[torch.baddbmm] = ignore_node(lambda acc, a, b, **k: self.addmm(acc, a, b, **k))
         table[hl.dot] = ignore_node(self.hl_dot)
+        for function, attribute in hl.TILE_FUNCTIONS.items():
+            table[function] = lambda node, tile, _a=attribute: self.tile_attribute(self.tile_argument(tile, node), _a, node)
         table[hl.zeros] = ignore_node(lambda size, dtype=torch.float32, **k: self.new_full(size, 0, dtype))
         table[hl.full] = ignore_node(lambda size, value, dtype=torch.float32, **k: self.new_full(size, value, dtype))
         table[hl.load] = lambda node, tensor, index, extra_mask=None, **k: self.load(self.host_tensor(tensor, node), list(index), extra_mask, node, **k)
@@ -487,6 +560,11 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
 
     def any_device(self, *values: Any) -> bool:
         return any(isinstance(v, (TVal, HostScalar, TileVal)) for v in values)
+
+    def tile_argument(self, value: Any, node: ast.AST) -> TileVal:
+        if not isinstance(value, TileVal):
+            raise self.error(exc.TypeMismatch, f"expected a tile, got {type(value).__name__}", node)
+        return value
 
     def host_tensor(self, value: Any, node: ast.AST) -> HostTensor:
         if not isinstance(value, HostTensor):

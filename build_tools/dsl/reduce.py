@@ -9,9 +9,7 @@ from typing import Any, Iterator
 import torch
 
 from . import exc
-from .values import ONE, RDim, TVal, place, same_dim, shape_key, tl_dtype
-
-LOW_PRECISION = (torch.float16, torch.bfloat16)
+from .values import LOW_PRECISION, ONE, RDim, TVal, place, same_dim, shape_key, tl_dtype
 
 
 def opaque_identity(x: str) -> str:
@@ -199,8 +197,34 @@ class ReduceMixin:
         return self.to_dtype(out, out_dtype)
 
     # ------------------------------------------------------------------ matrix products
-    def matmul(self, a: Any, b: Any) -> TVal:
+    def var_mean(self, value: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+                 correction: Any = None) -> tuple:
+        """torch.var_mean: (variance, mean) over `dim`, computed in float32 for low-precision inputs;
+        the variance divides by N - correction (1 unless given, or 0 with unbiased=False)."""
+        value = self.to_tval(value)
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        rank = len(x.shape)
+        axes = list(range(rank)) if dim is None else [d % rank for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+        mean = self.reduce("mean", x, axes, keepdim=True)
+        deviation = self.binary(ast.Sub(), x, mean)
+        var = self.reduce("mean", self.binary(ast.Mult(), deviation, deviation), axes, keepdim)
+        if correction:
+            count = " * ".join(f"({x.shape[a].numel_expr})" for a in axes if x.shape[a] is not ONE) or "1"
+            scale = TVal(torch.float32, (), name=self.builder.assign(f"tl.full([], {count}, tl.float32) / ({count} - {correction})", "scale"))
+            var = self.binary(ast.Mult(), var, scale)
+        if not keepdim:
+            for axis in sorted(axes, reverse=True):
+                mean = self.squeeze(mean, axis)
+        return self.to_dtype(var, value.dtype), self.to_dtype(mean, value.dtype)
+
+    def matmul(self, a: Any, b: Any, out_dtype: Any = None) -> TVal:
+        """torch.matmul / mm / bmm; `out_dtype` (PyTorch's overload of mm and bmm) accumulates into
+        that type as hl.dot(out_dtype=) does."""
         a, b = self.to_tval(a), self.to_tval(b)
+        if out_dtype is not None:
+            return self.hl_dot(a, b, None, out_dtype)
         dtype = torch.promote_types(a.dtype, b.dtype)
         return self.dot_product(a, b, None, dtype)
 

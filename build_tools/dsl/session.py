@@ -21,21 +21,10 @@ from .device import DeviceCompiler
 from .emitter import KernelBuilder, compile_options_text
 from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
 from .sizes import SizeTracker
-from .values import DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
+from .values import DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, BlockSizeInt, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
 DISCOVERY_BLOCK = 16
 SCHEDULER_LANE = 1  # the `_counters` lane of pid_type "persistent_dynamic"'s tile tickets
-
-
-class BlockSizeInt(int):
-    """The value of `hl.register_block_size`: an int that remembers its block id."""
-
-    block_id: int
-
-    def __new__(cls, value: int, block_id: int) -> "BlockSizeInt":
-        obj = super().__new__(cls, value)
-        obj.block_id = block_id
-        return obj
 
 
 @dataclass

@@ -22,7 +22,11 @@ TL_DTYPES = {
     torch.int64: "tl.int64",
     torch.uint8: "tl.uint8",
     torch.bool: "tl.int1",
+    torch.float8_e4m3fn: "tl.float8e4nv",
+    torch.float8_e5m2: "tl.float8e5",
 }
+# floating types computed, accumulated and multiplied into float32
+LOW_PRECISION = (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2)
 
 
 DOT_MIN_DIM = 16  # tl.dot needs every operand dim >= 16; smaller whole dims in dots are padded
@@ -160,6 +164,17 @@ class HostTensor:
     param: str
     meta: torch.Tensor
     host_expr: str
+
+
+class BlockSizeInt(int):
+    """The value of `hl.register_block_size`: an int that remembers its block id."""
+
+    block_id: int
+
+    def __new__(cls, value: int, block_id: int) -> "BlockSizeInt":
+        obj = super().__new__(cls, value)
+        obj.block_id = block_id
+        return obj
 
 
 @dataclass(eq=False)

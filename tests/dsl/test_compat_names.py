@@ -1,0 +1,184 @@
+"""Helion compatibility, continued: programs using the names Helion's examples use beyond the core
+(torch.var_mean, activations, masked_fill/expand_as, hl.tile_index and its siblings, hl.barrier,
+registered block sizes as tile dims, matrix products with an out_dtype, helion.exc's warning names,
+helion.autotuner's fragments). As in test_compat.py, only the import lines differ from Helion's."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+from build_tools.dsl.autotuner import PowerOfTwoFragment
+
+from ._harness import check_kernel, randn
+
+
+@helion.kernel(ignore_warnings=[helion.exc.TensorOperationInWrapper])
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :].to(torch.float32)
+        var, mean = torch.var_mean(row, dim=-1, keepdim=True, correction=0)
+        normed = (row - mean) * torch.rsqrt(var + eps)
+        out[tile_m, :] = (normed * weight[:].to(torch.float32) + bias[:].to(torch.float32)).to(out.dtype)
+    return out
+
+
+@helion.kernel()
+def row_stats(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    var = torch.empty([m], dtype=torch.float32, device=x.device)
+    mean = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :]
+        var[tile_m] = row.var(dim=1)
+        mean[tile_m] = torch.var_mean(row, 1)[1].to(torch.float32)
+    return var, mean
+
+
+@helion.kernel()
+def row_sums(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    block_n = hl.register_block_size(n)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m, block_n], dtype=torch.float32)
+        for tile_n in hl.tile(n, block_size=block_n):
+            acc += x[tile_m, tile_n].to(torch.float32)
+        out[tile_m] = acc.sum(-1)
+    return out
+
+
+@helion.kernel()
+def activations(x: torch.Tensor, bias: torch.Tensor, threshold: float) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([6, m, n], dtype=x.dtype, device=x.device)
+    for tile_m, tile_n in hl.tile([m, n]):
+        v = x[tile_m, tile_n]
+        shifted = v + bias[tile_n].expand_as(v)
+        out[0, tile_m, tile_n] = torch.relu(shifted)
+        out[1, tile_m, tile_n] = F.gelu(shifted)
+        out[2, tile_m, tile_n] = F.gelu(shifted, approximate="tanh")
+        out[3, tile_m, tile_n] = F.silu(shifted)
+        out[4, tile_m, tile_n] = shifted.masked_fill(v > threshold, 0.0)
+        out[5, tile_m, tile_n] = bias[tile_n][None, :].expand(tile_m, -1) + F.relu(v)
+    return out
+
+
+@helion.kernel()
+def tile_positions(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty([n], dtype=torch.int32, device=x.device)
+    for tile in hl.tile(n):
+        inside = hl.tile_index(tile) < hl.tile_end(tile)
+        local = hl.tile_index(tile) - hl.tile_begin(tile)
+        out[tile] = torch.where(inside, hl.tile_id(tile) * hl.tile_block_size(tile) + local, -1)
+    return out
+
+
+@helion.kernel()
+def concat_columns(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    m, n_a = a.size()
+    _, n_b = b.size()
+    out = torch.empty([m, n_a + n_b], dtype=a.dtype, device=a.device)
+    for tile_m, tile_n in hl.tile([m, n_a + n_b]):
+        columns = hl.tile_index(tile_n)
+        left = hl.load(a, [tile_m, tile_n], extra_mask=columns[None, :] < n_a)
+        right = hl.load(b, [tile_m, columns - n_a], extra_mask=columns[None, :] >= n_a)
+        out[tile_m, tile_n] = torch.where(columns[None, :] < n_a, left, right)
+    return out
+
+
+@helion.kernel()
+def divide_by_norm(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    total = torch.zeros([1], dtype=torch.float32, device=x.device)
+    out = torch.empty_like(x)
+    for tile in hl.tile(n):
+        hl.atomic_add(total, [0], torch.sum(x[tile].to(torch.float32) * x[tile].to(torch.float32)))
+    hl.barrier()
+    for tile in hl.tile(n):
+        out[tile] = (x[tile].to(torch.float32) * torch.rsqrt(total[0])).to(out.dtype)
+    return out
+
+
+@helion.kernel()
+def batched_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    b, m, d = q.size()
+    _, n, _ = k.size()
+    out = torch.empty([b, m, n], dtype=torch.float32, device=q.device)
+    for tile_b, tile_m, tile_n in hl.tile([b, m, n]):
+        out[tile_b, tile_m, tile_n] = torch.bmm(q[tile_b, tile_m, :], k[tile_b, tile_n, :].transpose(1, 2), torch.float32)
+    return out
+
+
+def test_only_the_imports_differ_from_helion():
+    with open(__file__) as source:
+        mentions = [line.strip() for line in source if line.startswith(("import build_tools", "from build_tools"))]
+    assert mentions == ["import build_tools.dsl as helion", "import build_tools.dsl.language as hl",
+                        "from build_tools.dsl.autotuner import PowerOfTwoFragment"]
+
+
+def test_helion_names_exist():
+    assert PowerOfTwoFragment is helion.PowerOfTwoFragment
+    assert issubclass(helion.exc.TensorOperationsInHostCall, helion.exc.TensorOperationInWrapper)
+    assert issubclass(helion.exc.TensorOperationInWrapper, Warning)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 33), (3, 1030)])
+def test_layer_norm(shape, device):
+    x, weight, bias = randn(*shape, device=device), randn(shape[1], device=device), randn(shape[1], device=device)
+    check_kernel(layer_norm, (x, weight, bias), lambda x, w, b: F.layer_norm(x, [x.shape[1]], w, b, eps=1e-5))
+
+
+@pytest.mark.parametrize("shape", [(5, 2), (9, 47)])
+def test_variance_and_mean(shape, device):
+    x = randn(*shape, device=device) * 3 + 1
+    check_kernel(row_stats, (x,), lambda x: (x.var(dim=1), x.mean(dim=1)))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 45), (3, 300)])
+def test_a_registered_block_size_is_the_dim_of_its_tiles(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(row_sums, (x,), lambda x: x.sum(-1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_activations_and_broadcasts(dtype, device):
+    x, bias = randn(5, 37, dtype=dtype, device=device), randn(37, dtype=dtype, device=device)
+
+    def reference(x, bias, threshold):
+        shifted = x + bias
+        return torch.stack([torch.relu(shifted), F.gelu(shifted), F.gelu(shifted, approximate="tanh"), F.silu(shifted),
+                            shifted.masked_fill(x > threshold, 0.0), bias.expand_as(x) + F.relu(x)])
+
+    check_kernel(activations, (x, bias, 0.25), reference)
+
+
+@pytest.mark.parametrize("n", [1, 37, 300])
+def test_tile_functions(n, device):
+    x = randn(n, device=device)
+    check_kernel(tile_positions, (x,), lambda x: torch.arange(x.shape[0], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("n_a, n_b", [(1, 1), (13, 30)])
+def test_concatenate_by_tile_index(n_a, n_b, device):
+    a, b = randn(6, n_a, device=device), randn(6, n_b, device=device)
+    check_kernel(concat_columns, (a, b), lambda a, b: torch.cat([a, b], dim=1))
+
+
+@pytest.mark.parametrize("n", [1, 300])
+def test_a_barrier_between_loops(n, device):
+    x = randn(n, device=device)
+    check_kernel(divide_by_norm, (x,), lambda x: x / x.norm())
+    launcher = divide_by_norm.bind((x,)).to_triton_code()
+    assert "barrier" not in launcher.split("def divide_by_norm(")[-1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_matrix_products_with_an_out_dtype(dtype, device):
+    q, k = randn(2, 19, 16, dtype=dtype, device=device), randn(2, 21, 16, dtype=dtype, device=device)
+    check_kernel(batched_scores, (q, k), lambda q, k: q @ k.transpose(1, 2), rtol=1e-2, atol=1e-2)
