@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import inspect
 import math
 import textwrap
@@ -85,6 +86,22 @@ def find_device_calls(node: ast.AST, globals_: dict) -> ast.AST | None:
         if isinstance(sub, ast.For) and is_device_loop(sub, globals_):
             return sub
     return None
+
+
+def without_returns(stmt: ast.stmt) -> ast.stmt:
+    """A copy of the host statement `stmt` whose nested `return`s are `pass`: what host analysis
+    runs of an early return (`if flag: return out`), whose test depends on the call; the launcher
+    keeps the return, and the analysis goes on to the loops a call that does not return runs."""
+    class Returns(ast.NodeTransformer):
+        def visit_Return(self, node: ast.Return) -> ast.AST:
+            return ast.copy_location(ast.Pass(), node)
+
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+            return node  # a nested function's returns are its own
+
+        visit_Lambda = visit_AsyncFunctionDef = visit_FunctionDef
+
+    return ast.fix_missing_locations(Returns().visit(copy.deepcopy(stmt)))
 
 
 class LauncherRewriter(ast.NodeTransformer):

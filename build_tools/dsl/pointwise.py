@@ -492,6 +492,13 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
                 shape.extend(self.shape_from_sizes([size]))
         return tuple(shape)
 
+    def arange(self, size: Any, dtype: torch.dtype = torch.int32, **_: Any) -> TVal:
+        """hl.arange(size): 0, 1, ... over one dim of `size` (a registered block size gives its tiles'
+        dim), as Triton's tl.arange; the dim's mask covers a size that is not a power of two."""
+        (dim,) = self.shape_from_sizes([size])
+        name = self.builder.assign(f"tl.arange(0, {dim.size_expr})", "arange")
+        return self.to_dtype(TVal(torch.int32, (dim,), name=name), dtype)
+
     def new_full(self, size: Any, fill: Any, dtype: torch.dtype) -> TVal:
         return self.full(self.shape_from_sizes(size), fill, dtype)
 
@@ -545,6 +552,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         table[hl.dot] = ignore_node(self.hl_dot)
         for function, attribute in hl.TILE_FUNCTIONS.items():
             table[function] = lambda node, tile, _a=attribute: self.tile_attribute(self.tile_argument(tile, node), _a, node)
+        table[hl.arange] = ignore_node(self.arange)
         table[hl.zeros] = ignore_node(lambda size, dtype=torch.float32, **k: self.new_full(size, 0, dtype))
         table[hl.full] = ignore_node(lambda size, value, dtype=torch.float32, **k: self.new_full(size, value, dtype))
         table[hl.load] = lambda node, tensor, index, extra_mask=None, **k: self.load(self.host_tensor(tensor, node), list(index), extra_mask, node, **k)

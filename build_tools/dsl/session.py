@@ -19,7 +19,7 @@ from . import language as hl
 from .config import GLUON_FLAGS, Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder, compile_options_text
-from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls
+from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls, without_returns
 from .sizes import SizeTracker
 from .values import DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, BlockSizeInt, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
@@ -699,7 +699,7 @@ class CompileSession:
                 self.compile_time_names -= bound
         if not isinstance(stmt, ast.Return):
             self.sizes.before(stmt)
-            code = compile(ast.Module(body=[stmt], type_ignores=[]), self.parsed.filename, "exec")
+            code = compile(ast.Module(body=[without_returns(stmt)], type_ignores=[]), self.parsed.filename, "exec")
             try:
                 exec(code, self.globals, self.env)
             except exc.CompileError as err:

@@ -115,6 +115,27 @@ def batched_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@helion.kernel()
+def reversed_copy(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty_like(x)
+    block = hl.register_block_size(n)
+    for tile in hl.tile(n, block_size=block):
+        index = tile.begin + hl.arange(block)
+        out[tile] = hl.load(x, [n - 1 - index], extra_mask=index < n)
+    return out
+
+
+@helion.kernel()
+def scaled_or_zeros(x: torch.Tensor, scale: float) -> torch.Tensor:
+    out = torch.empty_like(x)
+    if scale == 0.0:
+        return torch.zeros_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile] * scale
+    return out
+
+
 def test_only_the_imports_differ_from_helion():
     with open(__file__) as source:
         mentions = [line.strip() for line in source if line.startswith(("import build_tools", "from build_tools"))]
@@ -182,3 +203,20 @@ def test_a_barrier_between_loops(n, device):
 def test_matrix_products_with_an_out_dtype(dtype, device):
     q, k = randn(2, 19, 16, dtype=dtype, device=device), randn(2, 21, 16, dtype=dtype, device=device)
     check_kernel(batched_scores, (q, k), lambda q, k: q @ k.transpose(1, 2), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("n", [1, 37, 300])
+def test_arange_over_a_registered_block(n, device):
+    check_kernel(reversed_copy, (randn(n, device=device),), lambda x: x.flip(0))
+
+
+@pytest.mark.parametrize("first", [0.0, 1.5])
+def test_an_early_return_in_host_code_follows_each_call(first, device):
+    """Bound at one scale, called at both: the launcher keeps the early return, and the kernel
+    after it is compiled whichever branch the binding call took."""
+    x = randn(37, device=device)
+    scaled_or_zeros.reset()
+    bound = scaled_or_zeros.bind((x, first))
+    for scale in (first, 1.5 - first):
+        torch.testing.assert_close(bound(x, scale), x * scale)
+        check_kernel(scaled_or_zeros, (x, scale), lambda x, scale: x * scale, n_random=0)
