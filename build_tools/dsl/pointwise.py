@@ -452,6 +452,8 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
             "expand_as": lambda other: self.broadcast_to(base, self.to_tval(other).shape),
             "expand": lambda *sizes: self.broadcast_to(base, self.expanded_shape(base, sizes)),
             "var_mean": lambda *a, **k: self.var_mean(base, *a, **k),
+            "cumsum": lambda dim, dtype=None: self.cumulative("cumsum", base, dim, dtype),
+            "cumprod": lambda dim, dtype=None: self.cumulative("cumprod", base, dim, dtype),
             "var": lambda *a, **k: self.var_mean(base, *a, **k)[0],
             "softmax": lambda dim, **k: self.softmax(base, dim, log=False),
             "log_softmax": lambda dim, **k: self.softmax(base, dim, log=True),
@@ -526,6 +528,8 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         table[torch.nn.functional.silu] = ignore_node(lambda v, inplace=False: self.activation("silu", v))
         table[torch.nn.functional.gelu] = ignore_node(lambda v, approximate="none": self.activation("gelu", v, approximate))
         table[torch.var_mean] = ignore_node(self.var_mean)
+        table[torch.cumsum] = ignore_node(lambda v, dim, dtype=None: self.cumulative("cumsum", v, dim, dtype))
+        table[torch.cumprod] = ignore_node(lambda v, dim, dtype=None: self.cumulative("cumprod", v, dim, dtype))
         table[torch.var] = ignore_node(lambda v, *a, **k: self.var_mean(v, *a, **k)[0])
         table[torch.sum] = ignore_node(lambda v, *a, **k: self.reduce("sum", v, *a, **k))
         table[torch.mean] = ignore_node(lambda v, *a, **k: self.reduce("mean", v, *a, **k))

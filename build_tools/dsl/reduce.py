@@ -196,7 +196,6 @@ class ReduceMixin:
         out = self.binary(ast.Sub(), shifted, self.math("log", s)) if log else self.binary(ast.Div(), e, s)
         return self.to_dtype(out, out_dtype)
 
-    # ------------------------------------------------------------------ matrix products
     def var_mean(self, value: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
                  correction: Any = None) -> tuple:
         """torch.var_mean: (variance, mean) over `dim`, computed in float32 for low-precision inputs;
@@ -219,6 +218,20 @@ class ReduceMixin:
                 mean = self.squeeze(mean, axis)
         return self.to_dtype(var, value.dtype), self.to_dtype(mean, value.dtype)
 
+    def cumulative(self, kind: str, value: Any, dim: int, dtype: Any = None) -> TVal:
+        """torch.cumsum / cumprod along `dim` (tl.cumsum / tl.cumprod), in float32 for low-precision
+        inputs; integers accumulate in int64 as PyTorch's do. Lanes past a tile's end follow the
+        valid ones along the scan, so they change none of them."""
+        value = self.to_tval(value)
+        self.require_eager(value, f"torch.{kind}")
+        out_dtype = dtype or (torch.int64 if not value.dtype.is_floating_point else value.dtype)
+        compute = torch.float32 if out_dtype in LOW_PRECISION else out_dtype
+        x = self.to_dtype(value, compute)
+        axis = dim % len(x.shape)
+        scanned = self.make(compute, x.shape, lambda a: f"tl.{kind}({a[0]}, {axis})", [x], "scan")
+        return self.to_dtype(scanned, out_dtype)
+
+    # ------------------------------------------------------------------ matrix products
     def matmul(self, a: Any, b: Any, out_dtype: Any = None) -> TVal:
         """torch.matmul / mm / bmm; `out_dtype` (PyTorch's overload of mm and bmm) accumulates into
         that type as hl.dot(out_dtype=) does."""

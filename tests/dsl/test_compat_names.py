@@ -136,6 +136,18 @@ def scaled_or_zeros(x: torch.Tensor, scale: float) -> torch.Tensor:
     return out
 
 
+@helion.kernel()
+def running_totals(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    sums = torch.empty_like(x)
+    products = torch.empty_like(x)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :]
+        sums[tile_m, :] = torch.cumsum(row, dim=1)
+        products[tile_m, :] = row.cumprod(1)
+    return sums, products
+
+
 def test_only_the_imports_differ_from_helion():
     with open(__file__) as source:
         mentions = [line.strip() for line in source if line.startswith(("import build_tools", "from build_tools"))]
@@ -220,3 +232,10 @@ def test_an_early_return_in_host_code_follows_each_call(first, device):
     for scale in (first, 1.5 - first):
         torch.testing.assert_close(bound(x, scale), x * scale)
         check_kernel(scaled_or_zeros, (x, scale), lambda x, scale: x * scale, n_random=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 37)])
+def test_cumulative_sums_and_products(dtype, shape, device):
+    x = (1 + 0.1 * randn(*shape, device=device)).to(dtype)
+    check_kernel(running_totals, (x,), lambda x: (x.cumsum(1), x.cumprod(1)))
