@@ -449,6 +449,8 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         table[torch.minimum] = ignore_node(lambda a, b: self.extremum("minimum", a, b))
         table[torch.where] = ignore_node(self.where)
         table[torch.clamp] = ignore_node(lambda v, min=None, max=None: self.clamp(v, min, max))
+        table[torch.relu] = ignore_node(lambda v: self.clamp(v, 0))
+        table[torch.nn.functional.relu] = ignore_node(lambda v, inplace=False: self.clamp(v, 0))
         table[torch.sum] = ignore_node(lambda v, *a, **k: self.reduce("sum", v, *a, **k))
         table[torch.mean] = ignore_node(lambda v, *a, **k: self.reduce("mean", v, *a, **k))
         table[torch.amax] = ignore_node(lambda v, *a, **k: self.reduce("max", v, *a, **k))
