@@ -6,6 +6,7 @@ re-materialized inside a chunk loop by the reduction or store that consumes them
 from __future__ import annotations
 
 import ast
+import types
 from typing import Any
 
 import torch
@@ -13,7 +14,8 @@ import torch
 from . import exc
 from . import language as hl
 from .emitter import KernelBuilder
-from .pointwise import PointwiseMixin
+from .inline import InlineMixin, inlinable
+from .pointwise import HOST_TENSOR_ALLOCATIONS, PointwiseMixin
 from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, tl_dtype
 
 UNSUPPORTED_STATEMENTS = {
@@ -50,7 +52,7 @@ class LoopSpec:
         self.nodes = nodes
 
 
-class DeviceCompiler(PointwiseMixin):
+class DeviceCompiler(InlineMixin, PointwiseMixin):
     def __init__(self, session: Any, builder: KernelBuilder):
         self.session = session
         self.builder = builder
@@ -63,6 +65,7 @@ class DeviceCompiler(PointwiseMixin):
         self.in_dot_loop = False
         self.open_device_loops: list[int] = []  # indices of the device loops being compiled
         self.following: list[list[ast.stmt]] = []  # per open block, the statements after the current one
+        self.init_inlining()
 
     # ------------------------------------------------------------------ errors
     def error(self, cls: type, message: str, node: ast.AST | None = None) -> exc.CompileError:
@@ -86,9 +89,9 @@ class DeviceCompiler(PointwiseMixin):
 
     def waits_for_programs(self, body: list[ast.stmt]) -> bool:
         """Whether a loop body waits for other programs (hl.wait, or hl.signal with `wait_for`)."""
-        for sub in ast.walk(ast.Module(body=body, type_ignores=[])):
+        for sub, resolve in self.nodes_through_calls(body):
             if isinstance(sub, ast.Call):
-                callee = self.resolve_callee(sub.func)
+                callee = resolve(sub.func)
                 waits_for_value = len(sub.args) > 3 or any(k.arg == "wait_for" for k in sub.keywords)
                 if callee is hl.wait or (callee is hl.signal and waits_for_value):
                     return True
@@ -249,6 +252,9 @@ class DeviceCompiler(PointwiseMixin):
                 self.following.pop()
 
     def statement(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.Return) and self.inline_stack:
+            raise self.error(exc.NotSupported, "return inside a loop or branch of an inlined function; "
+                             "an inlined function returns at its end", node)
         for cls, what in UNSUPPORTED_STATEMENTS.items():
             if isinstance(node, cls):
                 raise self.error(exc.NotSupported, f"{what} is not supported in device code", node)
@@ -628,12 +634,11 @@ class DeviceCompiler(PointwiseMixin):
 
     def contains_dot(self, body: list[ast.stmt]) -> bool:
         names = {"dot", "matmul", "mm", "bmm", "addmm", "baddbmm"}
-        for stmt in body:
-            for sub in ast.walk(stmt):
-                if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.MatMult):
-                    return True
-                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in names:
-                    return True
+        for sub, _ in self.nodes_through_calls(body):
+            if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.MatMult):
+                return True
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in names:
+                return True
         return False
 
     # ------------------------------------------------------------------ if statements
@@ -734,13 +739,22 @@ class DeviceCompiler(PointwiseMixin):
     def name(self, node: ast.Name) -> Any:
         if node.id in self.scope:
             return self.scope[node.id]
-        return self.session.host_name(node.id, self.builder)
+        value = self.session.host_name(node.id, self.builder)
+        if inlinable(value):
+            self.callable_reach(value, node)  # so that a device name bound to it reaches it the same way
+        return value
 
     def resolve_callee(self, node: ast.AST) -> Any:
+        """The object a callee expression names, when known without compiling it: a name's value, a
+        host expression's, or an attribute of a module or class so named; else None."""
         if isinstance(node, ast.Name) and node.id in self.scope:
             return self.scope[node.id]
         if self.session.is_host_evaluable(node, self.scope):
             return self.session.eval_host(node)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve_callee(node.value)
+            if isinstance(base, (types.ModuleType, type)):
+                return getattr(base, node.attr, None)
         return None
 
     def attribute(self, base: Any, attr: str, node: ast.AST) -> Any:
@@ -795,14 +809,32 @@ class DeviceCompiler(PointwiseMixin):
     # ------------------------------------------------------------------ calls
     def call(self, node: ast.Call) -> Any:
         callee = self.expr(node.func) if not self.session.is_host_evaluable(node.func, self.scope) else self.session.eval_host(node.func)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in HOST_TENSOR_ALLOCATIONS:
+            base = self.expr(node.func.value)  # `weight.new_zeros(...)`: the host tensor's method, not its meta one's
+            if isinstance(base, HostTensor):
+                callee = ("method", base, node.func.attr)
         args = [self.expr(a) for a in node.args if not isinstance(a, ast.Starred)]
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise self.error(exc.NotSupported, "*args in a device call", node)
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         if isinstance(callee, tuple) and len(callee) == 3 and callee[0] == "method":
             return self.method(callee[1], callee[2], args, kwargs, node)
-        handler = self.function_table().get(callee)
+        name = ast.unparse(node.func)
+        try:
+            handler = self.function_table().get(callee)
+        except TypeError:  # an unhashable callee
+            handler = None
         if handler is None:
-            name = ast.unparse(node.func)
+            if inlinable(callee):
+                return self.inline_call(callee, node, args, kwargs)
             raise self.error(exc.NotSupported, f"call to {name}(...) in device code", node)
-        return handler(node, *args, **kwargs)
+        try:
+            return handler(node, *args, **kwargs)
+        except exc.Base:
+            raise
+        except TypeError as err:
+            raise self.error(exc.NotSupported, f"call to {name}(...) in device code with these arguments: {err}",
+                             node) from None
+        except Exception as err:  # noqa: BLE001 - a handler's failure names the call it compiled
+            raise self.error(exc.NotSupported, f"call to {name}(...) in device code failed: "
+                             f"{type(err).__name__}: {err}", node) from err

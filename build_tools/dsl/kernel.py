@@ -9,6 +9,7 @@ import os
 import sys
 import tempfile
 import threading
+import types
 import warnings
 from typing import Any, Callable
 
@@ -18,6 +19,7 @@ from . import exc
 from .config import Config
 from .config_spec import ConfigSpec
 from .host import parse_kernel
+from .inline import callable_json, callable_key
 from .module import GeneratedCode, generated_code
 from .session import CompileSession
 
@@ -75,16 +77,23 @@ class Kernel:
         bound.apply_defaults()
         return dict(bound.arguments)
 
+    def tensor_key(self, value: torch.Tensor) -> tuple:
+        item: tuple = ("tensor", str(value.dtype), value.dim(), value.device.type)
+        if self.static_shapes:
+            return item + (tuple(value.shape), tuple(value.stride()))
+        return item + (tuple(size_bucket(s) for s in value.shape),)
+
     def specialization_key(self, arguments: dict) -> tuple:
+        """A callable argument (inlined where device code calls it) keys by its code object and what
+        its closure and defaults hold (inline.callable_key): another function compiles another
+        kernel, another closure of the same code runs the same one, which reads the closure's
+        tensors and numbers at call time."""
         key = []
         for name, value in arguments.items():
             if isinstance(value, torch.Tensor):
-                item: tuple = ("tensor", str(value.dtype), value.dim(), value.device.type)
-                if self.static_shapes:
-                    item += (tuple(value.shape), tuple(value.stride()))
-                else:
-                    item += (tuple(size_bucket(s) for s in value.shape),)
-                key.append(item)
+                key.append(self.tensor_key(value))
+            elif isinstance(value, types.FunctionType):
+                key.append(("callable",) + callable_key(value, self.tensor_key))
             elif isinstance(value, bool) or value is None or name in self.parsed.constexpr_params:
                 key.append(("const", repr(value)))
             elif isinstance(value, (int, float)):
@@ -157,15 +166,20 @@ class BoundKernel:
         session.run(host_only=True, baked=self.found.baked)
         return tuple(session.found.specialized) + tuple(session.found.guards)
 
+    def tensor_json(self, value: torch.Tensor) -> dict:
+        entry: dict[str, Any] = {"dtype": str(value.dtype).replace("torch.", ""), "rank": value.dim()}
+        if self.kernel.static_shapes:
+            entry["shape"] = list(value.shape)
+        return entry
+
     def specialization_key(self) -> dict:
         """JSON-able identity of this specialization (part of a generated variant's id)."""
         out: dict[str, Any] = {}
         for name, value in self.arguments.items():
             if isinstance(value, torch.Tensor):
-                entry: dict[str, Any] = {"dtype": str(value.dtype).replace("torch.", ""), "rank": value.dim()}
-                if self.kernel.static_shapes:
-                    entry["shape"] = list(value.shape)
-                out[name] = entry
+                out[name] = self.tensor_json(value)
+            elif isinstance(value, types.FunctionType):
+                out[name] = callable_json(value, self.tensor_json)
             elif isinstance(value, bool) or value is None or name in self.kernel.parsed.constexpr_params:
                 out[name] = value if isinstance(value, (bool, int, float, str)) or value is None else repr(value)
             elif isinstance(value, torch.dtype):

@@ -21,6 +21,7 @@ BINARY_OPS = {
     ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
 }
 COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+HOST_TENSOR_ALLOCATIONS = ("new_zeros", "new_ones", "new_full", "new_empty")  # host tensors' methods in device code
 PY_OPS = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
     ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
@@ -472,7 +473,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         """A host tensor's allocation methods in device code (`weight.new_zeros(tile)`): a device
         value of the tensor's dtype; other methods need the tensor indexed first."""
         fills = {"new_zeros": 0, "new_ones": 1, "new_empty": 0}
-        if name not in (*fills, "new_full"):
+        if name not in HOST_TENSOR_ALLOCATIONS:
             raise self.error(exc.NotSupported, f"method .{name}() of a host tensor in device code; index it first", node)
         try:
             if name == "new_full":

@@ -141,11 +141,17 @@ class CompileSession:
         self.rdim_objects: list[RDim] = []
         self.rdim_host: dict[int, tuple[str, bool]] = {}
         self.sizes = SizeTracker(lambda node: self.try_eval(node, self.env))
+        self.location_file: str | None = None  # the file of the inlined function being compiled
 
     # ------------------------------------------------------------------ locations
     def location(self, node: ast.AST | None) -> str:
+        return self.location_at(node, self.location_file)
+
+    def location_at(self, node: ast.AST | None, filename: str | None) -> str:
+        """`file:line` of `node` in `filename` (None: the kernel's file; an inlined function's
+        nodes are in its own, DeviceCompiler.inline_call)."""
         line = getattr(node, "lineno", None) or self.parsed.tree.lineno
-        return f"{self.parsed.filename}:{line}"
+        return f"{filename or self.parsed.filename}:{line}"
 
     # ------------------------------------------------------------------ config lookups
     def knob(self, name: str, index: int | None, default: Any) -> Any:

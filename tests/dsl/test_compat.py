@@ -2,8 +2,11 @@
 the two import lines differ from a Helion program."""
 from __future__ import annotations
 
+from typing import Callable
+
 import pytest
 import torch
+from torch import Tensor
 
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
@@ -32,6 +35,24 @@ def matmul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             acc = torch.addmm(acc, x[tile_m, tile_k], y[tile_k, tile_n])
         out[tile_m, tile_n] = acc
 
+    return out
+
+
+@helion.kernel()
+def matmul_with_epilogue(
+    x: Tensor,
+    y: Tensor,
+    epilogue: Callable[[Tensor, tuple[Tensor, ...]], Tensor] = lambda acc, tile: acc,
+) -> Tensor:
+    m, k = x.size()
+    k2, n = y.size()
+    assert k == k2, f"size mismatch {k} != {k2}"
+    out = torch.empty([m, n], dtype=torch.promote_types(x.dtype, y.dtype), device=x.device)
+    for tile_m, tile_n in hl.tile([m, n]):
+        acc = hl.zeros([tile_m, tile_n], dtype=torch.float32)
+        for tile_k in hl.tile(k):
+            acc = torch.addmm(acc, x[tile_m, tile_k], y[tile_k, tile_n])
+        out[tile_m, tile_n] = epilogue(acc, (tile_m, tile_n))
     return out
 
 
@@ -94,6 +115,15 @@ def test_matmul(m, k, n, device):
     check_kernel(matmul, (x, y), lambda x, y: x @ y, **tolerance)
     torch.testing.assert_close(matmul(x, y).double().cpu(), x.double().cpu() @ y.double().cpu(),
                                **(tolerance or {"rtol": 1e-4, "atol": 1e-4}))
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (33, 17, 70)])
+def test_matmul_with_epilogue(m, k, n, device):
+    x, y, bias = randn(m, k, device=device), randn(k, n, device=device), randn(n, device=device)
+    tolerance = {} if device == "cpu" else {"rtol": 2e-2, "atol": 2e-2}
+    check_kernel(matmul_with_epilogue, (x, y, lambda acc, tile: torch.relu(acc + bias[tile[1]])),
+                 lambda x, y, _: torch.relu(x @ y + bias.double().cpu()), **tolerance)
+    check_kernel(matmul_with_epilogue, (x, y), lambda x, y: x @ y, **tolerance)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (8, 100), (3, 1030)])

@@ -148,6 +148,18 @@ def running_totals(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return sums, products
 
 
+@helion.kernel()
+def weight_gradient(grad: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([n], dtype=torch.float32, device=x.device)
+    for tile_n in hl.tile(n):
+        acc = weight.new_zeros(tile_n, dtype=torch.float32)
+        for tile_m in hl.tile(m):
+            acc += torch.sum(grad[tile_m, tile_n].to(torch.float32) * x[tile_m, tile_n].to(torch.float32), dim=0)
+        out[tile_n] = acc * weight.new_ones(tile_n).to(torch.float32)
+    return out
+
+
 def test_only_the_imports_differ_from_helion():
     with open(__file__) as source:
         mentions = [line.strip() for line in source if line.startswith(("import build_tools", "from build_tools"))]
@@ -239,3 +251,9 @@ def test_an_early_return_in_host_code_follows_each_call(first, device):
 def test_cumulative_sums_and_products(dtype, shape, device):
     x = (1 + 0.1 * randn(*shape, device=device)).to(dtype)
     check_kernel(running_totals, (x,), lambda x: (x.cumsum(1), x.cumprod(1)))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 20)])
+def test_a_host_tensors_allocations_in_device_code(shape, device):
+    grad, x, weight = randn(*shape, device=device), randn(*shape, device=device), randn(shape[1], device=device)
+    check_kernel(weight_gradient, (grad, x, weight), lambda grad, x, weight: (grad * x).sum(0))
