@@ -32,6 +32,16 @@ class KernelBuilder:
         self.loops = 0  # the kernel's loops, not counting a program's persistent loop
         self.programs_wait = False  # programs wait for each other (hl.wait): they must run concurrently
         self.compile_options: dict = {}  # options beside num_warps/num_stages (`maxnreg`): compile_options_text
+        self.helpers: dict[str, str] = {}  # name -> source of a `@triton.jit` function the kernel calls
+
+    def helper(self, params: list[str], lines: list[str], prefix: str) -> str:
+        """The name of a module-level `@triton.jit` function of `params` with body `lines` (a combine
+        function of tl.associative_scan / tl.reduce), named by a digest of its text."""
+        body = "\n".join("    " + line for line in lines)
+        text = f"(" + ", ".join(params) + "):\n" + body + "\n"
+        name = f"_{prefix}_{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+        self.helpers.setdefault(name, f"@triton.jit\ndef {name}{text}")
+        return name
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -91,11 +101,12 @@ class KernelBuilder:
         signature = ", ".join(f"{p.name}: tl.constexpr" if p.constexpr else p.name for p in self.ordered_params())
         body = "\n".join(self.lines) if self.lines else "    pass"
         function = "def {name}(" + signature + "):\n" + body + "\n"
+        helpers = "".join(source + "\n\n" for _, source in sorted(self.helpers.items()))
         flag = f"\n\n{{name}}.fn.{CONCURRENT_PROGRAMS_FLAG} = True\n" if self.programs_wait else ""
         flag += compile_options_text(self.compile_options)
-        digest = hashlib.sha1(("@triton.jit\n" + function + flag).encode()).hexdigest()[:10]
+        digest = hashlib.sha1((helpers + "@triton.jit\n" + function + flag).encode()).hexdigest()[:10]
         name = f"_{self.fn_name}_kernel_{digest}"
-        return name, "@_jit_on_first_launch\n" + function.replace("{name}", name, 1) + flag.replace("{name}", name)
+        return name, helpers + "@_jit_on_first_launch\n" + function.replace("{name}", name, 1) + flag.replace("{name}", name)
 
 
 def compile_options_text(options: dict) -> str:

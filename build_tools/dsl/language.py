@@ -71,6 +71,10 @@ signal = _device_only("signal")
 wait = _device_only("wait")
 dot = _device_only("dot")
 arange = _device_only("arange")
+associative_scan = _device_only("associative_scan")
+reduce = _device_only("reduce")
+cumsum = _device_only("cumsum")
+cumprod = _device_only("cumprod")
 tile_index = _device_only("tile_index")  # Helion's functional spellings of tile.index, .begin, ...
 tile_begin = _device_only("tile_begin")
 tile_end = _device_only("tile_end")
@@ -78,7 +82,8 @@ tile_block_size = _device_only("tile_block_size")
 tile_id = _device_only("tile_id")
 TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
-DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot, arange, *TILE_FUNCTIONS}
+DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot, arange,
+                    associative_scan, reduce, cumsum, cumprod, *TILE_FUNCTIONS}
 
 
 def barrier() -> None:

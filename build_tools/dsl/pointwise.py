@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import math
+import typing
 from typing import Any, Callable
 
 import torch
@@ -558,6 +559,12 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         for function, attribute in hl.TILE_FUNCTIONS.items():
             table[function] = lambda node, tile, _a=attribute: self.tile_attribute(self.tile_argument(tile, node), _a, node)
         table[hl.arange] = ignore_node(self.arange)
+        table[hl.associative_scan] = lambda node, fn, values, dim, reverse=False: self.associative_scan(node, fn, values, dim, reverse)
+        table[hl.reduce] = lambda node, fn, values, dim=None, other=0, keep_dims=False: self.combine_reduce(
+            node, fn, values, dim, other, keep_dims)
+        table[hl.cumsum] = ignore_node(lambda v, dim, reverse=False: self.cumulative("cumsum", v, dim, reverse=reverse))
+        table[hl.cumprod] = ignore_node(lambda v, dim, reverse=False: self.cumulative("cumprod", v, dim, reverse=reverse))
+        table[typing.cast] = ignore_node(lambda _type, value: value)
         table[hl.zeros] = ignore_node(lambda size, dtype=torch.float32, **k: self.new_full(size, 0, dtype))
         table[hl.full] = ignore_node(lambda size, value, dtype=torch.float32, **k: self.new_full(size, value, dtype))
         table[hl.load] = lambda node, tensor, index, extra_mask=None, **k: self.load(self.host_tensor(tensor, node), list(index), extra_mask, node, **k)

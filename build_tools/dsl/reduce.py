@@ -9,6 +9,8 @@ from typing import Any, Iterator
 import torch
 
 from . import exc
+from .emitter import KernelBuilder
+from .inline import inlinable
 from .values import LOW_PRECISION, ONE, RDim, TVal, place, same_dim, shape_key, tl_dtype
 
 
@@ -218,18 +220,109 @@ class ReduceMixin:
                 mean = self.squeeze(mean, axis)
         return self.to_dtype(var, value.dtype), self.to_dtype(mean, value.dtype)
 
-    def cumulative(self, kind: str, value: Any, dim: int, dtype: Any = None) -> TVal:
-        """torch.cumsum / cumprod along `dim` (tl.cumsum / tl.cumprod), in float32 for low-precision
-        inputs; integers accumulate in int64 as PyTorch's do. Lanes past a tile's end follow the
-        valid ones along the scan, so they change none of them."""
+    def cumulative(self, kind: str, value: Any, dim: int, dtype: Any = None, reverse: bool = False) -> TVal:
+        """torch.cumsum / cumprod and hl.cumsum / cumprod (`reverse`) along `dim` (tl.cumsum /
+        tl.cumprod), in float32 for low-precision inputs; integers accumulate in int64 as PyTorch's
+        do. Lanes past a tile's end follow the valid ones along a forward scan, so they change none
+        of them; a reversed scan gives them the identity."""
         value = self.to_tval(value)
         self.require_eager(value, f"torch.{kind}")
         out_dtype = dtype or (torch.int64 if not value.dtype.is_floating_point else value.dtype)
         compute = torch.float32 if out_dtype in LOW_PRECISION else out_dtype
         x = self.to_dtype(value, compute)
         axis = dim % len(x.shape)
-        scanned = self.make(compute, x.shape, lambda a: f"tl.{kind}({a[0]}, {axis})", [x], "scan")
+        mask = self.mask_for(x.shape, axis)
+        if reverse and mask:  # lanes past the end come first: they take the identity
+            identity = "0" if kind == "cumsum" else "1"
+            x = self.make(compute, x.shape, lambda a: f"tl.where({mask}, {a[0]}, {identity})", [x])
+        scanned = self.make(compute, x.shape, lambda a: f"tl.{kind}({a[0]}, {axis}, reverse={bool(reverse)})", [x], "scan")
         return self.to_dtype(scanned, out_dtype)
+
+    def call_python(self, fn: Any, node: ast.Call, args: list) -> Any:
+        """`fn(*args)` inlined, `fn` being the first argument (or `combine_fn=`) of the call `node`."""
+        if not inlinable(fn):
+            raise self.error(exc.NotSupported, f"a combine function must be a Python function, got {type(fn).__name__}", node)
+        func = node.args[0] if node.args else next(k.value for k in node.keywords if k.arg == "combine_fn")
+        return self.inline_call(fn, ast.copy_location(ast.Call(func=func, args=[], keywords=[]), node), args, {})
+
+    def combine_function(self, fn: Any, dtypes: list, node: ast.AST) -> str:
+        """A `@triton.jit` function combining two elements of each of `dtypes` (`fn(*lefts, *rights)`,
+        a Python function compiled as device code on scalars), the combine function of
+        tl.associative_scan / tl.reduce. It may not read host values: Triton calls it with the
+        elements alone."""
+        count = len(dtypes)
+        params = [f"left_{i}" for i in range(count)] + [f"right_{i}" for i in range(count)]
+        args = [TVal(dtypes[i % count], (), name=name) for i, name in enumerate(params)]
+        kernel_builder, self.builder = self.builder, KernelBuilder("combine")
+        self.builder.depth = 0
+        try:
+            out = self.call_python(fn, node, args)
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            if len(outs) != count:
+                raise self.error(exc.ShapeMismatch, f"the combine function returns {len(outs)} values for {count} inputs", node)
+            atoms = [self.atom(self.to_dtype(self.to_tval(v), dtypes[i])) for i, v in enumerate(outs)]
+            helper = self.builder
+        finally:
+            self.builder = kernel_builder
+        if helper.params:
+            raise self.error(exc.NotSupported, "a combine function that reads host values "
+                             f"({', '.join(p.host_expr for p in helper.params.values())})", node)
+        return self.builder.helper(params, helper.lines + [f"return {', '.join(atoms)}"], "combine")
+
+    def combine_inputs(self, values: Any, what: str) -> tuple[list, bool]:
+        """(the inputs of a scan or reduction broadcast to one shape, whether one was given alone)."""
+        single = not isinstance(values, (tuple, list))
+        values = [self.to_tval(v) for v in ([values] if single else values)]
+        shape = values[0].shape
+        for v in values[1:]:
+            shape = self.broadcast_shape(shape, v.shape)
+        values = [self.broadcast_to(v, shape) for v in values]
+        for v in values:
+            self.require_eager(v, what)
+        return values, single
+
+    def results(self, expr: str, dtypes: list, shape: tuple, single: bool) -> Any:
+        """The value(s) of a Triton call returning one tensor per dtype."""
+        names = [self.builder.fresh("scan") for _ in dtypes]
+        self.builder.emit(f"{', '.join(names)}{',' if len(names) == 1 and not single else ''} = {expr}")
+        out = [TVal(dtype, shape, name=name) for dtype, name in zip(dtypes, names)]
+        return out[0] if single else tuple(out)
+
+    def associative_scan(self, node: ast.AST, combine_fn: Any, values: Any, dim: int, reverse: bool = False) -> Any:
+        """hl.associative_scan: tl.associative_scan with `combine_fn` compiled as its combine function.
+        Lanes past a tile's end follow the valid ones along a forward scan; a reversed scan over a
+        masked dim is refused (they would come first)."""
+        values, single = self.combine_inputs(values, "hl.associative_scan")
+        axis = dim % len(values[0].shape)
+        if reverse and self.mask_for(values[0].shape, axis):
+            raise self.error(exc.NotSupported, "a reversed scan over a dim with a tail mask", node)
+        helper = self.combine_function(combine_fn, [v.dtype for v in values], node)
+        inputs = self.atom(values[0]) if single else "(" + ", ".join(self.atom(v) for v in values) + ",)"
+        expr = f"tl.associative_scan({inputs}, {axis}, {helper}, reverse={bool(reverse)})"
+        return self.results(expr, [v.dtype for v in values], values[0].shape, single)
+
+    def combine_reduce(self, node: ast.AST, combine_fn: Any, values: Any, dim: Any = None, other: Any = 0,
+                       keep_dims: bool = False) -> Any:
+        """hl.reduce: tl.reduce with `combine_fn` compiled as its combine function; lanes past a
+        tile's end take `other` (one per input, or one for all), which must be its identity."""
+        values, single = self.combine_inputs(values, "hl.reduce")
+        rank = len(values[0].shape)
+        others = list(other) if isinstance(other, (tuple, list)) else [other] * len(values)
+        axes = list(range(rank)) if dim is None else [dim % rank]
+        for axis in axes:
+            mask = self.mask_for(values[0].shape, axis)
+            if mask:
+                values = [self.make(v.dtype, v.shape, lambda a, m=mask: f"tl.where({m}, {a[0]}, {a[1]})",
+                                    [v, self.to_dtype(self.to_tval(o), v.dtype)]) for v, o in zip(values, others)]
+        helper = self.combine_function(combine_fn, [v.dtype for v in values], node)
+        inputs = self.atom(values[0]) if single else "(" + ", ".join(self.atom(v) for v in values) + ",)"
+        shape = values[0].shape
+        for axis in sorted(axes, reverse=True):
+            expr = f"tl.reduce({inputs}, {axis}, {helper}, keep_dims={bool(keep_dims)})"
+            shape = shape[:axis] + ((ONE,) if keep_dims else ()) + shape[axis + 1:]
+            out = self.results(expr, [v.dtype for v in values], shape, single)
+            inputs = self.atom(out) if single else "(" + ", ".join(self.atom(v) for v in out) + ",)"
+        return out
 
     # ------------------------------------------------------------------ matrix products
     def matmul(self, a: Any, b: Any, out_dtype: Any = None) -> TVal:

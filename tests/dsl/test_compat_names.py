@@ -160,6 +160,38 @@ def weight_gradient(grad: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -
     return out
 
 
+def add_segments(left_values, left_ids, right_values, right_ids):
+    return torch.where(left_ids == right_ids, left_values + right_values, right_values), right_ids
+
+
+def larger(a, b):
+    return torch.maximum(a, b)
+
+
+@helion.kernel()
+def segment_sums(ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile_e, tile_f in hl.tile(x.size()):
+        values = x[tile_e, tile_f]
+        scanned, _ = hl.associative_scan(add_segments, (values, ids[tile_e].unsqueeze(1).expand_as(values)), dim=0)
+        out[tile_e, tile_f] = scanned
+    return out
+
+
+@helion.kernel()
+def scans_and_reductions(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    running_max = torch.empty_like(x)
+    suffix_sums = torch.empty_like(x)
+    row_max = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :]
+        running_max[tile_m, :] = hl.associative_scan(larger, row, dim=1)
+        suffix_sums[tile_m, :] = hl.cumsum(row, dim=1, reverse=True)
+        row_max[tile_m] = hl.reduce(larger, row, dim=1, other=float("-inf"))
+    return running_max, suffix_sums, row_max
+
+
 def test_only_the_imports_differ_from_helion():
     with open(__file__) as source:
         mentions = [line.strip() for line in source if line.startswith(("import build_tools", "from build_tools"))]
@@ -257,3 +289,24 @@ def test_cumulative_sums_and_products(dtype, shape, device):
 def test_a_host_tensors_allocations_in_device_code(shape, device):
     grad, x, weight = randn(*shape, device=device), randn(*shape, device=device), randn(shape[1], device=device)
     check_kernel(weight_gradient, (grad, x, weight), lambda grad, x, weight: (grad * x).sum(0))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 5), (300, 3)])
+def test_a_segmented_scan_with_a_combine_function(shape, device):
+    ids = torch.randint(0, 4, (shape[0],)).sort()[0].to(device)
+    x = randn(*shape, device=device)
+    bound = segment_sums.bind((ids, x))
+    config = bound.config_spec.default_config()
+    rows = dict(config)["block_sizes"][0]  # the scan restarts at each tile of rows, as in Helion
+    expected = torch.empty_like(x, dtype=torch.float64, device="cpu")
+    for i in range(x.shape[0]):
+        fresh = i % rows == 0 or ids[i] != ids[i - 1]
+        expected[i] = x[i].double().cpu() + (0 if fresh else expected[i - 1])
+    got = bound.compile_config(config)(ids, x)
+    torch.testing.assert_close(got.double().cpu(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 37)])
+def test_scans_and_reductions_with_combine_functions(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(scans_and_reductions, (x,), lambda x: (x.cummax(1).values, x.flip(1).cumsum(1).flip(1), x.amax(1)))

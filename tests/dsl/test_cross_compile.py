@@ -13,7 +13,8 @@ import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 
 from ._harness import check_kernel, randn, results_without_interpreter
-from .test_compat import softmax_two_pass
+from .test_compat import matmul_with_epilogue, softmax_two_pass
+from .test_compat_names import activations, scans_and_reductions, segment_sums
 from .test_control_flow import last_row, matmul_bias_on_first_k, row_sums_and_shifted_rows
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
@@ -56,6 +57,14 @@ def negated_row_sums(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@helion.kernel()
+def fp8_round_trip(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = x[tile].to(torch.float8_e4m3fn).to(torch.float32) + x[tile].to(torch.float8_e5m2).to(torch.float32)
+    return out
+
+
 CASES = {
     "two_pass_softmax": (softmax_two_pass, lambda: (torch.randn(20, 300),), TWO_PASS_SOFTMAX),
     "online_softmax_narrow": (online_softmax, lambda: (torch.randn(3, 130),), ONLINE_SOFTMAX_NARROW),
@@ -78,6 +87,14 @@ CASES = {
     # diagonal, descriptors in both) must not, or Triton 3.6 aborts on the loop after the first
     "one_loop_ending_inside": (lower_triangular_product, lambda: (torch.randn(256, 256).half(), torch.randn(256, 64).half()),
                                ONE_LOOP_WARP_SPECIALIZED),
+    # combine functions become `@triton.jit` helpers beside the kernel; lambdas are inlined;
+    # fp8 values (the interpreter cannot cast to them)
+    "combine_functions": (scans_and_reductions, lambda: (torch.randn(6, 37),), None),
+    "segmented_scan": (segment_sums, lambda: (torch.arange(37) // 5, torch.randn(37, 5)), None),
+    "activations_bf16": (activations, lambda: (torch.randn(5, 37).bfloat16(), torch.randn(37).bfloat16(), 0.25), None),
+    "inlined_epilogue": (matmul_with_epilogue, lambda: (torch.randn(64, 32).half(), torch.randn(32, 48).half(),
+                                                        lambda acc, tile: torch.relu(acc)), None),
+    "fp8_round_trip": (fp8_round_trip, lambda: (torch.randn(300),), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
                                    CAUSAL_WARP_SPECIALIZED),
 }
