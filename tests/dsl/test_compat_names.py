@@ -178,6 +178,23 @@ def segment_sums(ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def keep_larger(left_value, left_index, right_value, right_index):
+    take_left = (left_value > right_value) | ((left_value == right_value) & (left_index < right_index))
+    return torch.where(take_left, left_value, right_value), torch.where(take_left, left_index, right_index)
+
+
+@helion.kernel()
+def row_argmax(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.int32, device=x.device)
+    for tile_m in hl.tile(m):
+        row = x[tile_m, :]
+        columns = hl.arange(n)[None, :].expand_as(row)
+        _, index = hl.reduce(keep_larger, (row, columns), dim=1, other=(float("-inf"), n))
+        out[tile_m] = index
+    return out
+
+
 @helion.kernel()
 def scans_and_reductions(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     m, n = x.size()
@@ -310,3 +327,9 @@ def test_a_segmented_scan_with_a_combine_function(shape, device):
 def test_scans_and_reductions_with_combine_functions(shape, device):
     x = randn(*shape, device=device)
     check_kernel(scans_and_reductions, (x,), lambda x: (x.cummax(1).values, x.flip(1).cumsum(1).flip(1), x.amax(1)))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 37), (3, 300)])
+def test_a_reduction_of_a_tuple_with_a_combine_function(shape, device):
+    x = randn(*shape, device=device)
+    check_kernel(row_argmax, (x,), lambda x: x.argmax(1).to(torch.int32))
