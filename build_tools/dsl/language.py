@@ -71,6 +71,8 @@ signal = _device_only("signal")
 wait = _device_only("wait")
 dot = _device_only("dot")
 arange = _device_only("arange")
+rand = _device_only("rand")  # Helion's seeded random values: hl.rand(shape, seed), hl.randint(shape, low, high, seed)
+randint = _device_only("randint")
 tile_index = _device_only("tile_index")  # Helion's functional spellings of tile.index, .begin, ...
 tile_begin = _device_only("tile_begin")
 tile_end = _device_only("tile_end")
@@ -78,7 +80,8 @@ tile_block_size = _device_only("tile_block_size")
 tile_id = _device_only("tile_id")
 TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
-DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot, arange, *TILE_FUNCTIONS}
+DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot, arange, rand, randint,
+                    *TILE_FUNCTIONS}
 
 
 def barrier() -> None:
