@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from . import exc
-from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import ONE, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
 
 RANDOM_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 # bits of the uniform grid that low-precision `rand` values keep, so that none rounds up to 1.0
@@ -66,7 +66,7 @@ class RandomMixin:
         for name, value in kwargs.items():
             if name in ("device", "layout", "memory_format", "pin_memory") or (name == "requires_grad" and not value):
                 continue
-            if name == "generator" and value is None:
+            if name in ("generator", "out") and value is None:
                 continue
             why = {"generator": "the kernel draws its seed from torch's default generator, per launch",
                    "out": "device code returns values; store them into a host tensor",
@@ -139,8 +139,7 @@ class RandomMixin:
         """Philox values (`kind`: rand, randn or randint) of `shape` at its elements' offsets."""
         offsets = self.random_offsets(shape)
         dtype = torch.int32 if kind == "randint" else torch.float32
-        value = self.make(dtype, shape, lambda a: f"tl.{kind}({seed}, {offsets})", [], "rand")
-        return value
+        return self.make(dtype, shape, lambda a: f"tl.{kind}({seed}, {offsets})", [], "rand")
 
     def random_to_dtype(self, kind: str, value: TVal, dtype: torch.dtype) -> TVal:
         """float32 random values as `dtype`: uniform ones on a grid of the dtype's precision first,
