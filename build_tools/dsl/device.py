@@ -65,7 +65,12 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
         self.in_dot_loop = False
         self.open_device_loops: list[int] = []  # indices of the device loops being compiled
         self.following: list[list[ast.stmt]] = []  # per open block, the statements after the current one
+        # the loops open around the code being compiled, outermost first (the top-level loop, then
+        # device loops): each a list of (tile, or a grid's index value, end) per dimension
+        self.open_loops: list[list[tuple[Any, Any]]] = []
+        self.bound_loop: list[tuple[Any, Any]] = []  # the loop whose body is compiled next
         self.init_inlining()
+        self.init_random()
 
     # ------------------------------------------------------------------ errors
     def error(self, cls: type, message: str, node: ast.AST | None = None) -> exc.CompileError:
@@ -78,7 +83,8 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
             if not isinstance(value, (int, HostScalar)):
                 raise self.error(exc.NotSupported, "top-level loop bounds must be computed in host code", node.iter)
         tiles = self.top_level_tiles(spec, loop_index, self.waits_for_programs(node.body))
-        self.bind_loop_target(node.target, tiles, spec.kind)
+        self.bind_loop_target(node.target, tiles, spec)
+        self.open_loops = [self.bound_loop]
         self.statements(node.body)
         self.session.pid_finish(self.builder)
         if node.orelse:
@@ -165,7 +171,10 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
 
         return max(val(end) - val(begin), 0) if not isinstance(end, TVal) else 0
 
-    def bind_loop_target(self, target: ast.AST, tiles: list, kind: str) -> None:
+    def bind_loop_target(self, target: ast.AST, tiles: list, spec: LoopSpec) -> None:
+        """Binds the loop variable(s) to `tiles`, and notes them with the loop's ends as the loop
+        whose body is compiled next (`loop_body` opens it; see RandomMixin.random_offsets)."""
+        self.bound_loop = list(zip(tiles, spec.ends))
         if isinstance(target, ast.Name):
             if len(tiles) != 1:
                 self.scope[target.id] = tuple(tiles)
@@ -501,7 +510,7 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
                 local = b.assign(f"{rest} % {counts[i]}", "lid")
                 rest = f"({rest} // {counts[i]})"
                 tiles.append(self.loop_tile(spec, i, block_infos[i], f"{self.atom(spec.begins[i])} + {local}" if block_infos[i] is None else f"{self.atom(spec.begins[i])} + {local} * {block_infos[i][2]}"))
-            self.bind_loop_target(node.target, tiles, spec.kind)
+            self.bind_loop_target(node.target, tiles, spec)
             self.loop_body(loop_index, node.body)
             b.depth -= 1
         else:
@@ -513,7 +522,7 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
                 b.emit_loop(f"for {var} in tl.range({begin_s}, {end_s}, {step}{opts}):")
                 b.depth += 1
                 tiles.append(self.loop_tile(spec, i, block_infos[i], var))
-            self.bind_loop_target(node.target, tiles, spec.kind)
+            self.bind_loop_target(node.target, tiles, spec)
             self.loop_body(loop_index, node.body)
             b.depth -= len(order)
         self.uncarry(carried)
@@ -564,7 +573,7 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
             var = b.fresh("offset")
             b.emit_loop(f"for {var} in tl.range({start}, {stop}, {bs}{options}):")
             b.depth += 1
-            self.bind_loop_target(node.target, [self.loop_tile(spec, 0, info, var, masked)], spec.kind)
+            self.bind_loop_target(node.target, [self.loop_tile(spec, 0, info, var, masked)], spec)
             self.loop_body(loop_index, node.body)
             b.depth -= 1
         self.uncarry(carried)
@@ -589,7 +598,7 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
                 end_s = self.loop_end(begin, end, self.session.unroll_factor(loop_index))
                 b.emit_loop(f"for {var} in tl.range({self.atom(begin)}, {end_s}, {bs}{opts}):", counted=not masked)
                 with b.block():
-                    self.bind_loop_target(node.target, [self.loop_tile(spec, 0, info, var, masked)], spec.kind)
+                    self.bind_loop_target(node.target, [self.loop_tile(spec, 0, info, var, masked)], spec)
                     self.loop_body(loop_index, node.body)
 
     def loop_end(self, begin: Any, end: Any, unroll: int) -> str:
@@ -616,10 +625,12 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
 
     def loop_body(self, loop_index: int, body: list[ast.stmt]) -> None:
         self.open_device_loops.append(loop_index)
+        self.open_loops.append(self.bound_loop)
         try:
             self.statements(body)
         finally:
             self.open_device_loops.pop()
+            self.open_loops.pop()
 
     def loop_tile(self, spec: LoopSpec, i: int, info: Any, offset_expr: str, masked: bool = True) -> Any:
         """The tile of a device loop's dimension `i` at `offset_expr`; `masked=False`: a tile known

@@ -75,6 +75,8 @@ associative_scan = _device_only("associative_scan")
 reduce = _device_only("reduce")
 cumsum = _device_only("cumsum")
 cumprod = _device_only("cumprod")
+rand = _device_only("rand")  # Helion's seeded random values: hl.rand(shape, seed), hl.randint(shape, low, high, seed)
+randint = _device_only("randint")
 tile_index = _device_only("tile_index")  # Helion's functional spellings of tile.index, .begin, ...
 tile_begin = _device_only("tile_begin")
 tile_end = _device_only("tile_end")
@@ -82,7 +84,7 @@ tile_block_size = _device_only("tile_block_size")
 tile_id = _device_only("tile_id")
 TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
-DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot, arange,
+DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot, arange, rand, randint,
                     associative_scan, reduce, cumsum, cumprod, *TILE_FUNCTIONS}
 
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import ast
 
+# `_rng_seed` draws a launch's seed: a draw only a dropped launch reads goes with it
 PURE_FUNCTIONS = frozenset({"_cdiv", "_next_power_of_2", "_counters", "_xyz_grid", "_num_sms", "_dependent_launch",
-                            "_new_empty", "len", "min", "max"})
+                            "_new_empty", "_rng_seed", "len", "min", "max"})
 # Tensor methods and torch functions that only read their operands and return new values (host
 # values are sizes and tensors); what ends in "_" mutates and is never here.
 PURE_METHODS = frozenset({"stride", "size", "dim", "numel", "element_size", "new_empty", "new_zeros",

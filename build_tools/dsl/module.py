@@ -113,6 +113,14 @@ def _counters(count: int, device: torch.device, lane: int = 0) -> torch.Tensor:
         buffer = _COUNTERS[key] = torch.zeros(max(count, 1024), dtype=torch.int32, device=device)
     return buffer
 ''',
+    "_rng_seed": '''def _rng_seed() -> tuple:
+    """A fresh 31-bit seed for one launch of a kernel that draws random numbers, from torch's
+    default CPU generator (torch.manual_seed makes calls reproducible; no device sync), as two
+    floats (its high 15 and low 16 bits, exact in float32): the launch cache keys each int
+    argument on its value, which a new seed per call would miss."""
+    seed = int(torch.randint(0, 2**31, (), dtype=torch.int64, device="cpu"))
+    return float(seed >> 16), float(seed & 0xFFFF)
+''',
     "_xyz_grid": '''_MAX_GRID_YZ = 65535
 
 

@@ -13,6 +13,7 @@ from . import exc
 from . import language as hl
 from .memory import MemoryMixin
 from .reduce import ReduceMixin
+from .rng import RandomMixin
 from .sync import SyncMixin
 from .values import LOW_PRECISION, ONE, BlockDim, same_dim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
 
@@ -51,7 +52,7 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
+class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -556,6 +557,11 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin):
         table[torch.addmm] = ignore_node(lambda acc, a, b, **k: self.addmm(acc, a, b, **k))
         table[torch.baddbmm] = ignore_node(lambda acc, a, b, **k: self.addmm(acc, a, b, **k))
         table[hl.dot] = ignore_node(self.hl_dot)
+        for kind in ("rand", "randn"):  # random values (rng.py): the launcher draws the seed per launch
+            table[getattr(torch, f"{kind}_like")] = lambda node, like, _k=kind, **k: self.random_like(node, _k, like, **k)
+            table[getattr(torch, kind)] = lambda node, *sizes, _k=kind, **k: self.random_sized(node, _k, *sizes, **k)
+        table[hl.rand] = self.hl_rand
+        table[hl.randint] = self.hl_randint
         for function, attribute in hl.TILE_FUNCTIONS.items():
             table[function] = lambda node, tile, _a=attribute: self.tile_attribute(self.tile_argument(tile, node), _a, node)
         table[hl.arange] = ignore_node(self.arange)

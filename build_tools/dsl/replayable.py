@@ -7,7 +7,7 @@ tensors and launches the same kernels with the same grids and scalar arguments, 
 pointers change. That holds when its host code only reads sizes, strides and alignments, does
 integer arithmetic, allocates (`_new_empty`, `torch.empty`, `torch.empty_like`), takes the
 stream's counter buffer (`_counters`) and launches (`_launch`): no other call (no host reduction, cast or copy, no counter buffer, no device
-descriptor), a data pointer only as its remainder modulo 16, and no loop, `with`, `try`, `global`
+descriptor, no random seed drawn per call by `_rng_seed`, which a replay would repeat), a data pointer only as its remainder modulo 16, and no loop, `with`, `try`, `global`
 or import. Views and tensors from elsewhere are caught when the call is recorded (every launched
 tensor must be an argument or an allocation).
 """
