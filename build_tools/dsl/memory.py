@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from . import exc
-from .values import DOT_MIN_DIM, ONE, same_dim, same_shape, BlockDim, BlockSizeInt, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import DOT_MIN_DIM, ONE, same_dim, same_shape, BlockDim, BlockSizeInt, DimSize, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
 
 
 @dataclass
@@ -53,6 +53,8 @@ class MemoryMixin:
         shape = []
         for size in sizes:
             if isinstance(size, TileVal):
+                shape.append(size.dim)
+            elif isinstance(size, DimSize):  # a device value's size(i): that dim
                 shape.append(size.dim)
             elif isinstance(size, BlockSizeInt):  # a registered block size: the dim of its tiles
                 bs = self.block_constexpr(size.block_id, None)

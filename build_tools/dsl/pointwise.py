@@ -15,7 +15,7 @@ from .memory import MemoryMixin
 from .reduce import ReduceMixin
 from .rng import RandomMixin
 from .sync import SyncMixin
-from .values import LOW_PRECISION, ONE, BlockDim, same_dim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
+from .values import LOW_PRECISION, ONE, BlockDim, DimSize, same_dim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
 
 BINARY_OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -454,6 +454,9 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
             "masked_fill": lambda mask, value: self.where(mask, value, base),
             "expand_as": lambda other: self.broadcast_to(base, self.to_tval(other).shape),
             "expand": lambda *sizes: self.broadcast_to(base, self.expanded_shape(base, sizes)),
+            "size": lambda dim=None: self.size_of(base, dim),
+            "view": lambda *sizes: self.view(base, sizes),
+            "reshape": lambda *sizes: self.view(base, sizes),
             "var_mean": lambda *a, **k: self.var_mean(base, *a, **k),
             "cumsum": lambda dim, dtype=None: self.cumulative("cumsum", base, dim, dtype),
             "cumprod": lambda dim, dtype=None: self.cumulative("cumprod", base, dim, dtype),
@@ -483,6 +486,38 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
             return (lambda size, dtype=None, **k: self.new_full(size, fills[name], dtype or tensor.meta.dtype))(*args, **kwargs)
         except TypeError as err:
             raise self.error(exc.NotSupported, f".{name}() with these arguments: {err}", node) from None
+
+    def size_of(self, value: TVal, dim: int | None = None) -> Any:
+        """`value.size(dim)`: a DimSize (1 for a unit dim); without `dim`, the tuple of them."""
+        if dim is None:
+            return tuple(self.size_of(value, d) for d in range(len(value.shape)))
+        axis = value.shape[dim % len(value.shape)]
+        if axis is ONE:
+            return 1
+        expr = axis.size_param if isinstance(axis, RDim) else axis.size_expr
+        return DimSize(expr, self.session.block_value(axis.block_id) if isinstance(axis, BlockDim) else axis.size_value,
+                       torch.int32, dim=axis)
+
+    def view(self, value: TVal, sizes: tuple) -> TVal:
+        """`value.view(*sizes)` / `reshape`: the same dims in the same order with unit dims put in or
+        taken out (what a tile's values can be viewed as without moving them)."""
+        if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+            sizes = tuple(sizes[0])
+        real = [d for d in value.shape if d is not ONE]
+        shape: list = []
+        for size in sizes:
+            if isinstance(size, int) and size == -1:  # the value's next non-unit dim
+                placed = len([d for d in shape if d is not ONE])
+                if placed >= len(real):
+                    raise self.error(exc.ShapeMismatch, f"view(-1) of {self.shape_text(value.shape)} with no dim left")
+                shape.append(real[placed])
+            else:
+                shape.extend(self.shape_from_sizes([size]))
+        kept = [d for d in shape if d is not ONE]
+        if len(kept) != len(real) or not all(same_dim(a, b) for a, b in zip(kept, real)):
+            raise self.error(exc.ShapeMismatch, f"view of {self.shape_text(value.shape)} as {self.shape_text(tuple(shape))}: "
+                             "only unit dims may be put in or taken out")
+        return value if tuple(shape) == value.shape else self.reshape_to(value, tuple(shape))
 
     def expanded_shape(self, value: TVal, sizes: tuple) -> tuple:
         """The shape `Tensor.expand(*sizes)` names: -1 keeps a dim of `value`, tiles give their dims."""

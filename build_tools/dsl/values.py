@@ -187,6 +187,14 @@ class HostScalar:
     host: str = ""  # launcher-side expression
 
 
+@dataclass(eq=False)
+class DimSize(HostScalar):
+    """`value.size(i)` of a device value: its extent along a dim (a block's constexpr, a whole dim's
+    size) as a scalar, which as a size names that dim again (`v.view(v.size(0), 1)`)."""
+
+    dim: Any = None
+
+
 def scalar_dtype(value: Any) -> torch.dtype:
     if isinstance(value, bool):
         return torch.bool

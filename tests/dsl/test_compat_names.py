@@ -209,6 +209,18 @@ def scans_and_reductions(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, t
     return running_max, suffix_sums, row_max
 
 
+@helion.kernel()
+def masked_rows(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m, tile_n in hl.tile([m, n]):
+        values = x[tile_m, tile_n]
+        rows, columns = values.size(0), values.size(1)
+        mask = (keep[tile_m] > 0).view(rows, 1).expand(rows, columns)
+        out[tile_m, tile_n] = torch.where(mask, values, values.reshape(-1, columns) * 0.5)
+    return out
+
+
 def test_only_the_imports_differ_from_helion():
     with open(__file__) as source:
         mentions = [line.strip() for line in source if line.startswith(("import build_tools", "from build_tools"))]
@@ -333,3 +345,9 @@ def test_scans_and_reductions_with_combine_functions(shape, device):
 def test_a_reduction_of_a_tuple_with_a_combine_function(shape, device):
     x = randn(*shape, device=device)
     check_kernel(row_argmax, (x,), lambda x: x.argmax(1).to(torch.int32))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 20)])
+def test_sizes_and_views_of_device_values(shape, device):
+    x, keep = randn(*shape, device=device), randn(shape[0], device=device)
+    check_kernel(masked_rows, (x, keep), lambda x, keep: torch.where(keep[:, None] > 0, x, x * 0.5))
