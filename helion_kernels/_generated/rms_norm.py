@@ -2180,89 +2180,6 @@ def _rms_norm_bwd_kernel_514430c6b4(programs, main_columns, n, runs, stride, m, 
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_51c8f6b56d(programs, main_columns, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, arrivals, arrivals_stride_0, programs_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, a_1_if_programs_1_else_0: tl.constexpr, a_1_if_finish_and_programs_1_else_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    num_pid_3 = tl.cdiv(programs - 0, 1)
-    in_group_4 = 4 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 4
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 4)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_10 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=2):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * run)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + run)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, num_stages=1):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0)
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + indices_15[None, :] * x_stride_1), mask=(mask_28[:, None]) & (mask_16[None, :]), other=0)
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + indices_15[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (mask_16[None, :]), other=0)
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(row_dot_sum + (indices_27 * row_dot_sum_stride_0), mask=(mask_28), other=0)
-            v_37 = (load_36 * load_29)
-            v_38 = n
-            v_39 = v_38.to(tl.float32)
-            v_40 = (v_37 / v_39)
-            load_41 = tl.load(weight + (indices_15[None, :] * weight_stride_0), mask=(mask_16[None, :]), other=0, eviction_policy='evict_last')
-            v_42 = load_41.to(tl.float32)
-            v_43 = (v_35 * v_42)
-            v_44 = v_40[:, None]
-            v_45 = (v_33 * v_44)
-            v_46 = (v_43 - v_45)
-            v_47 = load_29[:, None]
-            v_48 = (v_46 * v_47)
-            v_49 = v_48.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + indices_15[None, :] * grad_x_stride_1), v_49, mask=(mask_28[:, None]) & (mask_16[None, :]))
-            v_50 = (v_35 * v_33)
-            red_51 = (tl.sum(tl.where(mask_28[:, None], v_50, 0), 0))
-            v_52 = (acc_18 + red_51)
-            acc_18 = v_52
-    v_53 = (a_1_if_programs_1_else_0) != 0
-    if v_53:
-        v_54 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (indices_15 * grad_weight_stride_0), v_54, mask=(mask_16))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + indices_15 * grad_weight_partial_stride_1), acc_18, mask=(mask_16))
-    v_55 = (a_1_if_finish_and_programs_1_else_0) != 0
-    if v_55:
-        tid_56 = (offset_14 - 0) // _BLOCK_SIZE_1
-        tl.debug_barrier()
-        old_57 = tl.atomic_add(arrivals + (tid_56 * arrivals_stride_0), 1, sem='acq_rel', scope='gpu')
-        v_58 = (old_57 == programs_1)
-        if v_58:
-            v_59 = tl.full([_BLOCK_SIZE_1], 0, tl.float32)
-            total_60 = v_59
-            for offset_61 in tl.range(0, programs, _BLOCK_SIZE_2):
-                indices_62 = offset_61 + tl.arange(0, _BLOCK_SIZE_2)
-                mask_63 = indices_62 < programs
-                load_64 = tl.load(grad_weight_partial + (indices_62[:, None] * grad_weight_partial_stride_0 + indices_15[None, :] * grad_weight_partial_stride_1), mask=(mask_63[:, None]) & (mask_16[None, :]), other=0)
-                red_65 = (tl.sum(tl.where(mask_63[:, None], load_64, 0), 0))
-                v_66 = (total_60 + red_65)
-                total_60 = v_66
-            v_67 = total_60.to(tl.bfloat16)
-            tl.store(grad_weight + (indices_15 * grad_weight_stride_0), v_67, mask=(mask_16))
-            tid_68 = (offset_14 - 0) // _BLOCK_SIZE_1
-            old_69 = tl.atomic_xchg(arrivals + (tid_68 * arrivals_stride_0), 0, sem='release', scope='gpu')
-
-@_jit_on_first_launch
 def _rms_norm_bwd_kernel_6640d7caba(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -5080,39 +4997,6 @@ def rms_norm_bwd__b03cb3ac7051(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant b2ed46ebb889
-# config: {"block_sizes":[2,2048,8,64],"constexpr_conditions":true,"dweight_partials":8,"finish_dweight":"last_programs","flatten_loops":[false,false],"indexing":["pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","","last","","","","","last","",""],"loop_orders":[[1,0],[1,0]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[2,1,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":262144}
-def rms_norm_bwd__b2ed46ebb889(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 2)
-    programs = min(8, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    run = steps * 2
-    dot_rows = m
-    main_columns = n
-    grad_x = torch.empty_like(x)
-    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 2048))
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    arrivals = _counters(_cdiv(n, 2048) + 1, x.device)
-    _descriptors_fit = _descriptor_scratch_fits((_cdiv(dot_rows, 2) * _cdiv(n, 2048),), 1)
-    _ensure_allocator()
-    grad_out_strides = grad_out.stride()
-    row_dot_parts_strides = row_dot_parts.stride()
-    x_sizes = x.size()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_9e7b022f48, (_cdiv(dot_rows, 2) * _cdiv(n, 2048),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (2, 2048, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit), 4, 2)
-    row_dot_sum = row_dot_parts.sum(1)
-    _grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    _x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_51c8f6b56d, (programs * _cdiv(main_columns, 2048),), (programs, main_columns, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], arrivals, arrivals.stride(0), programs - 1), (2048, 2, 1 if programs == 1 else 0, 1 if programs > 1 else 0, 8), 4, 2)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant bffb3e45cc80
 # config: {"block_sizes":[1,1024,64,64],"dweight_partials":128,"finish_dweight":"last_programs","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[2,1],"load_eviction_policies":["","last","first","","","","","first","","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"persistent_blocked","range_num_stages":[2,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[1,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -5443,6 +5327,39 @@ def rms_norm_bwd__e95e492fdd7a(grad_out, x, weight, inv_rms):
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_f74b5bcbe4, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (512, _next_power_of_2(max(1, n)), 1), 2, 3)
     return (grad_x, grad_weight_partial.sum(0).to(weight.dtype) if programs > 1 else grad_weight)
+
+
+# rms_norm_bwd variant f40ba61a9e5a
+# config: {"block_sizes":[2,2048,8,64],"dweight_partials":8,"finish_dweight":"last_programs","flatten_loops":[false,false],"indexing":["pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","","last","","","","","last","",""],"loop_orders":[[1,0],[1,0]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[2,1,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":262144}
+def rms_norm_bwd__f40ba61a9e5a(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 2)
+    programs = min(8, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    run = steps * 2
+    dot_rows = m
+    main_columns = n
+    grad_x = torch.empty_like(x)
+    row_dot_parts = _new_empty(x, torch.float32, dot_rows, _cdiv(n, 2048))
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    arrivals = _counters(_cdiv(n, 2048) + 1, x.device)
+    _descriptors_fit = _descriptor_scratch_fits((_cdiv(dot_rows, 2) * _cdiv(n, 2048),), 1)
+    _ensure_allocator()
+    grad_out_strides = grad_out.stride()
+    row_dot_parts_strides = row_dot_parts.stride()
+    x_sizes = x.size()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_9e7b022f48, (_cdiv(dot_rows, 2) * _cdiv(n, 2048),), (dot_rows, n, grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), x, x_strides[0], x_strides[1], x_sizes[0], x_sizes[1], row_dot_parts, row_dot_parts_strides[0], row_dot_parts_strides[1]), (2, 2048, x_strides[1] == 1 and x.data_ptr() % 16 == 0 and (x_strides[0] * 2 % 16 == 0) and _descriptors_fit), 4, 2)
+    row_dot_sum = row_dot_parts.sum(1)
+    _grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    _x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_b61f6f5135, (programs * _cdiv(main_columns, 2048),), (programs, main_columns, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - 1), (2048, 2, 8), 4, 2)
+    return (grad_x, grad_weight)
 
 
 # rms_norm_bwd variant faec23b9312b
@@ -6258,7 +6175,6 @@ VARIANTS = {
         'ace2e99e3d35': rms_norm_bwd__ace2e99e3d35,
         'af0b1d4a85c8': rms_norm_bwd__af0b1d4a85c8,
         'b03cb3ac7051': rms_norm_bwd__b03cb3ac7051,
-        'b2ed46ebb889': rms_norm_bwd__b2ed46ebb889,
         'bffb3e45cc80': rms_norm_bwd__bffb3e45cc80,
         'c514600b59c5': rms_norm_bwd__c514600b59c5,
         'c9ab1018a6fe': rms_norm_bwd__c9ab1018a6fe,
@@ -6272,6 +6188,7 @@ VARIANTS = {
         'e7ed35230da0': rms_norm_bwd__e7ed35230da0,
         'e83e5cc84f34': rms_norm_bwd__e83e5cc84f34,
         'e95e492fdd7a': rms_norm_bwd__e95e492fdd7a,
+        'f40ba61a9e5a': rms_norm_bwd__f40ba61a9e5a,
         'faec23b9312b': rms_norm_bwd__faec23b9312b,
         'fb5ef1f1c507': rms_norm_bwd__fb5ef1f1c507,
         'fe4e8623ff58': rms_norm_bwd__fe4e8623ff58,
