@@ -15,7 +15,8 @@ from .memory import MemoryMixin
 from .reduce import ReduceMixin
 from .rng import RandomMixin
 from .sync import SyncMixin
-from .values import LOW_PRECISION, ONE, BlockDim, DimSize, same_dim, HostScalar, HostTensor, RDim, TileVal, TVal, scalar_dtype, tl_dtype
+from .values import (LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, RDim, TileVal, TVal, same_dim,
+                     scalar_dtype, size_arguments, tl_dtype)
 
 BINARY_OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -447,9 +448,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
             "tanh": lambda: self.math("tanh", base),
             "abs": lambda: self.abs(base),
             "clamp": lambda min=None, max=None: self.clamp(base, min, max),
-            "new_zeros": lambda size, dtype=None, **k: self.new_full(size, 0, dtype or base.dtype),
-            "new_full": lambda size, fill_value, dtype=None, **k: self.new_full(size, fill_value, dtype or base.dtype),
-            "new_ones": lambda size, dtype=None, **k: self.new_full(size, 1, dtype or base.dtype),
+            **self.allocation_methods(base.dtype),
             "relu": lambda: self.activation("relu", base),
             "masked_fill": lambda mask, value: self.where(mask, value, base),
             "expand_as": lambda other: self.broadcast_to(base, self.to_tval(other).shape),
@@ -474,16 +473,22 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
         except TypeError as err:
             raise self.error(exc.NotSupported, f".{name}() with these arguments: {err}", node) from None
 
+    def allocation_methods(self, like_dtype: torch.dtype) -> dict[str, Callable[..., TVal]]:
+        """`new_zeros` / `new_ones` / `new_empty` / `new_full` of a tensor of `like_dtype` (a device
+        value's, or a host tensor's in device code; HOST_TENSOR_ALLOCATIONS)."""
+        def filled(fill: Any) -> Callable[..., TVal]:
+            return lambda size, dtype=None, **k: self.new_full(size, fill, dtype or like_dtype)
+
+        return {"new_zeros": filled(0), "new_ones": filled(1), "new_empty": filled(0),
+                "new_full": lambda size, fill_value, dtype=None, **k: self.new_full(size, fill_value, dtype or like_dtype)}
+
     def host_tensor_method(self, tensor: HostTensor, name: str, args: list, kwargs: dict, node: ast.AST) -> TVal:
         """A host tensor's allocation methods in device code (`weight.new_zeros(tile)`): a device
         value of the tensor's dtype; other methods need the tensor indexed first."""
-        fills = {"new_zeros": 0, "new_ones": 1, "new_empty": 0}
         if name not in HOST_TENSOR_ALLOCATIONS:
             raise self.error(exc.NotSupported, f"method .{name}() of a host tensor in device code; index it first", node)
         try:
-            if name == "new_full":
-                return (lambda size, fill_value, dtype=None, **k: self.new_full(size, fill_value, dtype or tensor.meta.dtype))(*args, **kwargs)
-            return (lambda size, dtype=None, **k: self.new_full(size, fills[name], dtype or tensor.meta.dtype))(*args, **kwargs)
+            return self.allocation_methods(tensor.meta.dtype)[name](*args, **kwargs)
         except TypeError as err:
             raise self.error(exc.NotSupported, f".{name}() with these arguments: {err}", node) from None
 
@@ -501,8 +506,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
     def view(self, value: TVal, sizes: tuple) -> TVal:
         """`value.view(*sizes)` / `reshape`: the same dims in the same order with unit dims put in or
         taken out (what a tile's values can be viewed as without moving them)."""
-        if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
-            sizes = tuple(sizes[0])
+        sizes = size_arguments(sizes)
         real = [d for d in value.shape if d is not ONE]
         shape: list = []
         for size in sizes:
@@ -521,8 +525,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
 
     def expanded_shape(self, value: TVal, sizes: tuple) -> tuple:
         """The shape `Tensor.expand(*sizes)` names: -1 keeps a dim of `value`, tiles give their dims."""
-        if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
-            sizes = tuple(sizes[0])
+        sizes = size_arguments(sizes)
         lead = len(sizes) - len(value.shape)
         shape = []
         for i, size in enumerate(sizes):

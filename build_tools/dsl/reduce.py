@@ -281,6 +281,10 @@ class ReduceMixin:
             self.require_eager(v, what)
         return values, single
 
+    def combined_atoms(self, values: list, single: bool) -> str:
+        """The Triton operand of a scan or reduction: one tensor, or a tuple of them."""
+        return self.atom(values[0]) if single else "(" + ", ".join(self.atom(v) for v in values) + ",)"
+
     def results(self, expr: str, dtypes: list, shape: tuple, single: bool) -> Any:
         """The value(s) of a Triton call returning one tensor per dtype."""
         names = [self.builder.fresh("scan") for _ in dtypes]
@@ -297,7 +301,7 @@ class ReduceMixin:
         if reverse and self.mask_for(values[0].shape, axis):
             raise self.error(exc.NotSupported, "a reversed scan over a dim with a tail mask", node)
         helper = self.combine_function(combine_fn, [v.dtype for v in values], node)
-        inputs = self.atom(values[0]) if single else "(" + ", ".join(self.atom(v) for v in values) + ",)"
+        inputs = self.combined_atoms(values, single)
         expr = f"tl.associative_scan({inputs}, {axis}, {helper}, reverse={bool(reverse)})"
         return self.results(expr, [v.dtype for v in values], values[0].shape, single)
 
@@ -315,13 +319,13 @@ class ReduceMixin:
                 values = [self.make(v.dtype, v.shape, lambda a, m=mask: f"tl.where({m}, {a[0]}, {a[1]})",
                                     [v, self.to_dtype(self.to_tval(o), v.dtype)]) for v, o in zip(values, others)]
         helper = self.combine_function(combine_fn, [v.dtype for v in values], node)
-        inputs = self.atom(values[0]) if single else "(" + ", ".join(self.atom(v) for v in values) + ",)"
+        inputs = self.combined_atoms(values, single)
         shape = values[0].shape
         for axis in sorted(axes, reverse=True):
             expr = f"tl.reduce({inputs}, {axis}, {helper}, keep_dims={bool(keep_dims)})"
             shape = shape[:axis] + ((ONE,) if keep_dims else ()) + shape[axis + 1:]
             out = self.results(expr, [v.dtype for v in values], shape, single)
-            inputs = self.atom(out) if single else "(" + ", ".join(self.atom(v) for v in out) + ",)"
+            inputs = self.combined_atoms([out] if single else list(out), single)
         return out
 
     # ------------------------------------------------------------------ matrix products

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 
 from . import exc
-from .values import ONE, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import ONE, HostScalar, HostTensor, RDim, TileVal, TVal, place, size_arguments, tl_dtype
 
 RANDOM_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 # bits of the uniform grid that low-precision `rand` values keep, so that none rounds up to 1.0
@@ -55,8 +55,7 @@ class RandomMixin:
     def random_sized(self, node: ast.AST, kind: str, *sizes: Any, dtype: Any = None, **kwargs: Any) -> TVal:
         """torch.rand / randn(*sizes) or ([sizes]): sizes are tiles, registered block sizes and host
         integers (as hl.zeros takes them)."""
-        if len(sizes) == 1 and isinstance(sizes[0], (list, tuple, torch.Size)):
-            sizes = tuple(sizes[0])
+        sizes = size_arguments(sizes)
         if "size" in kwargs:
             sizes = tuple(kwargs.pop("size"))
         return self.implicit_random(node, kind, self.shape_from_sizes(list(sizes)), dtype or torch.float32,

@@ -195,6 +195,13 @@ class DimSize(HostScalar):
     dim: Any = None
 
 
+def size_arguments(sizes: tuple) -> tuple:
+    """The sizes of a call that takes them spread out or as one sequence (`view(a, b)`, `view([a, b])`)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (list, tuple, torch.Size)):
+        return tuple(sizes[0])
+    return sizes
+
+
 def scalar_dtype(value: Any) -> torch.dtype:
     if isinstance(value, bool):
         return torch.bool
