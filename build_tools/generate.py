@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from build_tools.dsl.gluon_lowering import HEADER
-from helion_kernels._variant import canonical_json, to_plain, twin_config, variant_id
+from helion_kernels._variant import canonical_json, dtype_name, to_plain, twin_config, variant_id
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE_DIR = REPO / "tuned_configs"
@@ -50,6 +50,8 @@ class Variant:
     specialization: dict
     bound: object
     used_by: list = field(default_factory=list)
+    # output dtype name -> the variant of this config with that output dtype (OpSpec's out_dtypes)
+    out_dtype_variants: dict = field(default_factory=dict)
 
 
 def op_families() -> dict:
@@ -102,14 +104,23 @@ def keeps_config(bound, config: dict) -> bool:
     return all(normalized.get(key) == to_plain(value) for key, value in config.items())
 
 
-def bind(spec, shape: dict, dtype: torch.dtype, specialization: dict | None = None, config: dict | None = None):
+def _inputs(spec, shape: dict, dtype: torch.dtype, out_dtype: torch.dtype | None) -> tuple:
+    """spec's inputs for (shape, dtype) on the CPU, with the output dtype argument set to
+    `out_dtype` where one is given."""
+    args = tuple(spec.make_inputs(shape, dtype, "cpu", 0))
+    return args if out_dtype is None else spec.with_out_dtype(args, out_dtype)
+
+
+def bind(spec, shape: dict, dtype: torch.dtype, specialization: dict | None = None, config: dict | None = None,
+         out_dtype: torch.dtype | None = None):
     """Bind spec's kernel for (shape, dtype) on the smallest capped shape that keeps the
     specialization `specialization` and accepts `config` unchanged (the DSL derives its config
-    space from the bound sizes), ending with the real shape."""
+    space from the bound sizes), ending with the real shape; with `out_dtype`, on inputs whose
+    output dtype argument is that dtype."""
     bound = None
     for candidate in _capped_shapes(spec, shape):
         spec.kernel.reset()
-        bound = spec.kernel.bind(spec.make_inputs(candidate, dtype, "cpu", 0))
+        bound = spec.kernel.bind(_inputs(spec, candidate, dtype, out_dtype))
         same = specialization is None or canonical_json(bound.specialization_key()) == canonical_json(specialization)
         if same and (config is None or keeps_config(bound, config)):
             return bound
@@ -152,12 +163,29 @@ def collect_variants(families: dict, entries: list) -> dict:
             variants[family][key] = Variant(op, vid, config, specialization, bound)
         variants[family][key].used_by.append(
             f"{table_name} {entry['dtype']} {canonical_json(entry['shape'])}")
+        bases = [variants[family][key]]
         if twin_config(entry) is not None:
-            add_dynamic_twin(spec, variants[family], variants[family][key], entry, table_name)
+            bases.append(add_dynamic_twin(spec, variants[family], bases[0], entry, table_name))
+        for out_dtype in spec.out_dtypes.get(_dtype(entry["dtype"]), ()):
+            for base in bases:
+                add_out_dtype_variant(spec, variants[family], base, entry, out_dtype)
     return variants
 
 
-def add_dynamic_twin(spec, family_variants: dict, static: Variant, entry: dict, table_name: str) -> None:
+def add_out_dtype_variant(spec, family_variants: dict, base: Variant, entry: dict, out_dtype: torch.dtype) -> None:
+    """Add the variant of `base`'s config whose output dtype argument is `out_dtype` (OpSpec's
+    `out_dtypes`) and record it in `base.out_dtype_variants`; it serves every use of `base`."""
+    name = dtype_name(out_dtype)
+    specialization = {**base.specialization, spec.out_dtype_arg: name}
+    vid = variant_id(spec.name, base.config, specialization)
+    if (spec.name, vid) not in family_variants:
+        bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), specialization, base.config, out_dtype)
+        family_variants[(spec.name, vid)] = Variant(spec.name, vid, base.config, specialization, bound,
+                                                    [f"variant {base.vid} with {name} output"])
+    base.out_dtype_variants[name] = vid
+
+
+def add_dynamic_twin(spec, family_variants: dict, static: Variant, entry: dict, table_name: str) -> Variant:
     """Add the dynamic twin of an entry whose variant compiles its reduction sizes in: the config it
     runs at sizes of `spec.reduction_keys` other than its shape's (`twin_config`), so that a process
     compiles the static kernel only for tuned sizes."""
@@ -175,6 +203,7 @@ def add_dynamic_twin(spec, family_variants: dict, static: Variant, entry: dict, 
         family_variants[(spec.name, vid)] = Variant(spec.name, vid, config, static.specialization, bound)
     family_variants[(spec.name, vid)].used_by.append(
         f"{table_name} {entry['dtype']} {canonical_json(entry['shape'])} at other reduction sizes")
+    return family_variants[(spec.name, vid)]
 
 
 _IMPORT_LINE = re.compile(r"^(?:import|from)\s.*$", re.MULTILINE)
@@ -235,6 +264,17 @@ def render_family(family: str, specs: list, variants: dict) -> str:
         table.append("    },")
     table.append("}")
     lines.append("\n".join(table))
+    # variant -> {output dtype: the variant of its config with that output dtype} (OpSpec.out_dtypes)
+    derived = ["OUT_DTYPE_VARIANTS = {"]
+    for op in ops:
+        found = sorted((v.vid, v.out_dtype_variants) for (name, _), v in variants.items()
+                       if name == op and v.out_dtype_variants)
+        if found:
+            derived.append(f"    {op!r}: {{")
+            derived += [f"        {vid!r}: {dict(sorted(others.items()))!r}," for vid, others in found]
+            derived.append("    },")
+    derived.append("}")
+    lines.append("\n".join(derived))
     # the launchers a direct call may record and replay natively (build_tools/dsl/replayable.py)
     lines.append("\n".join(["REPLAYABLE = frozenset({", *(f"    {name!r}," for name in sorted(replayable)), "})"]))
     return _tidy("\n\n\n".join(lines))

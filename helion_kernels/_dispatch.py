@@ -1,4 +1,5 @@
-"""The dispatcher: (op, device, dtype, shape) -> generated variant + config, cached per exact key.
+"""The dispatcher: (op, device, dtype, output dtype, shape) -> generated variant + config, cached per
+exact key.
 
 The entries of a device's architecture tables form one set: a table whose device name matches the
 device refines the others entry by entry (its entry of a shape hides theirs), so a table holding a
@@ -9,7 +10,9 @@ Only without such an entry does the default table answer. An entry whose variant
 reduction sizes in (`static_reduction_sizes`) runs only where the op's `reduction_keys` equal its
 tuned shape's; other sizes run the entry's generated dynamic twin (`_variant.twin_config`), so a
 process compiles one static kernel per tuned size, not one per size it meets. Decisions are cached
-per exact key, so a repeated call costs one dict lookup.
+per exact key, so a repeated call costs one dict lookup. A call whose output dtype is not its input
+dtype (softmax's `dtype=torch.float32` on bf16 rows) is keyed by the input dtype and runs the chosen
+entry's config compiled for that output (the generated OUT_DTYPE_VARIANTS).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import torch
 from . import _arch
 from ._registry import VariantRegistry
 from ._tables import DEFAULT_ARCH, load_tables
+from ._variant import dtype_name
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class Decision:
     arch: str
     dtype: str
     shape: dict
+    out_dtype: str | None = None
     launcher: Callable | None = None
     variant: str | None = None
     config: dict | None = None
@@ -43,10 +48,6 @@ class Decision:
     @property
     def uses_kernel(self) -> bool:
         return self.launcher is not None
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
 
 
 def log_distance(a: dict, b: dict, skip=(), weights=None) -> float:
@@ -88,12 +89,13 @@ class Dispatcher:
         self.replays.clear()
 
     def select(self, op: str, device: torch.device, dtype: torch.dtype, names: tuple,
-               values: tuple) -> Decision:
-        """Decision for one call; `names`/`values` are the op's shape keys and their sizes."""
-        key = (op, device, dtype, values)
+               values: tuple, out_dtype: torch.dtype | None = None) -> Decision:
+        """Decision for one call; `names`/`values` are the op's shape keys and their sizes, and
+        `out_dtype` the output dtype where it is not `dtype`."""
+        key = (op, device, dtype, out_dtype, values)
         decision = self._cache.get(key)
         if decision is None:
-            decision = self._cache[key] = self.resolve(op, device, dtype, dict(zip(names, values)))
+            decision = self._cache[key] = self.resolve(op, device, dtype, dict(zip(names, values)), out_dtype)
         return decision
 
     def device_arch(self, device: torch.device) -> tuple:
@@ -134,9 +136,11 @@ class Dispatcher:
                 found.setdefault(frozenset(e.shape.items()), (table, e))
         return list(found.values())
 
-    def resolve(self, op: str, device: torch.device, dtype: torch.dtype, shape: dict) -> Decision:
+    def resolve(self, op: str, device: torch.device, dtype: torch.dtype, shape: dict,
+                out_dtype: torch.dtype | None = None) -> Decision:
         arch, name = self.device_arch(device)
         dtype_str = dtype_name(dtype)
+        out_str = None if out_dtype is None else dtype_name(out_dtype)
         launchers = self.registry.launchers(op)
         info = self.registry.op_info(op)
         exact_keys = tuple(info.get("exact_keys", ()))
@@ -160,10 +164,17 @@ class Dispatcher:
             elif untuned and best.twin is not None:
                 notes.append(f"{table.name}: the dynamic twin {best.twin} of {best.variant} has no generated "
                              "variant (run `python -m build_tools generate`); the static variant compiles this size")
-            return Decision(op, arch, dtype_str, shape, launchers[variant], variant, config, table.name,
+            if out_str is not None:
+                derived = self.registry.out_dtype_variants(op).get(variant, {}).get(out_str)
+                if derived not in launchers:
+                    return Decision(op, arch, dtype_str, shape, out_str, notes=tuple(notes),
+                                    reason=f"{table.name}: {how}; its config is not generated for {out_str} "
+                                    "output (the op's out_dtypes); running the PyTorch implementation")
+                variant, how = derived, how + f", compiled for {out_str} output"
+            return Decision(op, arch, dtype_str, shape, out_str, launchers[variant], variant, config, table.name,
                             best.shape, f"{table.name} ({table.arch}, {table.device_name or 'any device'}): {how}",
                             tuple(notes))
-        return Decision(op, arch, dtype_str, shape, notes=tuple(notes),
+        return Decision(op, arch, dtype_str, shape, out_str, notes=tuple(notes),
                         reason=f"no generated variant of {op} for {dtype_str}"
                         + "".join(f", {k}={shape.get(k)}" for k in exact_keys)
                         + "; running the PyTorch implementation")

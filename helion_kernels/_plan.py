@@ -19,9 +19,10 @@ class KernelCall:
     dtype: torch.dtype
     names: tuple
     values: tuple
+    out_dtype: torch.dtype | None = None  # where the output's dtype is not `dtype`
 
     def decision(self) -> Decision:
-        return DISPATCHER.select(self.op, self.device, self.dtype, self.names, self.values)
+        return DISPATCHER.select(self.op, self.device, self.dtype, self.names, self.values, self.out_dtype)
 
 
 @dataclass
@@ -48,7 +49,8 @@ class Explanation:
                 else:
                     what = f"PyTorch implementation of {d.op}"
                 lines.append(f"  {stage}: {what}")
-                lines.append(f"    arch={d.arch} dtype={d.dtype} shape={d.shape}: {d.reason}")
+                dtypes = d.dtype if d.out_dtype is None else f"{d.dtype} out_dtype={d.out_dtype}"
+                lines.append(f"    arch={d.arch} dtype={dtypes} shape={d.shape}: {d.reason}")
                 lines.extend(f"    note: {note}" for note in d.notes)
         return "\n".join(lines)
 
@@ -63,28 +65,31 @@ def explanation(function: str, reason: str | None, forward=(), backward=()) -> E
 _DECISIONS = DISPATCHER._cache
 
 
-def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple, fallback):
-    """Run the generated variant chosen for (op, like's device and dtype, values), or `fallback`
-    when there is none. A repeated key costs one dict lookup. A variant that does not fit the
-    device (shared memory, registers) is replaced by the fallback for that key, and explain says so."""
+def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple, fallback,
+           out_dtype: torch.dtype | None = None):
+    """Run the generated variant chosen for (op, like's device and dtype, `out_dtype` where the
+    output's dtype is not like's, values), or `fallback` when there is none. A repeated key costs
+    one dict lookup. A variant that does not fit the device (shared memory, registers) is replaced
+    by the fallback for that key, and explain says so."""
     device, dtype = like.device, like.dtype
-    decision = _DECISIONS.get((op, device, dtype, values))
+    key = (op, device, dtype, out_dtype, values)
+    decision = _DECISIONS.get(key)
     if decision is None:
-        decision = DISPATCHER.select(op, device, dtype, names, values)
+        decision = DISPATCHER.select(op, device, dtype, names, values, out_dtype)
     launcher = decision.launcher
     if launcher is None:
         return fallback(*args)
     try:
         return launcher(*args)
     except OutOfResources as error:
-        _DECISIONS[(op, device, dtype, values)] = dataclasses.replace(
+        _DECISIONS[key] = dataclasses.replace(
             decision, launcher=None,
             reason=f"variant {decision.variant} does not fit this device ({error}); running PyTorch")
         return fallback(*args)
 
 
-def chosen_launcher(op: str, values: tuple, like: torch.Tensor):
-    """The launcher `launch` runs for (op, like's device and dtype, values), or None when it runs
-    the fallback there (or has not run there yet)."""
-    decision = _DECISIONS.get((op, like.device, like.dtype, values))
+def chosen_launcher(op: str, values: tuple, like: torch.Tensor, out_dtype: torch.dtype | None = None):
+    """The launcher `launch` runs for (op, like's device and dtype, out_dtype, values), or None
+    when it runs the fallback there (or has not run there yet)."""
+    decision = _DECISIONS.get((op, like.device, like.dtype, out_dtype, values))
     return None if decision is None else decision.launcher

@@ -2,7 +2,8 @@
 
 A generated variant is named by the op, its config and the specialization it was compiled for;
 `variant_id` hashes the canonical JSON of those three so every side derives the same name.
-`twin_config` names the second variant a table entry may need (its dynamic twin), on both sides.
+`twin_config` names the second variant a table entry may need (its dynamic twin), on both sides;
+`dtype_name` writes a dtype as both sides name it.
 """
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ def to_plain(value):
     if isinstance(value, (list, tuple)):
         return [to_plain(v) for v in value]
     return value
+
+
+def dtype_name(dtype) -> str:
+    """A torch dtype's name as tables and specializations write it ("bfloat16")."""
+    return str(dtype).removeprefix("torch.")
 
 
 def canonical_json(value) -> str:

@@ -10,10 +10,7 @@ import math
 from dataclasses import dataclass
 
 from build_tools.autotune.table import entry_key
-
-
-def dtype_name(dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+from helion_kernels._variant import dtype_name
 
 
 @dataclass(frozen=True)

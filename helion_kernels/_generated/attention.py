@@ -24178,6 +24178,10 @@ VARIANTS = {
 }
 
 
+OUT_DTYPE_VARIANTS = {
+}
+
+
 REPLAYABLE = frozenset({
     'attention_bwd__00b10bcab1f0',
     'attention_bwd__024fddf01129',

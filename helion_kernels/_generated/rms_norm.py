@@ -6221,6 +6221,10 @@ VARIANTS = {
 }
 
 
+OUT_DTYPE_VARIANTS = {
+}
+
+
 REPLAYABLE = frozenset({
     'rms_norm_bwd__102524eab946',
     'rms_norm_bwd__1c5b6bc29875',

@@ -1,4 +1,9 @@
-"""Softmax: custom ops `helion_kernels::softmax_fwd/bwd` and the `softmax` wrapper."""
+"""Softmax: custom ops `helion_kernels::softmax_fwd/bwd` and the `softmax` wrapper.
+
+`softmax(x, dtype=torch.float32)` on half rows (autocast's softmax on CUDA) is one kernel reading the
+half rows and writing float32 (the cast is exact, so this is PyTorch's result), and its backward
+one kernel reading float32 y and dy and writing the half gradient: each keyed by its input dtype
+with the output dtype beside it (the tuned configs generated for those outputs)."""
 from __future__ import annotations
 
 import torch
@@ -9,14 +14,21 @@ from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, tr
 from .._plan import KernelCall, chosen_launcher, explanation, launch
 
 SHAPE_KEYS = ("M", "N")
+HALF = (torch.bfloat16, torch.float16)
 
 
-def _call(op: str, x: Tensor) -> KernelCall:
-    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, tuple(x.shape))
+def _other(out_dtype: torch.dtype, like: Tensor) -> torch.dtype | None:
+    """The dispatch key's output dtype: None where it is like's dtype."""
+    return None if out_dtype == like.dtype else out_dtype
+
+
+def _call(op: str, rows: Tensor, dtype: torch.dtype, out_dtype: torch.dtype) -> KernelCall:
+    """The launch of `op` on rows of `rows`'s shape read in `dtype` and written in `out_dtype`."""
+    return KernelCall(op, rows.device, dtype, SHAPE_KEYS, tuple(rows.shape), None if out_dtype == dtype else out_dtype)
 
 
 def _torch_fwd(x: Tensor, out_dtype: torch.dtype) -> Tensor:
-    return torch.softmax(x.float(), dim=-1).to(out_dtype)
+    return torch.softmax(x, dim=-1, dtype=torch.float32).to(out_dtype)
 
 
 def _torch_bwd(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tensor:
@@ -25,50 +37,51 @@ def _torch_bwd(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tenso
     return (y32 * (grad - (grad * y32).sum(-1, keepdim=True))).to(grad_in_dtype)
 
 
-def _forward(x: Tensor) -> Tensor:
-    return launch("softmax_fwd", SHAPE_KEYS, x.shape, x, (x, x.dtype), _torch_fwd)
+def _forward(x: Tensor, out_dtype: torch.dtype) -> Tensor:
+    return launch("softmax_fwd", SHAPE_KEYS, x.shape, x, (x, out_dtype), _torch_fwd, _other(out_dtype, x))
 
 
-def _fwd_impl(x: Tensor) -> Tensor:
-    """Softmax over the last dim of a 2-D tensor."""
+def _fwd_impl(x: Tensor, out_dtype: torch.dtype) -> Tensor:
+    """Softmax over the last dim of a 2-D tensor, written in `out_dtype` (x's dtype or float32)."""
     if device_reason(x.device) is not None:
-        return _torch_fwd(x, x.dtype)
-    return _forward(x)
+        return _torch_fwd(x, out_dtype)
+    return _forward(x, out_dtype)
 
 
 softmax_fwd = torch.library.custom_op("helion_kernels::softmax_fwd", _fwd_impl, mutates_args=())
 
 
 @softmax_fwd.register_fake
-def _(x):
-    return torch.empty_like(x)
+def _(x, out_dtype):
+    return torch.empty_like(x, dtype=out_dtype)
 
 
-def _bwd_impl(grad_out: Tensor, y: Tensor) -> Tensor:
-    """Gradient of softmax_fwd given its output y."""
-    args = (grad_out.contiguous(), y, y.dtype)
+def _bwd_impl(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tensor:
+    """Gradient of softmax_fwd given its output y, written in `grad_in_dtype` (the input's dtype)."""
+    args = (grad_out.contiguous(), y, grad_in_dtype)
     if device_reason(y.device) is not None:
         return _torch_bwd(*args)
-    return launch("softmax_bwd", SHAPE_KEYS, y.shape, y, args, _torch_bwd)
+    return launch("softmax_bwd", SHAPE_KEYS, y.shape, y, args, _torch_bwd, _other(grad_in_dtype, y))
 
 
 softmax_bwd = torch.library.custom_op("helion_kernels::softmax_bwd", _bwd_impl, mutates_args=())
 
 
 @softmax_bwd.register_fake
-def _(grad_out, y):
-    return torch.empty_like(y)
+def _(grad_out, y, grad_in_dtype):
+    return torch.empty_like(y, dtype=grad_in_dtype)
 
 
 def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(output)
+    ctx.input_dtype = inputs[0].dtype
 
 
 def _autograd_backward(ctx, grad_out):
     (y,) = ctx.saved_tensors
     if _eager.records_grad(grad_out, y):  # create_graph: PyTorch ops, whose gradient autograd takes again
-        return _torch_bwd(grad_out, y, y.dtype)
-    return _eager.call(softmax_bwd, _bwd_impl, grad_out, y)
+        return _torch_bwd(grad_out, y, ctx.input_dtype), None
+    return _eager.call(softmax_bwd, _bwd_impl, grad_out, y, ctx.input_dtype), None
 
 
 softmax_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
@@ -91,19 +104,23 @@ def fallback_reason(input, dim, dtype) -> str | None:
 
 
 def _as_rows(input: Tensor, dim: int, dtype):
-    """(input cast to dtype with `dim` moved last, its 2-D rows); no copy for a 2-D last-dim call."""
-    x = input if dtype is None else input.to(dtype)
+    """(input, cast to dtype unless the kernel reads it as it is, with `dim` moved last; its 2-D
+    rows; the output dtype). Half rows with dtype float32 are read as they are (the cast is exact);
+    no copy for a 2-D last-dim call."""
+    x = input
+    if dtype is not None and not (dtype == torch.float32 and input.dtype in HALF):
+        x = input.to(dtype)
     if dim not in (-1, x.dim() - 1):
         x = x.movedim(dim, -1)
-    return x, (x if x.dim() == 2 else x.reshape(-1, x.shape[-1]))
+    return x, (x if x.dim() == 2 else x.reshape(-1, x.shape[-1])), dtype or x.dtype
 
 
-def _plan(launcher, rows: int | None, dtype: torch.dtype):
-    """The direct call of one key (no cast, last dim, inputs of `dtype`); `rows` is N when the input
-    is viewed as [-1, N]."""
+def _plan(launcher, rows: int | None, out_dtype: torch.dtype):
+    """The direct call of one key (no cast, last dim, output of `out_dtype`); `rows` is N when the
+    input is viewed as [-1, N]."""
     if rows is None:
-        return lambda input: launcher(input, dtype)
-    return lambda input: launcher(input.reshape(-1, rows), dtype).view(input.shape)
+        return lambda input: launcher(input, out_dtype)
+    return lambda input: launcher(input.reshape(-1, rows), out_dtype).view(input.shape)
 
 
 def softmax(input: Tensor, dim: int = -1, _stacklevel: int = 3, dtype: torch.dtype | None = None) -> Tensor:
@@ -124,14 +141,14 @@ def softmax(input: Tensor, dim: int = -1, _stacklevel: int = 3, dtype: torch.dty
             return out
     if fallback_reason(input, dim, dtype) is not None:
         return ORIGINAL["softmax"](input, dim, dtype=dtype)
-    x, rows = _as_rows(input, dim, dtype)
+    x, rows, out_dtype = _as_rows(input, dim, dtype)
     if key is None:
-        out = _eager.apply(softmax_fwd, _SoftmaxFunction, rows)
+        out = _eager.apply(softmax_fwd, _SoftmaxFunction, rows, out_dtype)
     else:
-        out = _forward(rows)
-        launcher = chosen_launcher("softmax_fwd", rows.shape, rows)
+        out = _forward(rows, out_dtype)
+        launcher = chosen_launcher("softmax_fwd", rows.shape, rows, _other(out_dtype, rows))
         if launcher is not None and x is input:
-            _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1], x.dtype), launcher)
+            _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1], out_dtype), launcher)
     if rows is not x:
         out = out.view(x.shape)
     if dim in (-1, input.dim() - 1):
@@ -143,6 +160,6 @@ def explain_softmax(input, dim=-1, _stacklevel=3, dtype=None):
     reason = fallback_reason(input, dim, dtype)
     if reason is not None:
         return explanation("softmax", reason)
-    _, rows = _as_rows(input, dim, dtype)
-    backward = [_call("softmax_bwd", rows)] if needs_autograd(input) else []
-    return explanation("softmax", None, [_call("softmax_fwd", rows)], backward)
+    _, rows, out_dtype = _as_rows(input, dim, dtype)
+    backward = [_call("softmax_bwd", rows, out_dtype, rows.dtype)] if needs_autograd(input) else []
+    return explanation("softmax", None, [_call("softmax_fwd", rows, rows.dtype, out_dtype)], backward)

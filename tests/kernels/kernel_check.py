@@ -30,6 +30,28 @@ def shipped_entries(ops=None) -> list:
             for e in entries if ops is None or e.op in ops]
 
 
+def with_out_dtypes(variants: list) -> list:
+    """(op, dtype, variant, None) for each (op, dtype, variant) of `variants`, each followed by
+    (op, dtype, the variant of its config generated for another output dtype, that dtype's name)."""
+    from helion_kernels._dispatch import DISPATCHER
+
+    found = []
+    for op, dtype, variant in variants:
+        found.append((op, dtype, variant, None))
+        others = DISPATCHER.registry.out_dtype_variants(op).get(variant, {})
+        found += [(op, dtype, derived, out) for out, derived in sorted(others.items())]
+    return found
+
+
+def shipped_inputs(spec, shape: dict, dtype: str, out_dtype: str | None, device: str, seed: int) -> tuple:
+    """(inputs of `spec` at (shape, dtype) with the output dtype argument `out_dtype` where given,
+    the tolerance of the output's dtype)."""
+    args = spec.make_inputs(shape, getattr(torch, dtype), device, seed)
+    if out_dtype is None:
+        return args, spec.tolerance(getattr(torch, dtype))
+    return spec.with_out_dtype(tuple(args), getattr(torch, out_dtype)), spec.tolerance(getattr(torch, out_dtype))
+
+
 def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str, object]]:
     """(label, config) pairs: the default config, random configs for `seeds` (RANDOM_MAX_TILES),
     then `extra`."""

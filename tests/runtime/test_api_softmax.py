@@ -7,6 +7,7 @@ import helion_kernels as hk
 from runtime_helpers import assert_close, double_leaf, grads, randn, uses_kernels_here
 
 # size-1 rows, odd sizes, a row longer than the looped-reduction chunk, leading batch dims.
+HALF_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 CASES = [((1, 1), -1), ((37, 19), -1), ((5, 9000), 1), ((2, 3, 70), -1), ((6, 7, 5), 0), ((4, 9, 3), 1)]
 
 
@@ -26,12 +27,34 @@ def test_softmax_matches_torch(device, poison, dtype, shape, dim):
     assert_close(dx, dx64, dtype)
 
 
+@pytest.mark.parametrize("half", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape, dim", CASES)
+def test_float32_softmax_of_half_rows_is_one_kernel_each_way(device, poison, half, shape, dim):
+    """dtype=float32 on half rows (autocast's softmax on CUDA): the forward reads the half rows and
+    writes float32 (no rounding through the half dtype: float32 tolerances), the backward takes the
+    float32 gradient to the half input's dtype, each one launch keyed by its input dtype."""
+    x = randn(*shape, dtype=half, device=device, requires_grad=True) * 3
+    explained = hk.explain(hk.softmax, x, dim, dtype=torch.float32)
+    assert explained.uses_kernels == uses_kernels_here(device)
+    (forward,), (backward,) = explained.forward, explained.backward
+    assert (forward.dtype, forward.out_dtype, backward.dtype, backward.out_dtype) == (
+        HALF_NAMES[half], "float32", "float32", HALF_NAMES[half])
+    assert forward.uses_kernel == backward.uses_kernel == uses_kernels_here(device)
+    out = hk.softmax(x, dim, dtype=torch.float32)
+    x64 = double_leaf(x)
+    expected = F.softmax(x64, dim)
+    assert_close(out, expected, torch.float32)
+    grad_out = randn(*shape, device=device)
+    (dx,), (dx64,) = grads(out, (x,), grad_out), grads(expected, (x64,), grad_out.double())
+    assert_close(dx, dx64, half)
+
+
 def test_dtype_argument_casts_first(device, poison):
-    x = randn(5, 33, dtype=torch.bfloat16, device=device)
-    out = hk.softmax(x, -1, dtype=torch.float32)
-    assert_close(out, F.softmax(x.double(), -1), torch.float32)
-    out16 = hk.softmax(randn(3, 8, device=device), dim=1, dtype=torch.float16)
-    assert out16.dtype == torch.float16
+    """Other dtypes cast first, as PyTorch does: float32 rows with dtype float16 are rounded to
+    float16, then normalized."""
+    x = randn(3, 8, device=device) * 3
+    out16 = hk.softmax(x, dim=1, dtype=torch.float16)
+    assert_close(out16, F.softmax(x.half().double(), 1), torch.float16)
 
 
 def test_non_contiguous_input(device, poison):

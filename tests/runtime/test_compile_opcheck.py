@@ -16,6 +16,7 @@ def sample_ops(device):
     w = randn(33, device=device, requires_grad=True)
     inv_rms = torch.rsqrt(x.detach().square().mean(-1) + 1e-5)
     y = torch.softmax(randn(7, 33, device=device), -1)
+    half = randn(7, 33, dtype=BF16, device=device, requires_grad=True)
     q = randn(1, 2, 9, 16, dtype=BF16, device=device, requires_grad=True)
     kv = randn(1, 1, 12, 16, dtype=BF16, device=device, requires_grad=True)
     out, lse = attention.attention_fwd(q.detach(), kv.detach(), kv.detach(), True, 0.25)
@@ -24,8 +25,10 @@ def sample_ops(device):
         (rms_norm.rms_norm_fwd, (x, w, 1e-5)),
         (rms_norm.rms_norm_fwd, (x, None, 1e-5)),
         (rms_norm.rms_norm_bwd, (grad, x.detach(), w.detach(), inv_rms)),
-        (softmax.softmax_fwd, (x,)),
-        (softmax.softmax_bwd, (grad, y)),
+        (softmax.softmax_fwd, (x, x.dtype)),
+        (softmax.softmax_fwd, (half, torch.float32)),
+        (softmax.softmax_bwd, (grad, y, y.dtype)),
+        (softmax.softmax_bwd, (grad, y, BF16)),
         (matmul.matmul_op, (x, randn(33, 5, device=device, requires_grad=True))),
         (matmul.bmm_op, (randn(2, 3, 4, device=device, requires_grad=True), randn(2, 4, 5, device=device))),
         (matmul.linear_op, (x, randn(6, 33, device=device, requires_grad=True), randn(6, device=device))),
@@ -35,7 +38,7 @@ def sample_ops(device):
     ]
 
 
-@pytest.mark.parametrize("index", range(10))
+@pytest.mark.parametrize("index", range(12))
 def test_opcheck(device, index):
     op, args = sample_ops(device)[index]
     torch.library.opcheck(op, args)

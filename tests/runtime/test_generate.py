@@ -52,7 +52,7 @@ def test_check_detects_edits_missing_and_extra_files(rendered, tmp_path, monkeyp
 
 
 def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
-    variants, families = {}, {}
+    variants, families, wide = {}, {}, []
     for name, text in rendered.items():
         tree = ast.parse(text)
         for node in ast.walk(tree):
@@ -69,6 +69,8 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # from a file: Triton's JIT reads kernel source from it
         namespace = vars(module)
+        wide += [(op, vid, derived) for op, table in namespace["OUT_DTYPE_VARIANTS"].items()
+                 for vid, others in table.items() for derived in others.values()]
         for op, launchers in namespace["VARIANTS"].items():
             variants.setdefault(op, set()).update(launchers)
             families[op] = path.stem
@@ -88,6 +90,8 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
     assert twins, "the tables ship static_reduction_sizes entries, whose twins must be generated"
     for op, twin in twins:
         assert twin in variants[op], (op, twin)
+    assert {op for op, _, _ in wide} == {"softmax_fwd", "softmax_bwd"}
+    assert all(vid in variants[op] and derived in variants[op] for op, vid, derived in wide)
 
 
 def test_static_entry_gets_its_dynamic_twin(tmp_path):
@@ -109,10 +113,17 @@ def test_static_entry_gets_its_dynamic_twin(tmp_path):
         (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [raw]}))
         variants = generate.collect_variants(families, generate.table_entries(tmp_path))["softmax"]
         twin_vid = variant_id("softmax_fwd", dynamic or flag_off, entry["specialization"])
-        assert set(variants) == {("softmax_fwd", entry["variant"]), ("softmax_fwd", twin_vid)}
+        float32_output = {**entry["specialization"], "out_dtype": "float32"}
+        wide = {vid: variant_id("softmax_fwd", config, float32_output)
+                for vid, config in ((entry["variant"], entry["config"]), (twin_vid, dynamic or flag_off))}
+        assert set(variants) == {("softmax_fwd", vid) for vid in (*wide, *wide.values())}
         assert variants[("softmax_fwd", twin_vid)].config == (dynamic or flag_off)
         assert variants[("softmax_fwd", twin_vid)].used_by == [
             f"sm_90.json bfloat16 {json.dumps(entry['shape'], separators=(',', ':'))} at other reduction sizes"]
+        for vid, wide_vid in wide.items():  # each config also compiled for float32 output (OpSpec.out_dtypes)
+            assert variants[("softmax_fwd", vid)].out_dtype_variants == {"float32": wide_vid}
+            assert variants[("softmax_fwd", wide_vid)].specialization == {
+                **variants[("softmax_fwd", vid)].specialization, "out_dtype": "float32"}
     raw["dynamic_config"] = entry["config"]
     (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [raw]}))
     with pytest.raises(generate.GenerationError, match="dynamic_config compiles"):
