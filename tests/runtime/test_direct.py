@@ -92,5 +92,8 @@ def test_plans_match_the_full_path(device, dtype):
     for name, (ours, reference) in calls.items():
         for _ in range(2):  # the full path, then the plan it stored
             assert_close(ours(), reference().to(dtype), dtype)
-    assert len(DISPATCHER.plans) == len(calls) - 1  # softmax over a non-last dim keeps the full path
+    for _ in range(2):  # float32 from the half rows: one kernel, its plan keyed by the dtype argument
+        assert_close(hk.softmax(x3, -1, dtype=torch.float32), torch.softmax(x3.double(), -1), torch.float32)
+    assert_close(hk.softmax(x3, -1), torch.softmax(x3.double(), -1).to(dtype), dtype)
+    assert len(DISPATCHER.plans) == len(calls)  # softmax over a non-last dim keeps the full path
     assert any(key[0] == (hk.rms_norm, (32,)) for key in DISPATCHER.plans)  # a list shape is keyed as a tuple
