@@ -17,14 +17,14 @@ SHAPE_KEYS = ("M", "N")
 HALF = (torch.bfloat16, torch.float16)
 
 
-def _other(out_dtype: torch.dtype, like: Tensor) -> torch.dtype | None:
-    """The dispatch key's output dtype: None where it is like's dtype."""
-    return None if out_dtype == like.dtype else out_dtype
+def _other(out_dtype: torch.dtype, dtype: torch.dtype) -> torch.dtype | None:
+    """The dispatch key's output dtype for inputs of `dtype`: None where it is `dtype`."""
+    return None if out_dtype == dtype else out_dtype
 
 
 def _call(op: str, rows: Tensor, dtype: torch.dtype, out_dtype: torch.dtype) -> KernelCall:
     """The launch of `op` on rows of `rows`'s shape read in `dtype` and written in `out_dtype`."""
-    return KernelCall(op, rows.device, dtype, SHAPE_KEYS, tuple(rows.shape), None if out_dtype == dtype else out_dtype)
+    return KernelCall(op, rows.device, dtype, SHAPE_KEYS, tuple(rows.shape), _other(out_dtype, dtype))
 
 
 def _torch_fwd(x: Tensor, out_dtype: torch.dtype) -> Tensor:
@@ -38,7 +38,7 @@ def _torch_bwd(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tenso
 
 
 def _forward(x: Tensor, out_dtype: torch.dtype) -> Tensor:
-    return launch("softmax_fwd", SHAPE_KEYS, x.shape, x, (x, out_dtype), _torch_fwd, _other(out_dtype, x))
+    return launch("softmax_fwd", SHAPE_KEYS, x.shape, x, (x, out_dtype), _torch_fwd, _other(out_dtype, x.dtype))
 
 
 def _fwd_impl(x: Tensor, out_dtype: torch.dtype) -> Tensor:
@@ -61,7 +61,7 @@ def _bwd_impl(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tensor
     args = (grad_out.contiguous(), y, grad_in_dtype)
     if device_reason(y.device) is not None:
         return _torch_bwd(*args)
-    return launch("softmax_bwd", SHAPE_KEYS, y.shape, y, args, _torch_bwd, _other(grad_in_dtype, y))
+    return launch("softmax_bwd", SHAPE_KEYS, y.shape, y, args, _torch_bwd, _other(grad_in_dtype, y.dtype))
 
 
 softmax_bwd = torch.library.custom_op("helion_kernels::softmax_bwd", _bwd_impl, mutates_args=())
@@ -146,7 +146,7 @@ def softmax(input: Tensor, dim: int = -1, _stacklevel: int = 3, dtype: torch.dty
         out = _eager.apply(softmax_fwd, _SoftmaxFunction, rows, out_dtype)
     else:
         out = _forward(rows, out_dtype)
-        launcher = chosen_launcher("softmax_fwd", rows.shape, rows, _other(out_dtype, rows))
+        launcher = chosen_launcher("softmax_fwd", rows.shape, rows, _other(out_dtype, rows.dtype))
         if launcher is not None and x is input:
             _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1], out_dtype), launcher)
     if rows is not x:

@@ -4,10 +4,10 @@ import torch
 import torch.nn.functional as F
 
 import helion_kernels as hk
+from helion_kernels._variant import dtype_name
 from runtime_helpers import assert_close, double_leaf, grads, randn, uses_kernels_here
 
 # size-1 rows, odd sizes, a row longer than the looped-reduction chunk, leading batch dims.
-HALF_NAMES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 CASES = [((1, 1), -1), ((37, 19), -1), ((5, 9000), 1), ((2, 3, 70), -1), ((6, 7, 5), 0), ((4, 9, 3), 1)]
 
 
@@ -38,7 +38,7 @@ def test_float32_softmax_of_half_rows_is_one_kernel_each_way(device, poison, hal
     assert explained.uses_kernels == uses_kernels_here(device)
     (forward,), (backward,) = explained.forward, explained.backward
     assert (forward.dtype, forward.out_dtype, backward.dtype, backward.out_dtype) == (
-        HALF_NAMES[half], "float32", "float32", HALF_NAMES[half])
+        dtype_name(half), "float32", "float32", dtype_name(half))
     assert forward.uses_kernel == backward.uses_kernel == uses_kernels_here(device)
     out = hk.softmax(x, dim, dtype=torch.float32)
     x64 = double_leaf(x)
