@@ -37,7 +37,7 @@ def _cases(device):
     cases = []
     for m in (1, 8, 64):
         x, w = torch.randn(m, N, **bf16), torch.randn(N, **bf16)
-        cases.append(("rmsnorm", m, "rms_norm_fwd", (m, N), (x, w, EPS),
+        cases.append(("rmsnorm", m, "rms_norm_fwd", (m, N), (x, w, EPS, x.dtype),
                       lambda x=x, w=w: F.rms_norm(x, (N,), w, EPS), lambda x=x, w=w: hk.rmsnorm(x, w, EPS)))
         cases.append(("softmax", m, "softmax_fwd", (m, N), (x, x.dtype),
                       lambda x=x: torch.softmax(x, -1), lambda x=x: hk.softmax(x, -1)))

@@ -50,7 +50,7 @@ def dispatch(timer, shape: dict) -> list:
     x = torch.randn(shape["M"], shape["N"], device=timer.device, dtype=torch.bfloat16)
     w = torch.randn(shape["N"], device=timer.device, dtype=torch.bfloat16)
     cases = {
-        "rmsnorm": ("rms_norm_fwd", (x, w, EPS), lambda: hk.rmsnorm(x, w, EPS),
+        "rmsnorm": ("rms_norm_fwd", (x, w, EPS, x.dtype), lambda: hk.rmsnorm(x, w, EPS),
                     lambda: F.rms_norm(x, (shape["N"],), w, EPS)),
         "softmax": ("softmax_fwd", (x, x.dtype), lambda: hk.softmax(x, -1), lambda: torch.softmax(x, -1)),
     }

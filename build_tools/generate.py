@@ -4,7 +4,9 @@ For every entry of `tuned_configs/*.json` (the default table included) the entry
 inputs of the entry's dtype and the smallest capped version of its shape that keeps the recorded
 specialization and accepts the config unchanged (the DSL derives its config space from the bound
 sizes), and compiled for the entry's config. An entry whose config compiles its reduction sizes in
-also gets its dynamic twin (`twin_config`), which the dispatcher runs at other reduction sizes.
+also gets its dynamic twin (`twin_config`), which the dispatcher runs at other reduction sizes, and
+both are compiled again for each set of other argument dtypes the op's `dtype_variants` lists for the
+entry's dtype (indexed in `DTYPE_VARIANTS`).
 Each kernels_src module (a "family") becomes one standalone module holding the deduplicated Triton
 kernels, one launcher per variant and the `VARIANTS`/`OP_INFO` indexes the runtime reads, and
 `REPLAYABLE`, the launchers a direct call may record and replay natively. Output is deterministic;
@@ -24,7 +26,7 @@ from pathlib import Path
 import torch
 
 from build_tools.dsl.gluon_lowering import HEADER
-from helion_kernels._variant import canonical_json, dtype_name, to_plain, twin_config, variant_id
+from helion_kernels._variant import canonical_json, dtype_name, dtypes_key, to_plain, twin_config, variant_id
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE_DIR = REPO / "tuned_configs"
@@ -50,8 +52,8 @@ class Variant:
     specialization: dict
     bound: object
     used_by: list = field(default_factory=list)
-    # output dtype name -> the variant of this config with that output dtype (OpSpec's out_dtypes)
-    out_dtype_variants: dict = field(default_factory=dict)
+    # argument dtypes key (`dtypes_key`) -> the variant of this config for them (OpSpec.dtype_variants)
+    dtype_variants: dict = field(default_factory=dict)
 
 
 def op_families() -> dict:
@@ -104,23 +106,22 @@ def keeps_config(bound, config: dict) -> bool:
     return all(normalized.get(key) == to_plain(value) for key, value in config.items())
 
 
-def _inputs(spec, shape: dict, dtype: torch.dtype, out_dtype: torch.dtype | None) -> tuple:
-    """spec's inputs for (shape, dtype) on the CPU, with the output dtype argument set to
-    `out_dtype` where one is given."""
+def _inputs(spec, shape: dict, dtype: torch.dtype, dtypes: dict | None) -> tuple:
+    """spec's inputs for (shape, dtype) on the CPU, with the arguments named in `dtypes` in theirs."""
     args = tuple(spec.make_inputs(shape, dtype, "cpu", 0))
-    return args if out_dtype is None else spec.with_out_dtype(args, out_dtype)
+    return spec.with_dtypes(args, dtypes) if dtypes else args
 
 
 def bind(spec, shape: dict, dtype: torch.dtype, specialization: dict | None = None, config: dict | None = None,
-         out_dtype: torch.dtype | None = None):
+         dtypes: dict | None = None):
     """Bind spec's kernel for (shape, dtype) on the smallest capped shape that keeps the
     specialization `specialization` and accepts `config` unchanged (the DSL derives its config
-    space from the bound sizes), ending with the real shape; with `out_dtype`, on inputs whose
-    output dtype argument is that dtype."""
+    space from the bound sizes), ending with the real shape; with `dtypes`, on inputs whose
+    arguments named there have those dtypes."""
     bound = None
     for candidate in _capped_shapes(spec, shape):
         spec.kernel.reset()
-        bound = spec.kernel.bind(_inputs(spec, candidate, dtype, out_dtype))
+        bound = spec.kernel.bind(_inputs(spec, candidate, dtype, dtypes))
         same = specialization is None or canonical_json(bound.specialization_key()) == canonical_json(specialization)
         if same and (config is None or keeps_config(bound, config)):
             return bound
@@ -166,23 +167,33 @@ def collect_variants(families: dict, entries: list) -> dict:
         bases = [variants[family][key]]
         if twin_config(entry) is not None:
             bases.append(add_dynamic_twin(spec, variants[family], bases[0], entry, table_name))
-        for out_dtype in spec.out_dtypes.get(_dtype(entry["dtype"]), ()):
+        for dtypes in spec.dtype_variants.get(_dtype(entry["dtype"]), ()):
             for base in bases:
-                add_out_dtype_variant(spec, variants[family], base, entry, out_dtype)
+                add_dtype_variant(spec, variants[family], base, entry, dtypes)
     return variants
 
 
-def add_out_dtype_variant(spec, family_variants: dict, base: Variant, entry: dict, out_dtype: torch.dtype) -> None:
-    """Add the variant of `base`'s config whose output dtype argument is `out_dtype` (OpSpec's
-    `out_dtypes`) and record it in `base.out_dtype_variants`; it serves every use of `base`."""
-    name = dtype_name(out_dtype)
-    specialization = {**base.specialization, spec.out_dtype_arg: name}
+def with_dtypes(specialization: dict, dtypes: dict) -> dict:
+    """`specialization` with the arguments named in `dtypes` in those dtypes (a tensor's entry keeps
+    its other facts; a dtype argument's is the dtype's name)."""
+    changed = dict(specialization)
+    for name, dtype in dtypes.items():
+        fact = specialization.get(name)
+        changed[name] = {**fact, "dtype": dtype_name(dtype)} if isinstance(fact, dict) else dtype_name(dtype)
+    return changed
+
+
+def add_dtype_variant(spec, family_variants: dict, base: Variant, entry: dict, dtypes: dict) -> None:
+    """Add the variant of `base`'s config whose arguments named in `dtypes` have those dtypes
+    (OpSpec.dtype_variants) and record it in `base.dtype_variants`; it serves every use of `base`."""
+    key = dtypes_key(dtypes)
+    specialization = with_dtypes(base.specialization, dtypes)
     vid = variant_id(spec.name, base.config, specialization)
     if (spec.name, vid) not in family_variants:
-        bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), specialization, base.config, out_dtype)
+        bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), specialization, base.config, dtypes)
         family_variants[(spec.name, vid)] = Variant(spec.name, vid, base.config, specialization, bound,
-                                                    [f"variant {base.vid} with {name} output"])
-    base.out_dtype_variants[name] = vid
+                                                    [f"variant {base.vid} with {key}"])
+    base.dtype_variants[key] = vid
 
 
 def add_dynamic_twin(spec, family_variants: dict, static: Variant, entry: dict, table_name: str) -> Variant:
@@ -264,11 +275,11 @@ def render_family(family: str, specs: list, variants: dict) -> str:
         table.append("    },")
     table.append("}")
     lines.append("\n".join(table))
-    # variant -> {output dtype: the variant of its config with that output dtype} (OpSpec.out_dtypes)
-    derived = ["OUT_DTYPE_VARIANTS = {"]
+    # variant -> {argument dtypes key: the variant of its config for them} (OpSpec.dtype_variants)
+    derived = ["DTYPE_VARIANTS = {"]
     for op in ops:
-        found = sorted((v.vid, v.out_dtype_variants) for (name, _), v in variants.items()
-                       if name == op and v.out_dtype_variants)
+        found = sorted((v.vid, v.dtype_variants) for (name, _), v in variants.items()
+                       if name == op and v.dtype_variants)
         if found:
             derived.append(f"    {op!r}: {{")
             derived += [f"        {vid!r}: {dict(sorted(others.items()))!r}," for vid, others in found]

@@ -28,14 +28,19 @@ class OpSpec:
     # Optional plain-PyTorch implementation at the input dtype (same args as the kernel); the
     # autotuner times it eagerly and under torch.compile as the peers recorded in tuned tables.
     baseline: Callable[..., Any] | None = None
-    # The kernel argument that sets the output's dtype, and per entry dtype the other output dtypes
-    # the build generates for that dtype's entries, at each entry's config: a call whose output
-    # dtype is not its input's (softmax with dtype=float32 on half inputs) then runs one kernel that
-    # reads the input once and writes the wider output, instead of a cast and a kernel.
-    out_dtype_arg: str | None = None
-    out_dtypes: dict = field(default_factory=dict)
+    # Per entry dtype, argument dtypes other than the entry's that the build also compiles each of
+    # that dtype's entries for, at the entry's config: each a dict {argument: dtype}, a tensor
+    # argument read in that dtype or a dtype argument (the output's) set to it. A call whose
+    # arguments mix dtypes so (softmax's float32 output of half rows, RMSNorm's float32 weight or
+    # gradient beside half rows) then runs one kernel instead of a cast and a kernel.
+    dtype_variants: dict = field(default_factory=dict)
 
-    def with_out_dtype(self, args: tuple, out_dtype: torch.dtype) -> tuple:
-        """`args` (as `make_inputs` makes them) with the output dtype argument set to `out_dtype`."""
-        position = list(self.kernel.signature.parameters).index(self.out_dtype_arg)
-        return args[:position] + (out_dtype,) + args[position + 1:]
+    def with_dtypes(self, args: tuple, dtypes: dict) -> tuple:
+        """`args` (as `make_inputs` makes them) with each argument named in `dtypes` in its dtype:
+        a tensor cast to it, a dtype argument replaced by it."""
+        names = list(self.kernel.signature.parameters)
+        args = list(args)
+        for name, dtype in dtypes.items():
+            position = names.index(name)
+            args[position] = dtype if isinstance(args[position], torch.dtype) else args[position].to(dtype)
+        return tuple(args)

@@ -1,5 +1,5 @@
-"""The dispatcher: (op, device, dtype, output dtype, shape) -> generated variant + config, cached per
-exact key.
+"""The dispatcher: (op, device, dtype, argument dtypes, shape) -> generated variant + config, cached
+per exact key.
 
 The entries of a device's architecture tables form one set: a table whose device name matches the
 device refines the others entry by entry (its entry of a shape hides theirs), so a table holding a
@@ -10,9 +10,10 @@ Only without such an entry does the default table answer. An entry whose variant
 reduction sizes in (`static_reduction_sizes`) runs only where the op's `reduction_keys` equal its
 tuned shape's; other sizes run the entry's generated dynamic twin (`_variant.twin_config`), so a
 process compiles one static kernel per tuned size, not one per size it meets. Decisions are cached
-per exact key, so a repeated call costs one dict lookup. A call whose output dtype is not its input
-dtype (softmax's `dtype=torch.float32` on bf16 rows) is keyed by the input dtype and runs the chosen
-entry's config compiled for that output (the generated OUT_DTYPE_VARIANTS).
+per exact key, so a repeated call costs one dict lookup. A call some of whose arguments have another
+dtype than the op's dtype (softmax's float32 output of bf16 rows, RMSNorm's float32 weight beside
+bf16 rows) is keyed by the op's dtype and those arguments' dtypes, and runs the chosen entry's config
+compiled for them (the generated DTYPE_VARIANTS, from OpSpec.dtype_variants).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import torch
 from . import _arch
 from ._registry import VariantRegistry
 from ._tables import DEFAULT_ARCH, load_tables
-from ._variant import dtype_name
+from ._variant import dtype_name, dtypes_key
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Decision:
     arch: str
     dtype: str
     shape: dict
-    out_dtype: str | None = None
+    dtypes: str | None = None  # the arguments whose dtype is not `dtype` (`_variant.dtypes_key`)
     launcher: Callable | None = None
     variant: str | None = None
     config: dict | None = None
@@ -89,13 +90,13 @@ class Dispatcher:
         self.replays.clear()
 
     def select(self, op: str, device: torch.device, dtype: torch.dtype, names: tuple,
-               values: tuple, out_dtype: torch.dtype | None = None) -> Decision:
+               values: tuple, dtypes: tuple = ()) -> Decision:
         """Decision for one call; `names`/`values` are the op's shape keys and their sizes, and
-        `out_dtype` the output dtype where it is not `dtype`."""
-        key = (op, device, dtype, out_dtype, values)
+        `dtypes` the (argument, dtype) pairs of the arguments whose dtype is not `dtype`."""
+        key = (op, device, dtype, dtypes, values)
         decision = self._cache.get(key)
         if decision is None:
-            decision = self._cache[key] = self.resolve(op, device, dtype, dict(zip(names, values)), out_dtype)
+            decision = self._cache[key] = self.resolve(op, device, dtype, dict(zip(names, values)), dtypes)
         return decision
 
     def device_arch(self, device: torch.device) -> tuple:
@@ -137,10 +138,10 @@ class Dispatcher:
         return list(found.values())
 
     def resolve(self, op: str, device: torch.device, dtype: torch.dtype, shape: dict,
-                out_dtype: torch.dtype | None = None) -> Decision:
+                dtypes: tuple = ()) -> Decision:
         arch, name = self.device_arch(device)
         dtype_str = dtype_name(dtype)
-        out_str = None if out_dtype is None else dtype_name(out_dtype)
+        others = dtypes_key(dtypes) or None
         launchers = self.registry.launchers(op)
         info = self.registry.op_info(op)
         exact_keys = tuple(info.get("exact_keys", ()))
@@ -164,17 +165,17 @@ class Dispatcher:
             elif untuned and best.twin is not None:
                 notes.append(f"{table.name}: the dynamic twin {best.twin} of {best.variant} has no generated "
                              "variant (run `python -m build_tools generate`); the static variant compiles this size")
-            if out_str is not None:
-                derived = self.registry.out_dtype_variants(op).get(variant, {}).get(out_str)
+            if others is not None:
+                derived = self.registry.dtype_variants(op).get(variant, {}).get(others)
                 if derived not in launchers:
-                    return Decision(op, arch, dtype_str, shape, out_str, notes=tuple(notes),
-                                    reason=f"{table.name}: {how}; its config is not generated for {out_str} "
-                                    "output (the op's out_dtypes); running the PyTorch implementation")
-                variant, how = derived, how + f", compiled for {out_str} output"
-            return Decision(op, arch, dtype_str, shape, out_str, launchers[variant], variant, config, table.name,
+                    return Decision(op, arch, dtype_str, shape, others, notes=tuple(notes),
+                                    reason=f"{table.name}: {how}; its config is not generated for {others} "
+                                    "(the op's dtype_variants); running the PyTorch implementation")
+                variant, how = derived, how + f", compiled for {others}"
+            return Decision(op, arch, dtype_str, shape, others, launchers[variant], variant, config, table.name,
                             best.shape, f"{table.name} ({table.arch}, {table.device_name or 'any device'}): {how}",
                             tuple(notes))
-        return Decision(op, arch, dtype_str, shape, out_str, notes=tuple(notes),
+        return Decision(op, arch, dtype_str, shape, others, notes=tuple(notes),
                         reason=f"no generated variant of {op} for {dtype_str}"
                         + "".join(f", {k}={shape.get(k)}" for k in exact_keys)
                         + "; running the PyTorch implementation")

@@ -19,10 +19,10 @@ class KernelCall:
     dtype: torch.dtype
     names: tuple
     values: tuple
-    out_dtype: torch.dtype | None = None  # where the output's dtype is not `dtype`
+    dtypes: tuple = ()  # (argument, dtype) of the arguments whose dtype is not `dtype` (`other_dtypes`)
 
     def decision(self) -> Decision:
-        return DISPATCHER.select(self.op, self.device, self.dtype, self.names, self.values, self.out_dtype)
+        return DISPATCHER.select(self.op, self.device, self.dtype, self.names, self.values, self.dtypes)
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Explanation:
                 else:
                     what = f"PyTorch implementation of {d.op}"
                 lines.append(f"  {stage}: {what}")
-                dtypes = d.dtype if d.out_dtype is None else f"{d.dtype} out_dtype={d.out_dtype}"
+                dtypes = d.dtype if d.dtypes is None else f"{d.dtype} with {d.dtypes}"
                 lines.append(f"    arch={d.arch} dtype={dtypes} shape={d.shape}: {d.reason}")
                 lines.extend(f"    note: {note}" for note in d.notes)
         return "\n".join(lines)
@@ -65,17 +65,22 @@ def explanation(function: str, reason: str | None, forward=(), backward=()) -> E
 _DECISIONS = DISPATCHER._cache
 
 
-def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple, fallback,
-           out_dtype: torch.dtype | None = None):
-    """Run the generated variant chosen for (op, like's device and dtype, `out_dtype` where the
-    output's dtype is not like's, values), or `fallback` when there is none. A repeated key costs
+def other_dtypes(dtype: torch.dtype, **arguments) -> tuple:
+    """The dispatch key's (argument, dtype) pairs: each named argument dtype (None: absent) that is
+    not `dtype`, in name order."""
+    return tuple((name, d) for name, d in sorted(arguments.items()) if d is not None and d != dtype)
+
+
+def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple, fallback, dtypes: tuple = ()):
+    """Run the generated variant chosen for (op, like's device and dtype, `dtypes` (`other_dtypes`),
+    values), or `fallback` when there is none. A repeated key costs
     one dict lookup. A variant that does not fit the device (shared memory, registers) is replaced
     by the fallback for that key, and explain says so."""
     device, dtype = like.device, like.dtype
-    key = (op, device, dtype, out_dtype, values)
+    key = (op, device, dtype, dtypes, values)
     decision = _DECISIONS.get(key)
     if decision is None:
-        decision = DISPATCHER.select(op, device, dtype, names, values, out_dtype)
+        decision = DISPATCHER.select(op, device, dtype, names, values, dtypes)
     launcher = decision.launcher
     if launcher is None:
         return fallback(*args)
@@ -88,8 +93,8 @@ def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple
         return fallback(*args)
 
 
-def chosen_launcher(op: str, values: tuple, like: torch.Tensor, out_dtype: torch.dtype | None = None):
-    """The launcher `launch` runs for (op, like's device and dtype, out_dtype, values), or None
+def chosen_launcher(op: str, values: tuple, like: torch.Tensor, dtypes: tuple = ()):
+    """The launcher `launch` runs for (op, like's device and dtype, dtypes, values), or None
     when it runs the fallback there (or has not run there yet)."""
-    decision = _DECISIONS.get((op, like.device, like.dtype, out_dtype, values))
+    decision = _DECISIONS.get((op, like.device, like.dtype, dtypes, values))
     return None if decision is None else decision.launcher

@@ -38,10 +38,11 @@ class VariantRegistry:
         module = self._module(op)
         return MappingProxyType(module.VARIANTS.get(op, {}) if module is not None else {})
 
-    def out_dtype_variants(self, op: str) -> dict:
-        """variant id -> {output dtype name: variant id} for `op` (the generated OUT_DTYPE_VARIANTS)."""
+    def dtype_variants(self, op: str) -> dict:
+        """variant id -> {argument dtypes key (`_variant.dtypes_key`): variant id} for `op` (the
+        generated DTYPE_VARIANTS)."""
         module = self._module(op)
-        return module.OUT_DTYPE_VARIANTS.get(op, {}) if module is not None else {}
+        return module.DTYPE_VARIANTS.get(op, {}) if module is not None else {}
 
     def op_info(self, op: str) -> dict:
         module = self._module(op)

@@ -3,7 +3,8 @@
 A generated variant is named by the op, its config and the specialization it was compiled for;
 `variant_id` hashes the canonical JSON of those three so every side derives the same name.
 `twin_config` names the second variant a table entry may need (its dynamic twin), on both sides;
-`dtype_name` writes a dtype as both sides name it.
+`dtype_name` writes a dtype as both sides name it, and `dtypes_key` a variant's argument dtypes that
+differ from its entry's (OpSpec.dtype_variants).
 """
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ def to_plain(value):
 def dtype_name(dtype) -> str:
     """A torch dtype's name as tables and specializations write it ("bfloat16")."""
     return str(dtype).removeprefix("torch.")
+
+
+def dtypes_key(overrides) -> str:
+    """The name of argument dtype overrides ({arg: dtype} or (arg, dtype) pairs) as the generated
+    DTYPE_VARIANTS index and `explain` write it: "out_dtype=float32,weight=float32"."""
+    pairs = overrides.items() if isinstance(overrides, Mapping) else overrides
+    return ",".join(f"{arg}={dtype_name(dtype)}" for arg, dtype in sorted(pairs, key=lambda pair: pair[0]))
 
 
 def canonical_json(value) -> str:

@@ -4,7 +4,10 @@ forward:  y = x * rstd * weight,  rstd = 1 / sqrt(mean(x^2) + eps)   (rstd kept 
 backward: x_hat = x * rstd
           dx = rstd * (dy * weight - x_hat * mean(dy * weight * x_hat))
           dweight = sum over rows of dy * x_hat
-All arithmetic is fp32 whatever the input dtype. The weighted kernels have two structures, picked
+All arithmetic is fp32 whatever the input dtype. The forward writes y in `out_dtype`, and each
+tensor's dtype may differ from x's where `dtype_variants` says so (CUDA autocast's float32 rms_norm of
+half rows reads them once and writes float32; float32 weights, and float32 gradients, beside half
+rows are read as they are, with no cast pass). The weighted kernels have two structures, picked
 by the tunable `split_columns`; its first top-level loop (a pre-pass) has an empty grid without it.
 - whole rows: a program holds a row (or a tile of rows) in registers. The forward may loop the
   row reduction over chunks (`reduction_loops`, the row re-read from L2). The backward is one
@@ -63,7 +66,8 @@ MIN_SUM_TILE, MAX_SUM_TILE = 16, 256
 
 
 @helion.kernel(static_shapes=False)
-def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float,
+                 out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = x.size()
     split = hl.register_tunable("split_columns", helion.EnumFragment((False, True)))
     weight_first = hl.register_tunable("load_weight_first", helion.EnumFragment((False, True)))
@@ -71,7 +75,7 @@ def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[tor
     block_n = hl.register_block_size(n)
     square_rows = m if split else 0
     main_columns = n if split else 1
-    out = torch.empty_like(x)
+    out = x.new_empty((m, n), dtype=out_dtype)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     square_parts = x.new_empty((square_rows, helion.cdiv(n, block_n)), dtype=torch.float32)
     for tile_m, tile_k in hl.tile([square_rows, n], block_size=[block_m, block_n]):
@@ -96,9 +100,9 @@ def rms_norm_fwd(x: torch.Tensor, weight: torch.Tensor, eps: float) -> tuple[tor
 
 
 @helion.kernel(static_shapes=False)
-def rms_norm_noweight_fwd(x: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+def rms_norm_noweight_fwd(x: torch.Tensor, eps: float, out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     m, n = x.size()
-    out = torch.empty_like(x)
+    out = x.new_empty((m, n), dtype=out_dtype)
     inv_rms = x.new_empty(m, dtype=torch.float32)
     for tile_m in hl.tile(m):
         x_tile = x[tile_m, :].to(torch.float32)
@@ -245,12 +249,12 @@ def _inv_rms_fp32(x: torch.Tensor, eps: float) -> torch.Tensor:
 
 def make_fwd_inputs(shape, dtype, device, seed):
     generator = seeded_generator(device, seed)
-    return (_input_rows(shape, dtype, device, generator), _weight(shape, dtype, device, generator), DEFAULT_EPS)
+    return (_input_rows(shape, dtype, device, generator), _weight(shape, dtype, device, generator), DEFAULT_EPS, dtype)
 
 
 def make_noweight_fwd_inputs(shape, dtype, device, seed):
     generator = seeded_generator(device, seed)
-    return (_input_rows(shape, dtype, device, generator), DEFAULT_EPS)
+    return (_input_rows(shape, dtype, device, generator), DEFAULT_EPS, dtype)
 
 
 def make_bwd_inputs(shape, dtype, device, seed):
@@ -268,13 +272,13 @@ def make_noweight_bwd_inputs(shape, dtype, device, seed):
 
 # ---- float64 references ---------------------------------------------------------------------
 
-def reference_fwd(x, weight, eps):
+def reference_fwd(x, weight, eps, out_dtype):
     x64, weight64 = as_float64((x, weight))
     rstd = torch.rsqrt(x64.pow(2).mean(-1) + eps)
     return x64 * rstd[:, None] * weight64, rstd
 
 
-def reference_noweight_fwd(x, eps):
+def reference_noweight_fwd(x, eps, out_dtype):
     x64 = as_float64(x)
     rstd = torch.rsqrt(x64.pow(2).mean(-1) + eps)
     return x64 * rstd[:, None], rstd
@@ -299,14 +303,14 @@ def reference_noweight_bwd(grad_out, x, inv_rms):
 
 # ---- eager PyTorch peers at the input dtype ---------------------------------------------------
 
-def baseline_fwd(x, weight, eps):
+def baseline_fwd(x, weight, eps, out_dtype):
     rstd = torch.rsqrt(x.to(torch.float32).pow(2).mean(-1) + eps)
-    return (x.to(torch.float32) * rstd[:, None] * weight.to(torch.float32)).to(x.dtype), rstd
+    return (x.to(torch.float32) * rstd[:, None] * weight.to(torch.float32)).to(out_dtype), rstd
 
 
-def baseline_noweight_fwd(x, eps):
+def baseline_noweight_fwd(x, eps, out_dtype):
     rstd = torch.rsqrt(x.to(torch.float32).pow(2).mean(-1) + eps)
-    return (x.to(torch.float32) * rstd[:, None]).to(x.dtype), rstd
+    return (x.to(torch.float32) * rstd[:, None]).to(out_dtype), rstd
 
 
 def baseline_bwd(grad_out, x, weight, inv_rms):
@@ -393,16 +397,27 @@ ROW_REDUCTION_KEYS = ("N",)  # the row length: the size a static_reduction_sizes
 NOWEIGHT_SHAPES = [{"M": 16384, "N": 4096}, {"M": 64, "N": 262144}]
 DTYPES = (torch.bfloat16, torch.float32)
 NOWEIGHT_DTYPES = (torch.bfloat16,)
+# Half rows beside float32: CUDA autocast runs rms_norm in float32 (a float32 output of half rows,
+# and in the backward a float32 gradient), and mixed-precision training keeps weights in float32.
+# Each tuned half config is also generated for those argument dtypes.
+HALF = (torch.bfloat16, torch.float16)
+F32 = torch.float32
+WEIGHTED_FWD_DTYPES = {half: ({"out_dtype": F32}, {"weight": F32}, {"weight": F32, "out_dtype": F32}) for half in HALF}
+WEIGHTED_BWD_DTYPES = {half: ({"grad_out": F32}, {"weight": F32}, {"grad_out": F32, "weight": F32}) for half in HALF}
+NOWEIGHT_FWD_DTYPES = {half: ({"out_dtype": F32},) for half in HALF}
+NOWEIGHT_BWD_DTYPES = {half: ({"grad_out": F32},) for half in HALF}
 
 OPS = [
     OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="rms_norm_fwd", kernel=rms_norm_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
-           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd),
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd,
+           dtype_variants=WEIGHTED_FWD_DTYPES),
     OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="rms_norm_bwd", kernel=rms_norm_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
-           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance_bwd, cost=cost_bwd, baseline=baseline_bwd),
+           shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance_bwd, cost=cost_bwd, baseline=baseline_bwd,
+           dtype_variants=WEIGHTED_BWD_DTYPES),
     OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="rms_norm_noweight_fwd", kernel=rms_norm_noweight_fwd, make_inputs=make_noweight_fwd_inputs,
            reference=reference_noweight_fwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance,
-           cost=cost_noweight_fwd, baseline=baseline_noweight_fwd),
+           cost=cost_noweight_fwd, baseline=baseline_noweight_fwd, dtype_variants=NOWEIGHT_FWD_DTYPES),
     OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="rms_norm_noweight_bwd", kernel=rms_norm_noweight_bwd, make_inputs=make_noweight_bwd_inputs,
            reference=reference_noweight_bwd, shapes=NOWEIGHT_SHAPES, dtypes=NOWEIGHT_DTYPES, tolerance=tolerance_dx,
-           cost=cost_noweight_bwd, baseline=baseline_noweight_bwd),
+           cost=cost_noweight_bwd, baseline=baseline_noweight_bwd, dtype_variants=NOWEIGHT_BWD_DTYPES),
 ]

@@ -251,14 +251,14 @@ ROW_REDUCTION_KEYS = ("N",)  # the row length: the size a static_reduction_sizes
 # writes float32 probabilities in one kernel, and its backward reads float32 y and dy and writes the
 # half gradient: each tuned config is also generated for those outputs.
 HALF = (torch.bfloat16, torch.float16)
-FLOAT32_OUTPUT = {half: (torch.float32,) for half in HALF}
-HALF_GRADIENTS = {torch.float32: HALF}
+FLOAT32_OUTPUT = {half: ({"out_dtype": torch.float32},) for half in HALF}
+HALF_GRADIENTS = {torch.float32: tuple({"grad_in_dtype": half} for half in HALF)}
 
 OPS = [
     OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="softmax_fwd", kernel=softmax_fwd, make_inputs=make_fwd_inputs, reference=reference_fwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance, cost=cost_fwd, baseline=baseline_fwd,
-           out_dtype_arg="out_dtype", out_dtypes=FLOAT32_OUTPUT),
+           dtype_variants=FLOAT32_OUTPUT),
     OpSpec(key_weights=ROW_KEY_WEIGHTS, reduction_keys=ROW_REDUCTION_KEYS, name="softmax_bwd", kernel=softmax_bwd, make_inputs=make_bwd_inputs, reference=reference_bwd,
            shapes=SHAPES, dtypes=DTYPES, tolerance=tolerance_bwd, cost=cost_bwd, baseline=baseline_bwd,
-           out_dtype_arg="grad_in_dtype", out_dtypes=HALF_GRADIENTS),
+           dtype_variants=HALF_GRADIENTS),
 ]

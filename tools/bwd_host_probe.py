@@ -47,7 +47,7 @@ class _LauncherFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, fwd, bwd):
-        out, inv_rms = fwd(x, weight, 1e-6)
+        out, inv_rms = fwd(x, weight, 1e-6, x.dtype)
         ctx.save_for_backward(x, weight, inv_rms)
         ctx.bwd = bwd
         return out
@@ -65,7 +65,7 @@ class _TwoOutputFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, fwd, bwd):
-        out, inv_rms = fwd(x, weight, 1e-6)
+        out, inv_rms = fwd(x, weight, 1e-6, x.dtype)
         ctx.save_for_backward(x, weight, inv_rms)
         ctx.mark_non_differentiable(inv_rms)
         ctx.set_materialize_grads(False)
@@ -85,14 +85,14 @@ def main(m: int, n: int):
     w = torch.randn(n, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     g = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
     out = hk.rmsnorm(x, w)
-    _, inv_rms = ops.rms_norm_fwd(x.detach(), w.detach(), 1e-6)
+    _, inv_rms = ops.rms_norm_fwd(x.detach(), w.detach(), 1e-6, x.dtype)
     launcher = DISPATCHER.select("rms_norm_bwd", x.device, x.dtype, ("M", "N"), (m, n)).launcher
     eager_out = torch.nn.functional.rms_norm(x, (n,), w)
     forward = DISPATCHER.select("rms_norm_fwd", x.device, x.dtype, ("M", "N"), (m, n)).launcher
     fn_out = _LauncherFunction.apply(x, w, forward, launcher)
     identity_out = _Identity.apply(x)
     two_out = _TwoOutputFunction.apply(x, w, forward, launcher)[0]
-    function_out = ops._RmsNormFunction.apply(x, w, 1e-6)[0]
+    function_out = ops._RmsNormFunction.apply(x, w, 1e-6, x.dtype)[0]
     xd, wd = x.detach(), w.detach()
     cases = {
         "launcher": lambda: launcher(g, x.detach(), w.detach(), inv_rms),

@@ -101,7 +101,7 @@ def main() -> None:
             "eager torch.softmax": lambda: torch.softmax(x, -1),
             "hk.rmsnorm": lambda: hk.rmsnorm(x, w, EPS),
             "hk.softmax": lambda: hk.softmax(x, -1),
-            f"rmsnorm launcher {rms.__name__}": lambda: rms(x, w, EPS),
+            f"rmsnorm launcher {rms.__name__}": lambda: rms(x, w, EPS, x.dtype),
             f"softmax launcher {smx.__name__}": lambda: smx(x, x.dtype),
         }
         rows.update(launch_rows("rmsnorm", recorded_launches(rms, (x, w, EPS))))

@@ -4001,7 +4001,7 @@ def softmax_bwd__419aca8a60b7(grad_out, out, grad_in_dtype):
 # softmax_bwd variant 4365a9eaa35f
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant 79bf9aed2bea with bfloat16 output
+# used by: variant 79bf9aed2bea with grad_in_dtype=bfloat16
 def softmax_bwd__4365a9eaa35f(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4026,7 +4026,7 @@ def softmax_bwd__4365a9eaa35f(grad_out, out, grad_in_dtype):
 # softmax_bwd variant 4b276dcadd70
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant 1e5d398a46fa with bfloat16 output
+# used by: variant 1e5d398a46fa with grad_in_dtype=bfloat16
 def softmax_bwd__4b276dcadd70(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4164,7 +4164,7 @@ def softmax_bwd__866bf524c83f(grad_out, out, grad_in_dtype):
 # softmax_bwd variant 8d28bd0eed95
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant c2715de735d7 with float16 output
+# used by: variant c2715de735d7 with grad_in_dtype=float16
 def softmax_bwd__8d28bd0eed95(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4179,7 +4179,7 @@ def softmax_bwd__8d28bd0eed95(grad_out, out, grad_in_dtype):
 # softmax_bwd variant 97170a1f6c25
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant 62443292112c with float16 output
+# used by: variant 62443292112c with grad_in_dtype=float16
 def softmax_bwd__97170a1f6c25(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4194,7 +4194,7 @@ def softmax_bwd__97170a1f6c25(grad_out, out, grad_in_dtype):
 # softmax_bwd variant a05cd8edb128
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant 0db6d6d4b64d with float16 output
+# used by: variant 0db6d6d4b64d with grad_in_dtype=float16
 def softmax_bwd__a05cd8edb128(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4209,7 +4209,7 @@ def softmax_bwd__a05cd8edb128(grad_out, out, grad_in_dtype):
 # softmax_bwd variant a2c71d6779e6
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant c2715de735d7 with bfloat16 output
+# used by: variant c2715de735d7 with grad_in_dtype=bfloat16
 def softmax_bwd__a2c71d6779e6(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4274,7 +4274,7 @@ def softmax_bwd__b2d1a9e7db16(grad_out, out, grad_in_dtype):
 # softmax_bwd variant b67a5262e900
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant 62443292112c with bfloat16 output
+# used by: variant 62443292112c with grad_in_dtype=bfloat16
 def softmax_bwd__b67a5262e900(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4346,7 +4346,7 @@ def softmax_bwd__c50a279340d9(grad_out, out, grad_in_dtype):
 # softmax_bwd variant c7f619379821
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"reload_rows":false,"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":false}
 # specialization: {"grad_in_dtype":"bfloat16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant 0db6d6d4b64d with bfloat16 output
+# used by: variant 0db6d6d4b64d with grad_in_dtype=bfloat16
 def softmax_bwd__c7f619379821(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4391,7 +4391,7 @@ def softmax_bwd__d05e74062fd6(grad_out, out, grad_in_dtype):
 # softmax_bwd variant e9ce377f2f92
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant 1e5d398a46fa with float16 output
+# used by: variant 1e5d398a46fa with grad_in_dtype=float16
 def softmax_bwd__e9ce377f2f92(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4416,7 +4416,7 @@ def softmax_bwd__e9ce377f2f92(grad_out, out, grad_in_dtype):
 # softmax_bwd variant f5417ab6c526
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"reload_rows":false,"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1],"tile_reversals":[false,false],"two_pass_rows":true}
 # specialization: {"grad_in_dtype":"float16","grad_out":{"dtype":"float32","rank":2},"out":{"dtype":"float32","rank":2}}
-# used by: variant 79bf9aed2bea with float16 output
+# used by: variant 79bf9aed2bea with grad_in_dtype=float16
 def softmax_bwd__f5417ab6c526(grad_out, out, grad_in_dtype):
     m, n = out.size()
     grad_in = _new_empty(out, grad_in_dtype, m, n)
@@ -4456,7 +4456,7 @@ def softmax_fwd__0dc40091dbdd(x, out_dtype):
 # softmax_fwd variant 1392099c94c7
 # config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 0dc40091dbdd with float32 output
+# used by: variant 0dc40091dbdd with out_dtype=float32
 def softmax_fwd__1392099c94c7(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4470,7 +4470,7 @@ def softmax_fwd__1392099c94c7(x, out_dtype):
 # softmax_fwd variant 16a821369a8f
 # config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","block_ptr","tensor_descriptor","block_ptr","block_ptr","block_ptr","pointer","block_ptr"],"l2_groupings":[],"load_eviction_policies":["first","last","","","","last"],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[1,2,1,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant efbdcfbe7bb1 with float32 output
+# used by: variant efbdcfbe7bb1 with out_dtype=float32
 def softmax_fwd__16a821369a8f(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4512,7 +4512,7 @@ def softmax_fwd__1a9c5977677b(x, out_dtype):
 # softmax_fwd variant 22c05524d8fb
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":2,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 3dbf59bddd9d with float32 output
+# used by: variant 3dbf59bddd9d with out_dtype=float32
 def softmax_fwd__22c05524d8fb(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4565,7 +4565,7 @@ def softmax_fwd__37fa98dafaee(x, out_dtype):
 # softmax_fwd variant 3ab2f621ac6c
 # config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 3b5b83d060fc with float32 output
+# used by: variant 3b5b83d060fc with out_dtype=float32
 def softmax_fwd__3ab2f621ac6c(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4683,7 +4683,7 @@ def softmax_fwd__42d2fe50e6b0(x, out_dtype):
 # softmax_fwd variant 4d04fd1c332c
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":4,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,true,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant d2e99a3f4976 with float32 output
+# used by: variant d2e99a3f4976 with out_dtype=float32
 def softmax_fwd__4d04fd1c332c(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4708,7 +4708,7 @@ def softmax_fwd__4d04fd1c332c(x, out_dtype):
 # softmax_fwd variant 4f7cc7b8f428
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":1,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"xyz","piece_tiles":1,"range_num_stages":[0,2],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 6b5f5477ff7c with float32 output
+# used by: variant 6b5f5477ff7c with out_dtype=float32
 def softmax_fwd__4f7cc7b8f428(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4722,7 +4722,7 @@ def softmax_fwd__4f7cc7b8f428(x, out_dtype):
 # softmax_fwd variant 5de2ea1c4d5e
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 628d86f4df6a with float32 output
+# used by: variant 628d86f4df6a with out_dtype=float32
 def softmax_fwd__5de2ea1c4d5e(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4736,7 +4736,7 @@ def softmax_fwd__5de2ea1c4d5e(x, out_dtype):
 # softmax_fwd variant 5f390fa734a0
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant e8712739e775 with float32 output
+# used by: variant e8712739e775 with out_dtype=float32
 def softmax_fwd__5f390fa734a0(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4765,7 +4765,7 @@ def softmax_fwd__628d86f4df6a(x, out_dtype):
 # softmax_fwd variant 67af87f0c15f
 # config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float16","rank":2}}
-# used by: variant 8805a55a818c with float32 output
+# used by: variant 8805a55a818c with out_dtype=float32
 def softmax_fwd__67af87f0c15f(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4830,7 +4830,7 @@ def softmax_fwd__6da3408e37b6(x, out_dtype):
 # softmax_fwd variant 78c27524bd56
 # config: {"block_sizes":[4096,2],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float16","rank":2}}
-# used by: variant 3f503d622504 with float32 output
+# used by: variant 3f503d622504 with out_dtype=float32
 def softmax_fwd__78c27524bd56(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4886,7 +4886,7 @@ def softmax_fwd__8805a55a818c(x, out_dtype):
 # softmax_fwd variant 8b2dec42d46b
 # config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,true,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant b55b4599dc15 with float32 output
+# used by: variant b55b4599dc15 with out_dtype=float32
 def softmax_fwd__8b2dec42d46b(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -4954,7 +4954,7 @@ def softmax_fwd__ae88e51f47ac(x, out_dtype):
 # softmax_fwd variant b0b6bcdfe26f
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float16","rank":2}}
-# used by: variant 8ced301773de with float32 output
+# used by: variant 8ced301773de with out_dtype=float32
 def softmax_fwd__b0b6bcdfe26f(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -5046,7 +5046,7 @@ def softmax_fwd__d2e99a3f4976(x, out_dtype):
 # softmax_fwd variant ddc972cb4f37
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"float16","rank":2}}
-# used by: variant efdf5fac1d73 with float32 output
+# used by: variant efdf5fac1d73 with out_dtype=float32
 def softmax_fwd__ddc972cb4f37(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -5077,7 +5077,7 @@ def softmax_fwd__e8712739e775(x, out_dtype):
 # softmax_fwd variant e916d2eaaf9f
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":32,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 7a2566ec50c0 with float32 output
+# used by: variant 7a2566ec50c0 with out_dtype=float32
 def softmax_fwd__e916d2eaaf9f(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -5155,7 +5155,7 @@ def softmax_fwd__efdf5fac1d73(x, out_dtype):
 # softmax_fwd variant f3b62a2474fb
 # config: {"block_sizes":[1024,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":2,"num_warps":4,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[null,null],"split_rows":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 8fee5be22ac1 with float32 output
+# used by: variant 8fee5be22ac1 with out_dtype=float32
 def softmax_fwd__f3b62a2474fb(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -5169,7 +5169,7 @@ def softmax_fwd__f3b62a2474fb(x, out_dtype):
 # softmax_fwd variant f65655c1bda6
 # config: {"block_sizes":[4096,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["","","","",""],"loop_orders":[],"num_stages":1,"num_warps":16,"online_softmax":false,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":1,"range_num_stages":[0,0],"range_peel_tails":[false,false],"range_unroll_factors":[0,0],"range_warp_specializes":[null,null],"reduction_loops":[16384,null],"split_rows":false,"static_reduction_sizes":true,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant baaea293167d with float32 output
+# used by: variant baaea293167d with out_dtype=float32
 def softmax_fwd__f65655c1bda6(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -5182,7 +5182,7 @@ def softmax_fwd__f65655c1bda6(x, out_dtype):
 # softmax_fwd variant f6823f3800d1
 # config: {"block_sizes":[8192,1],"flatten_loops":[],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"l2_groupings":[],"load_eviction_policies":["last","","","","",""],"loop_orders":[],"num_stages":1,"num_warps":8,"online_softmax":true,"persistent_flattens":[false,false],"pid_type":"flat","piece_tiles":2,"range_num_stages":[0,0,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[null],"split_rows":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1],"tile_reversals":[false,false]}
 # specialization: {"out_dtype":"float32","x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 37fa98dafaee with float32 output
+# used by: variant 37fa98dafaee with out_dtype=float32
 def softmax_fwd__f6823f3800d1(x, out_dtype):
     m, n = x.size()
     out = _new_empty(x, out_dtype, m, n)
@@ -5312,32 +5312,32 @@ VARIANTS = {
 }
 
 
-OUT_DTYPE_VARIANTS = {
+DTYPE_VARIANTS = {
     'softmax_fwd': {
-        '0dc40091dbdd': {'float32': '1392099c94c7'},
-        '37fa98dafaee': {'float32': 'f6823f3800d1'},
-        '3b5b83d060fc': {'float32': '3ab2f621ac6c'},
-        '3dbf59bddd9d': {'float32': '22c05524d8fb'},
-        '3f503d622504': {'float32': '78c27524bd56'},
-        '628d86f4df6a': {'float32': '5de2ea1c4d5e'},
-        '6b5f5477ff7c': {'float32': '4f7cc7b8f428'},
-        '7a2566ec50c0': {'float32': 'e916d2eaaf9f'},
-        '8805a55a818c': {'float32': '67af87f0c15f'},
-        '8ced301773de': {'float32': 'b0b6bcdfe26f'},
-        '8fee5be22ac1': {'float32': 'f3b62a2474fb'},
-        'b55b4599dc15': {'float32': '8b2dec42d46b'},
-        'baaea293167d': {'float32': 'f65655c1bda6'},
-        'd2e99a3f4976': {'float32': '4d04fd1c332c'},
-        'e8712739e775': {'float32': '5f390fa734a0'},
-        'efbdcfbe7bb1': {'float32': '16a821369a8f'},
-        'efdf5fac1d73': {'float32': 'ddc972cb4f37'},
+        '0dc40091dbdd': {'out_dtype=float32': '1392099c94c7'},
+        '37fa98dafaee': {'out_dtype=float32': 'f6823f3800d1'},
+        '3b5b83d060fc': {'out_dtype=float32': '3ab2f621ac6c'},
+        '3dbf59bddd9d': {'out_dtype=float32': '22c05524d8fb'},
+        '3f503d622504': {'out_dtype=float32': '78c27524bd56'},
+        '628d86f4df6a': {'out_dtype=float32': '5de2ea1c4d5e'},
+        '6b5f5477ff7c': {'out_dtype=float32': '4f7cc7b8f428'},
+        '7a2566ec50c0': {'out_dtype=float32': 'e916d2eaaf9f'},
+        '8805a55a818c': {'out_dtype=float32': '67af87f0c15f'},
+        '8ced301773de': {'out_dtype=float32': 'b0b6bcdfe26f'},
+        '8fee5be22ac1': {'out_dtype=float32': 'f3b62a2474fb'},
+        'b55b4599dc15': {'out_dtype=float32': '8b2dec42d46b'},
+        'baaea293167d': {'out_dtype=float32': 'f65655c1bda6'},
+        'd2e99a3f4976': {'out_dtype=float32': '4d04fd1c332c'},
+        'e8712739e775': {'out_dtype=float32': '5f390fa734a0'},
+        'efbdcfbe7bb1': {'out_dtype=float32': '16a821369a8f'},
+        'efdf5fac1d73': {'out_dtype=float32': 'ddc972cb4f37'},
     },
     'softmax_bwd': {
-        '0db6d6d4b64d': {'bfloat16': 'c7f619379821', 'float16': 'a05cd8edb128'},
-        '1e5d398a46fa': {'bfloat16': '4b276dcadd70', 'float16': 'e9ce377f2f92'},
-        '62443292112c': {'bfloat16': 'b67a5262e900', 'float16': '97170a1f6c25'},
-        '79bf9aed2bea': {'bfloat16': '4365a9eaa35f', 'float16': 'f5417ab6c526'},
-        'c2715de735d7': {'bfloat16': 'a2c71d6779e6', 'float16': '8d28bd0eed95'},
+        '0db6d6d4b64d': {'grad_in_dtype=bfloat16': 'c7f619379821', 'grad_in_dtype=float16': 'a05cd8edb128'},
+        '1e5d398a46fa': {'grad_in_dtype=bfloat16': '4b276dcadd70', 'grad_in_dtype=float16': 'e9ce377f2f92'},
+        '62443292112c': {'grad_in_dtype=bfloat16': 'b67a5262e900', 'grad_in_dtype=float16': '97170a1f6c25'},
+        '79bf9aed2bea': {'grad_in_dtype=bfloat16': '4365a9eaa35f', 'grad_in_dtype=float16': 'f5417ab6c526'},
+        'c2715de735d7': {'grad_in_dtype=bfloat16': 'a2c71d6779e6', 'grad_in_dtype=float16': '8d28bd0eed95'},
     },
 }
 

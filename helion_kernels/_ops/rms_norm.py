@@ -1,4 +1,11 @@
-"""RMSNorm: custom ops `helion_kernels::rms_norm_fwd/bwd` and the `rms_norm`/`rmsnorm` wrappers."""
+"""RMSNorm: custom ops `helion_kernels::rms_norm_fwd/bwd` and the `rms_norm`/`rmsnorm` wrappers.
+
+A weight of another dtype than the rows (float32 master weights beside bf16 rows) is read as it is,
+as PyTorch's rms_norm does (float32 math, one rounding to the rows' dtype). Under CUDA autocast,
+whose rms_norm casts its arguments to float32, half rows are read as they are by one kernel writing
+float32 (the casts are exact, so the result is PyTorch's), and its backward reads the float32
+gradient beside the half rows and writes the half gradient: each keyed by the rows' dtype with the
+other arguments' dtypes beside it (the tuned configs generated for them: OpSpec.dtype_variants)."""
 from __future__ import annotations
 
 import math
@@ -8,22 +15,35 @@ from torch import Tensor
 
 from .. import _autocast, _direct, _eager
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
-from .._plan import KernelCall, chosen_launcher, explanation, launch
+from .._plan import KernelCall, chosen_launcher, explanation, launch, other_dtypes
 
 SHAPE_KEYS = ("M", "N")
+HALF = (torch.float16, torch.bfloat16)
 
 
-def _call(op: str, x: Tensor) -> KernelCall:
-    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, tuple(x.shape))
+def _dtype_of(t: Tensor | None) -> torch.dtype | None:
+    return None if t is None else t.dtype
 
 
-def _torch_fwd(x: Tensor, weight: Tensor | None, eps: float):
+def _fwd_dtypes(x: Tensor, weight: Tensor | None, out_dtype: torch.dtype) -> tuple:
+    return other_dtypes(x.dtype, weight=_dtype_of(weight), out_dtype=out_dtype)
+
+
+def _bwd_dtypes(grad_dtype: torch.dtype, x: Tensor, weight: Tensor | None) -> tuple:
+    return other_dtypes(x.dtype, grad_out=grad_dtype, weight=_dtype_of(weight))
+
+
+def _call(op: str, x: Tensor, dtypes: tuple) -> KernelCall:
+    return KernelCall(op, x.device, x.dtype, SHAPE_KEYS, tuple(x.shape), dtypes)
+
+
+def _torch_fwd(x: Tensor, weight: Tensor | None, eps: float, out_dtype: torch.dtype):
     xf = x.float()
     inv_rms = torch.rsqrt(xf.square().mean(-1) + eps)
     out = xf * inv_rms[:, None]
     if weight is not None:
         out = out * weight.float()
-    return out.to(x.dtype), inv_rms
+    return out.to(out_dtype), inv_rms
 
 
 def _torch_bwd(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor):
@@ -35,44 +55,47 @@ def _torch_bwd(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tens
     return dx.to(x.dtype), dw.to(weight.dtype) if weight is not None else dw
 
 
-def _torch_noweight_fwd(x: Tensor, eps: float):
-    return _torch_fwd(x, None, eps)
+def _torch_noweight_fwd(x: Tensor, eps: float, out_dtype: torch.dtype):
+    return _torch_fwd(x, None, eps, out_dtype)
 
 
 def _torch_noweight_bwd(grad_out: Tensor, x: Tensor, inv_rms: Tensor) -> Tensor:
     return _torch_bwd(grad_out, x, None, inv_rms)[0]
 
 
-def _forward(x: Tensor, weight: Tensor | None, eps: float):
+def _forward(x: Tensor, weight: Tensor | None, eps: float, out_dtype: torch.dtype):
+    dtypes = _fwd_dtypes(x, weight, out_dtype)
     if weight is None:
-        return launch("rms_norm_noweight_fwd", SHAPE_KEYS, x.shape, x, (x, eps), _torch_noweight_fwd)
-    return launch("rms_norm_fwd", SHAPE_KEYS, x.shape, x, (x, weight, eps), _torch_fwd)
+        return launch("rms_norm_noweight_fwd", SHAPE_KEYS, x.shape, x, (x, eps, out_dtype), _torch_noweight_fwd, dtypes)
+    return launch("rms_norm_fwd", SHAPE_KEYS, x.shape, x, (x, weight, eps, out_dtype), _torch_fwd, dtypes)
 
 
 def _backward(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor):
+    dtypes = _bwd_dtypes(grad_out.dtype, x, weight)
     if weight is None:
-        dx = launch("rms_norm_noweight_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, inv_rms), _torch_noweight_bwd)
+        dx = launch("rms_norm_noweight_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, inv_rms), _torch_noweight_bwd, dtypes)
         return dx, x.new_empty(0, dtype=torch.float32)
-    return launch("rms_norm_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, weight, inv_rms), _torch_bwd)
+    return launch("rms_norm_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, weight, inv_rms), _torch_bwd, dtypes)
 
 
-def _fwd_impl(x: Tensor, weight: Tensor | None, eps: float) -> tuple[Tensor, Tensor]:
-    """RMSNorm over the last dim of a 2-D tensor; returns (out, inv_rms in float32)."""
+def _fwd_impl(x: Tensor, weight: Tensor | None, eps: float, out_dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """RMSNorm over the last dim of a 2-D tensor; returns (out in `out_dtype`, inv_rms in float32)."""
     if device_reason(x.device) is not None:
-        return _torch_fwd(x, weight, eps)
-    return _forward(x, weight, eps)
+        return _torch_fwd(x, weight, eps, out_dtype)
+    return _forward(x, weight, eps, out_dtype)
 
 
 rms_norm_fwd = torch.library.custom_op("helion_kernels::rms_norm_fwd", _fwd_impl, mutates_args=())
 
 
 @rms_norm_fwd.register_fake
-def _(x, weight, eps):
-    return torch.empty_like(x), x.new_empty(x.shape[0], dtype=torch.float32)
+def _(x, weight, eps, out_dtype):
+    return x.new_empty(x.shape, dtype=out_dtype), x.new_empty(x.shape[0], dtype=torch.float32)
 
 
 def _bwd_impl(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor) -> tuple[Tensor, Tensor]:
-    """Gradients (dx, dweight) of rms_norm_fwd; dweight is empty when there is no weight."""
+    """Gradients (dx in x's dtype, dweight in the weight's) of rms_norm_fwd; dweight is empty when
+    there is no weight."""
     if device_reason(x.device) is not None:
         return _torch_bwd(grad_out.contiguous(), x, weight, inv_rms)
     return _backward(grad_out.contiguous(), x, weight, inv_rms)
@@ -90,7 +113,7 @@ def _(grad_out, x, weight, inv_rms):
 def _setup_context(ctx, inputs, output):
     """inv_rms is not differentiable; unmaterialized grads skip a zero-filled grad for it (an
     allocation and a fill per backward)."""
-    x, weight, eps = inputs
+    x, weight, eps, _out_dtype = inputs
     ctx.save_for_backward(x, weight, output[1])
     ctx.mark_non_differentiable(output[1])
     ctx.set_materialize_grads(False)
@@ -99,7 +122,7 @@ def _setup_context(ctx, inputs, output):
 
 def _autograd_backward(ctx, grad_out, _grad_inv_rms):
     if grad_out is None:
-        return None, None, None
+        return None, None, None, None
     x, weight, inv_rms = ctx.saved_tensors
     if _eager.records_grad(grad_out, x, weight):
         # create_graph: PyTorch ops, whose gradient autograd takes again; inv_rms is computed again
@@ -107,7 +130,7 @@ def _autograd_backward(ctx, grad_out, _grad_inv_rms):
         dx, dw = _torch_bwd(grad_out, x, weight, torch.rsqrt(x.float().square().mean(-1) + ctx.eps))
     else:
         dx, dw = _eager.call(rms_norm_bwd, _bwd_impl, grad_out, x, weight, inv_rms)
-    return dx, (dw if weight is not None and ctx.needs_input_grad[1] else None), None
+    return dx, (dw if weight is not None and ctx.needs_input_grad[1] else None), None, None
 
 
 rms_norm_fwd.register_autograd(_autograd_backward, setup_context=_setup_context)
@@ -136,11 +159,12 @@ def fallback_reason(input, normalized_shape, weight) -> str | None:
     if weight is not None:
         if weight.shape != dims:
             return "weight shape differs from normalized_shape (PyTorch reports the error)"
-        if weight.dtype != input.dtype or weight.device != input.device:
-            return "weight dtype or device differs from the input's"
+        if weight.device != input.device:
+            return "weight device differs from the input's"
     if input.numel() == 0:
         return "empty tensor"
-    return dtype_reason(input.dtype) or device_reason(input.device) or transform_reason()
+    return (dtype_reason(input.dtype) or (weight is not None and dtype_reason(weight.dtype))
+            or device_reason(input.device) or transform_reason())
 
 
 def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):
@@ -157,45 +181,65 @@ def _default_eps(dtype: torch.dtype) -> float:
     return torch.finfo(torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype).eps
 
 
-def _plan(launcher, weighted: bool, rows: int | None, default_eps: float):
+def _plan(launcher, weighted: bool, rows: int | None, default_eps: float, out_dtype: torch.dtype):
     """The direct call of one key; `rows` is N when the input is viewed as [-1, N] rows. The common
     case (2-D input with a weight) is one call."""
     if weighted and rows is None:
-        return lambda input, weight, eps: launcher(input, weight, default_eps if eps is None else eps)[0]
+        return lambda input, weight, eps: launcher(input, weight, default_eps if eps is None else eps, out_dtype)[0]
 
     def call(input, weight, eps):
         x = input if rows is None else input.reshape(-1, rows)
         eps = default_eps if eps is None else eps
         if weighted:
-            out = launcher(x, weight if rows is None else weight.reshape(rows), eps)[0]
+            out = launcher(x, weight if rows is None else weight.reshape(rows), eps, out_dtype)[0]
         else:
-            out = launcher(x, eps)[0]
+            out = launcher(x, eps, out_dtype)[0]
         return out if rows is None else out.view(input.shape)
     return call
 
 
-def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float | None, key) -> Tensor:
-    """The full path; `key` is the direct-call key (None: the call goes through the custom op)."""
+def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float | None, key,
+              out_dtype: torch.dtype | None = None) -> Tensor:
+    """The full path; `key` is the direct-call key (None: the call goes through the custom op);
+    the output is in `out_dtype` (default: the input's)."""
     if fallback_reason(input, normalized_shape, weight) is not None:
         return ORIGINAL["rms_norm"](input, normalized_shape, weight, eps)
     x, w = _as_rows(input, normalized_shape, weight)
     default_eps = _default_eps(input.dtype)
+    out_dtype = out_dtype or input.dtype
     if key is None:
-        out = _eager.apply(rms_norm_fwd, _RmsNormFunction, x, w, default_eps if eps is None else eps)[0]
+        out = _eager.apply(rms_norm_fwd, _RmsNormFunction, x, w, default_eps if eps is None else eps, out_dtype)[0]
     else:
-        out = _forward(x, w, default_eps if eps is None else eps)[0]
+        out = _forward(x, w, default_eps if eps is None else eps, out_dtype)[0]
         op = "rms_norm_fwd" if w is not None else "rms_norm_noweight_fwd"
-        launcher = chosen_launcher(op, x.shape, x)
+        launcher = chosen_launcher(op, x.shape, x, _fwd_dtypes(x, w, out_dtype))
         if launcher is not None:
             rows = None if x is input else x.shape[1]
-            _direct.store(key, _plan(launcher, w is not None, rows, default_eps), launcher)
+            _direct.store(key, _plan(launcher, w is not None, rows, default_eps, out_dtype), launcher)
     return out if x is input else out.view(input.shape)
+
+
+def _reads_as_they_are(input, normalized_shape, weight) -> bool:
+    """Whether autocast's rms_norm of these arguments is one kernel on them as they are: half rows,
+    no weight or one of a kernel dtype, no other reason to run PyTorch's."""
+    return (isinstance(input, Tensor) and input.dtype in HALF
+            and fallback_reason(input, normalized_shape, weight) is None)
+
+
+def _float32_of_half(input: Tensor, normalized_shape, weight: Tensor | None, eps: float | None) -> Tensor:
+    """rms_norm inside an autocast region that casts its arguments to float32 (CUDA's policy), of
+    arguments `_reads_as_they_are`: the half rows read as they are and the output written in float32
+    (autocast's casts are exact, so the result is the same)."""
+    with torch.autocast(input.device.type, enabled=False):
+        return _rms_norm(input, normalized_shape, weight, eps, None, torch.float32)
 
 
 def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """Same as torch.nn.functional.rms_norm."""
     if _autocast.enabled() and _autocast.applies("rms_norm", input):
+        if _reads_as_they_are(input, normalized_shape, weight):
+            return _float32_of_half(input, normalized_shape, weight, eps)
         return _autocast.call(rms_norm, "rms_norm", input, normalized_shape, weight, eps)
     dims = tuple(normalized_shape) if normalized_shape.__class__ is list else normalized_shape
     tag = (rms_norm, dims)
@@ -214,6 +258,9 @@ def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
 def rmsnorm(x: Tensor, weight: Tensor | None = None, eps: float | None = None) -> Tensor:
     """RMSNorm over the last dimension of `x` (rms_norm with normalized_shape = x.shape[-1:])."""
     if _autocast.enabled() and _autocast.applies("rms_norm", x):
+        shape = x.shape[-1:] if isinstance(x, Tensor) and x.dim() > 0 else None
+        if shape is not None and _reads_as_they_are(x, shape, weight):
+            return _float32_of_half(x, shape, weight, eps)
         return _autocast.call(rmsnorm, "rms_norm", x, weight, eps)
     if not _direct._is_compiling():
         out = _direct.replay(rmsnorm, x, weight, eps)
@@ -234,9 +281,14 @@ def explain_rms_norm(input, normalized_shape, weight=None, eps=None):
     if reason is not None:
         return explanation("rms_norm", reason)
     x, w = _as_rows(input, normalized_shape, weight)
+    out_dtype = x.dtype
+    if _autocast.enabled() and _autocast.applies("rms_norm", input):
+        if not _reads_as_they_are(input, normalized_shape, weight):
+            return _autocast.call(explain_rms_norm, "rms_norm", input, normalized_shape, weight, eps)
+        out_dtype = torch.float32
     suffix = "" if w is not None else "noweight_"
-    backward = [_call(f"rms_norm_{suffix}bwd", x)] if needs_autograd(input, weight) else []
-    return explanation("rms_norm", None, [_call(f"rms_norm_{suffix}fwd", x)], backward)
+    backward = [_call(f"rms_norm_{suffix}bwd", x, _bwd_dtypes(out_dtype, x, w))] if needs_autograd(input, weight) else []
+    return explanation("rms_norm", None, [_call(f"rms_norm_{suffix}fwd", x, _fwd_dtypes(x, w, out_dtype))], backward)
 
 
 def explain_rmsnorm(x, weight=None, eps=None):

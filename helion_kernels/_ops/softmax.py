@@ -3,7 +3,7 @@
 `softmax(x, dtype=torch.float32)` on half rows (autocast's softmax on CUDA) is one kernel reading the
 half rows and writing float32 (the cast is exact, so this is PyTorch's result), and its backward
 one kernel reading float32 y and dy and writing the half gradient: each keyed by its input dtype
-with the output dtype beside it (the tuned configs generated for those outputs)."""
+with the output dtype argument's beside it (the tuned configs generated for those outputs)."""
 from __future__ import annotations
 
 import torch
@@ -11,20 +11,23 @@ from torch import Tensor
 
 from .. import _autocast, _direct, _eager
 from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
-from .._plan import KernelCall, chosen_launcher, explanation, launch
+from .._plan import KernelCall, chosen_launcher, explanation, launch, other_dtypes
 
 SHAPE_KEYS = ("M", "N")
 HALF = (torch.bfloat16, torch.float16)
 
 
-def _other(out_dtype: torch.dtype, dtype: torch.dtype) -> torch.dtype | None:
-    """The dispatch key's output dtype for inputs of `dtype`: None where it is `dtype`."""
-    return None if out_dtype == dtype else out_dtype
+def _fwd_dtypes(dtype: torch.dtype, out_dtype: torch.dtype) -> tuple:
+    return other_dtypes(dtype, out_dtype=out_dtype)
 
 
-def _call(op: str, rows: Tensor, dtype: torch.dtype, out_dtype: torch.dtype) -> KernelCall:
-    """The launch of `op` on rows of `rows`'s shape read in `dtype` and written in `out_dtype`."""
-    return KernelCall(op, rows.device, dtype, SHAPE_KEYS, tuple(rows.shape), _other(out_dtype, dtype))
+def _bwd_dtypes(dtype: torch.dtype, grad_in_dtype: torch.dtype) -> tuple:
+    return other_dtypes(dtype, grad_in_dtype=grad_in_dtype)
+
+
+def _call(op: str, rows: Tensor, dtype: torch.dtype, dtypes: tuple) -> KernelCall:
+    """The launch of `op` on rows of `rows`'s shape read in `dtype`, other argument dtypes `dtypes`."""
+    return KernelCall(op, rows.device, dtype, SHAPE_KEYS, tuple(rows.shape), dtypes)
 
 
 def _torch_fwd(x: Tensor, out_dtype: torch.dtype) -> Tensor:
@@ -38,7 +41,7 @@ def _torch_bwd(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tenso
 
 
 def _forward(x: Tensor, out_dtype: torch.dtype) -> Tensor:
-    return launch("softmax_fwd", SHAPE_KEYS, x.shape, x, (x, out_dtype), _torch_fwd, _other(out_dtype, x.dtype))
+    return launch("softmax_fwd", SHAPE_KEYS, x.shape, x, (x, out_dtype), _torch_fwd, _fwd_dtypes(x.dtype, out_dtype))
 
 
 def _fwd_impl(x: Tensor, out_dtype: torch.dtype) -> Tensor:
@@ -61,7 +64,7 @@ def _bwd_impl(grad_out: Tensor, y: Tensor, grad_in_dtype: torch.dtype) -> Tensor
     args = (grad_out.contiguous(), y, grad_in_dtype)
     if device_reason(y.device) is not None:
         return _torch_bwd(*args)
-    return launch("softmax_bwd", SHAPE_KEYS, y.shape, y, args, _torch_bwd, _other(grad_in_dtype, y.dtype))
+    return launch("softmax_bwd", SHAPE_KEYS, y.shape, y, args, _torch_bwd, _bwd_dtypes(y.dtype, grad_in_dtype))
 
 
 softmax_bwd = torch.library.custom_op("helion_kernels::softmax_bwd", _bwd_impl, mutates_args=())
@@ -146,7 +149,7 @@ def softmax(input: Tensor, dim: int = -1, _stacklevel: int = 3, dtype: torch.dty
         out = _eager.apply(softmax_fwd, _SoftmaxFunction, rows, out_dtype)
     else:
         out = _forward(rows, out_dtype)
-        launcher = chosen_launcher("softmax_fwd", rows.shape, rows, _other(out_dtype, rows.dtype))
+        launcher = chosen_launcher("softmax_fwd", rows.shape, rows, _fwd_dtypes(rows.dtype, out_dtype))
         if launcher is not None and x is input:
             _direct.store(key, _plan(launcher, None if rows is x else rows.shape[1], out_dtype), launcher)
     if rows is not x:
@@ -161,5 +164,5 @@ def explain_softmax(input, dim=-1, _stacklevel=3, dtype=None):
     if reason is not None:
         return explanation("softmax", reason)
     _, rows, out_dtype = _as_rows(input, dim, dtype)
-    backward = [_call("softmax_bwd", rows, out_dtype, rows.dtype)] if needs_autograd(input) else []
-    return explanation("softmax", None, [_call("softmax_fwd", rows, rows.dtype, out_dtype)], backward)
+    backward = [_call("softmax_bwd", rows, out_dtype, _bwd_dtypes(out_dtype, rows.dtype))] if needs_autograd(input) else []
+    return explanation("softmax", None, [_call("softmax_fwd", rows, rows.dtype, _fwd_dtypes(rows.dtype, out_dtype))], backward)

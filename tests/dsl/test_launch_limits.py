@@ -119,7 +119,7 @@ def test_rms_norm_fwd_of_the_illegal_memory_access_indexes_through_pointers():
     from kernels_src.rms_norm import rms_norm_fwd
 
     x, weight = torch.zeros(65536, 4096), torch.ones(4096)
-    _, launched = launches_of(rms_norm_fwd, (x, weight, 1e-6), RMS_NORM_AUTOTUNE_FAILURE, run=False)
+    _, launched = launches_of(rms_norm_fwd, (x, weight, 1e-6, x.dtype), RMS_NORM_AUTOTUNE_FAILURE, run=False)
     assert [flag for _, constants in launched for flag in tma_flags(constants)] == [False]
 
 

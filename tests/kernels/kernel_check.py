@@ -30,26 +30,30 @@ def shipped_entries(ops=None) -> list:
             for e in entries if ops is None or e.op in ops]
 
 
-def with_out_dtypes(variants: list) -> list:
+def with_dtype_variants(variants: list) -> list:
     """(op, dtype, variant, None) for each (op, dtype, variant) of `variants`, each followed by
-    (op, dtype, the variant of its config generated for another output dtype, that dtype's name)."""
+    (op, dtype, the variant of its config generated for other argument dtypes, their key)
+    (OpSpec.dtype_variants; the key as `helion_kernels._variant.dtypes_key` writes it)."""
     from helion_kernels._dispatch import DISPATCHER
 
     found = []
     for op, dtype, variant in variants:
         found.append((op, dtype, variant, None))
-        others = DISPATCHER.registry.out_dtype_variants(op).get(variant, {})
-        found += [(op, dtype, derived, out) for out, derived in sorted(others.items())]
+        others = DISPATCHER.registry.dtype_variants(op).get(variant, {})
+        found += [(op, dtype, derived, key) for key, derived in sorted(others.items())]
     return found
 
 
-def shipped_inputs(spec, shape: dict, dtype: str, out_dtype: str | None, device: str, seed: int) -> tuple:
-    """(inputs of `spec` at (shape, dtype) with the output dtype argument `out_dtype` where given,
-    the tolerance of the output's dtype)."""
+def shipped_inputs(spec, shape: dict, dtype: str, dtypes: str | None, device: str, seed: int) -> tuple:
+    """(inputs of `spec` at (shape, dtype) with the arguments named in the key `dtypes` in theirs,
+    the tolerance: of the output dtype argument's dtype where the key sets one, else of `dtype`)."""
     args = spec.make_inputs(shape, getattr(torch, dtype), device, seed)
-    if out_dtype is None:
+    if dtypes is None:
         return args, spec.tolerance(getattr(torch, dtype))
-    return spec.with_out_dtype(tuple(args), getattr(torch, out_dtype)), spec.tolerance(getattr(torch, out_dtype))
+    overrides = {arg: getattr(torch, name) for arg, name in (pair.split("=") for pair in dtypes.split(","))}
+    names = list(spec.kernel.signature.parameters)
+    outputs = [d for arg, d in overrides.items() if isinstance(args[names.index(arg)], torch.dtype)]
+    return spec.with_dtypes(tuple(args), overrides), spec.tolerance(outputs[0] if outputs else getattr(torch, dtype))
 
 
 def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str, object]]:
@@ -133,6 +137,13 @@ def assert_close(actual, expected, tolerance: tuple[float, float], label: str) -
         assert got.shape == want.shape, f"{label} output {index}: shape {tuple(got.shape)} != {tuple(want.shape)}"
         torch.testing.assert_close(got.to(torch.float64), want.to(got.device, torch.float64), rtol=rtol, atol=atol,
                                    msg=lambda text, i=index: f"{label} output {i}: {text}")
+
+
+def assert_dtypes_of_baseline(spec, args, outputs, label: str) -> None:
+    """The outputs' dtypes are those of the op's PyTorch baseline on the same arguments."""
+    got = tuple(output.dtype for output in as_tuple(outputs))
+    expected = tuple(output.dtype for output in as_tuple(spec.baseline(*args)))
+    assert got == expected, f"{label}: output dtypes {got}, PyTorch's {expected}"
 
 
 def _warp_specialization_abort(config, error) -> bool:

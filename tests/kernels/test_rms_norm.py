@@ -84,8 +84,8 @@ LONG_CASES = range(len(LONG_ROW_SHAPES["cpu"]))
 @pytest.mark.parametrize("case", CASES)
 def test_forward(device, dtype, eps, case):
     m, n = SHAPES[device][case]
-    x, weight, _ = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=case)
-    args = (x, weight, eps)
+    x, weight, _, _ = rms_norm.make_fwd_inputs(_shape(m, n), dtype, device, seed=case)
+    args = (x, weight, eps, dtype)
     check_op(rms_norm.rms_norm_fwd, args, rms_norm.reference_fwd(*args), rms_norm.tolerance(dtype),
              f"rms_norm_fwd {m}x{n} {dtype}", extra_configs=[SPLIT_FWD, WHOLE_ROWS, WEIGHT_FIRST],
              output_dtypes=(dtype, torch.float32))
@@ -108,6 +108,57 @@ def test_backward(device, dtype, case):
     check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(dtype),
              f"rms_norm_bwd {m}x{n} {dtype}", extra_configs=[SPLIT_BWD, WHOLE_ROWS, *CONTIGUOUS_ROWS, *FINISHED, *SUMMED, *RELOADED],
              output_dtypes=(dtype, dtype))
+
+
+# Half rows beside float32 (rms_norm.WEIGHTED_FWD_DTYPES / WEIGHTED_BWD_DTYPES): autocast's float32
+# output of half rows, float32 (master) weights, float32 gradients. x is drawn in float32 and rounded
+# to the half dtype, the float32 tensors drawn in float32; the output's dtype sets the tolerance.
+MIXED_FWD = [(half, weight, out) for half in (torch.bfloat16, torch.float16)
+             for weight, out in ((half, torch.float32), (torch.float32, half), (torch.float32, torch.float32))]
+MIXED_BWD = [(half, grad, weight) for half in (torch.bfloat16, torch.float16)
+             for grad, weight in ((torch.float32, half), (half, torch.float32), (torch.float32, torch.float32))]
+
+
+@pytest.mark.parametrize("half, weight_dtype, out_dtype", MIXED_FWD, ids=str)
+@pytest.mark.parametrize("case", CASES)
+def test_forward_of_half_rows_beside_float32(device, half, weight_dtype, out_dtype, case):
+    m, n = SHAPES[device][case]
+    x, weight, eps, _ = rms_norm.make_fwd_inputs(_shape(m, n), torch.float32, device, seed=700 + case)
+    args = (x.to(half), weight.to(weight_dtype), eps, out_dtype)
+    check_op(rms_norm.rms_norm_fwd, args, rms_norm.reference_fwd(*args), rms_norm.tolerance(out_dtype),
+             f"rms_norm_fwd {m}x{n} {half} weight {weight_dtype} out {out_dtype}",
+             extra_configs=[SPLIT_FWD, WHOLE_ROWS, WEIGHT_FIRST], output_dtypes=(out_dtype, torch.float32))
+
+
+@pytest.mark.parametrize("half, grad_dtype, weight_dtype", MIXED_BWD, ids=str)
+@pytest.mark.parametrize("case", CASES)
+def test_backward_of_half_rows_beside_float32(device, half, grad_dtype, weight_dtype, case):
+    """dx in x's dtype, dweight in the weight's."""
+    m, n = SHAPES[device][case]
+    grad_out, x, weight, _ = rms_norm.make_bwd_inputs(_shape(m, n), torch.float32, device, seed=800 + case)
+    x = x.to(half)
+    args = (grad_out.to(grad_dtype), x, weight.to(weight_dtype), rms_norm._inv_rms_fp32(x, rms_norm.DEFAULT_EPS))
+    check_op(rms_norm.rms_norm_bwd, args, rms_norm.reference_bwd(*args), rms_norm.tolerance_bwd(half),
+             f"rms_norm_bwd {m}x{n} {half} grad {grad_dtype} weight {weight_dtype}",
+             extra_configs=[SPLIT_BWD, WHOLE_ROWS, *FINISHED], output_dtypes=(half, weight_dtype))
+
+
+@pytest.mark.parametrize("half", (torch.bfloat16, torch.float16), ids=str)
+@pytest.mark.parametrize("case", CASES)
+def test_noweight_of_half_rows_beside_float32(device, half, case):
+    """The forward's float32 output of half rows and the backward's float32 gradient."""
+    m, n = SHAPES[device][case]
+    x, eps, _ = rms_norm.make_noweight_fwd_inputs(_shape(m, n), torch.float32, device, seed=900 + case)
+    x = x.to(half)
+    args = (x, eps, torch.float32)
+    check_op(rms_norm.rms_norm_noweight_fwd, args, rms_norm.reference_noweight_fwd(*args),
+             rms_norm.tolerance(torch.float32), f"rms_norm_noweight_fwd {m}x{n} {half} out float32",
+             output_dtypes=(torch.float32, torch.float32))
+    grad_out = torch.randn(x.shape, dtype=torch.float32, device=device)
+    args = (grad_out, x, rms_norm._inv_rms_fp32(x, eps))
+    check_op(rms_norm.rms_norm_noweight_bwd, args, rms_norm.reference_noweight_bwd(*args),
+             rms_norm.tolerance_dx(half), f"rms_norm_noweight_bwd {m}x{n} {half} grad float32",
+             output_dtypes=(half,))
 
 
 # One program over every row (13 rows in 16-row steps): it stores dweight itself, whichever finish

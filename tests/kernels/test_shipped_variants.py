@@ -3,14 +3,14 @@ one it was tuned at: the dispatcher sends a variant every shape nearest its entr
 not depend on the example its code was generated from (a condition on a size folded to the
 example's value did, 2026-12-02). One row (a decode step) and 37 rows (several row blocks, partial
 sums) at a width no block divides, with poisoned output allocations, against the op's float64
-reference. Each variant's twins compiled for other output dtypes (OpSpec.out_dtypes) run too. The
-variants that compile their reduction sizes in run only at their own widths (test_static_variants.py)."""
+reference. Each variant's twins compiled for other argument dtypes (OpSpec.dtype_variants) run
+too, their outputs in PyTorch's dtypes. The variants that compile their reduction sizes in run only at their own widths (test_static_variants.py)."""
 import pytest
 import torch
 
 import kernels_src
 from helion_kernels._dispatch import DISPATCHER
-from kernel_check import assert_close, poisoned_allocations, shipped_entries, shipped_inputs, with_out_dtypes
+from kernel_check import assert_close, assert_dtypes_of_baseline, poisoned_allocations, shipped_entries, shipped_inputs, with_dtype_variants
 
 ROW_OPS = ("rms_norm_fwd", "rms_norm_bwd", "rms_norm_noweight_fwd", "rms_norm_noweight_bwd", "softmax_fwd", "softmax_bwd")
 SHAPES = {"cpu": ({"M": 1, "N": 300}, {"M": 37, "N": 300}), "cuda": ({"M": 1, "N": 4099}, {"M": 1037, "N": 4099})}
@@ -24,19 +24,24 @@ def test_every_row_op_ships_dynamic_variants():
     assert {op for op, _, _ in dynamic_variants()} == set(ROW_OPS)
 
 
-def test_softmax_ships_its_configs_for_float32_and_half_outputs():
-    found = with_out_dtypes(dynamic_variants())
-    assert {(op, dtype, out) for op, dtype, _, out in found if out} >= {
-        ("softmax_fwd", "bfloat16", "float32"), ("softmax_bwd", "float32", "bfloat16")}
+def test_row_ops_ship_their_configs_for_mixed_dtypes():
+    """Softmax's float32 output of half rows and its half gradient; RMSNorm's float32 output,
+    weight and gradient beside half rows (OpSpec.dtype_variants)."""
+    found = {(op, dtype, key) for op, dtype, _, key in with_dtype_variants(dynamic_variants()) if key}
+    assert found >= {
+        ("softmax_fwd", "bfloat16", "out_dtype=float32"), ("softmax_bwd", "float32", "grad_in_dtype=bfloat16"),
+        ("rms_norm_fwd", "bfloat16", "out_dtype=float32,weight=float32"), ("rms_norm_fwd", "bfloat16", "weight=float32"),
+        ("rms_norm_bwd", "bfloat16", "grad_out=float32,weight=float32"), ("rms_norm_bwd", "float16", "grad_out=float32"),
+        ("rms_norm_noweight_fwd", "bfloat16", "out_dtype=float32"), ("rms_norm_noweight_bwd", "bfloat16", "grad_out=float32")}
 
 
-@pytest.mark.parametrize("op, dtype, variant, out_dtype", with_out_dtypes(dynamic_variants()))
-def test_variant_is_right_away_from_its_tuned_shape(device, op, dtype, variant, out_dtype):
+@pytest.mark.parametrize("op, dtype, variant, dtypes", with_dtype_variants(dynamic_variants()))
+def test_variant_is_right_away_from_its_tuned_shape(device, op, dtype, variant, dtypes):
     spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
     launcher = DISPATCHER.registry.launchers(op)[variant]
     for seed, shape in enumerate(SHAPES[device]):
-        args, tolerance = shipped_inputs(spec, shape, dtype, out_dtype, device, seed)
+        args, tolerance = shipped_inputs(spec, shape, dtype, dtypes, device, seed)
         with poisoned_allocations():
             outputs = launcher(*args)
-        assert out_dtype is None or outputs.dtype == getattr(torch, out_dtype), f"{op} {variant}: {outputs.dtype}"
+        assert_dtypes_of_baseline(spec, args, outputs, f"{op} {variant}")
         assert_close(outputs, spec.reference(*args), tolerance, f"{op} {variant} {shape}")

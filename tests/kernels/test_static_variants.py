@@ -4,8 +4,8 @@ Triton compiles a static variant once per extent, and the launchers keep each co
 by its constexprs; a launch that reused the kernel of another width would read and write the wrong
 columns. Every such variant of the tuned tables, and every twin, runs through its generated
 launcher at several widths in a row (the last one again after another), with poisoned output
-allocations, against the op's float64 reference, and so do their twins compiled for other output
-dtypes (OpSpec.out_dtypes). The op's `reduction_keys` must name exactly the
+allocations, against the op's float64 reference, and so do their twins compiled for other argument
+dtypes (OpSpec.dtype_variants). The op's `reduction_keys` must name exactly the
 shape keys that change a static variant's constexprs, since the dispatcher trusts them to keep the
 static kernel to its tuned widths."""
 import pytest
@@ -13,7 +13,7 @@ import torch
 
 import kernels_src
 from helion_kernels._dispatch import DISPATCHER
-from kernel_check import assert_close, poisoned_allocations, shipped_entries, shipped_inputs, with_out_dtypes
+from kernel_check import assert_close, assert_dtypes_of_baseline, poisoned_allocations, shipped_entries, shipped_inputs, with_dtype_variants
 
 ROWS = {"cpu": 3, "cuda": 37}
 WIDTHS = {"cpu": (300, 77, 1, 300), "cuda": (32000, 4097, 1, 32000)}
@@ -36,15 +36,15 @@ def test_the_tables_ship_static_variants():
     assert {op for op, _, _ in static_variants()} >= {"softmax_fwd", "softmax_bwd"}
 
 
-@pytest.mark.parametrize("op, dtype, variant, out_dtype", with_out_dtypes(with_twins(static_variants())))
-def test_static_variant_and_twin_are_right_at_every_width(device, op, dtype, variant, out_dtype):
+@pytest.mark.parametrize("op, dtype, variant, dtypes", with_dtype_variants(with_twins(static_variants())))
+def test_static_variant_and_twin_are_right_at_every_width(device, op, dtype, variant, dtypes):
     spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
     launcher = DISPATCHER.registry.launchers(op)[variant]
     for seed, width in enumerate(WIDTHS[device]):
-        args, tolerance = shipped_inputs(spec, {"M": ROWS[device], "N": width}, dtype, out_dtype, device, seed)
+        args, tolerance = shipped_inputs(spec, {"M": ROWS[device], "N": width}, dtype, dtypes, device, seed)
         with poisoned_allocations():
             outputs = launcher(*args)
-        assert out_dtype is None or outputs.dtype == getattr(torch, out_dtype), f"{op} {variant}: {outputs.dtype}"
+        assert_dtypes_of_baseline(spec, args, outputs, f"{op} {variant}")
         assert_close(outputs, spec.reference(*args), tolerance, f"{op} {variant} width {width}")
 
 

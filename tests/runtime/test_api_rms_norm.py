@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 import helion_kernels as hk
+from helion_kernels import _autocast
 from runtime_helpers import TOLERANCE, assert_close, double_leaf, grads, randn, uses_kernels_here
 
 # (input shape, normalized_shape): size-1 rows, odd sizes, a row longer than the looped-reduction
@@ -32,6 +33,72 @@ def test_rms_norm_matches_torch(device, poison, dtype, shape, normalized, with_w
         rows = x.numel() // w.numel()
         assert dw[0].dtype == dtype
         torch.testing.assert_close(dw[0].double(), dw64[0], rtol=rtol, atol=atol * rows ** 0.5)
+
+
+HALF = [torch.bfloat16, torch.float16]
+
+
+@pytest.mark.parametrize("half", HALF)
+@pytest.mark.parametrize("shape, normalized", CASES)
+def test_float32_weight_beside_half_rows_is_read_as_it_is(device, poison, half, shape, normalized):
+    """A float32 (master) weight beside half rows: one kernel each way keyed by the rows' dtype with
+    the weight's beside it; the output and dx in the rows' dtype, dweight in float32 (PyTorch's
+    dtypes: float32 math, one rounding)."""
+    x = randn(*shape, dtype=half, device=device, requires_grad=True)
+    w = randn(*normalized, device=device, requires_grad=True)
+    explained = hk.explain(hk.rms_norm, x, normalized, w)
+    (forward,), (backward,) = explained.forward, explained.backward
+    assert (forward.dtypes, backward.dtypes) == ("weight=float32", "weight=float32")
+    assert forward.uses_kernel == backward.uses_kernel == uses_kernels_here(device)
+    out = hk.rms_norm(x, normalized, w, eps=1e-5)
+    x64, w64 = double_leaf(x), double_leaf(w)
+    expected = F.rms_norm(x64, normalized, w64, eps=1e-5)
+    assert out.dtype == half
+    assert_close(out, expected, half)
+    grad_out = randn(*shape, dtype=half, device=device)
+    dx, dw = grads(out, (x, w), grad_out)
+    dx64, dw64 = grads(expected, (x64, w64), grad_out.double())
+    assert (dx.dtype, dw.dtype) == (half, torch.float32)
+    assert_close(dx, dx64, half)
+    rows = x.numel() // w.numel()
+    torch.testing.assert_close(dw.double(), dw64, rtol=1e-4, atol=1e-4 * rows ** 0.5)
+
+
+@pytest.mark.parametrize("half", HALF)
+@pytest.mark.parametrize("weight_dtype", ["half", torch.float32, None], ids=["half_weight", "float32_weight", "no_weight"])
+@pytest.mark.parametrize("shape, normalized", CASES)
+def test_autocast_float32_rms_norm_of_half_rows_is_one_kernel_each_way(device, poison, monkeypatch, half,
+                                                                      weight_dtype, shape, normalized):
+    """CUDA autocast runs rms_norm in float32 (emulated on CPU by the table of which device autocasts
+    which op): the half rows are read as they are and the output written in float32, with no rounding
+    through the half dtype (float32 tolerances); the backward takes the float32 gradient beside the
+    half rows to dx in their dtype and dweight in the weight's."""
+    monkeypatch.setitem(_autocast._AUTOCASTS, ("rms_norm", device), True)
+    x = randn(*shape, dtype=half, device=device, requires_grad=True)
+    w = None if weight_dtype is None else randn(*normalized, dtype=half if weight_dtype == "half" else weight_dtype,
+                                               device=device, requires_grad=True)
+    with torch.autocast(device, dtype=half):
+        explained = hk.explain(hk.rms_norm, x, normalized, w)
+        out = hk.rms_norm(x, normalized, w, eps=1e-5)
+        alias = hk.rmsnorm(x, w, 1e-5) if len(normalized) == 1 else out
+    (forward,), (backward,) = explained.forward, explained.backward
+    weight_key = "" if w is None or w.dtype == half else ",weight=float32"
+    assert (forward.dtypes, backward.dtypes) == (f"out_dtype=float32{weight_key}", f"grad_out=float32{weight_key}")
+    assert forward.uses_kernel == backward.uses_kernel == uses_kernels_here(device)
+    x64, w64 = double_leaf(x), (double_leaf(w) if w is not None else None)
+    expected = F.rms_norm(x64, normalized, w64, eps=1e-5)
+    assert out.dtype == alias.dtype == torch.float32
+    assert_close(out, expected, torch.float32)
+    assert_close(alias, expected, torch.float32)
+    grad_out = randn(*shape, device=device)
+    dx, *dw = grads(out, (x, w), grad_out)
+    dx64, *dw64 = grads(expected, (x64, w64), grad_out.double())
+    assert dx.dtype == half
+    assert_close(dx, dx64, half)
+    if w is not None:
+        rtol, atol = TOLERANCE[w.dtype]
+        assert dw[0].dtype == w.dtype
+        torch.testing.assert_close(dw[0].double(), dw64[0], rtol=rtol, atol=atol * (x.numel() // w.numel()) ** 0.5)
 
 
 def test_default_eps_and_rmsnorm_alias(device):
@@ -72,10 +139,16 @@ def test_float64_and_empty_use_pytorch(device):
     assert "empty" in str(hk.explain(hk.rms_norm, empty, (8,)))
 
 
-def test_mixed_dtypes_follow_pytorch(device):
-    x = randn(4, 8, dtype=torch.bfloat16, device=device)
-    w = randn(8, device=device)
-    torch.testing.assert_close(hk.rms_norm(x, (8,), w), F.rms_norm(x, (8,), w))
+@pytest.mark.parametrize("x_dtype, w_dtype", [(torch.bfloat16, torch.float32), (torch.float16, torch.float32),
+                                              (torch.float32, torch.bfloat16), (torch.bfloat16, torch.float16)], ids=str)
+def test_mixed_dtypes_follow_pytorch(device, x_dtype, w_dtype):
+    """Every pair of kernel dtypes: the output in the input's dtype, as PyTorch's (pairs without a
+    generated variant run PyTorch's implementation of the op)."""
+    x = randn(4, 8, dtype=x_dtype, device=device)
+    w = randn(8, dtype=w_dtype, device=device)
+    out = hk.rms_norm(x, (8,), w)
+    assert out.dtype == x_dtype
+    torch.testing.assert_close(out, F.rms_norm(x, (8,), w))
 
 
 @pytest.mark.parametrize("args", [((5,), None), ((8,), "wrong weight"), ((2, 8), None)])

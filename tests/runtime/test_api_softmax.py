@@ -37,8 +37,8 @@ def test_float32_softmax_of_half_rows_is_one_kernel_each_way(device, poison, hal
     explained = hk.explain(hk.softmax, x, dim, dtype=torch.float32)
     assert explained.uses_kernels == uses_kernels_here(device)
     (forward,), (backward,) = explained.forward, explained.backward
-    assert (forward.dtype, forward.out_dtype, backward.dtype, backward.out_dtype) == (
-        dtype_name(half), "float32", "float32", dtype_name(half))
+    assert (forward.dtype, forward.dtypes, backward.dtype, backward.dtypes) == (
+        dtype_name(half), "out_dtype=float32", "float32", f"grad_in_dtype={dtype_name(half)}")
     assert forward.uses_kernel == backward.uses_kernel == uses_kernels_here(device)
     out = hk.softmax(x, dim, dtype=torch.float32)
     x64 = double_leaf(x)

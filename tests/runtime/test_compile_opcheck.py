@@ -22,9 +22,12 @@ def sample_ops(device):
     out, lse = attention.attention_fwd(q.detach(), kv.detach(), kv.detach(), True, 0.25)
     grad = randn(7, 33, device=device)
     return [
-        (rms_norm.rms_norm_fwd, (x, w, 1e-5)),
-        (rms_norm.rms_norm_fwd, (x, None, 1e-5)),
+        (rms_norm.rms_norm_fwd, (x, w, 1e-5, x.dtype)),
+        (rms_norm.rms_norm_fwd, (x, None, 1e-5, x.dtype)),
+        (rms_norm.rms_norm_fwd, (half, w, 1e-5, torch.float32)),
+        (rms_norm.rms_norm_fwd, (half, None, 1e-5, torch.float32)),
         (rms_norm.rms_norm_bwd, (grad, x.detach(), w.detach(), inv_rms)),
+        (rms_norm.rms_norm_bwd, (grad, half.detach(), w.detach(), inv_rms)),
         (softmax.softmax_fwd, (x, x.dtype)),
         (softmax.softmax_fwd, (half, torch.float32)),
         (softmax.softmax_bwd, (grad, y, y.dtype)),

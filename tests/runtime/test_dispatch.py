@@ -14,17 +14,17 @@ CPU = torch.device("cpu")
 class FakeRegistry:
     """Registry stand-in: every variant id in `known` has a launcher that returns its own id."""
 
-    def __init__(self, known, exact_keys=(), key_weights=None, reduction_keys=(), out_dtype_variants=None):
+    def __init__(self, known, exact_keys=(), key_weights=None, reduction_keys=(), dtype_variants=None):
         self.known = set(known)
         self.exact = exact_keys
         self.weights = key_weights
         self.reduction_keys = reduction_keys
-        self.derived = out_dtype_variants or {}
+        self.derived = dtype_variants or {}
 
     def launchers(self, op):
         return {vid: (lambda vid=vid: vid) for vid in self.known}
 
-    def out_dtype_variants(self, op):
+    def dtype_variants(self, op):
         return self.derived
 
     def op_info(self, op):
@@ -276,7 +276,7 @@ def test_variant_that_does_not_fit_falls_back_once(monkeypatch):
         calls.append("kernel")
         raise OutOfResources(300000, 232448, "shared memory")
 
-    key = ("fake_op", CPU, torch.float32, None, (3,))
+    key = ("fake_op", CPU, torch.float32, (), (3,))
     monkeypatch.setitem(DISPATCHER._cache, key, Decision("fake_op", "sm_90", "float32", {"N": 3},
                                                           launcher=too_big, variant="abc"))
     for _ in range(2):
@@ -317,20 +317,24 @@ def test_entries_of_a_backend_the_device_cannot_run_are_skipped(tmp_path, monkey
     assert d.resolve("attention_fwd", gpu, torch.bfloat16, {"S": 4096, "D": 128, "causal": False}).variant == "tri"
 
 
-def test_an_output_dtype_runs_the_chosen_configs_variant_for_it(tmp_path, monkeypatch):
-    """A call keyed with another output dtype picks its entry by the input dtype, then runs that
-    entry's config compiled for the output; without such a variant, PyTorch, saying why. The input
-    dtype's own calls are cached apart."""
+def test_other_argument_dtypes_run_the_chosen_configs_variant_for_them(tmp_path, monkeypatch):
+    """A call keyed with other argument dtypes (an output's, a weight's) picks its entry by the op's
+    dtype, then runs that entry's config compiled for them; without such a variant, PyTorch, saying
+    why. The op dtype's own calls, and other argument dtypes, are cached apart."""
     monkeypatch.setenv("HK_ARCH", "sm_90")
     write_table(tmp_path, "sm_90.json", "sm_90", [entry("softmax_fwd", {"M": 8, "N": 1024}, "a"),
                                                   entry("softmax_fwd", {"M": 8, "N": 65536}, "b")])
-    registry = FakeRegistry("abA", out_dtype_variants={"a": {"float32": "A"}, "b": {"float16": "B"}})
+    registry = FakeRegistry("abAW", dtype_variants={"a": {"out_dtype=float32": "A", "out_dtype=float32,weight=float32": "W"},
+                                                   "b": {"out_dtype=float16": "B"}})
     d = Dispatcher(registry, lambda: load_tables_from(tmp_path))
     names = ("M", "N")
-    decision = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000), torch.float32)
-    assert (decision.variant, decision.launcher(), decision.out_dtype) == ("A", "A", "float32")
-    assert decision.config == {"v": "a"} and "compiled for float32 output" in decision.reason
+    decision = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000), (("out_dtype", torch.float32),))
+    assert (decision.variant, decision.launcher(), decision.dtypes) == ("A", "A", "out_dtype=float32")
+    assert decision.config == {"v": "a"} and "compiled for out_dtype=float32" in decision.reason
+    both = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000),
+                    (("out_dtype", torch.float32), ("weight", torch.float32)))
+    assert (both.variant, both.dtypes) == ("W", "out_dtype=float32,weight=float32")
     assert d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000)).variant == "a"
-    missing = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 60000), torch.float32)
-    assert missing.launcher is None and "not generated for float32 output" in missing.reason
+    missing = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 60000), (("out_dtype", torch.float32),))
+    assert missing.launcher is None and "not generated for out_dtype=float32" in missing.reason
 

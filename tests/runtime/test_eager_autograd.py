@@ -62,9 +62,9 @@ def test_eager_autograd_skips_the_custom_ops(device, monkeypatch, case):
 
 def test_inv_rms_is_not_differentiable(device):
     x, w = randn(3, 8, device=device, requires_grad=True), randn(8, device=device, requires_grad=True)
-    out, inv_rms = rms_norm.rms_norm_fwd(x, w, 1e-6)
+    out, inv_rms = rms_norm.rms_norm_fwd(x, w, 1e-6, x.dtype)
     assert out.requires_grad and not inv_rms.requires_grad
-    function_out, function_inv_rms = rms_norm._RmsNormFunction.apply(x, w, 1e-6)
+    function_out, function_inv_rms = rms_norm._RmsNormFunction.apply(x, w, 1e-6, x.dtype)
     assert function_out.requires_grad and not function_inv_rms.requires_grad
 
 

@@ -69,7 +69,7 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # from a file: Triton's JIT reads kernel source from it
         namespace = vars(module)
-        wide += [(op, vid, derived) for op, table in namespace["OUT_DTYPE_VARIANTS"].items()
+        wide += [(op, vid, derived) for op, table in namespace["DTYPE_VARIANTS"].items()
                  for vid, others in table.items() for derived in others.values()]
         for op, launchers in namespace["VARIANTS"].items():
             variants.setdefault(op, set()).update(launchers)
@@ -90,7 +90,8 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
     assert twins, "the tables ship static_reduction_sizes entries, whose twins must be generated"
     for op, twin in twins:
         assert twin in variants[op], (op, twin)
-    assert {op for op, _, _ in wide} == {"softmax_fwd", "softmax_bwd"}
+    assert {op for op, _, _ in wide} == {"softmax_fwd", "softmax_bwd", "rms_norm_fwd", "rms_norm_bwd",
+                                         "rms_norm_noweight_fwd", "rms_norm_noweight_bwd"}
     assert all(vid in variants[op] and derived in variants[op] for op, vid, derived in wide)
 
 
@@ -120,8 +121,8 @@ def test_static_entry_gets_its_dynamic_twin(tmp_path):
         assert variants[("softmax_fwd", twin_vid)].config == (dynamic or flag_off)
         assert variants[("softmax_fwd", twin_vid)].used_by == [
             f"sm_90.json bfloat16 {json.dumps(entry['shape'], separators=(',', ':'))} at other reduction sizes"]
-        for vid, wide_vid in wide.items():  # each config also compiled for float32 output (OpSpec.out_dtypes)
-            assert variants[("softmax_fwd", vid)].out_dtype_variants == {"float32": wide_vid}
+        for vid, wide_vid in wide.items():  # each config also compiled for float32 output (OpSpec.dtype_variants)
+            assert variants[("softmax_fwd", vid)].dtype_variants == {"out_dtype=float32": wide_vid}
             assert variants[("softmax_fwd", wide_vid)].specialization == {
                 **variants[("softmax_fwd", vid)].specialization, "out_dtype": "float32"}
     raw["dynamic_config"] = entry["config"]
@@ -136,6 +137,27 @@ def test_static_entry_gets_its_dynamic_twin(tmp_path):
 @pytest.mark.skipif(tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 3),
                     reason="the default table is built under Triton's interpreter, which needs numpy < 2.3 "
                            "(the project's pin; CI has it, the GPU machine's image does not)")
+def test_entry_is_compiled_for_its_ops_other_argument_dtypes(tmp_path):
+    """OpSpec.dtype_variants: a bf16 RMSNorm backward entry is also compiled for a float32 gradient,
+    a float32 weight and both. Each variant's specialization is the entry's with those tensors'
+    dtypes changed (ranks kept), and the entry's variant indexes each by its key."""
+    table = json.loads((generate.TABLE_DIR / "sm_90.json").read_text())
+    entry = next(e for e in table["entries"] if e["op"] == "rms_norm_bwd" and e["dtype"] == "bfloat16"
+                 and not e["config"].get("static_reduction_sizes"))
+    (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [entry]}))
+    variants = generate.collect_variants(generate.op_families(), generate.table_entries(tmp_path))["rms_norm"]
+    base = variants[("rms_norm_bwd", entry["variant"])]
+    wide = {"dtype": "float32", "rank": 2}
+    expected = {"grad_out=float32": {"grad_out": wide}, "weight=float32": {"weight": {**wide, "rank": 1}},
+                "grad_out=float32,weight=float32": {"grad_out": wide, "weight": {**wide, "rank": 1}}}
+    assert set(base.dtype_variants) == set(expected) and len(variants) == 4
+    for key, changed in expected.items():
+        derived = variants[("rms_norm_bwd", base.dtype_variants[key])]
+        assert derived.config == base.config
+        assert derived.specialization == {**entry["specialization"], **changed}
+        assert derived.used_by == [f"variant {base.vid} with {key}"]
+
+
 def test_default_table_is_reproducible():
     check = ("from build_tools import default_table as d; "
              "assert d.render(d.build_table()) == d.DEFAULT_PATH.read_text(), "
