@@ -126,12 +126,19 @@ def _plan(launcher, rows: int | None, out_dtype: torch.dtype):
     return lambda input: launcher(input.reshape(-1, rows), out_dtype).view(input.shape)
 
 
+def _autocast_dtype(input, dtype):
+    """`dtype`, or float32 where an open autocast region sets it (CUDA's policy for softmax: float32
+    unless a dtype is given)."""
+    if (_autocast.enabled() and dtype is None and _autocast.applies("softmax", input)
+            and _autocast.eligible(input, input.device.type)):
+        return torch.float32
+    return dtype
+
+
 def softmax(input: Tensor, dim: int = -1, _stacklevel: int = 3, dtype: torch.dtype | None = None) -> Tensor:
     """Same as torch.nn.functional.softmax, whose positional arguments it takes (`_stacklevel` only
     matters to PyTorch's warning about an implicit dim), but dim defaults to the last dimension."""
-    if (_autocast.enabled() and dtype is None and _autocast.applies("softmax", input)
-            and _autocast.eligible(input, input.device.type)):
-        dtype = torch.float32  # autocast's policy for softmax (on CUDA): float32 unless a dtype is given
+    dtype = _autocast_dtype(input, dtype)
     tag = (softmax, dim, dtype)
     if not _direct._is_compiling():
         out = _direct.replay(tag, input)
@@ -160,6 +167,7 @@ def softmax(input: Tensor, dim: int = -1, _stacklevel: int = 3, dtype: torch.dty
 
 
 def explain_softmax(input, dim=-1, _stacklevel=3, dtype=None):
+    dtype = _autocast_dtype(input, dtype)
     reason = fallback_reason(input, dim, dtype)
     if reason is not None:
         return explanation("softmax", reason)

@@ -66,6 +66,9 @@ def test_row_ops_follow_the_autocast_policy_of_their_device(device, monkeypatch)
     with torch.autocast(device, dtype=LOWER):
         probs, normed = hk.softmax(x, -1), hk.rms_norm(x, [40], weight)
         assert hk.softmax(x, -1, dtype=LOWER).dtype == LOWER and hk.rmsnorm(x).dtype == torch.float32
+        explained = [hk.explain(hk.softmax, x, -1), hk.explain(hk.rms_norm, x, [40], weight)]
+    # explain follows the region: the bf16 rows read as they are, float32 written
+    assert [e.forward[0].dtypes for e in explained] == ["out_dtype=float32", "out_dtype=float32"]
     assert probs.dtype == normed.dtype == torch.float32
     x64 = double_leaf(x)
     assert_close(probs, F.softmax(x64, -1), torch.float32)
