@@ -168,8 +168,9 @@ def collect_variants(families: dict, entries: list) -> dict:
         if twin_config(entry) is not None:
             bases.append(add_dynamic_twin(spec, variants[family], bases[0], entry, table_name))
         for dtypes in spec.dtype_variants.get(_dtype(entry["dtype"]), ()):
+            overrides = entry.get("dtype_configs", {}).get(dtypes_key(dtypes), {})
             for base in bases:
-                add_dtype_variant(spec, variants[family], base, entry, dtypes)
+                add_dtype_variant(spec, variants[family], base, entry, dtypes, overrides)
     return variants
 
 
@@ -183,15 +184,17 @@ def with_dtypes(specialization: dict, dtypes: dict) -> dict:
     return changed
 
 
-def add_dtype_variant(spec, family_variants: dict, base: Variant, entry: dict, dtypes: dict) -> None:
-    """Add the variant of `base`'s config whose arguments named in `dtypes` have those dtypes
-    (OpSpec.dtype_variants) and record it in `base.dtype_variants`; it serves every use of `base`."""
+def add_dtype_variant(spec, family_variants: dict, base: Variant, entry: dict, dtypes: dict, overrides: dict) -> None:
+    """Add the variant of `base`'s config, changed by `overrides` (the entry's `dtype_configs` for
+    these dtypes: tools/fit_dtype_variants.py), whose arguments named in `dtypes` have those dtypes
+    (OpSpec.dtype_variants), and record it in `base.dtype_variants`; it serves every use of `base`."""
     key = dtypes_key(dtypes)
+    config = {**base.config, **overrides}
     specialization = with_dtypes(base.specialization, dtypes)
-    vid = variant_id(spec.name, base.config, specialization)
+    vid = variant_id(spec.name, config, specialization)
     if (spec.name, vid) not in family_variants:
-        bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), specialization, base.config, dtypes)
-        family_variants[(spec.name, vid)] = Variant(spec.name, vid, base.config, specialization, bound,
+        bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), specialization, config, dtypes)
+        family_variants[(spec.name, vid)] = Variant(spec.name, vid, config, specialization, bound,
                                                     [f"variant {base.vid} with {key}"])
     base.dtype_variants[key] = vid
 

@@ -170,7 +170,7 @@ class Dispatcher:
                 if derived not in launchers:
                     return Decision(op, arch, dtype_str, shape, others, notes=tuple(notes),
                                     reason=f"{table.name}: {how}; its config is not generated for {others} "
-                                    "(the op's dtype_variants); running the PyTorch implementation")
+                                    "(the op's dtype_variants); running the op's fallback for these dtypes")
                 variant, how = derived, how + f", compiled for {others}"
             return Decision(op, arch, dtype_str, shape, others, launchers[variant], variant, config, table.name,
                             best.shape, f"{table.name} ({table.arch}, {table.device_name or 'any device'}): {how}",

@@ -46,8 +46,10 @@ class Explanation:
             for d in decisions:
                 if d.uses_kernel:
                     what = f"kernel {d.op}__{d.variant} config={d.config}"
-                else:
+                elif d.dtypes is None:
                     what = f"PyTorch implementation of {d.op}"
+                else:
+                    what = f"the fallback of {d.op} for {d.dtypes}"
                 lines.append(f"  {stage}: {what}")
                 dtypes = d.dtype if d.dtypes is None else f"{d.dtype} with {d.dtypes}"
                 lines.append(f"    arch={d.arch} dtype={dtypes} shape={d.shape}: {d.reason}")
@@ -89,7 +91,7 @@ def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple
     except OutOfResources as error:
         _DECISIONS[key] = dataclasses.replace(
             decision, launcher=None,
-            reason=f"variant {decision.variant} does not fit this device ({error}); running PyTorch")
+            reason=f"variant {decision.variant} does not fit this device ({error}); running the op's fallback")
         return fallback(*args)
 
 

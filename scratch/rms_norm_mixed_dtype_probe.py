@@ -4,10 +4,12 @@ rows read as they are, float32 written) against the cast-then-float32-kernel pat
 PyTorch's autocast and torch.compile; (B) outside autocast, bf16 rows with a float32 weight (output
 bf16): our one kernel against PyTorch (whose fused kernel refuses mixed dtypes) and torch.compile.
 Forward and forward+backward; device time (CUDA events, L2 flushed, alternating rounds, medians) and
-GB/s over bytes read + written once. Writes $OUT/rms_norm_mixed_dtypes.json."""
+GB/s over bytes read + written once. Shapes: MxN arguments, else SHAPES. Writes
+$OUT/rms_norm_mixed_dtypes.json."""
 import json
 import os
 import statistics
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -35,7 +37,8 @@ def main():
     ours_a = autocast(ours)
     compiled_b = torch.compile(torch_rms)
     results = {"device": torch.cuda.get_device_name(), "shapes": {}}
-    for m, n in SHAPES:
+    shapes = [tuple(int(size) for size in arg.split("x")) for arg in sys.argv[1:]] or SHAPES
+    for m, n in shapes:
         x = torch.randn(m, n, device=dev, dtype=BF16)
         w = torch.randn(n, device=dev) * 0.5 + 1
         xg, wg = x.detach().requires_grad_(), w.detach().requires_grad_()

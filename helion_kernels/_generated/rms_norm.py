@@ -1697,6 +1697,72 @@ def _xyz_grid(grid: tuple) -> tuple:
 
 
 @_jit_on_first_launch
+def _rms_norm_bwd_kernel_010d775c82(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    num_pid_3 = tl.cdiv(programs - 0, 1)
+    in_group_4 = 16 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 16
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_10 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, num_stages=1):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 1)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 1)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_36 = (load_34 * load_35)
+            v_37 = (v_36 * v_33)
+            red_38 = (tl.sum(tl.where(rmask_0[None, :], v_37, 0), 1) / n)
+            load_39 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_40 = load_39.to(tl.float32)
+            v_41 = load_29[:, None]
+            v_42 = (v_40 * v_41)
+            load_43 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            load_44 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_45 = (load_43 * load_44)
+            v_46 = red_38[:, None]
+            v_47 = (v_42 * v_46)
+            v_48 = (v_45 - v_47)
+            v_49 = load_29[:, None]
+            v_50 = (v_48 * v_49)
+            v_51 = v_50.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_51, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_52 = (load_43 * v_42)
+            red_53 = (tl.sum(tl.where(mask_28[:, None], v_52, 0), 0))
+            v_54 = (acc_18 + red_53)
+            acc_18 = v_54
+    v_55 = (a_1_if_programs_1_else_0) != 0
+    if v_55:
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_02d6be98cf(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
@@ -1916,6 +1982,31 @@ def _rms_norm_bwd_kernel_0ab628ae9e(sum_columns, programs, grad_weight_partial, 
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
 
 @_jit_on_first_launch
+def _rms_norm_bwd_kernel_0f81c2b3f0(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    whole_end_7 = 0 + tl.maximum((programs - 0), 0) // _BLOCK_SIZE_2 * _BLOCK_SIZE_2
+    for offset_8 in tl.range(0, whole_end_7, _BLOCK_SIZE_2, num_stages=1):
+        indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_2)
+        load_10 = tl.load(grad_weight_partial + (indices_9[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_4[None, :]), other=0)
+        red_11 = (tl.sum(tl.fma(load_10, 1.0, -0.0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    total_13 = total_6
+    for offset_14 in tl.range(whole_end_7, programs, _BLOCK_SIZE_2):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_16 = indices_15 < programs
+        load_17 = tl.load(grad_weight_partial + (indices_15[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_16[:, None]) & (mask_4[None, :]), other=0)
+        red_18 = (tl.sum(tl.where(mask_16[:, None], load_17, 0), 0))
+        v_19 = (total_13 + red_18)
+        total_13 = v_19
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_13, mask=(mask_4))
+
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_1058d3bc8f(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -2022,6 +2113,69 @@ def _rms_norm_bwd_kernel_188046b2aa(programs, main_columns, n, runs, stride, m, 
         tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_43, mask=(rmask_0))
     else:
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_1a0f06b65a(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, DEPENDENT_LAUNCH: tl.constexpr):
+    if DEPENDENT_LAUNCH:
+        tl.extra.cuda.gdc_launch_dependents()
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(programs - 0, 1)
+    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    in_group_4 = 8 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 8
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_9 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=1):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 8)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 8)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
+            load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_36 = load_35.to(tl.float32)
+            v_37 = (load_34 * v_36)
+            v_38 = (v_37 * v_33)
+            red_39 = (tl.sum(tl.where(rmask_0[None, :], v_38, 0), 1) / n)
+            v_40 = red_39[:, None]
+            v_41 = (v_33 * v_40)
+            v_42 = (v_37 - v_41)
+            v_43 = load_29[:, None]
+            v_44 = (v_42 * v_43)
+            v_45 = v_44.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_45, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_46 = (load_34 * v_33)
+            red_47 = (tl.sum(tl.where(mask_28[:, None], v_46, 0), 0))
+            v_48 = (acc_18 + red_47)
+            acc_18 = v_48
+    v_49 = (a_1_if_programs_1_else_0) != 0
+    if v_49:
+        v_50 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_50, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
 def _rms_norm_bwd_kernel_1cf643decc(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -2655,6 +2809,67 @@ def _rms_norm_bwd_kernel_37bacd0132(dot_rows, n, grad_out, grad_out_stride_0, gr
     tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_18 * row_dot_parts_stride_1), red_17, mask=(mask_6))
 
 @_jit_on_first_launch
+def _rms_norm_bwd_kernel_381376c23f(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, DEPENDENT_LAUNCH: tl.constexpr):
+    if DEPENDENT_LAUNCH:
+        tl.extra.cuda.gdc_launch_dependents()
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(programs - 0, 1)
+    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    in_group_4 = 8 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 8
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_9 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=1):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 8)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 8)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
+            load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_36 = (load_34 * load_35)
+            v_37 = (v_36 * v_33)
+            red_38 = (tl.sum(tl.where(rmask_0[None, :], v_37, 0), 1) / n)
+            v_39 = red_38[:, None]
+            v_40 = (v_33 * v_39)
+            v_41 = (v_36 - v_40)
+            v_42 = load_29[:, None]
+            v_43 = (v_41 * v_42)
+            v_44 = v_43.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_44, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_45 = (load_34 * v_33)
+            red_46 = (tl.sum(tl.where(mask_28[:, None], v_45, 0), 0))
+            v_47 = (acc_18 + red_46)
+            acc_18 = v_47
+    v_48 = (a_1_if_programs_1_else_0) != 0
+    if v_48:
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_38703a614a(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
@@ -2945,31 +3160,6 @@ def _rms_norm_bwd_kernel_45d29895e9(programs, main_columns, runs, stride, run, m
             old_66 = tl.atomic_xchg(arrivals + (tid_65 * arrivals_stride_0), 0, sem='release', scope='gpu')
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_4a4601c65c(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    whole_end_7 = 0 + tl.maximum((programs - 0), 0) // _BLOCK_SIZE_2 * _BLOCK_SIZE_2
-    for offset_8 in tl.range(0, whole_end_7, _BLOCK_SIZE_2, num_stages=3):
-        indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_2)
-        load_10 = tl.load(grad_weight_partial + (indices_9[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_4[None, :]), other=0)
-        red_11 = (tl.sum(tl.fma(load_10, 1.0, -0.0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    total_13 = total_6
-    for offset_14 in tl.range(whole_end_7, programs, _BLOCK_SIZE_2):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_16 = indices_15 < programs
-        load_17 = tl.load(grad_weight_partial + (indices_15[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_16[:, None]) & (mask_4[None, :]), other=0)
-        red_18 = (tl.sum(tl.where(mask_16[:, None], load_17, 0), 0))
-        v_19 = (total_13 + red_18)
-        total_13 = v_19
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_13, mask=(mask_4))
-
-@_jit_on_first_launch
 def _rms_norm_bwd_kernel_4aa7b930cf(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3047,75 +3237,6 @@ def _rms_norm_bwd_kernel_4e7d57e9e0(sum_columns, programs, grad_weight_partial, 
 _rms_norm_bwd_kernel_4e7d57e9e0.fn.hk_compile_options = {'launch_pdl': True}
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_50fc8694cc(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    num_pid_3 = tl.cdiv(programs - 0, 1)
-    in_group_4 = 16 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 16
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_10 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=1):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 1)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 1)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=3):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_36 = load_35.to(tl.float32)
-            v_37 = (load_34 * v_36)
-            v_38 = (v_37 * v_33)
-            red_39 = (tl.sum(tl.where(rmask_0[None, :], v_38, 0), 1) / n)
-            load_40 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_41 = load_40.to(tl.float32)
-            v_42 = load_29[:, None]
-            v_43 = (v_41 * v_42)
-            load_44 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            load_45 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_46 = load_45.to(tl.float32)
-            v_47 = (load_44 * v_46)
-            v_48 = red_39[:, None]
-            v_49 = (v_43 * v_48)
-            v_50 = (v_47 - v_49)
-            v_51 = load_29[:, None]
-            v_52 = (v_50 * v_51)
-            v_53 = v_52.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_53, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_54 = (load_44 * v_43)
-            red_55 = (tl.sum(tl.where(mask_28[:, None], v_54, 0), 0))
-            v_56 = (acc_18 + red_55)
-            acc_18 = v_56
-    v_57 = (a_1_if_programs_1_else_0) != 0
-    if v_57:
-        v_58 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_58, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-
-@_jit_on_first_launch
 def _rms_norm_bwd_kernel_514430c6b4(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3188,7 +3309,7 @@ def _rms_norm_bwd_kernel_52e1fb3d72(dot_rows, n, grad_out, grad_out_stride_0, gr
     tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_18 * row_dot_parts_stride_1), red_17, mask=(mask_6))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_53dd7ef641(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+def _rms_norm_bwd_kernel_554a84d807(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
     pid_1 = tl.program_id(0)
@@ -3216,7 +3337,7 @@ def _rms_norm_bwd_kernel_53dd7ef641(programs, main_columns, n, runs, stride, m, 
         v_23 = (v_21 + v_22)
         v_24 = (v_23 + 1)
         v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=3):
+        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=1):
             indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
             mask_28 = indices_27 < v_25
             load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
@@ -3226,30 +3347,33 @@ def _rms_norm_bwd_kernel_53dd7ef641(programs, main_columns, n, runs, stride, m, 
             v_33 = (v_31 * v_32)
             load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
             load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_36 = (load_34 * load_35)
-            v_37 = (v_36 * v_33)
-            red_38 = (tl.sum(tl.where(rmask_0[None, :], v_37, 0), 1) / n)
-            load_39 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_40 = load_39.to(tl.float32)
-            v_41 = load_29[:, None]
-            v_42 = (v_40 * v_41)
-            load_43 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            load_44 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_45 = (load_43 * load_44)
-            v_46 = red_38[:, None]
-            v_47 = (v_42 * v_46)
-            v_48 = (v_45 - v_47)
-            v_49 = load_29[:, None]
-            v_50 = (v_48 * v_49)
-            v_51 = v_50.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_51, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_52 = (load_43 * v_42)
-            red_53 = (tl.sum(tl.where(mask_28[:, None], v_52, 0), 0))
-            v_54 = (acc_18 + red_53)
-            acc_18 = v_54
-    v_55 = (a_1_if_programs_1_else_0) != 0
-    if v_55:
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
+            v_36 = load_35.to(tl.float32)
+            v_37 = (load_34 * v_36)
+            v_38 = (v_37 * v_33)
+            red_39 = (tl.sum(tl.where(rmask_0[None, :], v_38, 0), 1) / n)
+            load_40 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_41 = load_40.to(tl.float32)
+            v_42 = load_29[:, None]
+            v_43 = (v_41 * v_42)
+            load_44 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            load_45 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_46 = load_45.to(tl.float32)
+            v_47 = (load_44 * v_46)
+            v_48 = red_39[:, None]
+            v_49 = (v_43 * v_48)
+            v_50 = (v_47 - v_49)
+            v_51 = load_29[:, None]
+            v_52 = (v_50 * v_51)
+            v_53 = v_52.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_53, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_54 = (load_44 * v_43)
+            red_55 = (tl.sum(tl.where(mask_28[:, None], v_54, 0), 0))
+            v_56 = (acc_18 + red_55)
+            acc_18 = v_56
+    v_57 = (a_1_if_programs_1_else_0) != 0
+    if v_57:
+        v_58 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_58, mask=(rmask_0))
     else:
         tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
@@ -3684,6 +3808,32 @@ def _rms_norm_bwd_kernel_6a094bce7b(programs, main_columns, n, runs, stride, m, 
 _rms_norm_bwd_kernel_6a094bce7b.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
+def _rms_norm_bwd_kernel_717a5ad127(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    whole_end_7 = 0 + tl.maximum((programs - 0), 0) // _BLOCK_SIZE_2 * _BLOCK_SIZE_2
+    for offset_8 in tl.range(0, whole_end_7, _BLOCK_SIZE_2, num_stages=1):
+        indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_2)
+        load_10 = tl.load(grad_weight_partial + (indices_9[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_4[None, :]), other=0)
+        red_11 = (tl.sum(tl.fma(load_10, 1.0, -0.0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    total_13 = total_6
+    for offset_14 in tl.range(whole_end_7, programs, _BLOCK_SIZE_2):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_16 = indices_15 < programs
+        load_17 = tl.load(grad_weight_partial + (indices_15[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_16[:, None]) & (mask_4[None, :]), other=0)
+        red_18 = (tl.sum(tl.where(mask_16[:, None], load_17, 0), 0))
+        v_19 = (total_13 + red_18)
+        total_13 = v_19
+    v_20 = total_13.to(tl.bfloat16)
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_20, mask=(mask_4))
+
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_73bfd5fd61(programs, main_columns, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, row_dot_sum, row_dot_sum_stride_0, n, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     pid_2 = pid_1 % (tl.cdiv(programs - 0, 1))
@@ -3813,6 +3963,28 @@ def _rms_norm_bwd_kernel_77acb94cc8(programs, main_columns, runs, stride, m, inv
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
 
 @_jit_on_first_launch
+def _rms_norm_bwd_kernel_7a3479bfec(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, DEPENDENT_LAUNCH: tl.constexpr):
+    if DEPENDENT_LAUNCH:
+        tl.extra.cuda.gdc_wait()
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2, num_stages=1):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_9 = indices_8 < programs
+        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_first')
+        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
+
+
+_rms_norm_bwd_kernel_7a3479bfec.fn.hk_compile_options = {'launch_pdl': True}
+
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_82a21f71d4(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, a_1_if_programs_1_else_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -3863,6 +4035,29 @@ def _rms_norm_bwd_kernel_82a21f71d4(programs, main_columns, n, runs, stride, m, 
         tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
     else:
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_83a8e564f1(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr, DEPENDENT_LAUNCH: tl.constexpr):
+    if DEPENDENT_LAUNCH:
+        tl.extra.cuda.gdc_wait()
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    for offset_7 in tl.range(0, programs, _BLOCK_SIZE_2, num_stages=1):
+        indices_8 = offset_7 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_9 = indices_8 < programs
+        load_10 = tl.load(grad_weight_partial + (indices_8[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_9[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_first')
+        red_11 = (tl.sum(tl.where(mask_9[:, None], load_10, 0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    v_13 = total_6.to(tl.bfloat16)
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
+
+
+_rms_norm_bwd_kernel_83a8e564f1.fn.hk_compile_options = {'launch_pdl': True}
 
 @_jit_on_first_launch
 def _rms_norm_bwd_kernel_83b4e261f5(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
@@ -4520,6 +4715,74 @@ def _rms_norm_bwd_kernel_a8615851d0(sum_columns, programs, grad_weight_partial, 
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), total_6, mask=(mask_4))
 
 @_jit_on_first_launch
+def _rms_norm_bwd_kernel_ac2f265edb(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    num_pid_3 = tl.cdiv(programs - 0, 1)
+    in_group_4 = 16 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 16
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_10 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, num_stages=1):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 1)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 1)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_37 = (v_35 * load_36)
+            v_38 = (v_37 * v_33)
+            red_39 = (tl.sum(tl.where(rmask_0[None, :], v_38, 0), 1) / n)
+            load_40 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_41 = load_40.to(tl.float32)
+            v_42 = load_29[:, None]
+            v_43 = (v_41 * v_42)
+            load_44 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_45 = load_44.to(tl.float32)
+            load_46 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_47 = (v_45 * load_46)
+            v_48 = red_39[:, None]
+            v_49 = (v_43 * v_48)
+            v_50 = (v_47 - v_49)
+            v_51 = load_29[:, None]
+            v_52 = (v_50 * v_51)
+            v_53 = v_52.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_53, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_54 = (v_45 * v_43)
+            red_55 = (tl.sum(tl.where(mask_28[:, None], v_54, 0), 0))
+            v_56 = (acc_18 + red_55)
+            acc_18 = v_56
+    v_57 = (a_1_if_programs_1_else_0) != 0
+    if v_57:
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_adc607463d(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -4840,74 +5103,6 @@ def _rms_norm_bwd_kernel_b699ceb97d(dot_rows, n, grad_out, grad_out_stride_0, gr
     tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_18 * row_dot_parts_stride_1), red_17, mask=(mask_6))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_b6b2492a97(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    num_pid_3 = tl.cdiv(programs - 0, 1)
-    in_group_4 = 16 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 16
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_10 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=1):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 1)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 1)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=3):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_37 = (v_35 * load_36)
-            v_38 = (v_37 * v_33)
-            red_39 = (tl.sum(tl.where(rmask_0[None, :], v_38, 0), 1) / n)
-            load_40 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_41 = load_40.to(tl.float32)
-            v_42 = load_29[:, None]
-            v_43 = (v_41 * v_42)
-            load_44 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_45 = load_44.to(tl.float32)
-            load_46 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_47 = (v_45 * load_46)
-            v_48 = red_39[:, None]
-            v_49 = (v_43 * v_48)
-            v_50 = (v_47 - v_49)
-            v_51 = load_29[:, None]
-            v_52 = (v_50 * v_51)
-            v_53 = v_52.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_53, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_54 = (v_45 * v_43)
-            red_55 = (tl.sum(tl.where(mask_28[:, None], v_54, 0), 0))
-            v_56 = (acc_18 + red_55)
-            acc_18 = v_56
-    v_57 = (a_1_if_programs_1_else_0) != 0
-    if v_57:
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
-
-@_jit_on_first_launch
 def _rms_norm_bwd_kernel_b7325fc0b7(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -5046,69 +5241,6 @@ def _rms_norm_bwd_kernel_bc2964326d(sum_columns, programs, grad_weight_partial, 
         total_13 = v_19
     v_20 = total_13.to(tl.bfloat16)
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_20, mask=(mask_4))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_c067270187(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, DEPENDENT_LAUNCH: tl.constexpr):
-    if DEPENDENT_LAUNCH:
-        tl.extra.cuda.gdc_launch_dependents()
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(programs - 0, 1)
-    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    in_group_4 = 8 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 8
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_9 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 8)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 8)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=4):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
-            load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_36 = load_35.to(tl.float32)
-            v_37 = (load_34 * v_36)
-            v_38 = (v_37 * v_33)
-            red_39 = (tl.sum(tl.where(rmask_0[None, :], v_38, 0), 1) / n)
-            v_40 = red_39[:, None]
-            v_41 = (v_33 * v_40)
-            v_42 = (v_37 - v_41)
-            v_43 = load_29[:, None]
-            v_44 = (v_42 * v_43)
-            v_45 = v_44.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_45, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_46 = (load_34 * v_33)
-            red_47 = (tl.sum(tl.where(mask_28[:, None], v_46, 0), 0))
-            v_48 = (acc_18 + red_47)
-            acc_18 = v_48
-    v_49 = (a_1_if_programs_1_else_0) != 0
-    if v_49:
-        v_50 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_50, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
 def _rms_norm_bwd_kernel_c3543ea366(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _XYZ_FOLDED: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -6444,67 +6576,6 @@ def _rms_norm_bwd_kernel_e9c62e450d(dot_rows, n, grad_out, grad_out_stride_0, gr
     red_18 = (tl.sum(tl.where(mask_9[None, :], v_17, 0), 1))
     tid_19 = (offset_7 - 0) // _BLOCK_SIZE_1
     tl.store(row_dot_parts + (indices_5 * row_dot_parts_stride_0 + tid_19 * row_dot_parts_stride_1), red_18, mask=(mask_6))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_ea27542767(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, DEPENDENT_LAUNCH: tl.constexpr):
-    if DEPENDENT_LAUNCH:
-        tl.extra.cuda.gdc_launch_dependents()
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(programs - 0, 1)
-    num_pid_3 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    in_group_4 = 8 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 8
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 8)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_9 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_10 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, loop_unroll_factor=1, num_stages=2):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 8)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 8)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, v_25, _BLOCK_SIZE_0, loop_unroll_factor=1, num_stages=4):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_last')
-            load_35 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_36 = (load_34 * load_35)
-            v_37 = (v_36 * v_33)
-            red_38 = (tl.sum(tl.where(rmask_0[None, :], v_37, 0), 1) / n)
-            v_39 = red_38[:, None]
-            v_40 = (v_33 * v_39)
-            v_41 = (v_36 - v_40)
-            v_42 = load_29[:, None]
-            v_43 = (v_41 * v_42)
-            v_44 = v_43.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_44, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_45 = (load_34 * v_33)
-            red_46 = (tl.sum(tl.where(mask_28[:, None], v_45, 0), 0))
-            v_47 = (acc_18 + red_46)
-            acc_18 = v_47
-    v_48 = (a_1_if_programs_1_else_0) != 0
-    if v_48:
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_18, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
 def _rms_norm_bwd_kernel_eade2a68d7(dot_rows, n, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, x, x_stride_0, x_stride_1, row_dot_parts, row_dot_parts_stride_0, row_dot_parts_stride_1, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_1: tl.constexpr):
@@ -9295,31 +9366,6 @@ def rms_norm_bwd__1c5b6bc29875(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 1dd6e6a7bd2d
-# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,3,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant b03cb3ac7051 with grad_out=float32
-def rms_norm_bwd__1dd6e6a7bd2d(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n if programs > 1 else 0
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_50fc8694cc, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_bc2964326d, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant 1e2629b86127
 # config: {"block_sizes":[2,256,128,128],"dweight_partials":512,"finish_dweight":"sum_pass","flatten_loops":[false,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","tensor_descriptor","pointer","block_ptr","tensor_descriptor","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","first","","first","first","first","first","last"],"loop_orders":[[1,0],[0,1]],"num_stages":4,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[4,1,2],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -9449,6 +9495,31 @@ def rms_norm_bwd__2b238f870c37(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
+# rms_norm_bwd variant 2b9309dec134
+# config: {"block_sizes":[8,256,1,64],"dependent_launches":[false,false,true],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first"],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"xyz","range_num_stages":[1,1,1],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: variant cb2e836049f8 with grad_out=float32
+def rms_norm_bwd__2b9309dec134(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 8)
+    programs = min(132, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 8
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n if programs > 1 else 0
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_1a0f06b65a, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8, _dependent_launch(inv_rms)), 4, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_83a8e564f1, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1, _dependent_launch(grad_weight_partial)), 4, 3)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant 2f46ab7cae7e
 # config: {"block_sizes":[2,2048,8,64],"dweight_partials":8,"finish_dweight":"last_programs","flatten_loops":[false,false],"indexing":["pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","","last","","","","","last","",""],"loop_orders":[[1,0],[1,0]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[2,1,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -9479,31 +9550,6 @@ def rms_norm_bwd__2f46ab7cae7e(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     _x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_3335c37c70, (programs * _cdiv(main_columns, 2048),), (programs, main_columns, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, _x_strides[0], _x_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], row_dot_sum, row_dot_sum.stride(0), n, weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - 1), (2048, 2, 8), 8, 2)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 303ea33f06e9
-# config: {"block_sizes":[8,256,1,64],"dependent_launches":[false,false,true],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first"],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"xyz","range_num_stages":[2,4,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant cb2e836049f8 with grad_out=float32
-def rms_norm_bwd__303ea33f06e9(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 8)
-    programs = min(132, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 8
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n if programs > 1 else 0
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c067270187, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8, _dependent_launch(inv_rms)), 4, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_4e7d57e9e0, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1, _dependent_launch(grad_weight_partial)), 4, 3)
     return (grad_x, grad_weight)
 
 
@@ -9788,31 +9834,6 @@ def rms_norm_bwd__4ff41cc7cf54(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 53b6517f1fb1
-# config: {"block_sizes":[8,256,1,64],"dependent_launches":[false,false,true],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first"],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"xyz","range_num_stages":[2,4,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant cb2e836049f8 with grad_out=float32,weight=float32
-def rms_norm_bwd__53b6517f1fb1(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = _cdiv(m, 8)
-    programs = min(132, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs * 8
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n if programs > 1 else 0
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_ea27542767, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8, _dependent_launch(inv_rms)), 4, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_744739a517, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1, _dependent_launch(grad_weight_partial)), 4, 3)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant 5507a6bf6ea2
 # config: {"block_sizes":[4,1024,64,32],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -10017,31 +10038,6 @@ def rms_norm_bwd__5ceee4b54455(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_8558ace9d4, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 1)
-    return (grad_x, grad_weight)
-
-
-# rms_norm_bwd variant 5d255dd854d6
-# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,3,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant b03cb3ac7051 with grad_out=float32,weight=float32
-def rms_norm_bwd__5d255dd854d6(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n if programs > 1 else 0
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_53dd7ef641, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_4a4601c65c, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
     return (grad_x, grad_weight)
 
 
@@ -10310,6 +10306,31 @@ def rms_norm_bwd__7278518b5dcb(grad_out, x, weight, inv_rms):
     grad_weight_partial_sizes = grad_weight_partial.size()
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_0719caad3f, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (64, 128, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 4, 4)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant 72dee2512370
+# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: variant b03cb3ac7051 with weight=float32
+def rms_norm_bwd__72dee2512370(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n if programs > 1 else 0
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_ac2f265edb, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_0f81c2b3f0, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
     return (grad_x, grad_weight)
 
 
@@ -10639,31 +10660,6 @@ def rms_norm_bwd__99c3bbd12bcc(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 99c9cf5ba399
-# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,3,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant b03cb3ac7051 with weight=float32
-def rms_norm_bwd__99c9cf5ba399(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n if programs > 1 else 0
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_b6b2492a97, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_4a4601c65c, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant 99d13c3108dd
 # config: {"block_sizes":[1,1024,64,32],"dweight_partials":128,"finish_dweight":"last_programs","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","reread","","","","","","","","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":1,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"persistent_blocked","range_num_stages":[0,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[0,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -10710,6 +10706,31 @@ def rms_norm_bwd__9b20e928aa3c(grad_out, x, weight, inv_rms):
     grad_x_strides = grad_x.stride()
     x_strides = x.stride()
     _launch(_rms_norm_bwd_kernel_dec364553f, (programs,), (programs, 1, n, 1, 0, run, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1], 1 if programs > 1 else 0, arrivals, arrivals.stride(0), programs - finishers, finish_columns, finishers - 1), (1024, _next_power_of_2(max(1, n)), 1, 64), 16, 2)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant a06759679ecf
+# config: {"block_sizes":[8,256,1,64],"dependent_launches":[false,false,true],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[2,8],"load_eviction_policies":["last","last","","first","first","last","","first"],"loop_orders":[[0,1],[0,1]],"num_stages":3,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"xyz","range_num_stages":[1,1,1],"range_peel_tails":[false,false,false],"range_unroll_factors":[1,1,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: variant cb2e836049f8 with grad_out=float32,weight=float32
+def rms_norm_bwd__a06759679ecf(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = _cdiv(m, 8)
+    programs = min(132, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs * 8
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n if programs > 1 else 0
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_381376c23f, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 8, _dependent_launch(inv_rms)), 4, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_7a3479bfec, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (64, 1, _dependent_launch(grad_weight_partial)), 4, 3)
     return (grad_x, grad_weight)
 
 
@@ -10968,6 +10989,31 @@ def rms_norm_bwd__b36a56c8a5a8(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
+# rms_norm_bwd variant bb592bebd91a
+# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: variant b03cb3ac7051 with grad_out=float32
+def rms_norm_bwd__bb592bebd91a(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n if programs > 1 else 0
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_554a84d807, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_717a5ad127, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant bffb3e45cc80
 # config: {"block_sizes":[1,1024,64,64],"dweight_partials":128,"finish_dweight":"last_programs","flatten_loops":[true,true],"indexing":["pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","tensor_descriptor","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[2,1],"load_eviction_policies":["","last","first","","","","","first","","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"persistent_blocked","range_num_stages":[2,0,0,0,0],"range_peel_tails":[false,false,false,false,false],"range_unroll_factors":[1,0,0,0,0],"range_warp_specializes":[null,null,null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -11072,6 +11118,31 @@ def rms_norm_bwd__c5e3d985209e(grad_out, x, weight, inv_rms):
     grad_weight_partial_sizes = grad_weight_partial.size()
     _grad_weight_partial_strides = grad_weight_partial.stride()
     _launch(_rms_norm_bwd_kernel_877c9805d3, (_cdiv(sum_columns, 64),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight_partial_sizes[0], grad_weight_partial_sizes[1], grad_weight, grad_weight.stride(0)), (64, 64, _grad_weight_partial_strides[1] == 1 and grad_weight_partial.data_ptr() % 16 == 0 and (_grad_weight_partial_strides[0] * 4 % 16 == 0) and _descriptors_fit), 2, 4)
+    return (grad_x, grad_weight)
+
+
+# rms_norm_bwd variant c77e1ea089a5
+# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: variant b03cb3ac7051 with grad_out=float32,weight=float32
+def rms_norm_bwd__c77e1ea089a5(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n if programs > 1 else 0
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_010d775c82, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_0f81c2b3f0, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
     return (grad_x, grad_weight)
 
 
@@ -13612,14 +13683,13 @@ VARIANTS = {
         '1a19fb288192': rms_norm_bwd__1a19fb288192,
         '1b2e1de8706b': rms_norm_bwd__1b2e1de8706b,
         '1c5b6bc29875': rms_norm_bwd__1c5b6bc29875,
-        '1dd6e6a7bd2d': rms_norm_bwd__1dd6e6a7bd2d,
         '1e2629b86127': rms_norm_bwd__1e2629b86127,
         '1f5ac9f61c88': rms_norm_bwd__1f5ac9f61c88,
         '20c72afc84bf': rms_norm_bwd__20c72afc84bf,
         '265f692b37aa': rms_norm_bwd__265f692b37aa,
         '2b238f870c37': rms_norm_bwd__2b238f870c37,
+        '2b9309dec134': rms_norm_bwd__2b9309dec134,
         '2f46ab7cae7e': rms_norm_bwd__2f46ab7cae7e,
-        '303ea33f06e9': rms_norm_bwd__303ea33f06e9,
         '355d186a36d9': rms_norm_bwd__355d186a36d9,
         '442522427888': rms_norm_bwd__442522427888,
         '44d2ec814b0c': rms_norm_bwd__44d2ec814b0c,
@@ -13631,7 +13701,6 @@ VARIANTS = {
         '4e417f77f36f': rms_norm_bwd__4e417f77f36f,
         '4ee5c808d3ff': rms_norm_bwd__4ee5c808d3ff,
         '4ff41cc7cf54': rms_norm_bwd__4ff41cc7cf54,
-        '53b6517f1fb1': rms_norm_bwd__53b6517f1fb1,
         '5507a6bf6ea2': rms_norm_bwd__5507a6bf6ea2,
         '5544cb78dadc': rms_norm_bwd__5544cb78dadc,
         '55f6be01d122': rms_norm_bwd__55f6be01d122,
@@ -13640,7 +13709,6 @@ VARIANTS = {
         '5819ce8a1b0c': rms_norm_bwd__5819ce8a1b0c,
         '593a4a3286ee': rms_norm_bwd__593a4a3286ee,
         '5ceee4b54455': rms_norm_bwd__5ceee4b54455,
-        '5d255dd854d6': rms_norm_bwd__5d255dd854d6,
         '667e3dfa850b': rms_norm_bwd__667e3dfa850b,
         '69ae93cf5147': rms_norm_bwd__69ae93cf5147,
         '6aba2d8097b1': rms_norm_bwd__6aba2d8097b1,
@@ -13651,6 +13719,7 @@ VARIANTS = {
         '6f48b3536b2a': rms_norm_bwd__6f48b3536b2a,
         '6fd914cf580e': rms_norm_bwd__6fd914cf580e,
         '7278518b5dcb': rms_norm_bwd__7278518b5dcb,
+        '72dee2512370': rms_norm_bwd__72dee2512370,
         '7662c2544efa': rms_norm_bwd__7662c2544efa,
         '76944004cbdb': rms_norm_bwd__76944004cbdb,
         '78042d7813a6': rms_norm_bwd__78042d7813a6,
@@ -13664,9 +13733,9 @@ VARIANTS = {
         '95e344d2bb1b': rms_norm_bwd__95e344d2bb1b,
         '97a255181125': rms_norm_bwd__97a255181125,
         '99c3bbd12bcc': rms_norm_bwd__99c3bbd12bcc,
-        '99c9cf5ba399': rms_norm_bwd__99c9cf5ba399,
         '99d13c3108dd': rms_norm_bwd__99d13c3108dd,
         '9b20e928aa3c': rms_norm_bwd__9b20e928aa3c,
+        'a06759679ecf': rms_norm_bwd__a06759679ecf,
         'a32e0cb4550e': rms_norm_bwd__a32e0cb4550e,
         'a4274c4ff2d7': rms_norm_bwd__a4274c4ff2d7,
         'a92029091163': rms_norm_bwd__a92029091163,
@@ -13677,10 +13746,12 @@ VARIANTS = {
         'b03cb3ac7051': rms_norm_bwd__b03cb3ac7051,
         'b14d0b0e69b4': rms_norm_bwd__b14d0b0e69b4,
         'b36a56c8a5a8': rms_norm_bwd__b36a56c8a5a8,
+        'bb592bebd91a': rms_norm_bwd__bb592bebd91a,
         'bffb3e45cc80': rms_norm_bwd__bffb3e45cc80,
         'c507f9d926a7': rms_norm_bwd__c507f9d926a7,
         'c514600b59c5': rms_norm_bwd__c514600b59c5,
         'c5e3d985209e': rms_norm_bwd__c5e3d985209e,
+        'c77e1ea089a5': rms_norm_bwd__c77e1ea089a5,
         'c9ab1018a6fe': rms_norm_bwd__c9ab1018a6fe,
         'cb2e836049f8': rms_norm_bwd__cb2e836049f8,
         'cb796eea057b': rms_norm_bwd__cb796eea057b,
@@ -13786,9 +13857,9 @@ DTYPE_VARIANTS = {
         'a9f1b2c796c4': {'grad_out=float32': 'f4173494b1f0', 'grad_out=float32,weight=float32': '186c6c705d15', 'weight=float32': '55f6be01d122'},
         'ace2e99e3d35': {'grad_out=float32': '87c9f920c06a', 'grad_out=float32,weight=float32': '7bdf9dcd173f', 'weight=float32': '82ba16d8fe3e'},
         'af0b1d4a85c8': {'grad_out=float32': 'b36a56c8a5a8', 'grad_out=float32,weight=float32': '0b1f0bf316ef', 'weight=float32': '2b238f870c37'},
-        'b03cb3ac7051': {'grad_out=float32': '1dd6e6a7bd2d', 'grad_out=float32,weight=float32': '5d255dd854d6', 'weight=float32': '99c9cf5ba399'},
+        'b03cb3ac7051': {'grad_out=float32': 'bb592bebd91a', 'grad_out=float32,weight=float32': 'c77e1ea089a5', 'weight=float32': '72dee2512370'},
         'bffb3e45cc80': {'grad_out=float32': '6b04c792bc84', 'grad_out=float32,weight=float32': '9b20e928aa3c', 'weight=float32': 'f2cfdd93ac73'},
-        'cb2e836049f8': {'grad_out=float32': '303ea33f06e9', 'grad_out=float32,weight=float32': '53b6517f1fb1', 'weight=float32': '5819ce8a1b0c'},
+        'cb2e836049f8': {'grad_out=float32': '2b9309dec134', 'grad_out=float32,weight=float32': 'a06759679ecf', 'weight=float32': '5819ce8a1b0c'},
         'cb796eea057b': {'grad_out=float32': '89d84f8b3f15', 'grad_out=float32,weight=float32': 'ed670ed29b28', 'weight=float32': '99d13c3108dd'},
         'cd6cf42a1f82': {'grad_out=float32': '4ee5c808d3ff', 'grad_out=float32,weight=float32': 'd4afa1b98388', 'weight=float32': 'a4274c4ff2d7'},
         'd10407c415d9': {'grad_out=float32': '0ff78c9889fc', 'grad_out=float32,weight=float32': 'd630d7c541cf', 'weight=float32': '0d3dc6c4c479'},
@@ -13831,40 +13902,40 @@ REPLAYABLE = frozenset({
     'rms_norm_bwd__1a19fb288192',
     'rms_norm_bwd__1b2e1de8706b',
     'rms_norm_bwd__1c5b6bc29875',
-    'rms_norm_bwd__1dd6e6a7bd2d',
     'rms_norm_bwd__2b238f870c37',
-    'rms_norm_bwd__303ea33f06e9',
+    'rms_norm_bwd__2b9309dec134',
     'rms_norm_bwd__44d2ec814b0c',
     'rms_norm_bwd__4aa0d8cc06ef',
     'rms_norm_bwd__4ba8922310fc',
     'rms_norm_bwd__4e417f77f36f',
     'rms_norm_bwd__4ff41cc7cf54',
-    'rms_norm_bwd__53b6517f1fb1',
     'rms_norm_bwd__5819ce8a1b0c',
     'rms_norm_bwd__593a4a3286ee',
     'rms_norm_bwd__5ceee4b54455',
-    'rms_norm_bwd__5d255dd854d6',
     'rms_norm_bwd__6aba2d8097b1',
     'rms_norm_bwd__6b04c792bc84',
     'rms_norm_bwd__6c65c6dbdbe5',
     'rms_norm_bwd__6f1bdff50a49',
     'rms_norm_bwd__6fd914cf580e',
+    'rms_norm_bwd__72dee2512370',
     'rms_norm_bwd__7662c2544efa',
     'rms_norm_bwd__78042d7813a6',
     'rms_norm_bwd__82986c297aa5',
     'rms_norm_bwd__89d84f8b3f15',
     'rms_norm_bwd__93953a956f07',
     'rms_norm_bwd__95e344d2bb1b',
-    'rms_norm_bwd__99c9cf5ba399',
     'rms_norm_bwd__99d13c3108dd',
     'rms_norm_bwd__9b20e928aa3c',
+    'rms_norm_bwd__a06759679ecf',
     'rms_norm_bwd__a32e0cb4550e',
     'rms_norm_bwd__a92029091163',
     'rms_norm_bwd__af0b1d4a85c8',
     'rms_norm_bwd__b03cb3ac7051',
     'rms_norm_bwd__b36a56c8a5a8',
+    'rms_norm_bwd__bb592bebd91a',
     'rms_norm_bwd__bffb3e45cc80',
     'rms_norm_bwd__c507f9d926a7',
+    'rms_norm_bwd__c77e1ea089a5',
     'rms_norm_bwd__cb2e836049f8',
     'rms_norm_bwd__cb796eea057b',
     'rms_norm_bwd__d10407c415d9',

@@ -63,19 +63,49 @@ def _torch_noweight_bwd(grad_out: Tensor, x: Tensor, inv_rms: Tensor) -> Tensor:
     return _torch_bwd(grad_out, x, None, inv_rms)[0]
 
 
+def _float(t: Tensor | None) -> Tensor | None:
+    return None if t is None else t.float()
+
+
+def _float32_fwd(x: Tensor, weight: Tensor | None, eps: float, out_dtype: torch.dtype):
+    """A mixed-dtype forward whose variant does not run here (none generated, or its config does not
+    fit the device): the float32 kernels on float32 copies and a cast of the output, as before dtype
+    variants, rather than PyTorch's unfused ops."""
+    out, inv_rms = _forward(x.float(), _float(weight), eps, torch.float32)
+    return out.to(out_dtype), inv_rms
+
+
+def _float32_noweight_fwd(x: Tensor, eps: float, out_dtype: torch.dtype):
+    return _float32_fwd(x, None, eps, out_dtype)
+
+
+def _float32_bwd(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor):
+    """The backward's counterpart of `_float32_fwd`: gradients cast to x's and the weight's dtypes."""
+    dx, dw = _backward(grad_out.float(), x.float(), _float(weight), inv_rms)
+    return dx.to(x.dtype), (dw.to(weight.dtype) if weight is not None else dw)
+
+
+def _float32_noweight_bwd(grad_out: Tensor, x: Tensor, inv_rms: Tensor) -> Tensor:
+    return _float32_bwd(grad_out, x, None, inv_rms)[0]
+
+
 def _forward(x: Tensor, weight: Tensor | None, eps: float, out_dtype: torch.dtype):
     dtypes = _fwd_dtypes(x, weight, out_dtype)
     if weight is None:
-        return launch("rms_norm_noweight_fwd", SHAPE_KEYS, x.shape, x, (x, eps, out_dtype), _torch_noweight_fwd, dtypes)
-    return launch("rms_norm_fwd", SHAPE_KEYS, x.shape, x, (x, weight, eps, out_dtype), _torch_fwd, dtypes)
+        fallback = _float32_noweight_fwd if dtypes else _torch_noweight_fwd
+        return launch("rms_norm_noweight_fwd", SHAPE_KEYS, x.shape, x, (x, eps, out_dtype), fallback, dtypes)
+    fallback = _float32_fwd if dtypes else _torch_fwd
+    return launch("rms_norm_fwd", SHAPE_KEYS, x.shape, x, (x, weight, eps, out_dtype), fallback, dtypes)
 
 
 def _backward(grad_out: Tensor, x: Tensor, weight: Tensor | None, inv_rms: Tensor):
     dtypes = _bwd_dtypes(grad_out.dtype, x, weight)
     if weight is None:
-        dx = launch("rms_norm_noweight_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, inv_rms), _torch_noweight_bwd, dtypes)
+        fallback = _float32_noweight_bwd if dtypes else _torch_noweight_bwd
+        dx = launch("rms_norm_noweight_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, inv_rms), fallback, dtypes)
         return dx, x.new_empty(0, dtype=torch.float32)
-    return launch("rms_norm_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, weight, inv_rms), _torch_bwd, dtypes)
+    fallback = _float32_bwd if dtypes else _torch_bwd
+    return launch("rms_norm_bwd", SHAPE_KEYS, x.shape, x, (grad_out, x, weight, inv_rms), fallback, dtypes)
 
 
 def _fwd_impl(x: Tensor, weight: Tensor | None, eps: float, out_dtype: torch.dtype) -> tuple[Tensor, Tensor]:

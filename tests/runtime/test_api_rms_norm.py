@@ -5,6 +5,7 @@ import torch.nn.functional as F
 
 import helion_kernels as hk
 from helion_kernels import _autocast
+from helion_kernels._dispatch import DISPATCHER
 from runtime_helpers import TOLERANCE, assert_close, double_leaf, grads, randn, uses_kernels_here
 
 # (input shape, normalized_shape): size-1 rows, odd sizes, a row longer than the looped-reduction
@@ -99,6 +100,56 @@ def test_autocast_float32_rms_norm_of_half_rows_is_one_kernel_each_way(device, p
         rtol, atol = TOLERANCE[w.dtype]
         assert dw[0].dtype == w.dtype
         torch.testing.assert_close(dw[0].double(), dw64[0], rtol=rtol, atol=atol * (x.numel() // w.numel()) ** 0.5)
+
+
+@pytest.fixture
+def fresh_decisions():
+    DISPATCHER.reload()
+    yield
+    DISPATCHER.reload()
+
+
+@pytest.mark.parametrize("case", ["no variant", "does not fit"])
+def test_mixed_dtypes_without_a_variant_here_run_the_float32_kernels(device, monkeypatch, fresh_decisions, case):
+    """Where the chosen entry has no variant for the call's dtypes, or its variant does not fit the
+    device, the call runs the float32 kernels on float32 copies and casts (the path before dtype
+    variants), not PyTorch's unfused ops."""
+    from triton.runtime.errors import OutOfResources
+
+    from helion_kernels._ops import rms_norm as op
+
+    def refused(*args):
+        raise AssertionError("PyTorch's implementation ran")
+
+    def does_not_fit(*args):
+        raise OutOfResources(300000, 232448, "shared memory")
+
+    monkeypatch.setattr(op, "_torch_fwd", refused)
+    monkeypatch.setattr(op, "_torch_bwd", refused)
+    registry = DISPATCHER.registry
+    if case == "no variant":
+        monkeypatch.setattr(registry, "dtype_variants", lambda name: {})
+    else:
+        derived = {vid for name in ("rms_norm_fwd", "rms_norm_bwd")
+                   for by_key in registry.dtype_variants(name).values() for vid in by_key.values()}
+        launchers = {name: {vid: does_not_fit if vid in derived else fn for vid, fn in registry.launchers(name).items()}
+                     for name in ("rms_norm_fwd", "rms_norm_bwd")}
+        monkeypatch.setattr(registry, "launchers", lambda name: launchers[name])
+    x = randn(37, 300, dtype=torch.bfloat16, device=device, requires_grad=True)
+    w = randn(300, device=device, requires_grad=True)
+    out = hk.rms_norm(x, (300,), w, eps=1e-5)
+    x64, w64 = double_leaf(x), double_leaf(w)
+    expected = F.rms_norm(x64, (300,), w64, eps=1e-5)
+    assert out.dtype == torch.bfloat16
+    assert_close(out, expected, torch.bfloat16)
+    grad_out = randn(37, 300, dtype=torch.bfloat16, device=device)
+    dx, dw = grads(out, (x, w), grad_out)
+    dx64, dw64 = grads(expected, (x64, w64), grad_out.double())
+    assert (dx.dtype, dw.dtype) == (torch.bfloat16, torch.float32)
+    assert_close(dx, dx64, torch.bfloat16)
+    torch.testing.assert_close(dw.double(), dw64, rtol=1e-4, atol=1e-3)
+    if uses_kernels_here(device):
+        assert "the fallback of rms_norm_fwd for weight=float32" in str(hk.explain(hk.rms_norm, x, (300,), w))
 
 
 def test_default_eps_and_rmsnorm_alias(device):

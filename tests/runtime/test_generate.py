@@ -140,10 +140,13 @@ def test_static_entry_gets_its_dynamic_twin(tmp_path):
 def test_entry_is_compiled_for_its_ops_other_argument_dtypes(tmp_path):
     """OpSpec.dtype_variants: a bf16 RMSNorm backward entry is also compiled for a float32 gradient,
     a float32 weight and both. Each variant's specialization is the entry's with those tensors'
-    dtypes changed (ranks kept), and the entry's variant indexes each by its key."""
+    dtypes changed (ranks kept), its config the entry's with the entry's `dtype_configs` for its key,
+    and the entry's variant indexes each by its key."""
     table = json.loads((generate.TABLE_DIR / "sm_90.json").read_text())
     entry = next(e for e in table["entries"] if e["op"] == "rms_norm_bwd" and e["dtype"] == "bfloat16"
                  and not e["config"].get("static_reduction_sizes"))
+    unpipelined = {"range_num_stages": [1] * len(entry["config"]["range_num_stages"])}
+    entry = {**entry, "dtype_configs": {"grad_out=float32,weight=float32": unpipelined}}  # tools/fit_dtype_variants.py
     (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [entry]}))
     variants = generate.collect_variants(generate.op_families(), generate.table_entries(tmp_path))["rms_norm"]
     base = variants[("rms_norm_bwd", entry["variant"])]
@@ -153,7 +156,7 @@ def test_entry_is_compiled_for_its_ops_other_argument_dtypes(tmp_path):
     assert set(base.dtype_variants) == set(expected) and len(variants) == 4
     for key, changed in expected.items():
         derived = variants[("rms_norm_bwd", base.dtype_variants[key])]
-        assert derived.config == base.config
+        assert derived.config == {**base.config, **entry["dtype_configs"].get(key, {})}
         assert derived.specialization == {**entry["specialization"], **changed}
         assert derived.used_by == [f"variant {base.vid} with {key}"]
 
