@@ -1,11 +1,14 @@
-"""RMSNorm of bf16 rows beside float32: (A) under CUDA autocast (bf16), which runs rms_norm in
-float32, with a float32 weight (mixed-precision training's parameters): the one-kernel path (bf16
-rows read as they are, float32 written) against the cast-then-float32-kernel path it replaces,
-PyTorch's autocast and torch.compile; (B) outside autocast, bf16 rows with a float32 weight (output
-bf16): our one kernel against PyTorch (whose fused kernel refuses mixed dtypes) and torch.compile.
-Forward and forward+backward; device time (CUDA events, L2 flushed, alternating rounds, medians) and
-GB/s over bytes read + written once. Shapes: MxN arguments, else SHAPES. Writes
-$OUT/rms_norm_mixed_dtypes.json."""
+"""RMSNorm of bf16 rows beside float32: (A) autocast's float32 rms_norm (what PyTorch's CUDA autocast
+asks where its dispatcher lists aten::rms_norm, as torch 2.13 does; torch 2.11 does not, so the probe
+sets helion_kernels' autocast table as the newer PyTorch reads): with a float32 weight, our one
+kernel (bf16 rows read as they are, float32 written) against the cast-then-float32-kernel path it
+replaces, and PyTorch's rms_norm of float32 casts (what its autocast runs), eager and compiled;
+(B) bf16 rows with a float32 weight, output bf16 (outside autocast, or inside it on torch 2.11):
+our one kernel against PyTorch (whose fused kernel refuses mixed dtypes) and torch.compile. Forward
+and forward+backward; device time (CUDA events, L2 flushed, alternating rounds, medians) and GB/s
+over bytes read + written once. Shapes: MxN arguments, else SHAPES. Writes
+$OUT/rms_norm_mixed_dtypes.json. (Run 2026-12-06 03:00 UTC on torch 2.11 without the table
+setting, its case A measured case B's path.)"""
 import json
 import os
 import statistics
@@ -30,10 +33,12 @@ def autocast(fn):
 
 def main():
     dev = torch.device("cuda")
+    hk._autocast._AUTOCASTS[("rms_norm", "cuda")] = True  # autocast's policy for rms_norm: float32
     timer = Timer(dev)
     torch_rms = lambda x, w: F.rms_norm(x, (x.shape[-1],), w)
     ours = lambda x, w: hk.rms_norm(x, (x.shape[-1],), w)
-    eager_a, compiled_a = autocast(torch_rms), torch.compile(autocast(torch_rms))
+    float32_rms = lambda x, w: F.rms_norm(x.float(), (x.shape[-1],), w.float(), torch.finfo(torch.float32).eps)
+    eager_a, compiled_a = autocast(float32_rms), torch.compile(autocast(float32_rms))
     ours_a = autocast(ours)
     compiled_b = torch.compile(torch_rms)
     results = {"device": torch.cuda.get_device_name(), "shapes": {}}
