@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import helion_kernels as hk
 
 EPS = 1e-6
+FLOAT32_OUTPUT = "out_dtype=float32"
 
 IMPLS = {
     "rmsnorm": ("ours", "eager", "compile", "liger"),
@@ -30,6 +31,10 @@ def _eager_rmsnorm(x, w):
 
 def _eager_softmax(x):
     return torch.softmax(x, dim=-1)
+
+
+def _eager_float32_softmax(x):
+    return torch.softmax(x, dim=-1, dtype=torch.float32)
 
 
 def _liger(family: str):
@@ -64,38 +69,41 @@ def _sdpa_backend(name: str):
     return run
 
 
-def _ours(family: str):
+def _ours(family: str, dtypes: str):
     return {
         "rmsnorm": lambda x, w: hk.rmsnorm(x, w, EPS),
-        "softmax": lambda x: hk.softmax(x, -1),
+        "softmax": (lambda x: hk.softmax(x, -1, dtype=torch.float32)) if dtypes == FLOAT32_OUTPUT
+        else (lambda x: hk.softmax(x, -1)),
         "matmul": hk.matmul,
         "attention": lambda q, k, v, causal: hk.scaled_dot_product_attention(
             q, k, v, is_causal=causal, enable_gqa=_gqa(q, k)),
     }[family]
 
 
-def forward(family: str, impl: str):
-    """The forward function of `impl` for an op family; its arguments are the family's inputs."""
+def forward(family: str, impl: str, dtypes: str = ""):
+    """The forward function of `impl` for an op family and a row's other argument dtypes (plan.Row);
+    its arguments are the family's inputs."""
     if impl == "ours":
-        return _ours(family)
+        return _ours(family, dtypes)
     if impl == "liger":
         return _liger(family)
     if family in ("rmsnorm", "softmax"):
-        eager = _eager_rmsnorm if family == "rmsnorm" else _eager_softmax
+        eager = _eager_rmsnorm if family == "rmsnorm" else (
+            _eager_float32_softmax if dtypes == FLOAT32_OUTPUT else _eager_softmax)
         return eager if impl == "eager" else _compiled(eager)
     if family == "matmul":
         return torch.matmul if impl == "cublas" else _compiled(torch.matmul, mode="max-autotune-no-cudagraphs")
     return _sdpa_backend(impl)
 
 
-def explain_ours(family: str, args) -> str:
+def explain_ours(family: str, args, dtypes: str = "") -> str:
     """One line saying whether our call runs a generated kernel (and which) or PyTorch's fallback."""
     fn = {"rmsnorm": hk.rmsnorm, "softmax": hk.softmax, "matmul": hk.matmul,
           "attention": hk.scaled_dot_product_attention}[family]
     if family == "rmsnorm":
         explanation = hk.explain(fn, args[0], args[1], EPS)
     elif family == "softmax":
-        explanation = hk.explain(fn, args[0], -1)
+        explanation = hk.explain(fn, args[0], -1, dtype=torch.float32 if dtypes == FLOAT32_OUTPUT else None)
     elif family == "attention":
         explanation = hk.explain(fn, *args[:3], is_causal=args[3], enable_gqa=_gqa(*args[:2]))
     else:

@@ -16,9 +16,21 @@ SPEC_NAMES = {"rmsnorm_fwd": "rms_norm_fwd", "rmsnorm_bwd": "rms_norm_bwd", "sof
 COSTS = {spec.name: spec.cost for spec in ALL_OPS}
 
 
-def cost(op: str, shape: dict, dtype: torch.dtype) -> tuple:
-    """(flops, minimum bytes moved) from the kernel source's cost model."""
-    return COSTS[SPEC_NAMES[op]](shape, dtype)
+# Extra bytes an element of the mixed-dtype rows (plan.Row.dtypes) moves beyond the bf16 cost: a
+# float32 output (softmax forward; its backward reads float32 y and dy: 2 + 2), or per weight
+# element a float32 weight (RMSNorm: read once, and the backward writes a float32 dweight too).
+EXTRA_BYTES = {("softmax_fwd", "out_dtype=float32"): (2, 0), ("softmax_bwd", "out_dtype=float32"): (4, 0),
+               ("rmsnorm_fwd", "weight=float32"): (0, 2), ("rmsnorm_bwd", "weight=float32"): (0, 4)}
+
+
+def cost(op: str, shape: dict, dtype: torch.dtype, dtypes: str = "") -> tuple:
+    """(flops, minimum bytes moved) from the kernel source's cost model, with the mixed-dtype rows'
+    wider arguments (EXTRA_BYTES: per row element, per weight element)."""
+    flops, moved = COSTS[SPEC_NAMES[op]](shape, dtype)
+    if dtypes:
+        per_element, per_weight = EXTRA_BYTES[(op, dtypes)]
+        moved += per_element * shape["M"] * shape.get("S", 1) * shape["N"] + per_weight * shape["N"]
+    return flops, moved
 
 
 MEMORY_BOUND = ("rmsnorm", "softmax")
@@ -26,7 +38,7 @@ MEMORY_BOUND = ("rmsnorm", "softmax")
 
 def rate(row, us: float, dtype: torch.dtype) -> tuple:
     """(value, unit): GB/s for the memory-bound families, TFLOP/s for matmul and attention."""
-    flops, moved = cost(row.op, row.shape, dtype)
+    flops, moved = cost(row.op, row.shape, dtype, row.dtypes)
     if row.family in MEMORY_BOUND:
         return moved / us / 1e3, "GB/s"
     return flops / us / 1e6, "TFLOP/s"
@@ -44,7 +56,8 @@ def make_inputs(row, dtype: torch.dtype, device: torch.device, seed: int = 0) ->
     s = row.shape
     rows = (s["M"], s["S"]) if "S" in s else (s.get("M"),)  # a 3-D [M, S, N] input where S is given
     if row.family == "rmsnorm":
-        args = (randn(*rows, s["N"]), randn(s["N"]))
+        weight = randn(s["N"])
+        args = (randn(*rows, s["N"]), weight.float() if row.dtypes == "weight=float32" else weight)
     elif row.family == "softmax":
         args = (randn(*rows, s["N"]),)
     elif row.family == "matmul":
@@ -61,7 +74,7 @@ def make_inputs(row, dtype: torch.dtype, device: torch.device, seed: int = 0) ->
 
 def timed_call(row, impl: str, args: tuple):
     """(the callable to time, its first output tensor for the accuracy check)."""
-    forward = impls.forward(row.family, impl)
+    forward = impls.forward(row.family, impl, row.dtypes)
     if not row.op.endswith("_bwd"):
         def fn():
             return forward(*args)

@@ -19,6 +19,7 @@ HIDDEN = (1024, 2048, 4096, 8192, 16384)
 SEQ = (1024, 2048, 4096)
 LONG_SEQ = 8192
 DECODE_ROWS = (1, 16, 64)
+MIXED_IMPLS = ("ours", "eager", "compile")  # the mixed-dtype rows' (Liger's functions take one dtype)
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class Row:
     #                              graph: per-call time of calls replayed from a CUDA graph
     plot: str | None = None      # "bandwidth" or "attention": which figure shows this case
     kind: str = "case"           # case | dispatch | first_call
+    # other argument dtypes than bf16, keyed as the dispatcher keys them (`_variant.dtypes_key`):
+    # "out_dtype=float32" (softmax of bf16 rows written in float32, what CUDA autocast asks),
+    # "weight=float32" (RMSNorm of bf16 rows with a float32 weight, mixed-precision training's)
+    dtypes: str = ""
 
     @property
     def family(self) -> str:
@@ -39,7 +44,7 @@ class Row:
 
     @property
     def key(self) -> tuple:
-        return self.op, tuple(sorted(self.shape.items())), self.mode
+        return self.op, tuple(sorted(self.shape.items())), self.mode, self.dtypes
 
 
 @dataclass
@@ -86,8 +91,9 @@ def _suite(spec_name: str) -> list:
 
 def build(tiny: bool = False) -> list:
     """Every row in priority order: the DESIGN.md peer rows, dispatch overhead, the sweeps, the
-    long rows and decode calls, matmul, attention, first calls, the tuning-suite shapes, S=8192 and
-    matmul against max-autotune last."""
+    long rows and decode calls, matmul, attention, first calls, the mixed-dtype rows (softmax written
+    in float32, RMSNorm with a float32 weight), the tuning-suite shapes, S=8192 and matmul against
+    max-autotune last."""
     p = Plan(tiny)
     big = {"M": 16384, "N": 4096}
     p.add("rmsnorm_fwd", big, plot="bandwidth")
@@ -122,6 +128,10 @@ def build(tiny: bool = False) -> list:
                 for seq in SEQ:
                     p.add(f"attention_{direction}", _attn(4, 32, seq, dim, causal), plot="attention")
     p.add("first_call", {}, kind="first_call", mode="host")
+    for n in (4096, 1024):
+        for direction in ("fwd", "bwd"):
+            p.add(f"softmax_{direction}", {"M": 16384, "N": n}, impls=MIXED_IMPLS, dtypes="out_dtype=float32")
+            p.add(f"rmsnorm_{direction}", {"M": 16384, "N": n}, impls=MIXED_IMPLS, dtypes="weight=float32")
     for spec_name, op in (("rms_norm_fwd", "rmsnorm_fwd"), ("softmax_fwd", "softmax_fwd"),
                           ("rms_norm_bwd", "rmsnorm_bwd"), ("softmax_bwd", "softmax_bwd"),
                           ("attention_fwd", "attention_fwd"), ("attention_bwd", "attention_bwd")):

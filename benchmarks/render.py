@@ -59,6 +59,12 @@ def shape_label(shape: dict) -> str:
     return "×".join(str(v) for v in shape.values())
 
 
+def case_label(record: dict) -> str:
+    """The shape, and the other argument dtypes of a mixed-dtype row (plan.Row.dtypes)."""
+    dtypes = record.get("dtypes")
+    return shape_label(record["shape"]) + (f" ({dtypes})" if dtypes else "")
+
+
 def _sort_key(shape: dict) -> tuple:
     if "B" in shape:
         return shape["D"], shape["causal"], shape["B"], shape["H"], shape["Hkv"], shape["Sq"], shape["Sk"]
@@ -73,19 +79,19 @@ def _case_table(records: list, title: str) -> list:
     """One row per (shape, impl); host-timed groups show per-call µs only (no bandwidth)."""
     cases = {}
     for r in records:
-        cases.setdefault(tuple(r["shape"].items()), []).append(r)
+        cases.setdefault((tuple(r["shape"].items()), r.get("dtypes", "")), []).append(r)
     unit = next((r["unit"] for r in records if r.get("unit")), None)
     same_copy = any("pct_same_copy" in r for r in records)
     rate_cols = (f" {unit} | % ceiling |" + (" % same-size copy |" if same_copy else "")) if unit else ""
     rate_align = ("---:|---:|" + ("---:|" if same_copy else "")) if unit else ""
     lines = [f"## {title}", "", f"| shape | impl | µs |{rate_cols} ours × | notes |",
              "|---|---|---:|" + rate_align + "---:|---|"]
-    for key in sorted(cases, key=lambda k: _sort_key(dict(k))):
+    for key in sorted(cases, key=lambda k: (k[1], _sort_key(dict(k[0])))):
         rows = cases[key]
         ours = next((r for r in rows if r["impl"] == "ours" and r["status"] == "ok"), None)
         for r in rows:
             if r["status"] != "ok":
-                lines.append(f"| {shape_label(r['shape'])} | {r['impl']} | {r['status']} |"
+                lines.append(f"| {case_label(r)} | {r['impl']} | {r['status']} |"
                              + (" | |" + (" |" if same_copy else "") if unit else "") + " | |")
                 continue
             speedup = f"{r['us'] / ours['us']:.2f}x" if ours and r is not ours else ""
@@ -95,7 +101,7 @@ def _case_table(records: list, title: str) -> list:
             rates = f" {_num(r.get('rate'))} | {_num(r.get('pct'))} |" if unit else ""
             if unit and same_copy:
                 rates += f" {_num(r.get('pct_same_copy'))} |"
-            lines.append(f"| {shape_label(r['shape'])} | {r['impl']} | {_num(r['us'])} |{rates} {speedup} | "
+            lines.append(f"| {case_label(r)} | {r['impl']} | {_num(r['us'])} |{rates} {speedup} | "
                          f"{notes.replace('|', '/')} |")
     return lines + [""]
 

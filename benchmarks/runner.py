@@ -121,7 +121,7 @@ class Results:
 
 
 def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
-    base = {"op": row.op, "shape": row.shape, "mode": row.mode, "plot": row.plot}
+    base = {"op": row.op, "shape": row.shape, "mode": row.mode, "plot": row.plot, **({"dtypes": row.dtypes} if row.dtypes else {})}
     args, status = guarded(budget, lambda: measure.make_inputs(row, DTYPE, timer.device))
     if args is None:
         return [{**base, "impl": impl, "status": status} for impl in row.impls]
@@ -129,7 +129,7 @@ def _case_records(row, budget: Budget, timer: Timer, ceilings: dict) -> list:
     # ceiling, which a 1 GiB copy measures (a smaller transfer pays its ramp-up and tail too)
     same_copy_us = None
     if row.mode == "device" and row.family in measure.MEMORY_BOUND:
-        moved = measure.cost(row.op, row.shape, DTYPE)[1]
+        moved = measure.cost(row.op, row.shape, DTYPE, row.dtypes)[1]
         same_copy_us, _ = guarded(budget, lambda: probes.copy_us(timer, int(moved) // 2))
     built, statuses = {}, {}
     for impl in row.impls:
@@ -184,7 +184,7 @@ def _complete(record: dict, row, result: tuple, ceilings: dict, args: tuple, our
         if same_copy_us:
             record["pct_same_copy"] = 100 * same_copy_us / us
     if record["impl"] == "ours":
-        record["note"] = _describe(row.family, args)
+        record["note"] = _describe(row.family, args, row.dtypes)
         if row.mode == "device" and torch.cuda.is_available() and first.is_cuda:
             record["resources"] = resources.describe(measure.timed_call(row, "ours", args)[0])
         return first
@@ -193,9 +193,9 @@ def _complete(record: dict, row, result: tuple, ceilings: dict, args: tuple, our
     return ours_out
 
 
-def _describe(family: str, args: tuple) -> str:
+def _describe(family: str, args: tuple, dtypes: str = "") -> str:
     try:
-        return impls.explain_ours(family, args)
+        return impls.explain_ours(family, args, dtypes)
     except Exception as error:  # noqa: BLE001 - the explanation is a note, never a reason to fail
         return f"explain failed: {type(error).__name__}: {error}"[:200]
 

@@ -19,7 +19,7 @@ class DoubleIntoGrad(torch.autograd.Function):
 
 
 def test_backward_snapshot_survives_an_in_place_peer(monkeypatch):
-    monkeypatch.setattr(impls, "forward", lambda family, impl: DoubleIntoGrad.apply)
+    monkeypatch.setattr(impls, "forward", lambda family, impl, dtypes="": DoubleIntoGrad.apply)
     row = Row("softmax_bwd", {"M": 3, "N": 5})
     x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
     fn, first = measure.timed_call(row, "peer", (x,))
@@ -54,3 +54,26 @@ def test_every_family_builds_its_inputs():
             args = measure.make_inputs(row, torch.float32, torch.device("cpu"))
             assert isinstance(args[0], torch.Tensor) and args[0].numel() > 0
     assert {op for op, _ in built} >= {"rmsnorm_fwd", "softmax_bwd", "matmul", "attention_fwd", "attention_bwd"}
+
+
+def test_mixed_dtype_rows_time_their_dtypes():
+    """The mixed-dtype rows: softmax of bf16 rows written in float32 (each implementation's forward
+    returns float32, as CUDA autocast's softmax) and RMSNorm with a float32 weight (bf16 output,
+    float32 dweight); their bytes count the wider arguments."""
+    from benchmarks import plan
+    rows = [r for r in plan.build(tiny=True) if r.dtypes]
+    assert {(r.op, r.dtypes) for r in rows} == {(f"{family}_{d}", dtypes) for family, dtypes in
+                                              (("softmax", "out_dtype=float32"), ("rmsnorm", "weight=float32"))
+                                              for d in ("fwd", "bwd")}
+    for row in rows:
+        args = measure.make_inputs(row, torch.bfloat16, torch.device("cpu"))
+        for impl in ("ours", "eager"):
+            forward = impls.forward(row.family, impl, row.dtypes)
+            out = forward(*args)
+            assert out.dtype == (torch.float32 if row.family == "softmax" else torch.bfloat16)
+        plain = measure.cost(row.op, row.shape, torch.bfloat16)[1]
+        assert measure.cost(row.op, row.shape, torch.bfloat16, row.dtypes)[1] > plain
+    rms = next(r for r in rows if r.op == "rmsnorm_bwd")
+    args = measure.make_inputs(rms, torch.bfloat16, torch.device("cpu"))
+    _, dx = measure.timed_call(rms, "ours", args)
+    assert args[1].dtype == torch.float32 and dx.dtype == torch.bfloat16
