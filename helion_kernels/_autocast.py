@@ -9,7 +9,9 @@ is open, and then runs again through `call`: its tensors cast by PyTorch's polic
 autocast of their device type switched off. The policies are PyTorch's (aten/src/ATen/
 autocast_mode.cpp): the products run in the autocast dtype (`lower_precision_fp`), rms_norm in
 float32 (`fp32`) and softmax with dtype float32 unless one is given (`fp32_set_opt_dtype`); which
-op each device type autocasts is read from the dispatcher once (on CPU only the products).
+op each device type autocasts is read from the dispatcher once (on CPU only the products; torch
+2.11's CUDA lists no rms_norm, 2.13's does). The row ops need no cast of half rows: softmax takes
+the float32 dtype, and rms_norm reads half rows as they are and writes float32 (their dtype variants).
 """
 from __future__ import annotations
 
