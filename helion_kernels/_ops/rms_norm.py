@@ -318,7 +318,13 @@ def explain_rms_norm(input, normalized_shape, weight=None, eps=None):
         out_dtype = torch.float32
     suffix = "" if w is not None else "noweight_"
     backward = [_call(f"rms_norm_{suffix}bwd", x, _bwd_dtypes(out_dtype, x, w))] if needs_autograd(input, weight) else []
-    return explanation("rms_norm", None, [_call(f"rms_norm_{suffix}fwd", x, _fwd_dtypes(x, w, out_dtype))], backward)
+    explained = explanation("rms_norm", None, [_call(f"rms_norm_{suffix}fwd", x, _fwd_dtypes(x, w, out_dtype))], backward)
+    for decisions in (explained.forward, explained.backward):
+        for decision in list(decisions):
+            if decision.dtypes is not None and not decision.uses_kernel:  # `_float32_fwd` / `_float32_bwd`
+                float32 = KernelCall(decision.op, x.device, torch.float32, SHAPE_KEYS, tuple(x.shape))
+                decisions.append(float32.decision())
+    return explained
 
 
 def explain_rmsnorm(x, weight=None, eps=None):

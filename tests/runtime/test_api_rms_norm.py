@@ -149,7 +149,11 @@ def test_mixed_dtypes_without_a_variant_here_run_the_float32_kernels(device, mon
     assert_close(dx, dx64, torch.bfloat16)
     torch.testing.assert_close(dw.double(), dw64, rtol=1e-4, atol=1e-3)
     if uses_kernels_here(device):
-        assert "the fallback of rms_norm_fwd for weight=float32" in str(hk.explain(hk.rms_norm, x, (300,), w))
+        explained = hk.explain(hk.rms_norm, x, (300,), w)
+        assert "the fallback of rms_norm_fwd for weight=float32" in str(explained)
+        for decisions in (explained.forward, explained.backward):  # then the float32 kernel
+            assert [(d.dtype, d.dtypes, d.uses_kernel) for d in decisions] == [
+                ("bfloat16", "weight=float32", False), ("float32", None, True)]
 
 
 def test_default_eps_and_rmsnorm_alias(device):
