@@ -50,9 +50,23 @@ def call(fn, name: str, *args, **kwargs):
     """`fn(*args, **kwargs)` with the tensors cast as autocast casts those of `name`'s op (not for
     `fp32_set_opt_dtype`, which the function applies to its dtype itself) and autocast off for their
     device type (the casts are done, and `fn`'s own check must not apply them again)."""
+    return _with(lambda a, target: a.to(target), fn, name, *args, **kwargs)
+
+
+def described(explain, name: str, *args, **kwargs):
+    """`explain(*args, **kwargs)` as `call` would run it, on stand-ins of the cast tensors: empty
+    tensors of the same shapes and strides in the cast dtype (no copy), requiring grad as theirs."""
+    def stand_in(a, target):
+        if a.dtype == target:
+            return a
+        return torch.empty_strided(a.shape, a.stride(), dtype=target, device=a.device).requires_grad_(a.requires_grad)
+    return _with(stand_in, explain, name, *args, **kwargs)
+
+
+def _with(cast, fn, name: str, *args, **kwargs):
     device = next(a for a in args if isinstance(a, Tensor)).device.type
     target = torch.get_autocast_dtype(device) if POLICIES[name][1] == LOWER_PRECISION else torch.float32
-    args = tuple(a.to(target) if eligible(a, device) else a for a in args)
-    kwargs = {key: a.to(target) if eligible(a, device) else a for key, a in kwargs.items()}
+    args = tuple(cast(a, target) if eligible(a, device) else a for a in args)
+    kwargs = {key: cast(a, target) if eligible(a, device) else a for key, a in kwargs.items()}
     with torch.autocast(device, enabled=False):
         return fn(*args, **kwargs)

@@ -185,6 +185,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
 
 def explain_scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                          is_causal=False, scale=None, enable_gqa=False):
+    if _autocast.enabled() and _autocast.applies("scaled_dot_product_attention", query):
+        return _autocast.described(explain_scaled_dot_product_attention, "scaled_dot_product_attention", query, key,
+                                   value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     reason = fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa)
     name = "scaled_dot_product_attention"
     if reason is not None:

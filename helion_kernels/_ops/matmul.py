@@ -248,6 +248,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 def explain_matmul(input, other):
+    if _autocast.enabled() and _autocast.applies("matmul", input):
+        return _autocast.described(explain_matmul, "matmul", input, other)
     reason = matmul_reason(input, other)
     if reason is not None:
         return explanation("matmul", reason)
@@ -263,6 +265,8 @@ def explain_matmul(input, other):
 
 
 def explain_linear(input, weight, bias=None):
+    if _autocast.enabled() and _autocast.applies("linear", input):
+        return _autocast.described(explain_linear, "linear", input, weight, bias)
     reason = linear_reason(input, weight, bias)
     if reason is not None:
         return explanation("linear", reason)

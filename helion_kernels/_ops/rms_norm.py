@@ -314,7 +314,7 @@ def explain_rms_norm(input, normalized_shape, weight=None, eps=None):
     out_dtype = x.dtype
     if _autocast.enabled() and _autocast.applies("rms_norm", input):
         if not _reads_as_they_are(input, normalized_shape, weight):
-            return _autocast.call(explain_rms_norm, "rms_norm", input, normalized_shape, weight, eps)
+            return _autocast.described(explain_rms_norm, "rms_norm", input, normalized_shape, weight, eps)
         out_dtype = torch.float32
     suffix = "" if w is not None else "noweight_"
     backward = [_call(f"rms_norm_{suffix}bwd", x, _bwd_dtypes(out_dtype, x, w))] if needs_autograd(input, weight) else []

@@ -43,6 +43,19 @@ def test_products_compute_in_the_autocast_dtype(device, poison, name):
     assert_close(out, reference, LOWER)
 
 
+def test_explain_follows_autocast_for_the_products(device):
+    """Inside an autocast region explain reports the kernels the products run: in the autocast dtype,
+    with the backward where the inputs require grad (the casts are described, not made)."""
+    x, w = randn(5, 24, device=device, requires_grad=True), randn(16, 24, device=device)
+    q = randn(1, 2, 9, 16, device=device)
+    with torch.autocast(device, dtype=LOWER):
+        explained = [hk.explain(hk.linear, x, w), hk.explain(hk.matmul, x, w.t()),
+                     hk.explain(hk.scaled_dot_product_attention, q, q, q, is_causal=True)]
+    for e in explained:
+        assert {d.dtype for d in e.forward + e.backward} == {"bfloat16"}, str(e)
+    assert explained[0].backward and explained[1].backward and not explained[2].backward
+
+
 def test_patched_modules_follow_autocast(device):
     layer = torch.nn.Linear(24, 16, device=device)
     x = randn(3, 24, device=device)
