@@ -7,6 +7,11 @@ from typing import Any, Callable
 import torch
 
 
+def dtypes_from_key(key: str) -> dict:
+    """{argument: torch dtype} of a dtypes key (`helion_kernels._variant.dtypes_key`'s inverse)."""
+    return {arg: getattr(torch, name) for arg, name in (pair.split("=") for pair in key.split(","))} if key else {}
+
+
 @dataclass(frozen=True)
 class OpSpec:
     name: str

@@ -27,7 +27,10 @@ a shape no table holds yet (one just added to a suite) names the entry it starts
 writes a winner as a new entry. Each variant is the entry's config with the overrides, normalized
 by the kernel's ConfigSpec (a variant that normalizes to a config already in the job is left out,
 with a note); its outputs must match the tuned config's within the op's tolerance. --match keeps
-the jobs of entries whose label contains its text. `jobs` writes the jobs those options make to a
+the jobs of entries whose label contains its text. With --dtypes KEY the --flag-steps and
+--knob-steps jobs are of the entries' variants for those argument dtypes (OpSpec.dtype_variants:
+`weight=float32`), run on such inputs from the variant's config, and `apply` records a winner as the
+entry's `dtype_configs` for KEY (tools/fit_dtype_variants.py keeps it where it fits). `jobs` writes the jobs those options make to a
 file, less the variants left out so (normalized against shape-only inputs on the meta device, so it
 takes seconds on any machine): a file whose variants can be compiled in parallel processes before
 `time` runs it (scratch/gpu_run_probe_parallel_warm.sh). `jobs` also takes a jobs file to filter,
@@ -68,6 +71,7 @@ import torch  # noqa: E402
 
 from build_tools.autotune.table import (environment_header, key_of, load_table, merged_table, sibling_entries,  # noqa: E402
                                         table_path_for, write_table)
+from build_tools.opspec import dtypes_from_key  # noqa: E402
 from helion_kernels._variant import to_plain, twin_config, variant_id  # noqa: E402
 
 OTHER_DTYPE = {"bfloat16": "float16", "float16": "bfloat16"}
@@ -81,6 +85,18 @@ def _spec(op: str):
 
 def _entry(table: dict, op: str, dtype: str, shape: dict) -> dict | None:
     return next((e for e in table["entries"] if (e["op"], e["dtype"], e["shape"]) == (op, dtype, shape)), None)
+
+
+def tuned_config(entry: dict, dtypes: str) -> dict:
+    """The config an entry's variant for the dtypes key `dtypes` runs: its config with its
+    `dtype_configs` for that key (docs/CONTRACTS.md); its config for "" (the entry's own dtypes)."""
+    return {**entry["config"], **entry.get("dtype_configs", {}).get(dtypes, {})} if dtypes else entry["config"]
+
+
+def job_inputs(spec, job: dict, device: str) -> tuple:
+    """The job's inputs on `device` (seed 0), in its "dtypes" where it names some."""
+    args = tuple(spec.make_inputs(job["shape"], getattr(torch, job["dtype"]), device, 0))
+    return spec.with_dtypes(args, dtypes_from_key(job.get("dtypes", "")))
 
 
 def with_siblings(table_path: Path, table: dict, device: dict) -> dict:
@@ -144,17 +160,27 @@ def foreign_shape_jobs(own: dict, table: dict, ops: list[str]) -> list[dict]:
     return jobs
 
 
-def per_entry_jobs(table: dict, ops: list[str], variants_of) -> list[dict]:
-    """One job per entry of `ops` for which `variants_of(config)` gives variants."""
+def per_entry_jobs(table: dict, ops: list[str], variants_of, dtypes: str = "") -> list[dict]:
+    """One job per entry of `ops` for which `variants_of(config)` gives variants; with `dtypes` (a
+    dtypes key), of the entries whose op generates that dtype variant for their dtype, on the
+    variant's config (`tuned_config`)."""
+    from helion_kernels._variant import dtypes_key
+
     jobs = []
     for entry in table["entries"]:
-        variants = variants_of(entry["config"]) if entry["op"] in ops else {}
+        if entry["op"] not in ops:
+            continue
+        if dtypes and dtypes not in {dtypes_key(d) for d in _spec(entry["op"]).dtype_variants.get(
+                getattr(torch, entry["dtype"]), ())}:
+            continue
+        variants = variants_of(tuned_config(entry, dtypes))
         if variants:
-            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"], "variants": variants})
+            jobs.append({"op": entry["op"], "dtype": entry["dtype"], "shape": entry["shape"], "variants": variants,
+                         **({"dtypes": dtypes} if dtypes else {})})
     return jobs
 
 
-def flag_step_jobs(table: dict, ops: list[str]) -> list[dict]:
+def flag_step_jobs(table: dict, ops: list[str], dtypes: str = "") -> list[dict]:
     """One job per entry of `ops`: a variant per per-loop flag of its config (lists of booleans:
     peeled tails, flattened or reversed loops, a Gluon kernel's flags) flipped alone, and one per
     whole-kernel flag that normalized configs leave out where false (ConfigSpec.OPTIONAL_FLAGS:
@@ -172,7 +198,7 @@ def flag_step_jobs(table: dict, ops: list[str]) -> list[dict]:
             steps[f"{name} {flipped}"] = {name: flipped}
         return steps
 
-    return per_entry_jobs(table, ops, flag_steps)
+    return per_entry_jobs(table, ops, flag_steps, dtypes)
 
 
 def _is_count(value) -> bool:
@@ -188,7 +214,7 @@ def _steps(value: int) -> list[int]:
     return [v for v in (value - 1, value + 1) if v >= 0]
 
 
-def knob_step_jobs(table: dict, ops: list[str], knobs: list[str] | None = None) -> list[dict]:
+def knob_step_jobs(table: dict, ops: list[str], knobs: list[str] | None = None, dtypes: str = "") -> list[dict]:
     """One job per entry of `ops`: a variant per integer knob (`num_warps`, an element of
     `block_sizes`, ...; only those in `knobs` when given) stepped one notch alone (`_steps`). What
     the kernel's ConfigSpec refuses or normalizes away is left out later (`distinct_jobs`). The
@@ -206,7 +232,7 @@ def knob_step_jobs(table: dict, ops: list[str], knobs: list[str] | None = None) 
                                  for i, current in enumerate(value) for v in _steps(current)})
         return variants
 
-    return per_entry_jobs(table, ops, knob_steps)
+    return per_entry_jobs(table, ops, knob_steps, dtypes)
 
 
 def normalized_variants(bound, job: dict, config: dict, notes: dict) -> dict:
@@ -232,10 +258,11 @@ def distinct_jobs(table: dict, jobs: list[dict]) -> tuple[list[dict], dict]:
         entry = _job_entry(table, job)
         spec = _spec(job["op"])
         spec.kernel.reset()
-        bound = spec.kernel.bind(spec.make_inputs(job["shape"], getattr(torch, job["dtype"]), "meta", 0))
+        bound = spec.kernel.bind(job_inputs(spec, job, "meta"))
         notes = {}
+        config = tuned_config(entry, job.get("dtypes", ""))
         variants = {label: job["variants"][label]
-                    for label in normalized_variants(bound, job, entry["config"], notes) if label != "tuned"}
+                    for label in normalized_variants(bound, job, config, notes) if label != "tuned"}
         if notes:
             left_out[index] = notes
         if variants:
@@ -276,11 +303,11 @@ def spill_growth_left_out(table: dict, jobs: list[dict]) -> tuple[list[dict], li
 
     kept, lines = [], []
     for job in jobs:
-        entry = _job_entry(table, job)
-        tuned = kernel_facts({**job, "config": entry["config"]})
+        config = tuned_config(_job_entry(table, job), job.get("dtypes", ""))
+        tuned = kernel_facts({**job, "config": config})
         variants = {}
         for label, overrides in job["variants"].items():
-            facts = kernel_facts({**job, "config": {**entry["config"], **overrides}})
+            facts = kernel_facts({**job, "config": {**config, **overrides}})
             worse = not isinstance(tuned, str) and (
                 isinstance(facts, str) or len(facts) != len(tuned)
                 or any(after > before for before, after in zip(spilled(tuned), spilled(facts))))
@@ -303,11 +330,11 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
     entry = _job_entry(table, job)
     spec = _spec(job["op"])
     dtype = getattr(torch, job["dtype"])
-    args = spec.make_inputs(job["shape"], dtype, "cuda", 0)
+    args = job_inputs(spec, job, "cuda")
     spec.kernel.reset()
     bound = spec.kernel.bind(args)
     notes = {}
-    configs = normalized_variants(bound, job, entry["config"], notes)
+    configs = normalized_variants(bound, job, tuned_config(entry, job.get("dtypes", "")), notes)
     rtol, atol = spec.tolerance(dtype)
     runs, reference = {}, None
     for label, config in configs.items():
@@ -325,7 +352,7 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
         runs[label] = fn
     timer = Timer(torch.device("cuda", torch.cuda.current_device()))
     times = timer.device_rounds({label: (lambda f: lambda: f(*args))(fn) for label, fn in runs.items()}, rounds=rounds)
-    return {**{k: job[k] for k in ("op", "dtype", "shape")}, "times": times, "notes": notes,
+    return {**{k: job[k] for k in ("op", "dtype", "shape", "dtypes") if k in job}, "times": times, "notes": notes,
             "configs": {label: to_plain(dict(configs[label])) for label in runs}, "device": _device_header(),
             "specialization": to_plain(bound.specialization_key())}
 
@@ -378,6 +405,16 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
             continue
         entry = dict(_entry(with_siblings(table_path, table, row["device"]), row["op"], row["dtype"], row["shape"])
                      or _new_entry(row))
+        destination = table_path_for(table_path.parent, row["device"]["arch"], row["device"]["device_name"])
+        if row.get("dtypes"):  # a dtype variant's winner: the entry's dtype_configs for its key
+            winner = row["configs"][label]
+            overrides = {k: v for k, v in winner.items() if entry["config"].get(k) != v}
+            entry["dtype_configs"] = {**entry.get("dtype_configs", {}), row["dtypes"]: overrides}
+            if destination != table_path:
+                entry.pop("baseline_us", None)
+            winners.setdefault(destination, (row["device"], []))[1].append(
+                (entry, f"{job_label(row)}: {label} {best['tuned']:.2f} -> {best[label]:.2f} us ({destination.name})"))
+            continue
         dynamic = dynamic_config(row, best, label, twin_config(entry) or entry["config"])
         entry.pop("dynamic_config", None)
         if dynamic is not None:
@@ -385,7 +422,6 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         entry["config"] = row["configs"][label]
         entry["variant"] = variant_id(row["op"], entry["config"], entry["specialization"])
         entry["us"] = round(best[label], 3)
-        destination = table_path_for(table_path.parent, row["device"]["arch"], row["device"]["device_name"])
         if destination != table_path:
             entry.pop("baseline_us", None)  # the peers were timed on the other device
         winners.setdefault(destination, (row["device"], []))[1].append(
@@ -411,6 +447,8 @@ def _add_job_options(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument("--knob-steps", help=f"ops whose entries are {verb} under each of their integer knobs "
                                              "(warps, an element of the block sizes, ...) stepped one notch alone")
     parser.add_argument("--knobs", help="with --knob-steps, only these knobs (comma-separated)")
+    parser.add_argument("--dtypes", help="with --flag-steps or --knob-steps, the entries' variants for these "
+                                         "argument dtypes (a key such as weight=float32: OpSpec.dtype_variants)")
     parser.add_argument("--foreign-shapes", help=f"ops whose entries from another GPU's table, at shapes --table "
                                                  f"lacks, are {verb} under --table's nearest entry's config")
     parser.add_argument("--match", action="append", help="with the options above, only entries whose label "
@@ -419,7 +457,7 @@ def _add_job_options(parser: argparse.ArgumentParser, verb: str) -> None:
 
 
 def job_label(job: dict) -> str:
-    return f"{job['op']} {job['dtype']} {json.dumps(job['shape'])}"
+    return f"{job['op']} {job['dtype']} {json.dumps(job['shape'])}" + (f" with {job['dtypes']}" if job.get("dtypes") else "")
 
 
 def _made_jobs(args, own: dict, table: dict, device: dict) -> list[dict] | None:
@@ -430,9 +468,10 @@ def _made_jobs(args, own: dict, table: dict, device: dict) -> list[dict] | None:
     if args.other_device:
         return other_device_jobs(args.table, table, device, args.other_device.split(","))
     if args.flag_steps:
-        return flag_step_jobs(table, args.flag_steps.split(","))
+        return flag_step_jobs(table, args.flag_steps.split(","), args.dtypes or "")
     if args.knob_steps:
-        return knob_step_jobs(table, args.knob_steps.split(","), args.knobs.split(",") if args.knobs else None)
+        return knob_step_jobs(table, args.knob_steps.split(","), args.knobs.split(",") if args.knobs else None,
+                              args.dtypes or "")
     if args.foreign_shapes:
         return foreign_shape_jobs(own, table, args.foreign_shapes.split(","))
     return None

@@ -13,7 +13,9 @@ shape-only inputs) the entry's config, and its dynamic twin, at the entry's shap
 reduction sizes doubled (the sizes its nearest-shape range reaches: the next power of two up), and
 where one does not fit, the first of these that does: the loops not pipelined, then the kernel
 not pipelined either. The table records it in the entry's `dtype_configs` (dtype key -> config
-overrides), which `generate` applies to that variant alone. `--check` exits 1 where a table
+overrides), which `generate` applies to that variant alone. Overrides already recorded there (a
+config probe's winner for the variant: tools/config_probe.py --dtypes) are kept where they fit and
+are the start of the fallbacks where they do not. `--check` exits 1 where a table
 differs from what the tool would write. About 1-2 s a variant.
 """
 from __future__ import annotations
@@ -32,10 +34,11 @@ import torch  # noqa: E402
 SHARED_MEMORY_LIMIT = {"sm_90": 232448}
 
 
-def fallbacks(config: dict) -> list[dict]:
-    """Config overrides to try in order: none, the loops not pipelined, nor the kernel."""
-    loops = {"range_num_stages": [1] * len(config.get("range_num_stages", []))}
-    return [{}, loops, {**loops, "num_stages": 1}]
+def fallbacks(config: dict, recorded: dict) -> list[dict]:
+    """Config overrides to try in order: those recorded, then with the loops not pipelined, then
+    with the kernel not pipelined either."""
+    loops = {**recorded, "range_num_stages": [1] * len({**config, **recorded}.get("range_num_stages", []))}
+    return [recorded, loops, {**loops, "num_stages": 1}]
 
 
 def shapes_served(spec, shape: dict) -> list[dict]:
@@ -54,11 +57,11 @@ def largest_shared_memory(spec, config: dict, shape: dict, dtype: torch.dtype, d
 
 def fitted(spec, entry: dict, dtypes: dict, limit: int, target) -> dict:
     """The first overrides under which the entry's config (and its twin) fits everywhere checked."""
-    from helion_kernels._variant import twin_config
+    from helion_kernels._variant import dtypes_key, twin_config
 
     dtype = getattr(torch, entry["dtype"])
     twin = twin_config(entry)
-    for overrides in fallbacks(entry["config"]):
+    for overrides in fallbacks(entry["config"], entry.get("dtype_configs", {}).get(dtypes_key(dtypes), {})):
         # a static config runs at its own reduction sizes only; its twin serves the others
         checks = [({**entry["config"], **overrides}, [entry["shape"]] if twin else shapes_served(spec, entry["shape"]))]
         if twin is not None:

@@ -37,8 +37,11 @@ def kernel_facts(entry: dict) -> list[dict] | str:
     import kernels_src
     from build_tools.cross_compile import CrossCompileError, cross_compile
 
+    from build_tools.opspec import dtypes_from_key
+
     spec = next(s for s in kernels_src.ALL_OPS if s.name == entry["op"])
     args = spec.make_inputs(entry["shape"], getattr(torch, entry["dtype"]), "meta", 0)  # shapes only: no data made
+    args = spec.with_dtypes(tuple(args), dtypes_from_key(entry.get("dtypes", "")))  # a config probe's dtypes job
     spec.kernel.reset()
     try:
         compiled = cross_compile(spec.kernel.bind(args), args, entry["config"])

@@ -334,3 +334,35 @@ def test_the_jobs_command_filters_a_jobs_file_by_ptxas_spills(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "left out: rms_norm_bwd float32" in done.stdout and "rows x8 kernel 0: " in done.stdout
     assert json.loads(out.read_text()) == [{**jobs[0], "variants": {"rows / 2": jobs[0]["variants"]["rows / 2"]}}]
+
+
+def test_dtype_variant_jobs_start_from_the_variants_config_and_apply_into_dtype_configs(tmp_path):
+    """--dtypes: the knob steps of the entries' variants for a dtypes key run from the variant's
+    config (the entry's with its dtype_configs for the key) on inputs of those dtypes, only where
+    the op generates that variant; `apply` records a winner as the entry's dtype_configs for the key,
+    leaving its own config, variant and time as they were."""
+    entry = _shipped_entry("rms_norm_bwd", "bfloat16", {"M": 4096, "N": 768})
+    assert entry["dtype_configs"]["grad_out=float32"] == {"range_num_stages": [1, 1, 1]}
+    table = {**H200, "entries": [entry, _shipped_entry("rms_norm_bwd", "float32", {"M": 4096, "N": 768})]}
+    jobs = probe.knob_step_jobs(table, ["rms_norm_bwd"], ["num_warps"], "grad_out=float32")
+    (job,) = jobs
+    assert (job["dtype"], job["dtypes"]) == ("bfloat16", "grad_out=float32")
+    kept, _ = probe.distinct_jobs(table, jobs)
+    assert kept and "with grad_out=float32" in probe.job_label(job)
+    args = probe.job_inputs(probe._spec("rms_norm_bwd"), job, "meta")
+    assert (args[0].dtype, args[1].dtype) == (torch.float32, torch.bfloat16)
+    table_path, result_path = tmp_path / "sm_90.json", tmp_path / "result.json"
+    table_path.write_text(json.dumps(table))
+    tuned = probe.tuned_config(entry, "grad_out=float32")
+    faster = {**tuned, "num_warps": tuned["num_warps"] * 2}
+    result_path.write_text(json.dumps([{"op": "rms_norm_bwd", "dtype": "bfloat16", "shape": entry["shape"],
+                                        "dtypes": "grad_out=float32", "times": {"tuned": [10.0], "w": [8.0]},
+                                        "notes": {}, "configs": {"tuned": tuned, "w": faster}, "device": H200}]))
+    (line,) = probe.apply(result_path, table_path, min_gain=0.03)
+    assert "with grad_out=float32" in line and "10.00 -> 8.00" in line
+    written = json.loads(table_path.read_text())["entries"][0]
+    assert written["dtype_configs"]["grad_out=float32"] == {"range_num_stages": [1, 1, 1],
+                                                            "num_warps": tuned["num_warps"] * 2}
+    assert {k: written[k] for k in ("config", "variant", "us")} == {k: entry[k] for k in ("config", "variant", "us")}
+    others = {key: overrides for key, overrides in entry["dtype_configs"].items() if key != "grad_out=float32"}
+    assert {key: overrides for key, overrides in written["dtype_configs"].items() if key != "grad_out=float32"} == others

@@ -46,3 +46,17 @@ def test_a_variant_that_does_not_fit_gets_its_loops_unpipelined(tmp_path):
     assert fitted == {key: unpipelined for key in ("grad_out=float32", "weight=float32",
                                                    "grad_out=float32,weight=float32")}
     assert _run("--check", "--tables", str(table)).returncode == 0
+
+
+@NEEDS_NVIDIA
+def test_recorded_overrides_are_kept_and_fitted_on_top(tmp_path):
+    """Overrides a config probe recorded for a variant (here 4 warps) stay; where they do not fit,
+    the fallbacks go on top of them."""
+    shipped = json.loads((ROOT / "tuned_configs" / "sm_90-nvidia-h100-80gb-hbm3.json").read_text())
+    entry = next(e for e in shipped["entries"] if e["op"] == "rms_norm_bwd" and e["shape"] == {"M": 1, "N": 4096})
+    entry["dtype_configs"] = {"grad_out=float32": {"num_warps": 4}}
+    table = tmp_path / "sm_90.json"
+    table.write_text(json.dumps({**shipped, "entries": [entry]}))
+    assert _run("--tables", str(table)).returncode == 0
+    fitted = json.loads(table.read_text())["entries"][0]["dtype_configs"]
+    assert fitted["grad_out=float32"] == {"num_warps": 4, "range_num_stages": [1] * len(entry["config"]["range_num_stages"])}

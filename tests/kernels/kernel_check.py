@@ -14,6 +14,7 @@ import pytest
 import torch
 from triton.runtime.errors import OutOfResources, PTXASError
 
+from build_tools.opspec import dtypes_from_key
 from tests.dsl._harness import runnable_backends
 
 TABLES = Path(__file__).resolve().parents[2] / "tuned_configs"
@@ -50,7 +51,7 @@ def shipped_inputs(spec, shape: dict, dtype: str, dtypes: str | None, device: st
     args = spec.make_inputs(shape, getattr(torch, dtype), device, seed)
     if dtypes is None:
         return args, spec.tolerance(getattr(torch, dtype))
-    overrides = {arg: getattr(torch, name) for arg, name in (pair.split("=") for pair in dtypes.split(","))}
+    overrides = dtypes_from_key(dtypes)
     names = list(spec.kernel.signature.parameters)
     outputs = [d for arg, d in overrides.items() if isinstance(args[names.index(arg)], torch.dtype)]
     return spec.with_dtypes(tuple(args), overrides), spec.tolerance(outputs[0] if outputs else getattr(torch, dtype))
