@@ -10,7 +10,8 @@ import os
 import torch
 import torch.nn.functional as F
 
-KERNEL_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+HALF_DTYPES = (torch.float16, torch.bfloat16)  # read as they are beside float32 (the row ops' dtype variants)
+KERNEL_DTYPES = (*HALF_DTYPES, torch.float32)
 
 INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 DISABLED = os.environ.get("HK_DISABLE") == "1"

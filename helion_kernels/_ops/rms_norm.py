@@ -14,11 +14,10 @@ import torch
 from torch import Tensor
 
 from .. import _autocast, _direct, _eager
-from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
+from .._backend import HALF_DTYPES, ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, chosen_launcher, explanation, launch, other_dtypes
 
 SHAPE_KEYS = ("M", "N")
-HALF = (torch.float16, torch.bfloat16)
 
 
 def _dtype_of(t: Tensor | None) -> torch.dtype | None:
@@ -208,7 +207,7 @@ def _as_rows(input: Tensor, normalized_shape, weight: Tensor | None):
 def _default_eps(dtype: torch.dtype) -> float:
     """PyTorch's eps when none is given: the machine epsilon of the type it computes in, float32 for
     float16 and bfloat16 inputs (their own epsilons, 1e-3 and 8e-3, would change small rows)."""
-    return torch.finfo(torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype).eps
+    return torch.finfo(torch.float32 if dtype in HALF_DTYPES else dtype).eps
 
 
 def _plan(launcher, weighted: bool, rows: int | None, default_eps: float, out_dtype: torch.dtype):
@@ -252,7 +251,7 @@ def _rms_norm(input: Tensor, normalized_shape, weight: Tensor | None, eps: float
 def _reads_as_they_are(input, normalized_shape, weight) -> bool:
     """Whether autocast's rms_norm of these arguments is one kernel on them as they are: half rows,
     no weight or one of a kernel dtype, no other reason to run PyTorch's."""
-    return (isinstance(input, Tensor) and input.dtype in HALF
+    return (isinstance(input, Tensor) and input.dtype in HALF_DTYPES
             and fallback_reason(input, normalized_shape, weight) is None)
 
 

@@ -10,11 +10,10 @@ import torch
 from torch import Tensor
 
 from .. import _autocast, _direct, _eager
-from .._backend import ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
+from .._backend import HALF_DTYPES, ORIGINAL, device_reason, dtype_reason, needs_autograd, transform_reason
 from .._plan import KernelCall, chosen_launcher, explanation, launch, other_dtypes
 
 SHAPE_KEYS = ("M", "N")
-HALF = (torch.bfloat16, torch.float16)
 
 
 def _fwd_dtypes(dtype: torch.dtype, out_dtype: torch.dtype) -> tuple:
@@ -111,7 +110,7 @@ def _as_rows(input: Tensor, dim: int, dtype):
     rows; the output dtype). Half rows with dtype float32 are read as they are (the cast is exact);
     no copy for a 2-D last-dim call."""
     x = input
-    if dtype is not None and not (dtype == torch.float32 and input.dtype in HALF):
+    if dtype is not None and not (dtype == torch.float32 and input.dtype in HALF_DTYPES):
         x = input.to(dtype)
     if dim not in (-1, x.dim() - 1):
         x = x.movedim(dim, -1)
