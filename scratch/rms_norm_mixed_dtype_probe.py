@@ -85,8 +85,8 @@ def main():
                                     for name, t in us.items()}
                 print(m, n, case, label, json.dumps({k: v["us"] for k, v in row[case][label].items()}), flush=True)
         results["shapes"][f"{m}x{n}"] = row
-    with open(os.path.join(os.environ.get("OUT", "."), "rms_norm_mixed_dtypes.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        with open(os.path.join(os.environ.get("OUT", "."), "rms_norm_mixed_dtypes.json"), "w") as f:
+            json.dump(results, f, indent=1)  # after each shape: a time limit keeps the shapes done
 
 
 if __name__ == "__main__":
