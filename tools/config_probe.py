@@ -385,6 +385,17 @@ def dynamic_config(row: dict, best: dict, label: str, previous: dict) -> dict | 
     return row["configs"][dynamic[0]] if dynamic else previous
 
 
+def rebased_dtype_configs(entry: dict, config: dict) -> dict:
+    """The entry's `dtype_configs` rewritten as overrides of `config`, its new config, so that each
+    recorded dtype variant keeps the config it was recorded with (a winner of the entry's own
+    dtypes says nothing of its variants'); those without a record follow the new config."""
+    rebased = {}
+    for key, overrides in entry["dtype_configs"].items():
+        recorded = {**entry["config"], **overrides}
+        rebased[key] = {k: v for k, v in recorded.items() if config.get(k) != v}
+    return rebased
+
+
 def _new_entry(row: dict) -> dict:
     """The entry a probe of a shape no table holds writes (see the module docstring)."""
     return {"op": row["op"], "dtype": row["dtype"], "shape": row["shape"], "specialization": row["specialization"],
@@ -419,6 +430,8 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         entry.pop("dynamic_config", None)
         if dynamic is not None:
             entry["dynamic_config"] = dynamic
+        if entry.get("dtype_configs"):
+            entry["dtype_configs"] = rebased_dtype_configs(entry, row["configs"][label])
         entry["config"] = row["configs"][label]
         entry["variant"] = variant_id(row["op"], entry["config"], entry["specialization"])
         entry["us"] = round(best[label], 3)

@@ -366,3 +366,23 @@ def test_dtype_variant_jobs_start_from_the_variants_config_and_apply_into_dtype_
     assert {k: written[k] for k in ("config", "variant", "us")} == {k: entry[k] for k in ("config", "variant", "us")}
     others = {key: overrides for key, overrides in entry["dtype_configs"].items() if key != "grad_out=float32"}
     assert {key: overrides for key, overrides in written["dtype_configs"].items() if key != "grad_out=float32"} == others
+
+
+def test_a_new_entry_config_keeps_its_recorded_dtype_variants_configs(tmp_path):
+    """`apply` of a winner of the entry's own dtypes rewrites its dtype_configs against the new
+    config: each recorded variant keeps the config it was recorded with (the new config's changed
+    knobs written back as overrides, an override the new config now holds dropped)."""
+    entry = _shipped_entry("rms_norm_bwd", "bfloat16", {"M": 4096, "N": 768})
+    recorded = {key: probe.tuned_config(entry, key) for key in entry["dtype_configs"]}
+    table_path, result_path = tmp_path / "sm_90.json", tmp_path / "result.json"
+    table_path.write_text(json.dumps({**H200, "entries": [entry]}))
+    tuned = entry["config"]
+    winner = {**tuned, "num_warps": tuned["num_warps"] * 2, "range_num_stages": [1, 1, 1]}
+    result_path.write_text(json.dumps([{"op": "rms_norm_bwd", "dtype": "bfloat16", "shape": entry["shape"],
+                                        "times": {"tuned": [10.0], "w": [8.0]}, "notes": {},
+                                        "configs": {"tuned": tuned, "w": winner}, "device": H200}]))
+    probe.apply(result_path, table_path, min_gain=0.03)
+    written = json.loads(table_path.read_text())["entries"][0]
+    assert written["config"] == winner
+    assert {key: probe.tuned_config(written, key) for key in written["dtype_configs"]} == recorded
+    assert written["dtype_configs"]["grad_out=float32"] == {"num_warps": tuned["num_warps"]}
