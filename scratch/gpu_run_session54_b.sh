@@ -2,8 +2,8 @@
 # Fifty-fourth session's report call, on an H100 or an H200: the report (benchmarks.report) of the
 # commit checked out, every row in plan order within REPORT_S, with Liger-Kernel from .whl (carry
 # [".whl"]). RESULTS.md links ../MISSED.md on an H200 (benchmarks/h200/) and MISSED.md on an H100.
-#   HK_COMMIT=$(git rev-parse --short HEAD) REPORT_S=480 bash scratch/gpu_run_session54_b.sh
-# (HK_COMMIT, computed here: the device's copy may carry a stale .git; benchmarks/README.md)
+#   HK_COMMIT=<short hash of the tree sent> REPORT_S=480 bash scratch/gpu_run_session54_b.sh
+# (the hash computed on the sending machine: the device copy may carry a stale .git; benchmarks/README.md)
 export HK_TEST_DEVICE=cuda PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | tee $OUT/device.txt)
 echo "$NAME"
