@@ -302,7 +302,7 @@ def test_variants_that_spill_more_are_left_out(monkeypatch):
 
     entry = _entry("bfloat16", 4)
     facts = {4: _facts((8, 8), (0, 0)), 8: _facts((4, 10), (0, 0)), 2: _facts((8, 8), (0, 4)),
-             16: "error: ptxas failed", 1: _facts((8, 8))}
+             16: "error: ptxas failed", 1: _facts((8, 9))}  # one kernel, spilling more than the worst of two
     monkeypatch.setattr(register_snapshot, "kernel_facts", lambda job: facts[job["config"]["num_warps"]])
     jobs = [{"op": "matmul", "dtype": "bfloat16", "shape": SHAPE,
              "variants": {f"{warps} warps": {"num_warps": warps} for warps in (8, 2, 16, 1)}}]
@@ -311,6 +311,11 @@ def test_variants_that_spill_more_are_left_out(monkeypatch):
     assert [line.split("} ", 1)[1] for line in lines] == [
         "2 warps kernel 1: spill_loads 0 -> 4", f"16 warps: {facts[4]} -> error: ptxas failed",
         f"1 warps: {facts[4]} -> {facts[1]}"]
+    facts.update({32: _facts((4, 4), (0, 0), (0, 0)), 64: _facts((0, 0), (10, 10), (0, 0))})
+    other_forms = [{**jobs[0], "variants": {f"{warps} warps": {"num_warps": warps} for warps in (32, 64)}}]
+    kept, lines = probe.spill_growth_left_out({"entries": [entry]}, other_forms)
+    # three kernels against two: compared by the most-spilling kernel (16 bytes under the entry's)
+    assert kept == [{**jobs[0], "variants": {"32 warps": {"num_warps": 32}}}] and len(lines) == 1
     facts[4] = "error: ptxas failed"  # the entry's own config fails: its variants stay to be timed
     assert probe.spill_growth_left_out({"entries": [entry]}, jobs)[0] == jobs
 
