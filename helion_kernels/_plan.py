@@ -69,8 +69,10 @@ _DECISIONS = DISPATCHER._cache
 
 def other_dtypes(dtype: torch.dtype, **arguments) -> tuple:
     """The dispatch key's (argument, dtype) pairs: each named argument dtype (None: absent) that is
-    not `dtype`, in name order."""
-    return tuple((name, d) for name, d in sorted(arguments.items()) if d is not None and d != dtype)
+    not `dtype`, in name order. On every call of the ops' custom-op path, so the common case (every
+    dtype `dtype`'s) sorts nothing."""
+    others = [(name, d) for name, d in arguments.items() if d is not None and d != dtype]
+    return tuple(sorted(others)) if others else ()
 
 
 def launch(op: str, names: tuple, values: tuple, like: torch.Tensor, args: tuple, fallback, dtypes: tuple = ()):

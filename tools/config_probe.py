@@ -387,15 +387,17 @@ def dynamic_config(row: dict, best: dict, label: str, previous: dict) -> dict | 
     return row["configs"][dynamic[0]] if dynamic else previous
 
 
+def overrides_of(config: dict, base: dict) -> dict:
+    """The knobs of `config` whose values differ from `base`'s: `config` as overrides of `base`."""
+    return {k: v for k, v in config.items() if base.get(k) != v}
+
+
 def rebased_dtype_configs(entry: dict, config: dict) -> dict:
     """The entry's `dtype_configs` rewritten as overrides of `config`, its new config, so that each
     recorded dtype variant keeps the config it was recorded with (a winner of the entry's own
     dtypes says nothing of its variants'); those without a record follow the new config."""
-    rebased = {}
-    for key, overrides in entry["dtype_configs"].items():
-        recorded = {**entry["config"], **overrides}
-        rebased[key] = {k: v for k, v in recorded.items() if config.get(k) != v}
-    return rebased
+    return {key: overrides_of({**entry["config"], **overrides}, config)
+            for key, overrides in entry["dtype_configs"].items()}
 
 
 def _new_entry(row: dict) -> dict:
@@ -420,8 +422,7 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
                      or _new_entry(row))
         destination = table_path_for(table_path.parent, row["device"]["arch"], row["device"]["device_name"])
         if row.get("dtypes"):  # a dtype variant's winner: the entry's dtype_configs for its key
-            winner = row["configs"][label]
-            overrides = {k: v for k, v in winner.items() if entry["config"].get(k) != v}
+            overrides = overrides_of(row["configs"][label], entry["config"])
             entry["dtype_configs"] = {**entry.get("dtype_configs", {}), row["dtypes"]: overrides}
             if destination != table_path:
                 entry.pop("baseline_us", None)
