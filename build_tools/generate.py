@@ -6,7 +6,7 @@ specialization and accepts the config unchanged (the DSL derives its config spac
 sizes), and compiled for the entry's config. An entry whose config compiles its reduction sizes in
 also gets its dynamic twin (`twin_config`), which the dispatcher runs at other reduction sizes, and
 both are compiled again for each set of other argument dtypes the op's `dtype_variants` lists for the
-entry's dtype (indexed in `DTYPE_VARIANTS`).
+entry's dtype, under ids the dispatcher derives from the entry (`dtype_variant_id`).
 Each kernels_src module (a "family") becomes one standalone module holding the deduplicated Triton
 kernels, one launcher per variant and the `VARIANTS`/`OP_INFO` indexes the runtime reads, and
 `REPLAYABLE`, the launchers a direct call may record and replay natively. Output is deterministic;
@@ -26,7 +26,8 @@ from pathlib import Path
 import torch
 
 from build_tools.dsl.gluon_lowering import HEADER
-from helion_kernels._variant import canonical_json, dtype_name, dtypes_key, to_plain, twin_config, variant_id
+from helion_kernels._variant import (canonical_json, dtype_variant_id, dtypes_key, to_plain, twin_config, variant_id,
+                                     with_dtypes)
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE_DIR = REPO / "tuned_configs"
@@ -52,8 +53,6 @@ class Variant:
     specialization: dict
     bound: object
     used_by: list = field(default_factory=list)
-    # argument dtypes key (`dtypes_key`) -> the variant of this config for them (OpSpec.dtype_variants)
-    dtype_variants: dict = field(default_factory=dict)
 
 
 def op_families() -> dict:
@@ -174,29 +173,20 @@ def collect_variants(families: dict, entries: list) -> dict:
     return variants
 
 
-def with_dtypes(specialization: dict, dtypes: dict) -> dict:
-    """`specialization` with the arguments named in `dtypes` in those dtypes (a tensor's entry keeps
-    its other facts; a dtype argument's is the dtype's name)."""
-    changed = dict(specialization)
-    for name, dtype in dtypes.items():
-        fact = specialization.get(name)
-        changed[name] = {**fact, "dtype": dtype_name(dtype)} if isinstance(fact, dict) else dtype_name(dtype)
-    return changed
-
-
 def add_dtype_variant(spec, family_variants: dict, base: Variant, entry: dict, dtypes: dict, overrides: dict) -> None:
     """Add the variant of `base`'s config, changed by `overrides` (the entry's `dtype_configs` for
     these dtypes: tools/fit_dtype_variants.py), whose arguments named in `dtypes` have those dtypes
-    (OpSpec.dtype_variants), and record it in `base.dtype_variants`; it serves every use of `base`."""
+    (OpSpec.dtype_variants). Its id is `dtype_variant_id`'s, which the dispatcher derives from the entry."""
     key = dtypes_key(dtypes)
-    config = {**base.config, **overrides}
-    specialization = with_dtypes(base.specialization, dtypes)
-    vid = variant_id(spec.name, config, specialization)
+    vid = dtype_variant_id(spec.name, base.config, base.specialization, key, overrides)
     if (spec.name, vid) not in family_variants:
+        config = {**base.config, **overrides}
+        specialization = with_dtypes(base.specialization, dtypes)
         bound = bind(spec, entry["shape"], _dtype(entry["dtype"]), specialization, config, dtypes)
-        family_variants[(spec.name, vid)] = Variant(spec.name, vid, config, specialization, bound,
-                                                    [f"variant {base.vid} with {key}"])
-    base.dtype_variants[key] = vid
+        family_variants[(spec.name, vid)] = Variant(spec.name, vid, config, specialization, bound)
+    used_by = family_variants[(spec.name, vid)].used_by
+    if f"variant {base.vid} with {key}" not in used_by:  # every entry of `base`'s config derives it
+        used_by.append(f"variant {base.vid} with {key}")
 
 
 def add_dynamic_twin(spec, family_variants: dict, static: Variant, entry: dict, table_name: str) -> Variant:
@@ -278,17 +268,6 @@ def render_family(family: str, specs: list, variants: dict) -> str:
         table.append("    },")
     table.append("}")
     lines.append("\n".join(table))
-    # variant -> {argument dtypes key: the variant of its config for them} (OpSpec.dtype_variants)
-    derived = ["DTYPE_VARIANTS = {"]
-    for op in ops:
-        found = sorted((v.vid, v.dtype_variants) for (name, _), v in variants.items()
-                       if name == op and v.dtype_variants)
-        if found:
-            derived.append(f"    {op!r}: {{")
-            derived += [f"        {vid!r}: {dict(sorted(others.items()))!r}," for vid, others in found]
-            derived.append("    },")
-    derived.append("}")
-    lines.append("\n".join(derived))
     # the launchers a direct call may record and replay natively (build_tools/dsl/replayable.py)
     lines.append("\n".join(["REPLAYABLE = frozenset({", *(f"    {name!r}," for name in sorted(replayable)), "})"]))
     return _tidy("\n\n\n".join(lines))

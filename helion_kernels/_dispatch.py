@@ -13,7 +13,7 @@ process compiles one static kernel per tuned size, not one per size it meets. De
 per exact key, so a repeated call costs one dict lookup. A call some of whose arguments have another
 dtype than the op's dtype (softmax's float32 output of bf16 rows, RMSNorm's float32 weight beside
 bf16 rows) is keyed by the op's dtype and those arguments' dtypes, and runs the chosen entry's config
-compiled for them (the generated DTYPE_VARIANTS, from OpSpec.dtype_variants).
+compiled for them (OpSpec.dtype_variants; `Entry.dtype_variant` names it).
 """
 from __future__ import annotations
 
@@ -159,14 +159,15 @@ class Dispatcher:
             how = "exact tuned shape" if exact else f"nearest tuned shape {best.shape}"
             variant, config = best.variant, best.config
             untuned = any(shape.get(k) != best.shape.get(k) for k in info.get("reduction_keys", ()))
-            if untuned and best.twin in launchers:
+            twin = untuned and best.twin in launchers
+            if twin:
                 variant, config = best.twin, best.twin_config
                 how += f", through its dynamic twin {best.twin} ({best.variant} compiles the tuned reduction sizes in)"
             elif untuned and best.twin is not None:
                 notes.append(f"{table.name}: the dynamic twin {best.twin} of {best.variant} has no generated "
                              "variant (run `python -m build_tools generate`); the static variant compiles this size")
             if others is not None:
-                derived = self.registry.dtype_variants(op).get(variant, {}).get(others)
+                derived = best.dtype_variant(others, twin)
                 if derived not in launchers:
                     return Decision(op, arch, dtype_str, shape, others, notes=tuple(notes),
                                     reason=f"{table.name}: {how}; its config is not generated for {others} "

@@ -38,12 +38,6 @@ class VariantRegistry:
         module = self._module(op)
         return MappingProxyType(module.VARIANTS.get(op, {}) if module is not None else {})
 
-    def dtype_variants(self, op: str) -> dict:
-        """variant id -> {argument dtypes key (`_variant.dtypes_key`): variant id} for `op` (the
-        generated DTYPE_VARIANTS)."""
-        module = self._module(op)
-        return module.DTYPE_VARIANTS.get(op, {}) if module is not None else {}
-
     def op_info(self, op: str) -> dict:
         module = self._module(op)
         return module.OP_INFO.get(op, {}) if module is not None else {}

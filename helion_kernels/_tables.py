@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ._variant import twin_config, variant_id
+from ._variant import dtype_variant_id, twin_config, variant_id
 
 DEFAULT_ARCH = "default"
 
@@ -28,6 +28,17 @@ class Entry:
     # where `config` compiles the reduction sizes in: the config and variant run at other sizes
     twin_config: dict | None = None
     twin: str | None = None
+    specialization: dict | None = None
+    # argument dtypes key -> overrides of `config` for them (docs/CONTRACTS.md, tuned tables)
+    dtype_configs: dict = field(default_factory=dict)
+
+    def dtype_variant(self, key: str, twin: bool = False) -> str | None:
+        """The variant of this entry's config (its twin's where `twin`) generated for the argument
+        dtypes `key` names, with its `dtype_configs` for them; None without a recorded specialization."""
+        if self.specialization is None:
+            return None
+        return dtype_variant_id(self.op, self.twin_config if twin else self.config, self.specialization, key,
+                                self.dtype_configs.get(key, {}))
 
 
 @dataclass
@@ -65,7 +76,8 @@ def _entry(raw: dict) -> Entry:
         raise KeyError(f"{raw['op']} entry {raw['shape']} compiles its reduction sizes in but records no "
                        "specialization (its dynamic twin's variant id needs one)")
     return Entry(raw["op"], raw["dtype"], dict(raw["shape"]), config, variant, raw.get("us"), twin,
-                 variant_id(raw["op"], twin, raw["specialization"]) if twin is not None else None)
+                 variant_id(raw["op"], twin, raw["specialization"]) if twin is not None else None,
+                 raw.get("specialization"), raw.get("dtype_configs", {}))
 
 
 def load_table(path: Path) -> Table:

@@ -3,8 +3,9 @@
 A generated variant is named by the op, its config and the specialization it was compiled for;
 `variant_id` hashes the canonical JSON of those three so every side derives the same name.
 `twin_config` names the second variant a table entry may need (its dynamic twin), on both sides;
-`dtype_name` writes a dtype as both sides name it, and `dtypes_key` a variant's argument dtypes that
-differ from its entry's (OpSpec.dtype_variants).
+`dtype_name` writes a dtype as both sides name it, `dtypes_key` a variant's argument dtypes that
+differ from its entry's (OpSpec.dtype_variants), and `dtype_variant_id` the variant an entry's config
+is compiled as for them.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ def dtype_name(dtype) -> str:
 
 
 def dtypes_key(overrides) -> str:
-    """The name of argument dtype overrides ({arg: dtype} or (arg, dtype) pairs) as the generated
-    DTYPE_VARIANTS index and `explain` write it: "out_dtype=float32,weight=float32"."""
+    """The name of argument dtype overrides ({arg: dtype} or (arg, dtype) pairs) as tables'
+    `dtype_configs` and `explain` write it: "out_dtype=float32,weight=float32"."""
     pairs = overrides.items() if isinstance(overrides, Mapping) else overrides
     return ",".join(f"{arg}={dtype_name(dtype)}" for arg, dtype in sorted(pairs, key=lambda pair: pair[0]))
 
@@ -54,3 +55,21 @@ def twin_config(entry: Mapping) -> dict | None:
     if not config.get("static_reduction_sizes"):
         return None
     return dict(entry.get("dynamic_config") or {**config, "static_reduction_sizes": False})
+
+
+def with_dtypes(specialization: dict, dtypes: Mapping) -> dict:
+    """`specialization` with the arguments named in `dtypes` ({arg: dtype or its name}) in those
+    dtypes (a tensor's entry keeps its other facts; a dtype argument's is the dtype's name)."""
+    changed = dict(specialization)
+    for name, dtype in dtypes.items():
+        fact = specialization.get(name)
+        changed[name] = {**fact, "dtype": dtype_name(dtype)} if isinstance(fact, dict) else dtype_name(dtype)
+    return changed
+
+
+def dtype_variant_id(op: str, config: dict, specialization: dict, key: str, overrides: dict) -> str:
+    """The variant of an entry's `config` (or its twin's) compiled for the argument dtypes `key`
+    names (`dtypes_key`), changed by `overrides` (the entry's `dtype_configs` for `key`): derived
+    from the entry itself, since two entries of one config may record different overrides."""
+    dtypes = dict(pair.split("=") for pair in key.split(","))
+    return variant_id(op, {**config, **overrides}, with_dtypes(specialization, dtypes))

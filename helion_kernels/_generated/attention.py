@@ -24178,10 +24178,6 @@ VARIANTS = {
 }
 
 
-DTYPE_VARIANTS = {
-}
-
-
 REPLAYABLE = frozenset({
     'attention_bwd__00b10bcab1f0',
     'attention_bwd__024fddf01129',

@@ -4134,10 +4134,6 @@ VARIANTS = {
 }
 
 
-DTYPE_VARIANTS = {
-}
-
-
 REPLAYABLE = frozenset({
     'bmm__088145777ab7',
     'bmm__141a64b63d3e',

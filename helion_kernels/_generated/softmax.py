@@ -5312,36 +5312,6 @@ VARIANTS = {
 }
 
 
-DTYPE_VARIANTS = {
-    'softmax_fwd': {
-        '0dc40091dbdd': {'out_dtype=float32': '1392099c94c7'},
-        '37fa98dafaee': {'out_dtype=float32': 'f6823f3800d1'},
-        '3b5b83d060fc': {'out_dtype=float32': '3ab2f621ac6c'},
-        '3dbf59bddd9d': {'out_dtype=float32': '22c05524d8fb'},
-        '3f503d622504': {'out_dtype=float32': '78c27524bd56'},
-        '628d86f4df6a': {'out_dtype=float32': '5de2ea1c4d5e'},
-        '6b5f5477ff7c': {'out_dtype=float32': '4f7cc7b8f428'},
-        '7a2566ec50c0': {'out_dtype=float32': 'e916d2eaaf9f'},
-        '8805a55a818c': {'out_dtype=float32': '67af87f0c15f'},
-        '8ced301773de': {'out_dtype=float32': 'b0b6bcdfe26f'},
-        '8fee5be22ac1': {'out_dtype=float32': 'f3b62a2474fb'},
-        'b55b4599dc15': {'out_dtype=float32': '8b2dec42d46b'},
-        'baaea293167d': {'out_dtype=float32': 'f65655c1bda6'},
-        'd2e99a3f4976': {'out_dtype=float32': '4d04fd1c332c'},
-        'e8712739e775': {'out_dtype=float32': '5f390fa734a0'},
-        'efbdcfbe7bb1': {'out_dtype=float32': '16a821369a8f'},
-        'efdf5fac1d73': {'out_dtype=float32': 'ddc972cb4f37'},
-    },
-    'softmax_bwd': {
-        '0db6d6d4b64d': {'grad_in_dtype=bfloat16': 'c7f619379821', 'grad_in_dtype=float16': 'a05cd8edb128'},
-        '1e5d398a46fa': {'grad_in_dtype=bfloat16': '4b276dcadd70', 'grad_in_dtype=float16': 'e9ce377f2f92'},
-        '62443292112c': {'grad_in_dtype=bfloat16': 'b67a5262e900', 'grad_in_dtype=float16': '97170a1f6c25'},
-        '79bf9aed2bea': {'grad_in_dtype=bfloat16': '4365a9eaa35f', 'grad_in_dtype=float16': 'f5417ab6c526'},
-        'c2715de735d7': {'grad_in_dtype=bfloat16': 'a2c71d6779e6', 'grad_in_dtype=float16': '8d28bd0eed95'},
-    },
-}
-
-
 REPLAYABLE = frozenset({
     'softmax_bwd__03823f438242',
     'softmax_bwd__0bfd17ac0630',

@@ -31,18 +31,23 @@ def shipped_entries(ops=None) -> list:
             for e in entries if ops is None or e.op in ops]
 
 
-def with_dtype_variants(variants: list) -> list:
-    """(op, dtype, variant, None) for each (op, dtype, variant) of `variants`, each followed by
-    (op, dtype, the variant of its config generated for other argument dtypes, their key)
-    (OpSpec.dtype_variants; the key as `helion_kernels._variant.dtypes_key` writes it)."""
-    from helion_kernels._dispatch import DISPATCHER
+def variants_of(entries: list, twins: bool = False) -> list:
+    """The distinct (op, dtype, variant, None) that `entries` run (their dynamic twins too where
+    `twins`), and (op, dtype, variant, key) for each set of other argument dtypes their op's
+    OpSpec.dtype_variants lists for their dtype: the entry's config compiled for them, with its
+    `dtype_configs` for the key (`Entry.dtype_variant`; the key as `_variant.dtypes_key` writes it)."""
+    import kernels_src
+    from helion_kernels._variant import dtypes_key
 
-    found = []
-    for op, dtype, variant in variants:
-        found.append((op, dtype, variant, None))
-        others = DISPATCHER.registry.dtype_variants(op).get(variant, {})
-        found += [(op, dtype, derived, key) for key, derived in sorted(others.items())]
-    return found
+    specs = {spec.name: spec for spec in kernels_src.ALL_OPS}
+    found = set()
+    for e in entries:
+        for twin in (False, True) if twins and e.twin else (False,):
+            found.add((e.op, e.dtype, e.twin if twin else e.variant, None))
+            for dtypes in specs[e.op].dtype_variants.get(getattr(torch, e.dtype), ()):
+                key = dtypes_key(dtypes)
+                found.add((e.op, e.dtype, e.dtype_variant(key, twin), key))
+    return sorted(found, key=lambda row: (*row[:3], row[3] or ""))
 
 
 def shipped_inputs(spec, shape: dict, dtype: str, dtypes: str | None, device: str, seed: int) -> tuple:

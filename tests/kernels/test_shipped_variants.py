@@ -10,24 +10,24 @@ import torch
 
 import kernels_src
 from helion_kernels._dispatch import DISPATCHER
-from kernel_check import assert_close, assert_dtypes_of_baseline, poisoned_allocations, shipped_entries, shipped_inputs, with_dtype_variants
+from kernel_check import assert_close, assert_dtypes_of_baseline, poisoned_allocations, shipped_entries, shipped_inputs, variants_of
 
 ROW_OPS = ("rms_norm_fwd", "rms_norm_bwd", "rms_norm_noweight_fwd", "rms_norm_noweight_bwd", "softmax_fwd", "softmax_bwd")
 SHAPES = {"cpu": ({"M": 1, "N": 300}, {"M": 37, "N": 300}), "cuda": ({"M": 1, "N": 4099}, {"M": 1037, "N": 4099})}
 
 
-def dynamic_variants() -> list:
-    return sorted({(e.op, e.dtype, e.variant) for e in shipped_entries(ROW_OPS) if not e.twin})
+def dynamic_entries() -> list:
+    return [e for e in shipped_entries(ROW_OPS) if not e.twin]
 
 
 def test_every_row_op_ships_dynamic_variants():
-    assert {op for op, _, _ in dynamic_variants()} == set(ROW_OPS)
+    assert {e.op for e in dynamic_entries()} == set(ROW_OPS)
 
 
 def test_row_ops_ship_their_configs_for_mixed_dtypes():
     """Softmax's float32 output of half rows and its half gradient; RMSNorm's float32 output,
     weight and gradient beside half rows (OpSpec.dtype_variants)."""
-    found = {(op, dtype, key) for op, dtype, _, key in with_dtype_variants(dynamic_variants()) if key}
+    found = {(op, dtype, key) for op, dtype, _, key in variants_of(dynamic_entries()) if key}
     assert found >= {
         ("softmax_fwd", "bfloat16", "out_dtype=float32"), ("softmax_bwd", "float32", "grad_in_dtype=bfloat16"),
         ("rms_norm_fwd", "bfloat16", "out_dtype=float32,weight=float32"), ("rms_norm_fwd", "bfloat16", "weight=float32"),
@@ -35,7 +35,7 @@ def test_row_ops_ship_their_configs_for_mixed_dtypes():
         ("rms_norm_noweight_fwd", "bfloat16", "out_dtype=float32"), ("rms_norm_noweight_bwd", "bfloat16", "grad_out=float32")}
 
 
-@pytest.mark.parametrize("op, dtype, variant, dtypes", with_dtype_variants(dynamic_variants()))
+@pytest.mark.parametrize("op, dtype, variant, dtypes", variants_of(dynamic_entries()))
 def test_variant_is_right_away_from_its_tuned_shape(device, op, dtype, variant, dtypes):
     spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
     launcher = DISPATCHER.registry.launchers(op)[variant]

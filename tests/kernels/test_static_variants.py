@@ -13,7 +13,7 @@ import torch
 
 import kernels_src
 from helion_kernels._dispatch import DISPATCHER
-from kernel_check import assert_close, assert_dtypes_of_baseline, poisoned_allocations, shipped_entries, shipped_inputs, with_dtype_variants
+from kernel_check import assert_close, assert_dtypes_of_baseline, poisoned_allocations, shipped_entries, shipped_inputs, variants_of
 
 ROWS = {"cpu": 3, "cuda": 37}
 WIDTHS = {"cpu": (300, 77, 1, 300), "cuda": (32000, 4097, 1, 32000)}
@@ -28,15 +28,11 @@ def static_variants() -> list:
     return sorted({(e.op, e.dtype, e.variant) for e in static_entries()})
 
 
-def with_twins(variants: list) -> list:
-    return variants + sorted({(e.op, e.dtype, e.twin) for e in static_entries()})
-
-
 def test_the_tables_ship_static_variants():
     assert {op for op, _, _ in static_variants()} >= {"softmax_fwd", "softmax_bwd"}
 
 
-@pytest.mark.parametrize("op, dtype, variant, dtypes", with_dtype_variants(with_twins(static_variants())))
+@pytest.mark.parametrize("op, dtype, variant, dtypes", variants_of(static_entries(), twins=True))
 def test_static_variant_and_twin_are_right_at_every_width(device, op, dtype, variant, dtypes):
     spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
     launcher = DISPATCHER.registry.launchers(op)[variant]

@@ -6,7 +6,7 @@ import torch
 
 from helion_kernels._dispatch import Dispatcher, log_distance
 from helion_kernels._tables import load_table, load_tables
-from helion_kernels._variant import variant_id
+from helion_kernels._variant import dtype_variant_id, variant_id
 
 CPU = torch.device("cpu")
 
@@ -14,18 +14,14 @@ CPU = torch.device("cpu")
 class FakeRegistry:
     """Registry stand-in: every variant id in `known` has a launcher that returns its own id."""
 
-    def __init__(self, known, exact_keys=(), key_weights=None, reduction_keys=(), dtype_variants=None):
+    def __init__(self, known, exact_keys=(), key_weights=None, reduction_keys=()):
         self.known = set(known)
         self.exact = exact_keys
         self.weights = key_weights
         self.reduction_keys = reduction_keys
-        self.derived = dtype_variants or {}
 
     def launchers(self, op):
         return {vid: (lambda vid=vid: vid) for vid in self.known}
-
-    def dtype_variants(self, op):
-        return self.derived
 
     def op_info(self, op):
         return {"exact_keys": list(self.exact), "key_weights": self.weights,
@@ -319,22 +315,37 @@ def test_entries_of_a_backend_the_device_cannot_run_are_skipped(tmp_path, monkey
 
 def test_other_argument_dtypes_run_the_chosen_configs_variant_for_them(tmp_path, monkeypatch):
     """A call keyed with other argument dtypes (an output's, a weight's) picks its entry by the op's
-    dtype, then runs that entry's config compiled for them; without such a variant, PyTorch, saying
-    why. The op dtype's own calls, and other argument dtypes, are cached apart."""
+    dtype, then runs that entry's config compiled for them, with the entry's own `dtype_configs`
+    (two tables' entries of one config may record different ones); without such a variant, PyTorch,
+    saying why. The op dtype's own calls, and other argument dtypes, are cached apart."""
     monkeypatch.setenv("HK_ARCH", "sm_90")
-    write_table(tmp_path, "sm_90.json", "sm_90", [entry("softmax_fwd", {"M": 8, "N": 1024}, "a"),
-                                                  entry("softmax_fwd", {"M": 8, "N": 65536}, "b")])
-    registry = FakeRegistry("abAW", dtype_variants={"a": {"out_dtype=float32": "A", "out_dtype=float32,weight=float32": "W"},
-                                                   "b": {"out_dtype=float16": "B"}})
-    d = Dispatcher(registry, lambda: load_tables_from(tmp_path))
+    monkeypatch.setenv("HK_DEVICE_NAME", "GPU X")
+    specialization = {"x": {"dtype": "bfloat16", "rank": 2}, "weight": {"dtype": "bfloat16", "rank": 1},
+                      "out_dtype": "bfloat16"}
+
+    def tuned(shape, vid, dtype_configs=None):
+        return {**entry("softmax_fwd", shape, vid), "specialization": specialization,
+                "dtype_configs": dtype_configs or {}}
+
+    small, large = {"M": 8, "N": 1024}, {"M": 8, "N": 65536}
+    write_table(tmp_path, "sm_90.json", "sm_90", [tuned(small, "a"), tuned(large, "b")])
+    write_table(tmp_path, "sm_90-gpu-x.json", "sm_90", [tuned(large, "b", {"out_dtype=float32": {"w": 8}})],
+                device_name="GPU X")
+    one, both = "out_dtype=float32", "out_dtype=float32,weight=float32"
+    A, W = (dtype_variant_id("softmax_fwd", {"v": "a"}, specialization, key, {}) for key in (one, both))
+    B = dtype_variant_id("softmax_fwd", {"v": "b"}, specialization, one, {"w": 8})
+    assert B != dtype_variant_id("softmax_fwd", {"v": "b"}, specialization, one, {})
+    d = Dispatcher(FakeRegistry(["a", "b", A, W, B]), lambda: load_tables_from(tmp_path))
     names = ("M", "N")
     decision = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000), (("out_dtype", torch.float32),))
-    assert (decision.variant, decision.launcher(), decision.dtypes) == ("A", "A", "out_dtype=float32")
+    assert (decision.variant, decision.launcher(), decision.dtypes) == (A, A, one)
     assert decision.config == {"v": "a"} and "compiled for out_dtype=float32" in decision.reason
-    both = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000),
+    wide = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000),
                     (("out_dtype", torch.float32), ("weight", torch.float32)))
-    assert (both.variant, both.dtypes) == ("W", "out_dtype=float32,weight=float32")
+    assert (wide.variant, wide.dtypes) == (W, both)
     assert d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000)).variant == "a"
-    missing = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 60000), (("out_dtype", torch.float32),))
-    assert missing.launcher is None and "not generated for out_dtype=float32" in missing.reason
+    own = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 60000), (("out_dtype", torch.float32),))
+    assert (own.variant, own.table) == (B, "sm_90-gpu-x.json")
+    missing = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 60000), (("out_dtype", torch.float16),))
+    assert missing.launcher is None and "not generated for out_dtype=float16" in missing.reason
 

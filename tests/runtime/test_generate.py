@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from build_tools import default_table, generate
+from tests.kernels.kernel_check import shipped_entries, variants_of
 
 
 def _global_names(code) -> set:
@@ -52,7 +53,7 @@ def test_check_detects_edits_missing_and_extra_files(rendered, tmp_path, monkeyp
 
 
 def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
-    variants, families, wide = {}, {}, []
+    variants, families = {}, {}
     for name, text in rendered.items():
         tree = ast.parse(text)
         for node in ast.walk(tree):
@@ -69,8 +70,6 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # from a file: Triton's JIT reads kernel source from it
         namespace = vars(module)
-        wide += [(op, vid, derived) for op, table in namespace["DTYPE_VARIANTS"].items()
-                 for vid, others in table.items() for derived in others.values()]
         for op, launchers in namespace["VARIANTS"].items():
             variants.setdefault(op, set()).update(launchers)
             families[op] = path.stem
@@ -90,9 +89,10 @@ def test_modules_are_standalone_and_cover_every_table_entry(rendered, tmp_path):
     assert twins, "the tables ship static_reduction_sizes entries, whose twins must be generated"
     for op, twin in twins:
         assert twin in variants[op], (op, twin)
-    assert {op for op, _, _ in wide} == {"softmax_fwd", "softmax_bwd", "rms_norm_fwd", "rms_norm_bwd",
-                                         "rms_norm_noweight_fwd", "rms_norm_noweight_bwd"}
-    assert all(vid in variants[op] and derived in variants[op] for op, vid, derived in wide)
+    wide = [row for row in variants_of(shipped_entries(), twins=True) if row[3]]
+    assert {op for op, *_ in wide} == {"softmax_fwd", "softmax_bwd", "rms_norm_fwd", "rms_norm_bwd",
+                                       "rms_norm_noweight_fwd", "rms_norm_noweight_bwd"}
+    assert all(vid in variants[op] for op, _, vid, _ in wide)  # each entry's, with its own dtype_configs
 
 
 def test_static_entry_gets_its_dynamic_twin(tmp_path):
@@ -122,7 +122,7 @@ def test_static_entry_gets_its_dynamic_twin(tmp_path):
         assert variants[("softmax_fwd", twin_vid)].used_by == [
             f"sm_90.json bfloat16 {json.dumps(entry['shape'], separators=(',', ':'))} at other reduction sizes"]
         for vid, wide_vid in wide.items():  # each config also compiled for float32 output (OpSpec.dtype_variants)
-            assert variants[("softmax_fwd", vid)].dtype_variants == {"out_dtype=float32": wide_vid}
+            assert variants[("softmax_fwd", wide_vid)].used_by == [f"variant {vid} with out_dtype=float32"]
             assert variants[("softmax_fwd", wide_vid)].specialization == {
                 **variants[("softmax_fwd", vid)].specialization, "out_dtype": "float32"}
     raw["dynamic_config"] = entry["config"]
@@ -141,24 +141,31 @@ def test_entry_is_compiled_for_its_ops_other_argument_dtypes(tmp_path):
     """OpSpec.dtype_variants: a bf16 RMSNorm backward entry is also compiled for a float32 gradient,
     a float32 weight and both. Each variant's specialization is the entry's with those tensors'
     dtypes changed (ranks kept), its config the entry's with the entry's `dtype_configs` for its key,
-    and the entry's variant indexes each by its key."""
+    and its id the one the dispatcher derives from the entry (`Entry.dtype_variant`). Another table's
+    entry of the same config with other `dtype_configs` gets its own variant for that key."""
+    from helion_kernels._tables import load_table
+
     table = json.loads((generate.TABLE_DIR / "sm_90.json").read_text())
     entry = next(e for e in table["entries"] if e["op"] == "rms_norm_bwd" and e["dtype"] == "bfloat16"
                  and not e["config"].get("static_reduction_sizes"))
     unpipelined = {"range_num_stages": [1] * len(entry["config"]["range_num_stages"])}
     entry = {**entry, "dtype_configs": {"grad_out=float32,weight=float32": unpipelined}}  # tools/fit_dtype_variants.py
-    (tmp_path / "sm_90.json").write_text(json.dumps({"schema": 1, "arch": "sm_90", "entries": [entry]}))
+    other = {**entry, "dtype_configs": {"grad_out=float32,weight=float32": {"num_stages": 1}}}
+    for name, e, device in (("sm_90.json", entry, None), ("sm_90-gpu-x.json", other, "GPU X")):
+        (tmp_path / name).write_text(json.dumps({"schema": 1, "arch": "sm_90", "device_name": device, "entries": [e]}))
     variants = generate.collect_variants(generate.op_families(), generate.table_entries(tmp_path))["rms_norm"]
     base = variants[("rms_norm_bwd", entry["variant"])]
     wide = {"dtype": "float32", "rank": 2}
     expected = {"grad_out=float32": {"grad_out": wide}, "weight=float32": {"weight": {**wide, "rank": 1}},
                 "grad_out=float32,weight=float32": {"grad_out": wide, "weight": {**wide, "rank": 1}}}
-    assert set(base.dtype_variants) == set(expected) and len(variants) == 4
-    for key, changed in expected.items():
-        derived = variants[("rms_norm_bwd", base.dtype_variants[key])]
-        assert derived.config == {**base.config, **entry["dtype_configs"].get(key, {})}
-        assert derived.specialization == {**entry["specialization"], **changed}
-        assert derived.used_by == [f"variant {base.vid} with {key}"]
+    assert len(variants) == 5
+    for name, e in (("sm_90.json", entry), ("sm_90-gpu-x.json", other)):
+        loaded = next(iter(load_table(tmp_path / name).entries.values()))[0]
+        for key, changed in expected.items():
+            derived = variants[("rms_norm_bwd", loaded.dtype_variant(key))]
+            assert derived.config == {**base.config, **e["dtype_configs"].get(key, {})}
+            assert derived.specialization == {**entry["specialization"], **changed}
+            assert derived.used_by == [f"variant {base.vid} with {key}"]
 
 
 def test_default_table_is_reproducible():
