@@ -15,10 +15,11 @@ entries of --table or, where it lacks them, of the other tables of its architect
 the runtime on this GPU takes them. Or it makes the jobs: with --other-dtype, one job per entry of
 those ops whose other dtype, bf16 <-> fp16, has a different config at the same shape; with
 --other-device, whose shape another table of the architecture, another GPU's, holds with a
-different config; with --flag-steps, each entry of those ops under each of its per-loop flags
-flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the tuner had left); with
---knob-steps, under each of its integer knobs (warps, stages, an element of the block sizes, tiles
-a piece; --knobs names which) one notch up or down alone; with --foreign-shapes, each entry the
+different config; with --flag-steps, each entry of those ops under each of its per-loop and
+whole-kernel flags flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the
+tuner had left); with --knob-steps, under each of its integer knobs (warps, stages, an element of
+the block sizes, tiles a piece; --knobs names which) one notch up or down alone (both options
+together: one job per entry with both sets of variants); with --foreign-shapes, each entry the
 runtime here takes from another GPU's table, at a shape --table lacks, under the config of
 --table's entry nearest that shape (the H200 ran the H100's 256x262144 softmax entry, which its own
 nearest config beat by 4%; `apply` makes a winning nearest config --table's entry there). A job for
@@ -182,10 +183,13 @@ def per_entry_jobs(table: dict, ops: list[str], variants_of, dtypes: str = "") -
 
 def flag_step_jobs(table: dict, ops: list[str], dtypes: str = "") -> list[dict]:
     """One job per entry of `ops`: a variant per per-loop flag of its config (lists of booleans:
-    peeled tails, flattened or reversed loops, a Gluon kernel's flags) flipped alone, and one per
-    whole-kernel flag that normalized configs leave out where false (ConfigSpec.OPTIONAL_FLAGS:
-    `constexpr_conditions`) flipped; a kernel that does not offer one normalizes its variant away
-    (`distinct_jobs`, or a note at `time`)."""
+    peeled tails, flattened or reversed loops, a Gluon kernel's flags) flipped alone, one per
+    whole-kernel flag (a boolean: the kernel's own tunables such as the RMSNorm backward's
+    `reload_rows`, `static_reduction_sizes`) flipped, and one per whole-kernel flag that normalized
+    configs leave out where false (ConfigSpec.OPTIONAL_FLAGS: `constexpr_conditions`) flipped; a
+    kernel that does not offer one normalizes its variant away (`distinct_jobs`, or a note at
+    `time`). The H100's RMSNorm backward of bf16 rows with a float32 weight ran 1.22-1.25x faster
+    with `reload_rows` flipped (fifty-fifth session), a step these jobs left out before."""
     from build_tools.dsl.config_spec import ConfigSpec
 
     def flag_steps(config: dict) -> dict:
@@ -193,6 +197,8 @@ def flag_step_jobs(table: dict, ops: list[str], dtypes: str = "") -> list[dict]:
                  for name, flags in sorted(config.items())
                  if isinstance(flags, list) and flags and all(isinstance(f, bool) for f in flags)
                  for i, flag in enumerate(flags)}
+        steps.update({f"{name} {not flag}": {name: not flag}
+                      for name, flag in sorted(config.items()) if isinstance(flag, bool)})
         for name in ConfigSpec.OPTIONAL_FLAGS:
             flipped = not config.get(name, False)
             steps[f"{name} {flipped}"] = {name: flipped}
@@ -458,8 +464,8 @@ def _add_job_options(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument("--other-dtype", help=f"ops whose entries are {verb} under the other dtype's config")
     parser.add_argument("--other-device", help=f"ops whose entries are {verb} under the config another table of "
                                                "the architecture (another GPU's) holds at the same shape")
-    parser.add_argument("--flag-steps", help=f"ops whose entries are {verb} under each of their per-loop flags "
-                                             "flipped alone")
+    parser.add_argument("--flag-steps", help=f"ops whose entries are {verb} under each of their per-loop and "
+                                             "whole-kernel flags flipped alone")
     parser.add_argument("--knob-steps", help=f"ops whose entries are {verb} under each of their integer knobs "
                                              "(warps, an element of the block sizes, ...) stepped one notch alone")
     parser.add_argument("--knobs", help="with --knob-steps, only these knobs (comma-separated)")
@@ -476,6 +482,18 @@ def job_label(job: dict) -> str:
     return f"{job['op']} {job['dtype']} {json.dumps(job['shape'])}" + (f" with {job['dtypes']}" if job.get("dtypes") else "")
 
 
+def merged_jobs(jobs: list[dict]) -> list[dict]:
+    """`jobs` with those of one entry (and argument dtypes) made one, its variants in order."""
+    merged = {}
+    for job in jobs:
+        label = job_label(job)
+        if label in merged:
+            merged[label] = {**merged[label], "variants": {**merged[label]["variants"], **job["variants"]}}
+        else:
+            merged[label] = job
+    return list(merged.values())
+
+
 def _made_jobs(args, own: dict, table: dict, device: dict) -> list[dict] | None:
     """The jobs --other-dtype, --other-device, --flag-steps, --knob-steps or --foreign-shapes make;
     None when none is given."""
@@ -483,11 +501,14 @@ def _made_jobs(args, own: dict, table: dict, device: dict) -> list[dict] | None:
         return other_dtype_jobs(table, args.other_dtype.split(","))
     if args.other_device:
         return other_device_jobs(args.table, table, device, args.other_device.split(","))
-    if args.flag_steps:
-        return flag_step_jobs(table, args.flag_steps.split(","), args.dtypes or "")
-    if args.knob_steps:
-        return knob_step_jobs(table, args.knob_steps.split(","), args.knobs.split(",") if args.knobs else None,
-                              args.dtypes or "")
+    if args.flag_steps or args.knob_steps:
+        steps = []
+        if args.flag_steps:
+            steps += flag_step_jobs(table, args.flag_steps.split(","), args.dtypes or "")
+        if args.knob_steps:
+            steps += knob_step_jobs(table, args.knob_steps.split(","), args.knobs.split(",") if args.knobs else None,
+                                    args.dtypes or "")
+        return merged_jobs(steps)
     if args.foreign_shapes:
         return foreign_shape_jobs(own, table, args.foreign_shapes.split(","))
     return None

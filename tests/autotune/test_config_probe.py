@@ -179,9 +179,9 @@ def test_a_probe_of_a_new_suite_shape_adds_its_entry(tmp_path):
     assert added["variant"] == variant_id("matmul", added["config"], added["specialization"])
 
 
-def test_flag_step_jobs_flip_each_per_loop_flag_alone():
+def test_flag_step_jobs_flip_each_per_loop_and_whole_kernel_flag_alone():
     peeled = {**_entry("bfloat16", 4), "config": {"block_sizes": [16, 64, 256], "range_peel_tails": [False, True],
-                                                  "tile_reversals": [False], "num_warps": 4}}
+                                                  "tile_reversals": [False], "num_warps": 4, "reload_rows": False}}
     constant = {**_entry("float16", 8), "config": {"num_warps": 8, "constexpr_conditions": True}}
     table = {"entries": [peeled, constant]}
     job, other = probe.flag_step_jobs(table, ["matmul"])
@@ -189,6 +189,7 @@ def test_flag_step_jobs_flip_each_per_loop_flag_alone():
     assert job["variants"] == {"range_peel_tails[0] True": {"range_peel_tails": [True, True]},
                                "range_peel_tails[1] False": {"range_peel_tails": [False, False]},
                                "tile_reversals[0] True": {"tile_reversals": [True]},
+                               "reload_rows True": {"reload_rows": True},
                                "constexpr_conditions True": {"constexpr_conditions": True}}
     assert other["variants"] == {"constexpr_conditions False": {"constexpr_conditions": False}}
     assert probe.flag_step_jobs(table, ["softmax_fwd"]) == []
@@ -275,8 +276,16 @@ def test_the_jobs_command_writes_the_flag_steps_time_would_run(tmp_path):
     table = probe.with_siblings(table_path, json.loads(table_path.read_text()),
                                 {"arch": "sm_90", "device_name": "NVIDIA H200"})
     assert [job] == probe.distinct_jobs(table, probe.flag_step_jobs(table, ["softmax_fwd"]))[0]
-    flags = entry["config"]["range_peel_tails"]
-    assert 0 < len(job["variants"]) <= len(flags) + len(entry["config"]["tile_reversals"])
+    config = entry["config"]
+    flags = sum(len(v) if isinstance(v, list) and all(isinstance(f, bool) for f in v) else isinstance(v, bool)
+                for v in config.values() if v != [])
+    assert 0 < len(job["variants"]) <= flags + 1  # and constexpr_conditions, offered or not
+    out_both = tmp_path / "both.json"
+    probe.main(["jobs", "--flag-steps", "softmax_fwd", "--knob-steps", "softmax_fwd", "--knobs", "num_warps",
+                "--table", str(table_path), "--out", str(out_both)])
+    (both,) = json.loads(out_both.read_text())
+    assert set(both["variants"]) == set(job["variants"]) | {f"num_warps {w}" for w in
+                                                            (config["num_warps"] // 2, config["num_warps"] * 2)}
 
 
 @pytest.mark.parametrize("op", [spec.name for spec in kernels_src.ALL_OPS])
