@@ -18,8 +18,8 @@ those ops whose other dtype, bf16 <-> fp16, has a different config at the same s
 different config; with --flag-steps, each entry of those ops under each of its per-loop and
 whole-kernel flags flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the
 tuner had left); with --knob-steps, under each of its integer knobs (warps, stages, an element of
-the block sizes, tiles a piece; --knobs names which) one notch up or down alone (both options
-together: one job per entry with both sets of variants); with --foreign-shapes, each entry the
+the block sizes, tiles a piece) one notch up or down alone (both options together: one job per
+entry with both sets of variants; --knobs names which knobs and flags); with --foreign-shapes, each entry the
 runtime here takes from another GPU's table, at a shape --table lacks, under the config of
 --table's entry nearest that shape (the H200 ran the H100's 256x262144 softmax entry, which its own
 nearest config beat by 4%; `apply` makes a winning nearest config --table's entry there). A job for
@@ -181,15 +181,16 @@ def per_entry_jobs(table: dict, ops: list[str], variants_of, dtypes: str = "") -
     return jobs
 
 
-def flag_step_jobs(table: dict, ops: list[str], dtypes: str = "") -> list[dict]:
+def flag_step_jobs(table: dict, ops: list[str], dtypes: str = "", knobs: list[str] | None = None) -> list[dict]:
     """One job per entry of `ops`: a variant per per-loop flag of its config (lists of booleans:
     peeled tails, flattened or reversed loops, a Gluon kernel's flags) flipped alone, one per
     whole-kernel flag (a boolean: the kernel's own tunables such as the RMSNorm backward's
     `reload_rows`, `static_reduction_sizes`) flipped, and one per whole-kernel flag that normalized
     configs leave out where false (ConfigSpec.OPTIONAL_FLAGS: `constexpr_conditions`) flipped; a
     kernel that does not offer one normalizes its variant away (`distinct_jobs`, or a note at
-    `time`). The H100's RMSNorm backward of bf16 rows with a float32 weight ran 1.22-1.25x faster
-    with `reload_rows` flipped (fifty-fifth session), a step these jobs left out before."""
+    `time`); only the flags in `knobs` when given. The H100's RMSNorm backward of bf16 rows with a
+    float32 weight ran 1.22-1.25x faster with `reload_rows` flipped (fifty-fifth session), a step
+    these jobs left out before."""
     from build_tools.dsl.config_spec import ConfigSpec
 
     def flag_steps(config: dict) -> dict:
@@ -202,7 +203,7 @@ def flag_step_jobs(table: dict, ops: list[str], dtypes: str = "") -> list[dict]:
         for name in ConfigSpec.OPTIONAL_FLAGS:
             flipped = not config.get(name, False)
             steps[f"{name} {flipped}"] = {name: flipped}
-        return steps
+        return {label: step for label, step in steps.items() if knobs is None or next(iter(step)) in knobs}
 
     return per_entry_jobs(table, ops, flag_steps, dtypes)
 
@@ -468,7 +469,8 @@ def _add_job_options(parser: argparse.ArgumentParser, verb: str) -> None:
                                              "whole-kernel flags flipped alone")
     parser.add_argument("--knob-steps", help=f"ops whose entries are {verb} under each of their integer knobs "
                                              "(warps, an element of the block sizes, ...) stepped one notch alone")
-    parser.add_argument("--knobs", help="with --knob-steps, only these knobs (comma-separated)")
+    parser.add_argument("--knobs", help="with --knob-steps or --flag-steps, only these knobs or flags "
+                                        "(comma-separated)")
     parser.add_argument("--dtypes", help="with --flag-steps or --knob-steps, the entries' variants for these "
                                          "argument dtypes (a key such as weight=float32: OpSpec.dtype_variants)")
     parser.add_argument("--foreign-shapes", help=f"ops whose entries from another GPU's table, at shapes --table "
@@ -504,7 +506,8 @@ def _made_jobs(args, own: dict, table: dict, device: dict) -> list[dict] | None:
     if args.flag_steps or args.knob_steps:
         steps = []
         if args.flag_steps:
-            steps += flag_step_jobs(table, args.flag_steps.split(","), args.dtypes or "")
+            steps += flag_step_jobs(table, args.flag_steps.split(","), args.dtypes or "",
+                                    args.knobs.split(",") if args.knobs else None)
         if args.knob_steps:
             steps += knob_step_jobs(table, args.knob_steps.split(","), args.knobs.split(",") if args.knobs else None,
                                     args.dtypes or "")

@@ -193,6 +193,9 @@ def test_flag_step_jobs_flip_each_per_loop_and_whole_kernel_flag_alone():
                                "constexpr_conditions True": {"constexpr_conditions": True}}
     assert other["variants"] == {"constexpr_conditions False": {"constexpr_conditions": False}}
     assert probe.flag_step_jobs(table, ["softmax_fwd"]) == []
+    (only,) = probe.flag_step_jobs(table, ["matmul"], knobs=["reload_rows", "tile_reversals"])
+    assert only["variants"] == {"tile_reversals[0] True": {"tile_reversals": [True]},
+                                "reload_rows True": {"reload_rows": True}}
 
 
 def test_the_constexpr_conditions_step_is_kept_only_where_the_kernel_offers_it():
@@ -281,11 +284,12 @@ def test_the_jobs_command_writes_the_flag_steps_time_would_run(tmp_path):
                 for v in config.values() if v != [])
     assert 0 < len(job["variants"]) <= flags + 1  # and constexpr_conditions, offered or not
     out_both = tmp_path / "both.json"
-    probe.main(["jobs", "--flag-steps", "softmax_fwd", "--knob-steps", "softmax_fwd", "--knobs", "num_warps",
-                "--table", str(table_path), "--out", str(out_both)])
+    probe.main(["jobs", "--flag-steps", "softmax_fwd", "--knob-steps", "softmax_fwd", "--table", str(table_path),
+                "--knobs", "num_warps,range_peel_tails,online_softmax", "--out", str(out_both)])
     (both,) = json.loads(out_both.read_text())
-    assert set(both["variants"]) == set(job["variants"]) | {f"num_warps {w}" for w in
-                                                            (config["num_warps"] // 2, config["num_warps"] * 2)}
+    flipped = {label for label in job["variants"] if label.startswith(("range_peel_tails[", "online_softmax "))}
+    assert flipped and set(both["variants"]) == flipped | {f"num_warps {w}" for w in
+                                                           (config["num_warps"] // 2, config["num_warps"] * 2)}
 
 
 @pytest.mark.parametrize("op", [spec.name for spec in kernels_src.ALL_OPS])
