@@ -361,7 +361,8 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
         runs[label] = fn
     timer = Timer(torch.device("cuda", torch.cuda.current_device()))
     times = timer.device_rounds({label: (lambda f: lambda: f(*args))(fn) for label, fn in runs.items()}, rounds=rounds)
-    return {**{k: job[k] for k in ("op", "dtype", "shape", "dtypes") if k in job}, "times": times, "notes": notes,
+    return {**{k: job[k] for k in ("op", "dtype", "shape", "dtypes", "from_shape") if k in job}, "times": times,
+            "notes": notes,
             "configs": {label: to_plain(dict(configs[label])) for label in runs}, "device": _device_header(),
             "specialization": to_plain(bound.specialization_key())}
 
@@ -407,8 +408,18 @@ def rebased_dtype_configs(entry: dict, config: dict) -> dict:
             for key, overrides in entry["dtype_configs"].items()}
 
 
-def _new_entry(row: dict) -> dict:
-    """The entry a probe of a shape no table holds writes (see the module docstring)."""
+def _new_entry(row: dict, table: dict) -> dict:
+    """The entry a probe of a shape no table holds writes (see the module docstring): the entry its
+    job started from ("from_shape", in `table`), at the new shape, its dtype variants' configs kept;
+    for a result that does not name one, the row's tuned config and specialization. A dtype
+    variant's winner needs the former: its row holds the variant's config, not the entry's."""
+    source = row.get("from_shape")
+    entry = _entry(table, row["op"], row["dtype"], source) if source is not None else None
+    if entry is not None:
+        return {**{k: v for k, v in entry.items() if k not in ("us", "baseline_us")}, "shape": row["shape"]}
+    if source is not None or row.get("dtypes"):
+        raise SystemExit(f"{job_label(row)}: no table holds the entry it started from "
+                         f"({json.dumps(source) if source else 'the result names none'})")
     return {"op": row["op"], "dtype": row["dtype"], "shape": row["shape"], "specialization": row["specialization"],
             "config": row["configs"]["tuned"]}
 
@@ -417,7 +428,7 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
     """Write the winning variants of a probe result into the table of the device it ran on (see the
     module docstring); returns what changed."""
     table = json.loads(table_path.read_text())
-    winners = {}
+    winners, written = {}, {}  # written: the entries changed so far, so that rows of one entry add up
     for row in json.loads(result_path.read_text()):
         best = {label: statistics.median(t) for label, t in row["times"].items()}
         if "tuned" not in best:
@@ -425,9 +436,11 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         label = min(best, key=best.get)
         if label == "tuned" or best["tuned"] / best[label] <= 1.0 + min_gain:
             continue
-        entry = dict(_entry(with_siblings(table_path, table, row["device"]), row["op"], row["dtype"], row["shape"])
-                     or _new_entry(row))
         destination = table_path_for(table_path.parent, row["device"]["arch"], row["device"]["device_name"])
+        tables = with_siblings(table_path, table, row["device"])
+        key = (destination, row["op"], row["dtype"], json.dumps(row["shape"], sort_keys=True))
+        entry = written.get(key) or dict(_entry(tables, row["op"], row["dtype"], row["shape"]) or _new_entry(row, tables))
+        written[key] = entry
         if row.get("dtypes"):  # a dtype variant's winner: the entry's dtype_configs for its key
             overrides = overrides_of(row["configs"][label], entry["config"])
             entry["dtype_configs"] = {**entry.get("dtype_configs", {}), row["dtypes"]: overrides}

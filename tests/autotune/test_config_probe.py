@@ -404,3 +404,32 @@ def test_a_new_entry_config_keeps_its_recorded_dtype_variants_configs(tmp_path):
     assert written["config"] == winner
     assert {key: probe.tuned_config(written, key) for key in written["dtype_configs"]} == recorded
     assert written["dtype_configs"]["grad_out=float32"] == {"num_warps": tuned["num_warps"]}
+
+
+def test_dtype_variant_winners_at_a_new_shape_add_the_entry_they_started_from(tmp_path):
+    """Winners of two dtype variants of a job that started from another shape's entry ("from_shape")
+    make one new entry: that entry's config and specialization at the new shape (so its own dtype's
+    calls run as before), with both winners in its dtype_configs. Without "from_shape" such a row
+    cannot say which entry it varied, and apply refuses it."""
+    start = _shipped_entry("rms_norm_bwd", "bfloat16", {"M": 1, "N": 4096})
+    table_path = tmp_path / "sm_90.json"
+    table_path.write_text(json.dumps({**H200, "entries": [start]}))
+    new_shape = {"M": 64, "N": 4096}
+    rows = [{"op": "rms_norm_bwd", "dtype": "bfloat16", "shape": new_shape, "dtypes": key, "from_shape": start["shape"],
+             "times": {"tuned": [12.0], "host": [11.0]}, "notes": {}, "device": H200,
+             "configs": {"tuned": probe.tuned_config(start, key),
+                         "host": {**probe.tuned_config(start, key), "finish_dweight": "host", "num_warps": warps}}}
+            for key, warps in (("weight=float32", 2), ("grad_out=float32,weight=float32", 4))]
+    (tmp_path / "result.json").write_text(json.dumps(rows))
+    assert len(probe.apply(tmp_path / "result.json", table_path, min_gain=0.03)) == 2
+    entries = json.loads(table_path.read_text())["entries"]
+    assert start in entries and len(entries) == 2
+    [added] = [e for e in entries if e["shape"] == new_shape]
+    assert {k: added[k] for k in ("config", "specialization", "variant")} == {
+        k: start[k] for k in ("config", "specialization", "variant")} and "us" not in added
+    for row in rows:
+        assert probe.tuned_config(added, row["dtypes"]) == row["configs"]["host"]
+    table_path.write_text(json.dumps({**H200, "entries": [start]}))
+    (tmp_path / "orphan.json").write_text(json.dumps([{k: v for k, v in rows[0].items() if k != "from_shape"}]))
+    with pytest.raises(SystemExit, match="the result names none"):
+        probe.apply(tmp_path / "orphan.json", table_path, min_gain=0.03)
