@@ -6,10 +6,12 @@ from typing import Any, Callable
 
 import torch
 
+from helion_kernels._variant import dtype_names_of_key
+
 
 def dtypes_from_key(key: str) -> dict:
     """{argument: torch dtype} of a dtypes key (`helion_kernels._variant.dtypes_key`'s inverse)."""
-    return {arg: getattr(torch, name) for arg, name in (pair.split("=") for pair in key.split(","))} if key else {}
+    return {arg: getattr(torch, name) for arg, name in dtype_names_of_key(key).items()}
 
 
 @dataclass(frozen=True)

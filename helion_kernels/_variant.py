@@ -35,6 +35,11 @@ def dtypes_key(overrides) -> str:
     return ",".join(f"{arg}={dtype_name(dtype)}" for arg, dtype in sorted(pairs, key=lambda pair: pair[0]))
 
 
+def dtype_names_of_key(key: str) -> dict:
+    """{argument: dtype name} of a dtypes key (`dtypes_key`'s inverse; "" -> {})."""
+    return dict(pair.split("=") for pair in key.split(",")) if key else {}
+
+
 def canonical_json(value) -> str:
     """Compact JSON with sorted keys: the text that variant ids and table diffs are built from."""
     return json.dumps(to_plain(value), sort_keys=True, separators=(",", ":"))
@@ -71,5 +76,4 @@ def dtype_variant_id(op: str, config: dict, specialization: dict, key: str, over
     """The variant of an entry's `config` (or its twin's) compiled for the argument dtypes `key`
     names (`dtypes_key`), changed by `overrides` (the entry's `dtype_configs` for `key`): derived
     from the entry itself, since two entries of one config may record different overrides."""
-    dtypes = dict(pair.split("=") for pair in key.split(","))
-    return variant_id(op, {**config, **overrides}, with_dtypes(specialization, dtypes))
+    return variant_id(op, {**config, **overrides}, with_dtypes(specialization, dtype_names_of_key(key)))

@@ -10,51 +10,49 @@
     python3 tools/config_probe.py jobs [JOBS.json] ... --no-more-spills --out JOBS.json
     python3 tools/config_probe.py apply DIR/config_probe.json [--min-gain 0.03]
 
-`time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming
-entries of --table or, where it lacks them, of the other tables of its architecture beside it, as
-the runtime on this GPU takes them. Or it makes the jobs: with --other-dtype, one job per entry of
-those ops whose other dtype, bf16 <-> fp16, has a different config at the same shape; with
---other-device, whose shape another table of the architecture, another GPU's, holds with a
-different config; with --flag-steps, each entry of those ops under each of its per-loop and
-whole-kernel flags flipped alone (one loop's `range_peel_tails` was worth 10% at six entries the
-tuner had left); with --knob-steps, under each of its integer knobs (warps, stages, an element of
-the block sizes, tiles a piece) one notch up or down alone (both options together: one job per
-entry with both sets of variants; --knobs names which knobs and flags); with --foreign-shapes, each entry the
-runtime here takes from another GPU's table, at a shape --table lacks, under the config of
---table's entry nearest that shape (the H200 ran the H100's 256x262144 softmax entry, which its own
-nearest config beat by 4%; `apply` makes a winning nearest config --table's entry there). A job for
-a shape no table holds yet (one just added to a suite) names the entry it starts from as
-"from_shape": that entry's config is the job's "tuned" config, run at the new shape, and `apply`
-writes a winner as a new entry. Each variant is the entry's config with the overrides, normalized
-by the kernel's ConfigSpec (a variant that normalizes to a config already in the job is left out,
-with a note); its outputs must match the tuned config's within the op's tolerance. --match keeps
-the jobs of entries whose label contains its text. With --dtypes KEY the --flag-steps and
---knob-steps jobs are of the entries' variants for those argument dtypes (OpSpec.dtype_variants:
-`weight=float32`), run on such inputs from the variant's config, and `apply` records a winner as the
-entry's `dtype_configs` for KEY (tools/fit_dtype_variants.py keeps it where it fits). `jobs` writes the jobs those options make to a
-file, less the variants left out so (normalized against shape-only inputs on the meta device, so it
-takes seconds on any machine): a file whose variants can be compiled in parallel processes before
-`time` runs it (scratch/gpu_run_probe_parallel_warm.sh). `jobs` also takes a jobs file to filter,
-and --no-more-spills leaves out each variant under which ptxas spills more bytes in some kernel
-than under the entry's config (cross-compiled for sm_90 by tools/register_snapshot.py, about 1 s a
-config, no GPU): the GPU's minutes are the scarce ones, and of the 152 variants the fiftieth
-session wrote for the next sessions (RMSNorm backward steps and its `constexpr_conditions` flag),
-16 spilled more, up to 10 KB a thread where a doubled row tile broke the allocation.
-All variants of an entry are timed in alternating rounds by the report's timer
-(benchmarks.timing.Timer.device_rounds: CUDA events, L2 flushed, the host's enqueue kept outside
-the timed region); a variant's time is the median of its runs.
-(triton.testing.do_bench, used before 2026-11-26's fourteenth session, read the persistent matmuls
-5-14% slower than the report's timer and ranked their variants differently: scratch/persistent_matmul_dsl_probe.py.)
-DIR/config_probe.json keeps every time,
-normalized config and the device measured on. `apply` (no GPU needed) writes each entry's fastest
-matching variant when it beat the tuned config by more than --min-gain (variant id recomputed, the
-probe's time) into the table of the device the probe ran on: --table itself when it belongs to that
-device, else that device's own table beside it (`<arch>-<device>.json`, made if absent), which the
-runtime prefers on that device entry by entry; a winner that compiles reduction sizes in also
-records the fastest probed config that does not as the entry's `dynamic_config`. `python -m
-build_tools generate` then regenerates the modules. The searches of the tuner
-miss single steps at times (32 warps, split_k = 2: docs/STATUS.md, 2026-11-24); this measures
-such steps directly.
+`time` takes jobs `[{"op", "dtype", "shape", "variants": {label: config overrides}}]` naming entries
+of --table or, where it lacks them, of the other tables of its architecture beside it, as the
+runtime on this GPU takes them. Or it makes the jobs: with --other-dtype, one job per entry of those
+ops whose other dtype, bf16 <-> fp16, has a different config at the same shape; with --other-device,
+whose shape another table of the architecture, another GPU's, holds with a different config; with
+--flag-steps, each entry of those ops under each of its per-loop and whole-kernel flags flipped
+alone (one loop's `range_peel_tails` was worth 10% at six entries the tuner had left); with
+--knob-steps, under each of its integer knobs (warps, stages, an element of the block sizes, tiles a
+piece) one notch up or down alone (both options together: one job per entry with both sets of
+variants; --knobs names which knobs and flags); with --foreign-shapes, each entry the runtime here
+takes from another GPU's table, at a shape --table lacks, under the config of --table's entry
+nearest that shape (the H200 ran the H100's 256x262144 softmax entry, which its own nearest config
+beat by 4%; `apply` makes a winning nearest config --table's entry there). A job for a shape no
+table holds yet (one just added to a suite) names the entry it starts from as "from_shape": that
+entry's config is the job's "tuned" config, run at the new shape, and `apply` writes a winner as a
+new entry. Each variant is the entry's config with the overrides, normalized by the kernel's
+ConfigSpec (a variant that normalizes to a config already in the job is left out, with a note); its
+outputs must match the tuned config's within the op's tolerance. --match keeps the jobs of entries
+whose label contains its text. With --dtypes KEY the --flag-steps and --knob-steps jobs are of the
+entries' variants for those argument dtypes (OpSpec.dtype_variants: `weight=float32`), run on such
+inputs from the variant's config, and `apply` records a winner as the entry's `dtype_configs` for
+KEY (tools/fit_dtype_variants.py keeps it where it fits). `jobs` writes the jobs those options make
+to a file, less the variants left out so (normalized against shape-only inputs on the meta device,
+so it takes seconds on any machine): a file whose variants can be compiled in parallel processes
+before `time` runs it (scratch/gpu_run_probe_parallel_warm.sh). `jobs` also takes a jobs file to
+filter, and --no-more-spills leaves out each variant under which ptxas spills more bytes in some
+kernel than under the entry's config (cross-compiled for sm_90 by tools/register_snapshot.py, about
+1 s a config, no GPU): the GPU's minutes are the scarce ones, and of the 152 variants the fiftieth
+session wrote for the next sessions (RMSNorm backward steps and its `constexpr_conditions` flag), 16
+spilled more, up to 10 KB a thread where a doubled row tile broke the allocation. All variants of an
+entry are timed in alternating rounds by the report's timer (benchmarks.timing.Timer.device_rounds:
+CUDA events, L2 flushed, the host's enqueue kept outside the timed region); a variant's time is the
+median of its runs. (triton.testing.do_bench, used before 2026-11-26's fourteenth session, read the
+persistent matmuls 5-14% slower than the report's timer and ranked their variants differently:
+scratch/persistent_matmul_dsl_probe.py.) DIR/config_probe.json keeps every time, normalized config
+and the device measured on. `apply` (no GPU needed) writes each entry's fastest matching variant
+when it beat the tuned config by more than --min-gain (variant id recomputed, the probe's time) into
+the table of the device the probe ran on: --table itself when it belongs to that device, else that
+device's own table beside it (`<arch>-<device>.json`, made if absent), which the runtime prefers on
+that device entry by entry; a winner that compiles reduction sizes in also records the fastest
+probed config that does not as the entry's `dynamic_config`. `python -m build_tools generate` then
+regenerates the modules. The searches of the tuner miss single steps at times (32 warps, split_k =
+2: docs/STATUS.md, 2026-11-24); this measures such steps directly.
 """
 from __future__ import annotations
 
@@ -361,8 +359,8 @@ def time_job(job: dict, table: dict, rounds: int) -> dict:
         runs[label] = fn
     timer = Timer(torch.device("cuda", torch.cuda.current_device()))
     times = timer.device_rounds({label: (lambda f: lambda: f(*args))(fn) for label, fn in runs.items()}, rounds=rounds)
-    return {**{k: job[k] for k in ("op", "dtype", "shape", "dtypes", "from_shape") if k in job}, "times": times,
-            "notes": notes,
+    return {**{k: job[k] for k in ("op", "dtype", "shape", "dtypes", "from_shape") if k in job},
+            "times": times, "notes": notes,
             "configs": {label: to_plain(dict(configs[label])) for label in runs}, "device": _device_header(),
             "specialization": to_plain(bound.specialization_key())}
 
@@ -439,8 +437,9 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         destination = table_path_for(table_path.parent, row["device"]["arch"], row["device"]["device_name"])
         tables = with_siblings(table_path, table, row["device"])
         key = (destination, row["op"], row["dtype"], json.dumps(row["shape"], sort_keys=True))
-        entry = written.get(key) or dict(_entry(tables, row["op"], row["dtype"], row["shape"]) or _new_entry(row, tables))
-        written[key] = entry
+        if key not in written:
+            written[key] = dict(_entry(tables, row["op"], row["dtype"], row["shape"]) or _new_entry(row, tables))
+        entry = written[key]
         if row.get("dtypes"):  # a dtype variant's winner: the entry's dtype_configs for its key
             overrides = overrides_of(row["configs"][label], entry["config"])
             entry["dtype_configs"] = {**entry.get("dtype_configs", {}), row["dtypes"]: overrides}
@@ -517,13 +516,11 @@ def _made_jobs(args, own: dict, table: dict, device: dict) -> list[dict] | None:
     if args.other_device:
         return other_device_jobs(args.table, table, device, args.other_device.split(","))
     if args.flag_steps or args.knob_steps:
-        steps = []
+        knobs, dtypes, steps = args.knobs.split(",") if args.knobs else None, args.dtypes or "", []
         if args.flag_steps:
-            steps += flag_step_jobs(table, args.flag_steps.split(","), args.dtypes or "",
-                                    args.knobs.split(",") if args.knobs else None)
+            steps += flag_step_jobs(table, args.flag_steps.split(","), dtypes, knobs)
         if args.knob_steps:
-            steps += knob_step_jobs(table, args.knob_steps.split(","), args.knobs.split(",") if args.knobs else None,
-                                    args.dtypes or "")
+            steps += knob_step_jobs(table, args.knob_steps.split(","), knobs, dtypes)
         return merged_jobs(steps)
     if args.foreign_shapes:
         return foreign_shape_jobs(own, table, args.foreign_shapes.split(","))
