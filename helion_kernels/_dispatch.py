@@ -40,7 +40,7 @@ class Decision:
     dtypes: str | None = None  # the arguments whose dtype is not `dtype` (`_variant.dtypes_key`)
     launcher: Callable | None = None
     variant: str | None = None
-    config: dict | None = None
+    config: dict | None = None  # the config `launcher` runs: the entry's, with its dtype_configs for `dtypes`
     table: str | None = None
     tuned_shape: dict | None = None
     reason: str = ""
@@ -173,6 +173,7 @@ class Dispatcher:
                                     reason=f"{table.name}: {how}; its config is not generated for {others} "
                                     "(the op's dtype_variants); running the op's fallback for these dtypes")
                 variant, how = derived, how + f", compiled for {others}"
+                config = {**config, **best.dtype_configs.get(others, {})}
             return Decision(op, arch, dtype_str, shape, others, launchers[variant], variant, config, table.name,
                             best.shape, f"{table.name} ({table.arch}, {table.device_name or 'any device'}): {how}",
                             tuple(notes))

@@ -316,8 +316,9 @@ def test_entries_of_a_backend_the_device_cannot_run_are_skipped(tmp_path, monkey
 def test_other_argument_dtypes_run_the_chosen_configs_variant_for_them(tmp_path, monkeypatch):
     """A call keyed with other argument dtypes (an output's, a weight's) picks its entry by the op's
     dtype, then runs that entry's config compiled for them, with the entry's own `dtype_configs`
-    (two tables' entries of one config may record different ones); without such a variant, PyTorch,
-    saying why. The op dtype's own calls, and other argument dtypes, are cached apart."""
+    (two tables' entries of one config may record different ones), and names the config it runs;
+    without such a variant, PyTorch, saying why. The op dtype's own calls, and other argument
+    dtypes, are cached apart."""
     monkeypatch.setenv("HK_ARCH", "sm_90")
     monkeypatch.setenv("HK_DEVICE_NAME", "GPU X")
     specialization = {"x": {"dtype": "bfloat16", "rank": 2}, "weight": {"dtype": "bfloat16", "rank": 1},
@@ -345,7 +346,7 @@ def test_other_argument_dtypes_run_the_chosen_configs_variant_for_them(tmp_path,
     assert (wide.variant, wide.dtypes) == (W, both)
     assert d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 1000)).variant == "a"
     own = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 60000), (("out_dtype", torch.float32),))
-    assert (own.variant, own.table) == (B, "sm_90-gpu-x.json")
+    assert (own.variant, own.table, own.config) == (B, "sm_90-gpu-x.json", {"v": "b", "w": 8})
     missing = d.select("softmax_fwd", CPU, torch.bfloat16, names, (8, 60000), (("out_dtype", torch.float16),))
     assert missing.launcher is None and "not generated for out_dtype=float16" in missing.reason
 
