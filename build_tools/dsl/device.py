@@ -239,7 +239,7 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
         if isinstance(value, TileVal):
             raise self.error(exc.TypeMismatch, "a tile is not a loop bound; use tile.begin / tile.end", node)
         if isinstance(value, int) and not isinstance(value, bool) and index is not None:
-            if self.session.static_or_specialized(value):
+            if self.session.static_or_specialized(value) and self.session.is_static_node(node):
                 return value
             return self.session.host_scalar(f"({ast.unparse(node)})[{index}]", value, self.builder)
         if isinstance(value, (int, HostScalar)) and not isinstance(value, bool):
@@ -659,7 +659,7 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
             self.statements(node.body if cond else node.orelse)
             return
         self.require_eager(cond, "an if condition")
-        if cond.shape not in ((), (ONE,)):
+        if len(cond.shape) > 1 or any(dim.size_expr != "1" for dim in cond.shape):  # a scalar, or one lane
             raise self.error(exc.ShapeMismatch, f"if condition must be a scalar, got shape {list(cond.shape)}", node.test)
         assigned = self.assigned_names(node.body + node.orelse)
         before = dict(self.scope)

@@ -61,13 +61,46 @@ def parse_kernel(fn: Callable) -> ParsedKernel:
     namespace.update(inspect.getclosurevars(fn).nonlocals)
     body = []
     for stmt in tree.body:
-        body.append(("device" if is_device_loop(stmt, namespace) else "host", stmt))
+        device = is_device_loop(stmt, namespace)
+        body.append(("device", without_continues(stmt)) if device else ("host", stmt))
     local_names = set(params)
     for stmt in tree.body:
         for sub in ast.walk(stmt):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                 local_names.add(sub.id)
     return ParsedKernel(fn, tree, filename, first_line, params, constexpr_params, body, local_names, namespace)
+
+
+def without_continues(loop: ast.For) -> ast.For:
+    """Device loop `loop` with every `continue` of it and of the loops in it folded into branches:
+    an `if` whose branch continues takes the rest of the loop body into its other branch, so
+    `if skip: A; continue` then `B` becomes `if skip: A else: B` (the rest is copied into both
+    branches where both go on). Triton has no `continue`; Helion's kernels skip a tile's work so."""
+    def continues(stmt: ast.stmt) -> bool:  # a `continue` of the enclosing loop, not of a loop within
+        if isinstance(stmt, ast.Continue):
+            return True
+        return isinstance(stmt, ast.If) and any(continues(s) for s in stmt.body + stmt.orelse)
+
+    def folded(stmts: list) -> list:
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.Continue):
+                return stmts[:i]
+            if continues(stmt):
+                rest = stmts[i + 1:]
+                branch = ast.If(stmt.test, folded(stmt.body + copy.deepcopy(rest)) or [ast.Pass()],
+                                folded(stmt.orelse + rest))
+                return stmts[:i] + [ast.copy_location(branch, stmt)]
+        return stmts
+
+    class Loops(ast.NodeTransformer):
+        def visit_For(self, node: ast.AST) -> ast.AST:
+            self.generic_visit(node)
+            node.body = folded(node.body) or [ast.Pass()]
+            return node
+
+        visit_While = visit_For
+
+    return ast.fix_missing_locations(Loops().visit(copy.deepcopy(loop)))
 
 
 def is_device_loop(stmt: ast.stmt, globals_: dict) -> bool:
@@ -102,6 +135,33 @@ def without_returns(stmt: ast.stmt) -> ast.stmt:
         visit_Lambda = visit_AsyncFunctionDef = visit_FunctionDef
 
     return ast.fix_missing_locations(Returns().visit(copy.deepcopy(stmt)))
+
+
+class DeviceReads(torch.overrides.TorchFunctionMode):
+    """While host analysis runs a host statement on meta tensors: a number read from a tensor
+    (`.item()`, `int(t)`, `float(t)`) has no value there, so it reads a stand-in of its type and
+    counts the read in `reads`. The statement's targets are then run-time scalars: the launcher
+    runs the statement on the call's tensors (a device sync, as in eager PyTorch) and passes the
+    values to the kernels as arguments. An integer reads INT_HINT, a size-like hint (as torch's
+    unbacked sizes get) so that a loop over it gets the block sizes of a sizable dimension."""
+
+    READS = {torch.Tensor.item, torch.Tensor.__int__, torch.Tensor.__float__}
+    INT_HINT = 8192
+
+    def __init__(self):
+        super().__init__()
+        self.reads = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.READS and isinstance(args[0], torch.Tensor) and args[0].is_meta:
+            tensor = args[0]
+            if tensor.numel() != 1:
+                raise RuntimeError(f"a Tensor with {tensor.numel()} elements cannot be converted to Scalar")
+            self.reads += 1
+            if func is torch.Tensor.__float__ or (func is torch.Tensor.item and tensor.dtype.is_floating_point):
+                return 1.0
+            return True if func is torch.Tensor.item and tensor.dtype is torch.bool else self.INT_HINT
+        return func(*args, **(kwargs or {}))
 
 
 class LauncherRewriter(ast.NodeTransformer):

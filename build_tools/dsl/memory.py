@@ -114,7 +114,7 @@ class MemoryMixin:
         """Whether offsets into `tensor` need 64 bits; with run-time sizes, the bind-time answer
         joins the specialization."""
         big = tensor.meta.numel() >= 2**31
-        if not self.session.static_shapes:
+        if not self.session.static_sizes(tensor):
             self.session.bake(f"{tensor.host_expr}.numel() >= 2**31", big, guard=True)
         return big
 

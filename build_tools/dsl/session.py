@@ -19,7 +19,7 @@ from . import language as hl
 from .config import GLUON_FLAGS, Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder, compile_options_text
-from .host import HOST_TENSOR_METHODS, LauncherRewriter, ParsedKernel, find_device_calls, without_returns
+from .host import HOST_TENSOR_METHODS, DeviceReads, LauncherRewriter, ParsedKernel, find_device_calls, without_returns
 from .sizes import SizeTracker
 from .values import DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, BlockSizeInt, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
 
@@ -128,6 +128,9 @@ class CompileSession:
             n for n, v in args.items()
             if isinstance(v, (int, float)) and not isinstance(v, bool) and n not in parsed.constexpr_params
         }
+        # host tensors whose sizes follow run-time scalars (allocated from them): sized at run time
+        # even under static shapes
+        self.runtime_sized: set[str] = set()
         # host names bound only to compile-time values (tunables, block sizes, constexprs and what is
         # computed from them alone): conditions on them pick the kernel's structure (is_compile_time)
         self.compile_time_names: set[str] = set()
@@ -256,13 +259,20 @@ class CompileSession:
             return True
         return getattr(callee, "__name__", "") in ("cdiv", "next_power_of_2") or callee is torch.Size
 
+    @property
+    def runtime_names(self) -> set:
+        """Host names whose values follow the call beyond its tensors' shapes: run-time scalars and
+        the tensors sized from them."""
+        return self.runtime_scalars | self.runtime_sized
+
     def names_in(self, node: ast.AST) -> list[str]:
         return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
 
     def is_static_node(self, node: ast.AST) -> bool:
         """True when the host expression's value is fixed for this specialization. Scalar arguments
-        (and host values computed from them) are run-time values even under static shapes."""
-        if self.runtime_scalars.intersection(self.names_in(node)):
+        (and host values computed from them, and the sizes of tensors allocated from them) are
+        run-time values even under static shapes."""
+        if self.runtime_names.intersection(self.names_in(node)):
             return False
         if self.static_shapes:
             return True
@@ -290,7 +300,7 @@ class CompileSession:
         and block sizes count, so that a condition on them picks a structure at compile time,
         while one on a size (`programs == 1` where programs follows M) branches at run time."""
         names = self.names_in(node)
-        if self.runtime_scalars.intersection(names):
+        if self.runtime_names.intersection(names):
             return False
         if self.static_shapes:
             return True
@@ -386,13 +396,18 @@ class CompileSession:
     def size_host_expr(self, tensor: HostTensor, d: int) -> str:
         """Launcher-side text of a tensor size (a literal when it is a compile-time constant)."""
         size = tensor.meta.size(d)
-        if self.static_shapes or self.is_specialized_size(size):
+        if self.static_sizes(tensor) or (tensor.host_expr not in self.runtime_sized and self.is_specialized_size(size)):
             return str(size)
         return f"{tensor.host_expr}.size({d})"
 
+    def static_sizes(self, tensor: HostTensor) -> bool:
+        """Whether `tensor`'s sizes are compile-time constants: static shapes, and not allocated
+        from a run-time scalar."""
+        return self.static_shapes and tensor.host_expr not in self.runtime_sized
+
     def tensor_size(self, tensor: HostTensor, d: int, builder: KernelBuilder) -> Any:
         size = tensor.meta.size(d)
-        if self.static_shapes:
+        if self.static_sizes(tensor):
             return size
         return self.host_scalar(f"{tensor.host_expr}.size({d})", size, builder)
 
@@ -706,18 +721,24 @@ class CompileSession:
         if not isinstance(stmt, ast.Return):
             self.sizes.before(stmt)
             code = compile(ast.Module(body=[without_returns(stmt)], type_ignores=[]), self.parsed.filename, "exec")
+            reads = DeviceReads()
             try:
-                exec(code, self.globals, self.env)
+                with reads:
+                    exec(code, self.globals, self.env)
             except exc.CompileError as err:
                 raise err.with_location(self.location(stmt))
             except exc.Base:
                 raise
             except Exception as err:
                 raise exc.NotSupported(f"host statement failed: {type(err).__name__}: {err}", self.location(stmt)) from None
-            if self.runtime_scalars.intersection(self.names_in(stmt)) and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                for target in targets:
-                    self.runtime_scalars.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            if reads.reads or self.runtime_names.intersection(self.names_in(stmt)):
+                assigned = {n.id for node in ast.walk(stmt) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                            for n in ast.walk(target) if isinstance(n, ast.Name)}
+                tensors = {name for name in assigned if isinstance(self.env.get(name), torch.Tensor)}
+                self.runtime_sized |= tensors
+                self.runtime_scalars |= assigned - tensors
+                self.compile_time_names -= assigned
             if isinstance(stmt, ast.Assign) and any(
                 isinstance(n, ast.Call) and self.try_eval(n.func, self.env) is hl.specialize for n in ast.walk(stmt.value)
             ):

@@ -543,3 +543,63 @@ def test_dtype_as_constexpr(dtype, device):
     x = randn(70, device=device)
     check_kernel(cast_to, (x, dtype), lambda x, dtype: (x * 4.0).float().to(dtype))
     assert cast_to(x, dtype).dtype == dtype
+
+
+@helion.kernel()
+def rows_kept_or_marked(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile_m in hl.tile(m, block_size=1):
+        if keep[tile_m] == 0:  # one row a tile: a one-lane condition
+            for tile_n in hl.tile(n):
+                out[tile_m, tile_n] = -1.0
+            continue
+        for tile_n in hl.tile(n):
+            out[tile_m, tile_n] = x[tile_m, tile_n] * 2
+    return out
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (9, 70)])
+def test_continue_skips_the_rest_of_a_tile(m, n, device):
+    x, keep = randn(m, n, device=device), torch.randint(0, 2, (m,), device=device)
+    keep[0] = 0
+    check_kernel(rows_kept_or_marked, (x, keep), lambda x, k: torch.where(k[:, None] == 0, -1.0, x * 2))
+
+
+@helion.kernel()
+def column_tile_sums(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.float32, device=x.device)
+    for tile_m in hl.tile(m):
+        acc = hl.zeros([tile_m], dtype=torch.float32)
+        for tile_n in hl.tile(n):
+            if tile_n.id % 3 == 1:
+                continue
+            values = x[tile_m, tile_n].to(torch.float32)
+            if tile_n.id % 3 == 2:
+                if tile_n.begin > 0:
+                    acc = acc - values.sum(1)
+                    continue
+            else:
+                acc = acc + 0.5 * values.sum(1)
+            acc = acc + values.sum(1)
+        out[tile_m] = acc
+    return out
+
+
+def test_continue_in_an_inner_loop_and_in_nested_branches(device):
+    def reference(x, config):
+        tile = torch.arange(x.shape[1]) // config["block_sizes"][1] % 3
+        weights = torch.where(tile == 1, 0.0, torch.where(tile == 2, -1.0, 1.5)).double()
+        return x @ weights
+
+    check_kernel(column_tile_sums, (randn(6, 150, device=device),), reference, reference_takes_config=True)
+
+
+def test_continue_folds_into_branches():
+    """Triton has no `continue`: the kernel's loops reach Triton with the rest of each loop body
+    in the branches that go on."""
+    bound = column_tile_sums.bind((randn(6, 150),))
+    code = code_without_comments(bound.to_triton_code(bound.config_spec.default_config()))
+    kernel = re.search(r"\ndef _column_tile_sums_kernel.*?(?=\ndef )", code, re.S).group(0)
+    assert "continue" not in kernel and kernel.count("else:") >= 2

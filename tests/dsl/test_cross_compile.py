@@ -15,7 +15,9 @@ import build_tools.dsl.language as hl
 from ._harness import check_kernel, randn, results_without_interpreter
 from .test_compat import matmul_with_epilogue, softmax_two_pass
 from .test_compat_names import activations, scans_and_reductions, segment_sums
-from .test_control_flow import last_row, matmul_bias_on_first_k, row_sums_and_shifted_rows
+from .test_control_flow import (column_tile_sums, last_row, matmul_bias_on_first_k, row_sums_and_shifted_rows,
+                                rows_kept_or_marked)
+from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
 from .test_reductions import online_softmax
@@ -95,6 +97,10 @@ CASES = {
     "inlined_epilogue": (matmul_with_epilogue, lambda: (torch.randn(64, 32).half(), torch.randn(32, 48).half(),
                                                         lambda acc, tile: torch.relu(acc)), None),
     "fp8_round_trip": (fp8_round_trip, lambda: (torch.randn(300),), None),
+    # `continue` folded into branches; a one-lane `if` (one-row tiles); a count read on the host
+    "continue_on_one_lane_condition": (rows_kept_or_marked, lambda: (torch.randn(9, 70), torch.randint(0, 2, (9,))), None),
+    "continue_in_nested_branches": (column_tile_sums, lambda: (torch.randn(6, 150),), None),
+    "host_read_count": (scaled_by_kept, lambda: (torch.randn(7, 33), torch.randint(-100, 50, (7,))), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
                                    CAUSAL_WARP_SPECIALIZED),
 }
