@@ -48,7 +48,8 @@ def test_each_call_reads_its_own_values(device):
     for ignored in (1, 4, 2):
         labels = randint(0, 50, 5, device=device)
         labels[:ignored] = -100
-        torch.testing.assert_close(run(x, labels).double().cpu(), _scaled_by_kept(x.double(), labels.double()).cpu())
+        expected = _scaled_by_kept(x.double(), labels.double()).cpu()
+        torch.testing.assert_close(run(x, labels).double().cpu(), expected, rtol=1e-5, atol=1e-5)
     code = bound.to_triton_code(config)
     launcher = code[code.index("\ndef scaled_by_kept("):]
     assert ".item()" in launcher and not replayable(launcher)  # a device read: a CUDA graph would keep its value
