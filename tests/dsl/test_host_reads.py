@@ -106,3 +106,22 @@ def test_a_tensor_sized_from_an_int_argument_is_sized_at_run_time(indexing, devi
     for rows in (9, 3, 11, 1):  # one compiled kernel: the int is an argument, not part of its key
         assert leading_rows_tripled.bind((x, rows)) is bound
         torch.testing.assert_close(run(x, rows), x[:rows] * 3, rtol=0, atol=0)
+
+
+@helion.kernel()
+def head_rows_plus_one(x: torch.Tensor, rows_held: torch.Tensor) -> torch.Tensor:
+    head = x[: int(rows_held)]  # a view of an argument, sized by a read
+    out = torch.empty_like(head)
+    for tile_m, tile_n in hl.tile(head.size()):
+        out[tile_m, tile_n] = head[tile_m, tile_n] + 1
+    return out
+
+
+@pytest.mark.parametrize("indexing", ["pointer", "block_ptr", "tensor_descriptor"])
+def test_a_view_sized_by_a_read_is_sized_at_run_time(indexing, device):
+    x = randn(13, 21, device=device)
+    bound = head_rows_plus_one.bind((x, torch.tensor(5, device=device)))
+    config = {**dict(bound.config_spec.default_config()), "indexing": [indexing] * 2, "block_sizes": [4, 8]}
+    run = bound.compile_config(bound.config_spec.normalize(config))
+    for rows in (5, 13, 2, 1):
+        torch.testing.assert_close(run(x, torch.tensor(rows, device=device)), x[:rows] + 1, rtol=0, atol=0)
