@@ -68,10 +68,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # register_snapshot, b
 
 import torch  # noqa: E402
 
-from build_tools.autotune.table import (environment_header, key_of, load_table, merged_table, sibling_entries,  # noqa: E402
-                                        table_path_for, write_table)
+from build_tools.autotune.table import (environment_header, key_of, load_table, merged_table, overrides_of,  # noqa: E402
+                                        sibling_entries, table_path_for, with_config, write_table)
 from build_tools.opspec import dtypes_from_key  # noqa: E402
-from helion_kernels._variant import to_plain, twin_config, variant_id  # noqa: E402
+from helion_kernels._variant import to_plain, twin_config  # noqa: E402
 
 OTHER_DTYPE = {"bfloat16": "float16", "float16": "bfloat16"}
 RESULT = "config_probe.json"
@@ -393,19 +393,6 @@ def dynamic_config(row: dict, best: dict, label: str, previous: dict) -> dict | 
     return row["configs"][dynamic[0]] if dynamic else previous
 
 
-def overrides_of(config: dict, base: dict) -> dict:
-    """The knobs of `config` whose values differ from `base`'s: `config` as overrides of `base`."""
-    return {k: v for k, v in config.items() if base.get(k) != v}
-
-
-def rebased_dtype_configs(entry: dict, config: dict) -> dict:
-    """The entry's `dtype_configs` rewritten as overrides of `config`, its new config, so that each
-    recorded dtype variant keeps the config it was recorded with (a winner of the entry's own
-    dtypes says nothing of its variants'); those without a record follow the new config."""
-    return {key: overrides_of({**entry["config"], **overrides}, config)
-            for key, overrides in entry["dtype_configs"].items()}
-
-
 def _new_entry(row: dict, table: dict) -> dict:
     """The entry a probe of a shape no table holds writes (see the module docstring): the entry its
     job started from ("from_shape", in `table`), at the new shape, its dtype variants' configs kept;
@@ -452,10 +439,7 @@ def apply(result_path: Path, table_path: Path, min_gain: float) -> list[str]:
         entry.pop("dynamic_config", None)
         if dynamic is not None:
             entry["dynamic_config"] = dynamic
-        if entry.get("dtype_configs"):
-            entry["dtype_configs"] = rebased_dtype_configs(entry, row["configs"][label])
-        entry["config"] = row["configs"][label]
-        entry["variant"] = variant_id(row["op"], entry["config"], entry["specialization"])
+        entry.update(with_config(entry, row["configs"][label]))
         entry["us"] = round(best[label], 3)
         if destination != table_path:
             entry.pop("baseline_us", None)  # the peers were timed on the other device

@@ -1,4 +1,5 @@
-"""Fit each dtype variant of the tuned tables into the GPU's shared memory, without a GPU.
+"""Fit each variant of the tuned tables (an entry's own, and its dtype variants) into the GPU's
+shared memory, without a GPU.
 
     python3 tools/fit_dtype_variants.py [--tables T,T] [--check]
 
@@ -15,8 +16,17 @@ where one does not fit, the first of these that does: the loops not pipelined, t
 not pipelined either. The table records it in the entry's `dtype_configs` (dtype key -> config
 overrides), which `generate` applies to that variant alone. Overrides already recorded there (a
 config probe's winner for the variant: tools/config_probe.py --dtypes) are kept where they fit and
-are the start of the fallbacks where they do not. `--check` exits 1 where a table
-differs from what the tool would write. About 1-2 s a variant.
+are the start of the fallbacks where they do not.
+
+An entry's own config is checked the same way, at the shapes it serves beside its own: a config
+tuned at one row compiles that row specialized (Triton compiles an integer argument equal to 1
+in), and the H100's RMSNorm backward at 1x4096 took 32 bytes of shared memory there and 327,768 at
+2 rows and more, so every call from 2 to 1,024 rows (the 64x4096 entry held the same config) ran
+PyTorch's backward after the launch failed. Where the entry's config does not fit, the first
+fallback that does becomes its config (its recorded dtype variants keep theirs): the tuned shape
+may then run other code, so the tool prints each such change (at the 1x4096 entry one row compiles
+to the same PTX). `--check` exits 1 where a table differs from what the tool would write. About 1-2
+s a variant.
 """
 from __future__ import annotations
 
@@ -74,9 +84,10 @@ def fitted(spec, entry: dict, dtypes: dict, limit: int, target) -> dict:
 
 
 def fit_table(path: Path) -> tuple[dict, list[str]]:
-    """(the table with every entry's `dtype_configs` as fitted, one line per overridden variant)."""
+    """(the table with every entry's config and `dtype_configs` as fitted, one line per changed
+    variant)."""
     import kernels_src
-    from build_tools.autotune.table import load_table
+    from build_tools.autotune.table import load_table, with_config
     from build_tools.cross_compile import H100
     from helion_kernels._variant import dtypes_key
 
@@ -84,8 +95,13 @@ def fit_table(path: Path) -> tuple[dict, list[str]]:
     limit = SHARED_MEMORY_LIMIT[table["arch"]]
     specs = {spec.name: spec for spec in kernels_src.ALL_OPS}
     lines = []
-    for entry in table["entries"]:
+    for index, entry in enumerate(table["entries"]):
         spec = specs[entry["op"]]
+        own = fitted(spec, entry, {}, limit, H100)
+        if own:
+            entry = table["entries"][index] = with_config(entry, {**entry["config"], **own})
+            lines.append(f"{path.name} {entry['op']} {entry['dtype']} {json.dumps(entry['shape'])} "
+                         f"own dtypes: {json.dumps(own)} (the entry's config changed)")
         found = {}
         for dtypes in spec.dtype_variants.get(getattr(torch, entry["dtype"]), ()):
             overrides = fitted(spec, entry, dtypes, limit, H100)
@@ -110,13 +126,13 @@ def main(argv=None) -> None:
     stale = []
     for path in paths:
         table, lines = fit_table(path)
-        print("\n".join(lines) or f"{path.name}: every dtype variant fits as tuned", flush=True)
+        print("\n".join(lines) or f"{path.name}: every variant fits as tuned", flush=True)
         if table_text(table) != path.read_text():
             stale.append(path.name)
             if not args.check:
                 write_table(path, table)
     if args.check and stale:
-        raise SystemExit(f"tables whose dtype_configs differ from the fit: {', '.join(stale)}")
+        raise SystemExit(f"tables that differ from the fit: {', '.join(stale)}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from helion_kernels._variant import canonical_json
+from helion_kernels._variant import canonical_json, variant_id
 
 SCHEMA = 1
 
@@ -19,6 +19,23 @@ def entry_key(op: str, dtype: str, shape: dict) -> str:
 
 def key_of(entry: dict) -> str:
     return entry_key(entry["op"], entry["dtype"], entry["shape"])
+
+
+def overrides_of(config: dict, base: dict) -> dict:
+    """The knobs of `config` whose values differ from `base`'s: `config` as overrides of `base`."""
+    return {k: v for k, v in config.items() if base.get(k) != v}
+
+
+def with_config(entry: dict, config: dict) -> dict:
+    """`entry` under a new config: its variant id recomputed and its `dtype_configs` rewritten as
+    overrides of `config`, so that each recorded dtype variant keeps the config it was recorded
+    with (a change of the entry's own config says nothing of its variants'); those without a record
+    follow the new config."""
+    changed = {**entry, "config": config, "variant": variant_id(entry["op"], config, entry["specialization"])}
+    if entry.get("dtype_configs"):
+        changed["dtype_configs"] = {key: overrides_of({**entry["config"], **overrides}, config)
+                                    for key, overrides in entry["dtype_configs"].items()}
+    return changed
 
 
 def write_text_atomic(path: Path, text: str) -> None:
