@@ -4848,6 +4848,139 @@ def _rms_norm_bwd_kernel_877c9805d3(sum_columns, programs, grad_weight_partial, 
     tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_13, mask=(mask_4))
 
 @_jit_on_first_launch
+def _rms_norm_bwd_kernel_8c04f3485d(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    num_pid_3 = tl.cdiv(programs - 0, 1)
+    in_group_4 = 16 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 16
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_10 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, num_stages=1):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 1)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 1)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_37 = load_36.to(tl.float32)
+            v_38 = (v_35 * v_37)
+            v_39 = (v_38 * v_33)
+            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
+            load_41 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_42 = load_41.to(tl.float32)
+            v_43 = load_29[:, None]
+            v_44 = (v_42 * v_43)
+            load_45 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_46 = load_45.to(tl.float32)
+            load_47 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
+            v_48 = load_47.to(tl.float32)
+            v_49 = (v_46 * v_48)
+            v_50 = red_40[:, None]
+            v_51 = (v_44 * v_50)
+            v_52 = (v_49 - v_51)
+            v_53 = load_29[:, None]
+            v_54 = (v_52 * v_53)
+            v_55 = v_54.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_55, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_56 = (v_46 * v_44)
+            red_57 = (tl.sum(tl.where(mask_28[:, None], v_56, 0), 0))
+            v_58 = (acc_18 + red_57)
+            acc_18 = v_58
+    v_59 = (a_1_if_programs_1_else_0) != 0
+    if v_59:
+        v_60 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_60, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_8e60658f9e(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < n
+    pid_1 = tl.program_id(0)
+    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
+    num_pid_3 = tl.cdiv(programs - 0, 1)
+    in_group_4 = 16 * num_pid_3
+    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
+    group_6 = inner_5 // in_group_4
+    first_7 = group_6 * 16
+    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
+    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
+    pid_10 = (inner_5 % in_group_4) // gsize_8
+    offset_11 = 0 + pid_10 * 1
+    indices_12 = offset_11 + tl.arange(0, 1)
+    mask_13 = indices_12 < programs
+    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
+    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
+    mask_16 = indices_15 < main_columns
+    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
+    acc_18 = v_17
+    for idx_19 in tl.range(0, runs, 1, num_stages=1):
+        idx_20 = idx_19
+        v_21 = (idx_20 * stride)
+        v_22 = (offset_11 * 1)
+        v_23 = (v_21 + v_22)
+        v_24 = (v_23 + 1)
+        v_25 = tl.minimum(v_24, m)
+        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=1):
+            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
+            mask_28 = indices_27 < v_25
+            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
+            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
+            v_31 = load_30.to(tl.float32)
+            v_32 = load_29[:, None]
+            v_33 = (v_31 * v_32)
+            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_35 = load_34.to(tl.float32)
+            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
+            v_37 = load_36.to(tl.float32)
+            v_38 = (v_35 * v_37)
+            v_39 = (v_38 * v_33)
+            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
+            v_41 = red_40[:, None]
+            v_42 = (v_33 * v_41)
+            v_43 = (v_38 - v_42)
+            v_44 = load_29[:, None]
+            v_45 = (v_43 * v_44)
+            v_46 = v_45.to(tl.bfloat16)
+            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
+            v_47 = (v_35 * v_33)
+            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
+            v_49 = (acc_18 + red_48)
+            acc_18 = v_49
+    v_50 = (a_1_if_programs_1_else_0) != 0
+    if v_50:
+        v_51 = acc_18.to(tl.bfloat16)
+        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
+    else:
+        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
+
+@_jit_on_first_launch
 def _rms_norm_bwd_kernel_8e6701301c(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -5303,32 +5436,6 @@ def _rms_norm_bwd_kernel_ac2f265edb(programs, main_columns, n, runs, stride, m, 
         tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_ad930b490d(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    whole_end_7 = 0 + tl.maximum((programs - 0), 0) // _BLOCK_SIZE_2 * _BLOCK_SIZE_2
-    for offset_8 in tl.range(0, whole_end_7, _BLOCK_SIZE_2, num_stages=3):
-        indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_2)
-        load_10 = tl.load(grad_weight_partial + (indices_9[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_4[None, :]), other=0, eviction_policy='evict_last')
-        red_11 = (tl.sum(tl.fma(load_10, 1.0, -0.0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    total_13 = total_6
-    for offset_14 in tl.range(whole_end_7, programs, _BLOCK_SIZE_2):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_16 = indices_15 < programs
-        load_17 = tl.load(grad_weight_partial + (indices_15[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_16[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_last')
-        red_18 = (tl.sum(tl.where(mask_16[:, None], load_17, 0), 0))
-        v_19 = (total_13 + red_18)
-        total_13 = v_19
-    v_20 = total_13.to(tl.bfloat16)
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_20, mask=(mask_4))
-
-@_jit_on_first_launch
 def _rms_norm_bwd_kernel_adc607463d(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -5763,32 +5870,6 @@ def _rms_norm_bwd_kernel_bc2369b82f(programs, main_columns, runs, stride, m, inv
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + indices_8 * grad_weight_partial_stride_1), acc_11, mask=(mask_9))
 
 @_jit_on_first_launch
-def _rms_norm_bwd_kernel_bc2964326d(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
-    pid_1 = tl.program_id(0)
-    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
-    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
-    mask_4 = indices_3 < sum_columns
-    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
-    total_6 = v_5
-    whole_end_7 = 0 + tl.maximum((programs - 0), 0) // _BLOCK_SIZE_2 * _BLOCK_SIZE_2
-    for offset_8 in tl.range(0, whole_end_7, _BLOCK_SIZE_2, num_stages=3):
-        indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_2)
-        load_10 = tl.load(grad_weight_partial + (indices_9[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_4[None, :]), other=0)
-        red_11 = (tl.sum(tl.fma(load_10, 1.0, -0.0), 0))
-        v_12 = (total_6 + red_11)
-        total_6 = v_12
-    total_13 = total_6
-    for offset_14 in tl.range(whole_end_7, programs, _BLOCK_SIZE_2):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_2)
-        mask_16 = indices_15 < programs
-        load_17 = tl.load(grad_weight_partial + (indices_15[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_16[:, None]) & (mask_4[None, :]), other=0)
-        red_18 = (tl.sum(tl.where(mask_16[:, None], load_17, 0), 0))
-        v_19 = (total_13 + red_18)
-        total_13 = v_19
-    v_20 = total_13.to(tl.bfloat16)
-    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_20, mask=(mask_4))
-
-@_jit_on_first_launch
 def _rms_norm_bwd_kernel_be5962e145(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, a_1_if_programs_1_else_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < n
@@ -6069,68 +6150,6 @@ def _rms_norm_bwd_kernel_c625de62dc(programs, main_columns, n, runs, stride, m, 
         tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), acc_11, mask=(rmask_0))
     else:
         tl.store(grad_weight_partial + (offset_4 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_11, mask=(rmask_0))
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_c74885da10(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    num_pid_3 = tl.cdiv(programs - 0, 1)
-    in_group_4 = 16 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 16
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_10 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=1):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 1)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 1)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=3):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_37 = load_36.to(tl.float32)
-            v_38 = (v_35 * v_37)
-            v_39 = (v_38 * v_33)
-            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
-            v_41 = red_40[:, None]
-            v_42 = (v_33 * v_41)
-            v_43 = (v_38 - v_42)
-            v_44 = load_29[:, None]
-            v_45 = (v_43 * v_44)
-            v_46 = v_45.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_46, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_47 = (v_35 * v_33)
-            red_48 = (tl.sum(tl.where(mask_28[:, None], v_47, 0), 0))
-            v_49 = (acc_18 + red_48)
-            acc_18 = v_49
-    v_50 = (a_1_if_programs_1_else_0) != 0
-    if v_50:
-        v_51 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_51, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
 def _rms_norm_bwd_kernel_c840abd2ae(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -6632,6 +6651,32 @@ def _rms_norm_bwd_kernel_d4d9b37831(programs, main_columns, runs, stride, run, m
             tl.store(grad_weight + (indices_15 * grad_weight_stride_0), v_66, mask=(mask_16))
             tid_67 = (offset_14 - 0) // _BLOCK_SIZE_1
             old_68 = tl.atomic_xchg(arrivals + (tid_67 * arrivals_stride_0), 0, sem='release', scope='gpu')
+
+@_jit_on_first_launch
+def _rms_norm_bwd_kernel_d704dfcbc1(sum_columns, programs, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, grad_weight, grad_weight_stride_0, _BLOCK_SIZE_3: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
+    pid_1 = tl.program_id(0)
+    offset_2 = 0 + pid_1 * _BLOCK_SIZE_3
+    indices_3 = offset_2 + tl.arange(0, _BLOCK_SIZE_3)
+    mask_4 = indices_3 < sum_columns
+    v_5 = tl.full([_BLOCK_SIZE_3], 0, tl.float32)
+    total_6 = v_5
+    whole_end_7 = 0 + tl.maximum((programs - 0), 0) // _BLOCK_SIZE_2 * _BLOCK_SIZE_2
+    for offset_8 in tl.range(0, whole_end_7, _BLOCK_SIZE_2, num_stages=1):
+        indices_9 = offset_8 + tl.arange(0, _BLOCK_SIZE_2)
+        load_10 = tl.load(grad_weight_partial + (indices_9[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_4[None, :]), other=0, eviction_policy='evict_last')
+        red_11 = (tl.sum(tl.fma(load_10, 1.0, -0.0), 0))
+        v_12 = (total_6 + red_11)
+        total_6 = v_12
+    total_13 = total_6
+    for offset_14 in tl.range(whole_end_7, programs, _BLOCK_SIZE_2):
+        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_2)
+        mask_16 = indices_15 < programs
+        load_17 = tl.load(grad_weight_partial + (indices_15[:, None] * grad_weight_partial_stride_0 + indices_3[None, :] * grad_weight_partial_stride_1), mask=(mask_16[:, None]) & (mask_4[None, :]), other=0, eviction_policy='evict_last')
+        red_18 = (tl.sum(tl.where(mask_16[:, None], load_17, 0), 0))
+        v_19 = (total_13 + red_18)
+        total_13 = v_19
+    v_20 = total_13.to(tl.bfloat16)
+    tl.store(grad_weight + (indices_3 * grad_weight_stride_0), v_20, mask=(mask_4))
 
 @_jit_on_first_launch
 def _rms_norm_bwd_kernel_dbbec38acd(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
@@ -7434,77 +7479,6 @@ def _rms_norm_bwd_kernel_f044933e05(programs, main_columns, runs, stride, run, m
 
 
 _rms_norm_bwd_kernel_f044933e05.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _rms_norm_bwd_kernel_f2e899df81(programs, main_columns, n, runs, stride, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < n
-    pid_1 = tl.program_id(0)
-    num_pid_2 = tl.cdiv(main_columns - 0, _BLOCK_SIZE_1)
-    num_pid_3 = tl.cdiv(programs - 0, 1)
-    in_group_4 = 16 * num_pid_3
-    inner_5 = pid_1 % (num_pid_2 * num_pid_3)
-    group_6 = inner_5 // in_group_4
-    first_7 = group_6 * 16
-    gsize_8 = tl.minimum(num_pid_2 - first_7, 16)
-    pid_9 = first_7 + ((inner_5 % in_group_4) % gsize_8)
-    pid_10 = (inner_5 % in_group_4) // gsize_8
-    offset_11 = 0 + pid_10 * 1
-    indices_12 = offset_11 + tl.arange(0, 1)
-    mask_13 = indices_12 < programs
-    offset_14 = 0 + pid_9 * _BLOCK_SIZE_1
-    indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_1)
-    mask_16 = indices_15 < main_columns
-    v_17 = tl.full([_RDIM_SIZE_0], 0, tl.float32)
-    acc_18 = v_17
-    for idx_19 in tl.range(0, runs, 1, num_stages=1):
-        idx_20 = idx_19
-        v_21 = (idx_20 * stride)
-        v_22 = (offset_11 * 1)
-        v_23 = (v_21 + v_22)
-        v_24 = (v_23 + 1)
-        v_25 = tl.minimum(v_24, m)
-        for offset_26 in tl.range(v_23, tl.maximum(v_25, v_23), _BLOCK_SIZE_0, loop_unroll_factor=4, num_stages=3):
-            indices_27 = offset_26 + tl.arange(0, _BLOCK_SIZE_0)
-            mask_28 = indices_27 < v_25
-            load_29 = tl.load(inv_rms + (indices_27 * inv_rms_stride_0), mask=(mask_28), other=0, eviction_policy='evict_first')
-            load_30 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0)
-            v_31 = load_30.to(tl.float32)
-            v_32 = load_29[:, None]
-            v_33 = (v_31 * v_32)
-            load_34 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_35 = load_34.to(tl.float32)
-            load_36 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_37 = load_36.to(tl.float32)
-            v_38 = (v_35 * v_37)
-            v_39 = (v_38 * v_33)
-            red_40 = (tl.sum(tl.where(rmask_0[None, :], v_39, 0), 1) / n)
-            load_41 = tl.load(x + (indices_27[:, None] * x_stride_0 + rindex_0[None, :] * x_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_42 = load_41.to(tl.float32)
-            v_43 = load_29[:, None]
-            v_44 = (v_42 * v_43)
-            load_45 = tl.load(grad_out + (indices_27[:, None] * grad_out_stride_0 + rindex_0[None, :] * grad_out_stride_1), mask=(mask_28[:, None]) & (rmask_0[None, :]), other=0, eviction_policy='evict_first')
-            v_46 = load_45.to(tl.float32)
-            load_47 = tl.load(weight + (rindex_0[None, :] * weight_stride_0), mask=(rmask_0[None, :]), other=0)
-            v_48 = load_47.to(tl.float32)
-            v_49 = (v_46 * v_48)
-            v_50 = red_40[:, None]
-            v_51 = (v_44 * v_50)
-            v_52 = (v_49 - v_51)
-            v_53 = load_29[:, None]
-            v_54 = (v_52 * v_53)
-            v_55 = v_54.to(tl.bfloat16)
-            tl.store(grad_x + (indices_27[:, None] * grad_x_stride_0 + rindex_0[None, :] * grad_x_stride_1), v_55, mask=(mask_28[:, None]) & (rmask_0[None, :]))
-            v_56 = (v_46 * v_44)
-            red_57 = (tl.sum(tl.where(mask_28[:, None], v_56, 0), 0))
-            v_58 = (acc_18 + red_57)
-            acc_18 = v_58
-    v_59 = (a_1_if_programs_1_else_0) != 0
-    if v_59:
-        v_60 = acc_18.to(tl.bfloat16)
-        tl.store(grad_weight + (rindex_0 * grad_weight_stride_0), v_60, mask=(rmask_0))
-    else:
-        tl.store(grad_weight_partial + (offset_11 * grad_weight_partial_stride_0 + rindex_0 * grad_weight_partial_stride_1), acc_18, mask=(rmask_0))
 
 @_jit_on_first_launch
 def _rms_norm_bwd_kernel_f41705eaa2(programs, main_columns, n, runs, stride, run, m, inv_rms, inv_rms_stride_0, x, x_stride_0, x_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, weight, weight_stride_0, grad_x, grad_x_stride_0, grad_x_stride_1, a_1_if_programs_1_else_0, grad_weight, grad_weight_stride_0, grad_weight_partial, grad_weight_partial_stride_0, grad_weight_partial_stride_1, a_1_if_finish_and_programs_1_else_0, arrivals, arrivals_stride_0, programs_finishers, finish_columns, finishers_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr, _BLOCK_SIZE_2: tl.constexpr):
@@ -10221,6 +10195,31 @@ def rms_norm_bwd__31b63b22d15c(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
+# rms_norm_bwd variant 31ea4ec45ab2
+# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":4096}
+def rms_norm_bwd__31ea4ec45ab2(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n if programs > 1 else 0
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_8c04f3485d, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_717a5ad127, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant 355d186a36d9
 # config: {"block_sizes":[4,1024,1,64],"dweight_partials":512,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"float32","rank":2}}
@@ -10709,31 +10708,6 @@ def rms_norm_bwd__5ceee4b54455(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant 6241195a1654
-# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last"],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,3,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":1,"N":4096}
-def rms_norm_bwd__6241195a1654(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n if programs > 1 else 0
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_c74885da10, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_ad930b490d, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant 667e3dfa850b
 # config: {"block_sizes":[2,2048,8,64],"dweight_partials":8,"finish_dweight":"last_programs","flatten_loops":[false,false],"indexing":["pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","","last","","","","","last","",""],"loop_orders":[[1,0],[1,0]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[2,1,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -11057,7 +11031,7 @@ def rms_norm_bwd__7278518b5dcb(grad_out, x, weight, inv_rms):
 # rms_norm_bwd variant 72dee2512370
 # config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 6241195a1654 with weight=float32
+# used by: variant f372eedf530a with weight=float32
 def rms_norm_bwd__72dee2512370(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
@@ -11322,7 +11296,7 @@ def rms_norm_bwd__8e768097792a(grad_out, x, weight, inv_rms):
 # rms_norm_bwd variant 8fa6593371d1
 # config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"host","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant b03cb3ac7051 with weight=float32
+# used by: variant 31ea4ec45ab2 with weight=float32
 def rms_norm_bwd__8fa6593371d1(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
@@ -11704,31 +11678,6 @@ def rms_norm_bwd__af0b1d4a85c8(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
-# rms_norm_bwd variant b03cb3ac7051
-# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,3,3],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
-# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":4096}
-def rms_norm_bwd__b03cb3ac7051(grad_out, x, weight, inv_rms):
-    m, n = x.size()
-    row_blocks = m
-    programs = min(128, row_blocks)
-    steps = _cdiv(row_blocks, programs)
-    runs = steps
-    stride = programs
-    grad_x = torch.empty_like(x)
-    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
-    grad_weight = torch.empty_like(weight)
-    sum_columns = n if programs > 1 else 0
-    grad_out_strides = grad_out.stride()
-    grad_weight_partial_strides = grad_weight_partial.stride()
-    grad_x_strides = grad_x.stride()
-    x_strides = x.stride()
-    _launch(_rms_norm_bwd_kernel_f2e899df81, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
-    _grad_weight_partial_strides = grad_weight_partial.stride()
-    _launch(_rms_norm_bwd_kernel_bc2964326d, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
-    return (grad_x, grad_weight)
-
-
 # rms_norm_bwd variant b14d0b0e69b4
 # config: {"block_sizes":[4,4096,64,64],"dweight_partials":132,"finish_dweight":"host","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":16,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -11778,8 +11727,8 @@ def rms_norm_bwd__b36a56c8a5a8(grad_out, x, weight, inv_rms):
 # rms_norm_bwd variant bb592bebd91a
 # config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 6241195a1654 with grad_out=float32
-#   variant b03cb3ac7051 with grad_out=float32
+# used by: variant 31ea4ec45ab2 with grad_out=float32
+#   variant f372eedf530a with grad_out=float32
 def rms_norm_bwd__bb592bebd91a(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
@@ -11908,7 +11857,7 @@ def rms_norm_bwd__c514600b59c5(grad_out, x, weight, inv_rms):
 # rms_norm_bwd variant c77e1ea089a5
 # config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant 6241195a1654 with grad_out=float32,weight=float32
+# used by: variant f372eedf530a with grad_out=float32,weight=float32
 def rms_norm_bwd__c77e1ea089a5(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
@@ -12456,6 +12405,31 @@ def rms_norm_bwd__f34d05e85baf(grad_out, x, weight, inv_rms):
     return (grad_x, grad_weight)
 
 
+# rms_norm_bwd variant f372eedf530a
+# config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"sum_pass","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last"],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
+# specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":1,"N":4096}
+def rms_norm_bwd__f372eedf530a(grad_out, x, weight, inv_rms):
+    m, n = x.size()
+    row_blocks = m
+    programs = min(128, row_blocks)
+    steps = _cdiv(row_blocks, programs)
+    runs = steps
+    stride = programs
+    grad_x = torch.empty_like(x)
+    grad_weight_partial = _new_empty(x, torch.float32, programs, n)
+    grad_weight = torch.empty_like(weight)
+    sum_columns = n if programs > 1 else 0
+    grad_out_strides = grad_out.stride()
+    grad_weight_partial_strides = grad_weight_partial.stride()
+    grad_x_strides = grad_x.stride()
+    x_strides = x.stride()
+    _launch(_rms_norm_bwd_kernel_8e60658f9e, (programs,), (programs, 1, n, runs, stride, m, inv_rms, inv_rms.stride(0), x, x_strides[0], x_strides[1], grad_out, grad_out_strides[0], grad_out_strides[1], weight, weight.stride(0), grad_x, grad_x_strides[0], grad_x_strides[1], 1 if programs == 1 else 0, grad_weight, grad_weight.stride(0), grad_weight_partial, grad_weight_partial_strides[0], grad_weight_partial_strides[1]), (256, _next_power_of_2(max(1, n)), 1), 8, 3)
+    _grad_weight_partial_strides = grad_weight_partial.stride()
+    _launch(_rms_norm_bwd_kernel_d704dfcbc1, (_cdiv(sum_columns, 128),), (sum_columns, programs, grad_weight_partial, _grad_weight_partial_strides[0], _grad_weight_partial_strides[1], grad_weight, grad_weight.stride(0)), (128, 1), 8, 3)
+    return (grad_x, grad_weight)
+
+
 # rms_norm_bwd variant f40ba61a9e5a
 # config: {"block_sizes":[2,2048,8,64],"dweight_partials":8,"finish_dweight":"last_programs","flatten_loops":[false,false],"indexing":["pointer","pointer","tensor_descriptor","block_ptr","pointer","pointer","pointer","pointer","pointer","block_ptr","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":false,"l2_groupings":[1,4],"load_eviction_policies":["","","last","","","","","last","",""],"loop_orders":[[1,0],[1,0]],"num_stages":2,"num_warps":4,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[2,1,0,0],"range_peel_tails":[false,false,false,false],"range_unroll_factors":[0,0,0,0],"range_warp_specializes":[null,null,null,null],"reduction_loops":[],"reload_rows":false,"split_columns":true,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
@@ -12678,7 +12652,7 @@ def rms_norm_bwd__fe4e8623ff58(grad_out, x, weight, inv_rms):
 # rms_norm_bwd variant ff5fa4af4c8a
 # config: {"block_sizes":[1,256,1,128],"dweight_partials":128,"finish_dweight":"host","flatten_loops":[true,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","tensor_descriptor","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,16],"load_eviction_policies":["","","first","reread","","first","reread","last","","",""],"loop_orders":[[0,1],[1,0]],"num_stages":3,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[1,1,1],"range_peel_tails":[false,false,true],"range_unroll_factors":[0,4,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":true,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"float32","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"float32","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: variant b03cb3ac7051 with grad_out=float32,weight=float32
+# used by: variant 31ea4ec45ab2 with grad_out=float32,weight=float32
 def rms_norm_bwd__ff5fa4af4c8a(grad_out, x, weight, inv_rms):
     m, n = x.size()
     row_blocks = m
@@ -14579,6 +14553,7 @@ VARIANTS = {
         '2b9309dec134': rms_norm_bwd__2b9309dec134,
         '2f46ab7cae7e': rms_norm_bwd__2f46ab7cae7e,
         '31b63b22d15c': rms_norm_bwd__31b63b22d15c,
+        '31ea4ec45ab2': rms_norm_bwd__31ea4ec45ab2,
         '355d186a36d9': rms_norm_bwd__355d186a36d9,
         '442522427888': rms_norm_bwd__442522427888,
         '44d2ec814b0c': rms_norm_bwd__44d2ec814b0c,
@@ -14598,7 +14573,6 @@ VARIANTS = {
         '593a4a3286ee': rms_norm_bwd__593a4a3286ee,
         '59ff553cd054': rms_norm_bwd__59ff553cd054,
         '5ceee4b54455': rms_norm_bwd__5ceee4b54455,
-        '6241195a1654': rms_norm_bwd__6241195a1654,
         '667e3dfa850b': rms_norm_bwd__667e3dfa850b,
         '69ae93cf5147': rms_norm_bwd__69ae93cf5147,
         '6aba2d8097b1': rms_norm_bwd__6aba2d8097b1,
@@ -14637,7 +14611,6 @@ VARIANTS = {
         'a9f1b2c796c4': rms_norm_bwd__a9f1b2c796c4,
         'ace2e99e3d35': rms_norm_bwd__ace2e99e3d35,
         'af0b1d4a85c8': rms_norm_bwd__af0b1d4a85c8,
-        'b03cb3ac7051': rms_norm_bwd__b03cb3ac7051,
         'b14d0b0e69b4': rms_norm_bwd__b14d0b0e69b4,
         'b36a56c8a5a8': rms_norm_bwd__b36a56c8a5a8,
         'bb592bebd91a': rms_norm_bwd__bb592bebd91a,
@@ -14666,6 +14639,7 @@ VARIANTS = {
         'f147bd037a83': rms_norm_bwd__f147bd037a83,
         'f2cfdd93ac73': rms_norm_bwd__f2cfdd93ac73,
         'f34d05e85baf': rms_norm_bwd__f34d05e85baf,
+        'f372eedf530a': rms_norm_bwd__f372eedf530a,
         'f40ba61a9e5a': rms_norm_bwd__f40ba61a9e5a,
         'f4173494b1f0': rms_norm_bwd__f4173494b1f0,
         'f541cf7de919': rms_norm_bwd__f541cf7de919,
@@ -14735,6 +14709,7 @@ REPLAYABLE = frozenset({
     'rms_norm_bwd__2b238f870c37',
     'rms_norm_bwd__2b9309dec134',
     'rms_norm_bwd__31b63b22d15c',
+    'rms_norm_bwd__31ea4ec45ab2',
     'rms_norm_bwd__44d2ec814b0c',
     'rms_norm_bwd__4aa0d8cc06ef',
     'rms_norm_bwd__4ba8922310fc',
@@ -14743,7 +14718,6 @@ REPLAYABLE = frozenset({
     'rms_norm_bwd__5819ce8a1b0c',
     'rms_norm_bwd__593a4a3286ee',
     'rms_norm_bwd__5ceee4b54455',
-    'rms_norm_bwd__6241195a1654',
     'rms_norm_bwd__6aba2d8097b1',
     'rms_norm_bwd__6b04c792bc84',
     'rms_norm_bwd__6c65c6dbdbe5',
@@ -14762,7 +14736,6 @@ REPLAYABLE = frozenset({
     'rms_norm_bwd__a1e166eeb1cb',
     'rms_norm_bwd__a92029091163',
     'rms_norm_bwd__af0b1d4a85c8',
-    'rms_norm_bwd__b03cb3ac7051',
     'rms_norm_bwd__b36a56c8a5a8',
     'rms_norm_bwd__bb592bebd91a',
     'rms_norm_bwd__bffb3e45cc80',
@@ -14779,6 +14752,7 @@ REPLAYABLE = frozenset({
     'rms_norm_bwd__ed670ed29b28',
     'rms_norm_bwd__f2cfdd93ac73',
     'rms_norm_bwd__f34d05e85baf',
+    'rms_norm_bwd__f372eedf530a',
     'rms_norm_bwd__f541cf7de919',
     'rms_norm_bwd__f7d09bd6ffc6',
     'rms_norm_bwd__fb5ef1f1c507',
