@@ -1,6 +1,7 @@
 #!/bin/bash
 # Queued by the fifty-sixth session for an H100: the GPU tests of that session's DSL features (host
-# reads, `continue`, run-time-sized allocations), the RMSNorm launches probe at 64x4096 (ours against
+# reads, `continue`, run-time-sized allocations) and of the RMSNorm variants at their entries'
+# widths (tests/kernels/test_shipped_variants_aligned.py), the RMSNorm launches probe at 64x4096 (ours against
 # torch.compile, scratch/rms_norm_launches_probe.py), then the whole-kernel flag steps that session
 # did not time (scratch/session56_h100_row_flag_jobs_rest.json: float32 RMSNorm forward and float32
 # softmax, 24 jobs, 78 variants) through scratch/gpu_run_session56_flags.sh within LIMIT seconds.
@@ -16,6 +17,8 @@ export HK_TEST_DEVICE=cuda PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 start=$(date +%s)
 timeout 120 python3 -m pytest -q -m "gpu or not gpu" -p no:cacheprovider -p no:benchmark tests/dsl/test_host_reads.py \
   tests/dsl/test_control_flow.py -k "continue or read or sized or count" 2>&1 | tail -3
+timeout 200 python3 -m pytest -q -m "gpu or not gpu" -n 8 -p no:cacheprovider -p no:benchmark --timeout 150 \
+  tests/kernels/test_shipped_variants_aligned.py -k rms > $OUT/aligned_tests.txt 2>&1; tail -3 $OUT/aligned_tests.txt
 mkdir -p $OUT/launches && OUT=$OUT/launches timeout 120 python3 scratch/rms_norm_launches_probe.py 64x4096 2>&1 \
   | grep -v -i "warn\|inductor\|important use" | tail -40
 LIMIT=$(( ${LIMIT:-560} - ($(date +%s) - start) )) PREFILLED=${PREFILLED:-} bash scratch/gpu_run_session56_flags.sh \
