@@ -396,7 +396,7 @@ class CompileSession:
     def size_host_expr(self, tensor: HostTensor, d: int) -> str:
         """Launcher-side text of a tensor size (a literal when it is a compile-time constant)."""
         size = tensor.meta.size(d)
-        if self.static_sizes(tensor) or (tensor.host_expr not in self.runtime_sized and self.is_specialized_size(size)):
+        if tensor.host_expr not in self.runtime_sized and (self.static_shapes or self.is_specialized_size(size)):
             return str(size)
         return f"{tensor.host_expr}.size({d})"
 

@@ -62,6 +62,21 @@ def shipped_inputs(spec, shape: dict, dtype: str, dtypes: str | None, device: st
     return spec.with_dtypes(tuple(args), overrides), spec.tolerance(outputs[0] if outputs else getattr(torch, dtype))
 
 
+def check_shipped_variant(op: str, dtype: str, variant: str, dtypes: str | None, shape: dict, device: str,
+                          seed: int) -> None:
+    """Run a shipped variant's generated launcher at `shape` (poisoned output allocations) and compare
+    its outputs, in PyTorch's dtypes, with the op's float64 reference."""
+    import kernels_src
+    from helion_kernels._dispatch import DISPATCHER
+
+    spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
+    args, tolerance = shipped_inputs(spec, shape, dtype, dtypes, device, seed)
+    with poisoned_allocations():
+        outputs = DISPATCHER.registry.launchers(op)[variant](*args)
+    assert_dtypes_of_baseline(spec, args, outputs, f"{op} {variant}")
+    assert_close(outputs, spec.reference(*args), tolerance, f"{op} {variant} {shape}")
+
+
 def configs_to_try(bound, seeds=RANDOM_CONFIG_SEEDS, extra=()) -> list[tuple[str, object]]:
     """(label, config) pairs: the default config, random configs for `seeds` (RANDOM_MAX_TILES),
     then `extra`."""

@@ -6,11 +6,8 @@ sums) at a width no block divides, with poisoned output allocations, against the
 reference. Each variant's twins compiled for other argument dtypes (OpSpec.dtype_variants) run
 too, their outputs in PyTorch's dtypes. The variants that compile their reduction sizes in run only at their own widths (test_static_variants.py)."""
 import pytest
-import torch
 
-import kernels_src
-from helion_kernels._dispatch import DISPATCHER
-from kernel_check import assert_close, assert_dtypes_of_baseline, poisoned_allocations, shipped_entries, shipped_inputs, variants_of
+from kernel_check import check_shipped_variant, shipped_entries, variants_of
 
 ROW_OPS = ("rms_norm_fwd", "rms_norm_bwd", "rms_norm_noweight_fwd", "rms_norm_noweight_bwd", "softmax_fwd", "softmax_bwd")
 SHAPES = {"cpu": ({"M": 1, "N": 300}, {"M": 37, "N": 300}), "cuda": ({"M": 1, "N": 4099}, {"M": 1037, "N": 4099})}
@@ -37,11 +34,5 @@ def test_row_ops_ship_their_configs_for_mixed_dtypes():
 
 @pytest.mark.parametrize("op, dtype, variant, dtypes", variants_of(dynamic_entries()))
 def test_variant_is_right_away_from_its_tuned_shape(device, op, dtype, variant, dtypes):
-    spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
-    launcher = DISPATCHER.registry.launchers(op)[variant]
     for seed, shape in enumerate(SHAPES[device]):
-        args, tolerance = shipped_inputs(spec, shape, dtype, dtypes, device, seed)
-        with poisoned_allocations():
-            outputs = launcher(*args)
-        assert_dtypes_of_baseline(spec, args, outputs, f"{op} {variant}")
-        assert_close(outputs, spec.reference(*args), tolerance, f"{op} {variant} {shape}")
+        check_shipped_variant(op, dtype, variant, dtypes, shape, device, seed)

@@ -7,11 +7,8 @@ take), and the public path ran PyTorch's backward after the launch failed; the G
 4099 columns. Two rows (a decode entry's next shape) and 37 (several row blocks), poisoned outputs,
 against the op's float64 reference."""
 import pytest
-import torch
 
-import kernels_src
-from helion_kernels._dispatch import DISPATCHER
-from kernel_check import assert_close, poisoned_allocations, shipped_entries, shipped_inputs, variants_of
+from kernel_check import check_shipped_variant, shipped_entries, variants_of
 from test_shipped_variants import ROW_OPS
 
 pytestmark = pytest.mark.gpu
@@ -28,10 +25,5 @@ def widths_and_variants() -> list:
 
 @pytest.mark.parametrize("op, dtype, variant, dtypes, width", widths_and_variants())
 def test_variant_runs_at_its_entrys_width(device, op, dtype, variant, dtypes, width):
-    spec = next(s for s in kernels_src.ALL_OPS if s.name == op)
-    launcher = DISPATCHER.registry.launchers(op)[variant]
     for seed, rows in enumerate((2, 37)):
-        args, tolerance = shipped_inputs(spec, {"M": rows, "N": width}, dtype, dtypes, device, seed)
-        with poisoned_allocations():
-            outputs = launcher(*args)
-        assert_close(outputs, spec.reference(*args), tolerance, f"{op} {variant} {rows}x{width}")
+        check_shipped_variant(op, dtype, variant, dtypes, {"M": rows, "N": width}, device, seed)
