@@ -16,7 +16,7 @@ from . import language as hl
 from .emitter import KernelBuilder
 from .inline import InlineMixin, inlinable
 from .pointwise import HOST_TENSOR_ALLOCATIONS, PointwiseMixin
-from .values import ONE, BlockDim, HostScalar, HostTensor, RDim, TileVal, TVal, tl_dtype
+from .values import ONE, BlockDim, DeviceSlice, DimSize, HostScalar, HostTensor, RDim, TileVal, TVal, tl_dtype
 
 UNSUPPORTED_STATEMENTS = {
     ast.While: "while loop",
@@ -39,6 +39,17 @@ def whole_tiles(begin: Any, end: Any, block: int | None) -> bool:
     """Whether tiles of `block` from `begin` to `end` are provably all whole (static bounds whose span
     the block divides), so none needs a tail mask."""
     return isinstance(begin, int) and isinstance(end, int) and bool(block) and (end - begin) % block == 0
+
+
+def slice_length(node: ast.Slice) -> ast.AST | None:
+    """The length of a slice written `start:start + length` (or `start:length + start`), else None."""
+    upper = node.upper
+    if node.step is not None or node.lower is None or not isinstance(upper, ast.BinOp) or not isinstance(upper.op, ast.Add):
+        return None
+    start = ast.dump(node.lower)
+    if ast.dump(upper.left) == start:
+        return upper.right
+    return upper.left if ast.dump(upper.right) == start else None
 
 
 class LoopSpec:
@@ -744,6 +755,9 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
             values = [self.expr(e) for e in node.elts]
             return tuple(values) if isinstance(node, ast.Tuple) else values
         if isinstance(node, ast.Slice):
+            length = slice_length(node)
+            if length is not None and not self.session.is_host_evaluable(node, self.scope):
+                return DeviceSlice(self.expr(node.lower), self.expr(length))
             return slice(*(self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)))
         raise self.error(exc.NotSupported, f"{type(node).__name__} expression in device code", node)
 
@@ -795,8 +809,8 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
             return TVal(torch.int32, (), name=tile.offset)
         if attr == "end":
             return TVal(torch.int32, (), name=b.assign(f"tl.minimum({tile.offset} + {dim.size_expr}, {tile.end})", "end"))
-        if attr == "block_size":
-            return TVal(torch.int32, (), name=b.assign(f"tl.full([], {dim.size_expr}, tl.int32)", "bs"))
+        if attr == "block_size":  # a number, and as a size the tile's dim (times a power of two, a merged dim)
+            return DimSize(dim.size_expr, self.dim_value(dim), torch.int32, dim=dim)
         if attr == "id":
             return TVal(torch.int32, (), name=b.assign(f"({tile.offset} - {tile.begin}) // {dim.size_expr}", "tid"))
         if attr == "count":

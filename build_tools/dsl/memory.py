@@ -9,7 +9,8 @@ from typing import Any
 import torch
 
 from . import exc
-from .values import DOT_MIN_DIM, ONE, same_dim, same_shape, BlockDim, BlockSizeInt, DimSize, HostScalar, HostTensor, RDim, TileVal, TVal, place, tl_dtype
+from .values import (DOT_MIN_DIM, ONE, same_dim, same_shape, BlockDim, BlockSizeInt, DeviceSlice, DimSize, HostScalar, HostTensor,
+                     MergedDim, RDim, TileVal, TVal, extent_key, place, tl_dtype)
 
 
 @dataclass
@@ -174,6 +175,12 @@ class MemoryMixin:
                         addr.block_ok = False
                     else:
                         self.guard_equal(self.session.rdim_host[id(rdim)][0], self.session.size_host_expr(tensor, d))
+            elif isinstance(item, DeviceSlice):
+                dim, term, masks = self.device_slice(tensor, d, item, stride, len(shape), node)
+                shape.append(dim)
+                addr.terms.append(term)
+                addr.masks.extend(masks)
+                addr.block_ok = False
             elif isinstance(item, TVal) and item.shape != ():
                 axes = list(range(len(shape), len(shape) + len(item.shape)))
                 shape.extend(item.shape)
@@ -214,6 +221,8 @@ class MemoryMixin:
         full = size if whole and self.session.is_specialized_size(size) else self.session.tensor_size(tensor, d, self.builder)
         lower = 0 if item.start is None else item.start
         upper = full if item.stop is None else item.stop
+        if isinstance(lower, TVal) or isinstance(upper, TVal):
+            raise self.error(exc.NotSupported, "slice bounds must be host values, or read `start:start + length`", node)
         lo_v = self.int_value(lower, node)
         hi_v = self.int_value(upper, node)
         size_value = max(hi_v - lo_v, 0)
@@ -221,14 +230,44 @@ class MemoryMixin:
         if whole:
             size_param, host = self.atom(full), self.session.host_expr(full) if isinstance(full, HostScalar) else str(full)
         else:
-            if isinstance(lower, TVal) or isinstance(upper, TVal):
-                raise self.error(exc.NotSupported, "slice bounds must be host values", node)
             static = isinstance(lower, int) and isinstance(upper, int)
             size_param = str(size_value) if static else f"({hi_s} - {lo_s})"
             host = str(size_value) if static else f"({self.host_expr_of(upper)}) - ({self.host_expr_of(lower)})"
         if size_value == 1 and size_param == "1":
             return ONE, lo_s
         return self.rdim_for(size_value, size_param, host), lo_s
+
+    def device_slice(self, tensor: HostTensor, d: int, item: DeviceSlice, stride: str, axis: int, node: ast.AST) -> tuple:
+        """The dim, address term and masks of `tensor[..., start:start + length, ...]` along dim `d`
+        at `axis` of the access, with a start known only on the device. A size as length (a tile's
+        block size, times a power of two) gives a copy of its dim (so the value matches that tile's
+        values) whose positions past the tensor's end are masked; a host integer, the whole dim of
+        that size."""
+        start, length = item.start, item.length
+        if isinstance(start, TVal) and start.shape != ():
+            raise self.error(exc.ShapeMismatch, "a slice's start must be a scalar", node)
+        if isinstance(start, bool) or not isinstance(start, (int, HostScalar, TVal)):
+            raise self.error(exc.TypeMismatch, f"a slice's start of type {type(start).__name__}", node)
+        begin = self.atom(start)
+        end = self.atom(self.session.tensor_size(tensor, d, self.builder))
+        if isinstance(length, DimSize) and extent_key(length.dim) is not None and not isinstance(length.dim, RDim):
+            base = length.dim
+            index = self.builder.assign(f"{begin} + tl.arange(0, {base.size_expr})", "indices")
+            bound = self.builder.assign(f"{index} < {end}", "mask")
+            mask = bound if base.mask is None else self.builder.assign(f"{bound} & ({base.mask})", "mask")
+            if isinstance(base, MergedDim):
+                dim: Any = MergedDim(base.parts, base.size_expr, index, base.size_value, mask)
+            else:
+                dim = BlockDim(base.block_id, base.size_expr, index, mask, base.numel_expr)
+            return dim, (index, [axis], stride, None), [(mask, [axis])]
+        if isinstance(length, bool) or not isinstance(length, (int, HostScalar)):
+            raise self.error(exc.NotSupported, "a slice with a device start needs a length that is a host integer or a "
+                             "size such as tile.block_size (times a power of two)", node)
+        rdim = self.rdim_for(self.int_value(length, node), self.atom(length),
+                             self.host_expr_of(length) if isinstance(length, HostScalar) else str(length))
+        self.require_whole([rdim], "a slice with a device start")
+        masks = [(f"(({begin} + {rdim.index}) < {end})", [axis])] + ([(rdim.mask, [axis])] if rdim.mask else [])
+        return rdim, (rdim.index, [axis], stride, begin), masks
 
     def int_value(self, value: Any, node: ast.AST) -> int:
         if isinstance(value, HostScalar):
@@ -405,6 +444,7 @@ class MemoryMixin:
             reshaped = value if same_shape(target, value.shape) else self.reshape_to(value, target)
             if same_shape(self.broadcast_shape(reshaped.shape, shape), shape):
                 return reshaped
+        self.require_whole(shape + value.shape, "a store that does not broadcast")  # a whole dim may match
         raise self.error(exc.ShapeMismatch, f"cannot store a value of shape {self.shape_text(value.shape)} into {self.shape_text(shape)}", node)
 
     def store(self, tensor: HostTensor, index: list, value: Any, extra_mask: Any, node: ast.AST) -> None:

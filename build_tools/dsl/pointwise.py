@@ -13,9 +13,10 @@ from . import exc
 from . import language as hl
 from .memory import MemoryMixin
 from .reduce import ReduceMixin
+from .reshape import ReshapeMixin
 from .rng import RandomMixin
 from .sync import SyncMixin
-from .values import (LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, RDim, TileVal, TVal, same_dim,
+from .values import (LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, MergedDim, RDim, TileVal, TVal, same_dim,
                      scalar_dtype, size_arguments, tl_dtype)
 
 BINARY_OPS = {
@@ -53,7 +54,7 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
+class PointwiseMixin(ReshapeMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -98,6 +99,14 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
                 self.session.location(self.current_node),
             ).with_rdims([d.rdim_id for d in value.looped_rdims()])
 
+    def require_whole(self, dims: Any, what: str) -> None:
+        """`what` needs each of `dims` whole: a looped reduction dim among them is made persistent
+        (the compile is retried with it unlooped; see kernel.BoundKernel._discover)."""
+        looped = [d.rdim_id for d in dims if isinstance(d, RDim) and d.looped]
+        if looped:
+            raise exc.NotLoopable(f"{what} needs whole reduction dims; use a persistent reduction (reduction_loops=None)",
+                                  self.session.location(self.current_node)).with_rdims(looped)
+
     # ------------------------------------------------------------------ shapes
     def broadcast_shape(self, a: tuple, b: tuple) -> tuple:
         out = []
@@ -123,6 +132,8 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
             return f"tile_{dim.block_id}"
         if isinstance(dim, RDim):
             return f"size{dim.size_value}"
+        if isinstance(dim, MergedDim):
+            return "*".join(self.dim_text(p) for p in dim.parts)
         return "1"
 
     def expand_to(self, value: TVal, shape: tuple) -> str:
@@ -173,6 +184,10 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
             return value
         if dtype == torch.bool:
             return self.make(dtype, value.shape, lambda a: f"({a[0]} != 0)", [value])
+        if dtype == torch.bfloat16 and value.dtype in (torch.int8, torch.uint8, torch.int16):
+            # through float32, which holds these exactly: Triton 3.6's interpreter turns them into
+            # garbage bfloat16 directly (on GPUs both convert alike)
+            return self.make(dtype, value.shape, lambda a: f"{a[0]}.to(tl.float32).to(tl.bfloat16)", [value])
         return self.make(dtype, value.shape, lambda a: f"{a[0]}.to({tl_dtype(dtype)})", [value])
 
     # ------------------------------------------------------------------ operators
@@ -190,6 +205,11 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
             return self.power(left, right)
         if isinstance(op, ast.MatMult):
             return self.matmul(left, right)
+        if isinstance(op, ast.Mult) and (isinstance(left, DimSize) or isinstance(right, DimSize)):
+            size, factor = (left, right) if isinstance(left, DimSize) else (right, left)
+            scaled = self.scaled_size(size, factor)
+            if scaled is not None:
+                return scaled
         symbol = BINARY_OPS.get(type(op))
         if symbol is None:
             raise self.error(exc.NotSupported, f"operator {type(op).__name__} in device code")
@@ -500,28 +520,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
         if axis is ONE:
             return 1
         expr = axis.size_param if isinstance(axis, RDim) else axis.size_expr
-        return DimSize(expr, self.session.block_value(axis.block_id) if isinstance(axis, BlockDim) else axis.size_value,
-                       torch.int32, dim=axis)
-
-    def view(self, value: TVal, sizes: tuple) -> TVal:
-        """`value.view(*sizes)` / `reshape`: the same dims in the same order with unit dims put in or
-        taken out (what a tile's values can be viewed as without moving them)."""
-        sizes = size_arguments(sizes)
-        real = [d for d in value.shape if d is not ONE]
-        shape: list = []
-        for size in sizes:
-            if isinstance(size, int) and size == -1:  # the value's next non-unit dim
-                placed = len([d for d in shape if d is not ONE])
-                if placed >= len(real):
-                    raise self.error(exc.ShapeMismatch, f"view(-1) of {self.shape_text(value.shape)} with no dim left")
-                shape.append(real[placed])
-            else:
-                shape.extend(self.shape_from_sizes([size]))
-        kept = [d for d in shape if d is not ONE]
-        if len(kept) != len(real) or not all(same_dim(a, b) for a, b in zip(kept, real)):
-            raise self.error(exc.ShapeMismatch, f"view of {self.shape_text(value.shape)} as {self.shape_text(tuple(shape))}: "
-                             "only unit dims may be put in or taken out")
-        return value if tuple(shape) == value.shape else self.reshape_to(value, tuple(shape))
+        return DimSize(expr, self.dim_value(axis), torch.int32, dim=axis)
 
     def expanded_shape(self, value: TVal, sizes: tuple) -> tuple:
         """The shape `Tensor.expand(*sizes)` names: -1 keeps a dim of `value`, tiles give their dims."""
@@ -589,6 +588,7 @@ class PointwiseMixin(ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
         table[torch.permute] = ignore_node(lambda v, dims: self.permute(v, list(dims)))
         table[torch.unsqueeze] = ignore_node(self.unsqueeze)
         table[torch.squeeze] = ignore_node(self.squeeze)
+        table[torch.stack] = ignore_node(self.stack)
         table[torch.matmul] = ignore_node(self.matmul)
         table[torch.mm] = ignore_node(self.matmul)
         table[torch.bmm] = ignore_node(self.matmul)

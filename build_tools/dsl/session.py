@@ -21,7 +21,8 @@ from .device import DeviceCompiler
 from .emitter import KernelBuilder, compile_options_text
 from .host import HOST_TENSOR_METHODS, DeviceReads, LauncherRewriter, ParsedKernel, find_device_calls, without_returns
 from .sizes import SizeTracker
-from .values import DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, BlockSizeInt, HostScalar, HostTensor, RDim, TileVal, scalar_dtype
+from .values import (DOT_MIN_DIM, TENSOR_SHAPES_SEEN, BlockDim, BlockSizeInt, HostScalar, HostTensor, MergedDim, RDim, TileVal,
+                     scalar_dtype)
 
 DISCOVERY_BLOCK = 16
 SCHEDULER_LANE = 1  # the `_counters` lane of pid_type "persistent_dynamic"'s tile tickets
@@ -431,7 +432,11 @@ class CompileSession:
         return block_id, None
 
     def note_dot_dim(self, dim: Any) -> None:
-        if isinstance(dim, BlockDim) and dim.block_id >= 0:
+        if isinstance(dim, MergedDim):  # its blocks need a dot's sizes; its whole dims are not padded
+            for part in dim.parts:
+                if isinstance(part, BlockDim):
+                    self.note_dot_dim(part)
+        elif isinstance(dim, BlockDim) and dim.block_id >= 0:
             self.found.blocks[dim.block_id].in_dot = True
         elif isinstance(dim, RDim):
             dim.in_dot = True

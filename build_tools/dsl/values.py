@@ -102,6 +102,33 @@ class RDim(Dim):
 
 
 @dataclass(eq=False)
+class MergedDim(Dim):
+    """Adjacent dims viewed as one (`reshape` of a [tile, 2] value as [2 * tile], or a size such as
+    `tile.block_size * 2`): its extent is the product of its parts' and its elements run through
+    them in row-major order. `index` counts its positions from 0; `mask` holds where every part's
+    mask holds. Its parts are blocks (of tiles or of a fixed size) or whole dims of a power-of-two
+    size, so the extent is the Triton block's."""
+
+    parts: tuple
+    size_expr: str
+    index: str
+    size_value: int  # extent at bind time
+    mask: str | None = None
+
+    @property
+    def numel_expr(self) -> str:  # type: ignore[override]
+        return self.size_expr
+
+    def __repr__(self) -> str:
+        return "*".join(repr(p) for p in self.parts)
+
+
+def fixed_dim(size: int) -> BlockDim:
+    """A dim of a constant power-of-two size: the new axis of `torch.stack`, a size's factor."""
+    return BlockDim(-1, str(size), f"tl.arange(0, {size})", None, str(size))
+
+
+@dataclass(eq=False)
 class TVal:
     """A device tensor or scalar. `name` is set for eager values; `render`/`children` for lazy ones."""
 
@@ -136,7 +163,9 @@ def shape_key(shape: tuple) -> tuple:
     """A device tensor's dims as config-independent keys: ("block", id), ("rdim", id) or ("fixed", n)."""
     key = []
     for dim in shape:
-        if isinstance(dim, BlockDim):
+        if isinstance(dim, MergedDim):
+            key.extend(shape_key(dim.parts))
+        elif isinstance(dim, BlockDim):
             key.append(("block", dim.block_id) if dim.block_id >= 0 else
                        ("fixed", int(dim.size_expr) if str(dim.size_expr).isdigit() else 1))
         elif isinstance(dim, RDim):
@@ -195,6 +224,15 @@ class DimSize(HostScalar):
     dim: Any = None
 
 
+@dataclass(eq=False)
+class DeviceSlice:
+    """A slice written `start:start + length` whose start is known only on the device (a tile's
+    begin times 2): `length` (a host integer or a size such as `tile.block_size * 2`) gives its dim."""
+
+    start: Any
+    length: Any
+
+
 def size_arguments(sizes: tuple) -> tuple:
     """The sizes of a call that takes them spread out or as one sequence (`view(a, b)`, `view([a, b])`)."""
     if len(sizes) == 1 and isinstance(sizes[0], (list, tuple, torch.Size)):
@@ -220,11 +258,40 @@ def place(name: str, positions: list[int], rank: int) -> str:
     return f"{name}[{', '.join(parts)}]"
 
 
+def extent_key(dim: Any) -> tuple | None:
+    """What a dim's extent is made of, when the compile knows it: the tunable block sizes it
+    multiplies (sorted ids) and a constant factor; None for a dim of a run-time or chunked size."""
+    if isinstance(dim, MergedDim):
+        return product_key(dim.parts)
+    if isinstance(dim, BlockDim):
+        if dim.block_id >= 0:
+            return (dim.block_id,), 1
+        return ((), int(dim.size_expr)) if str(dim.size_expr).isdigit() else None
+    if isinstance(dim, RDim) and not dim.looped and dim.size_param.isdigit():
+        return (), dim.size_value
+    return None
+
+
+def product_key(dims: Any) -> tuple | None:
+    """The extent_key of adjacent `dims` merged into one; None when one of them has none."""
+    ids: list = []
+    factor = 1
+    for dim in dims:
+        key = extent_key(dim)
+        if key is None:
+            return None
+        ids.extend(key[0])
+        factor *= key[1]
+    return tuple(sorted(ids)), factor
+
+
 def same_dim(a: Dim, b: Dim) -> bool:
-    """Dims are equal when they are one object, or blocks of the same tunable block size."""
+    """Dims are equal when they are one object, or their extents are made of the same tunable block
+    sizes and constants (two tiles of one block size, a fixed block and a whole dim of its size)."""
     if a is b:
         return True
-    return isinstance(a, BlockDim) and isinstance(b, BlockDim) and a.block_id >= 0 and a.block_id == b.block_id
+    key = extent_key(a)
+    return key is not None and key == extent_key(b)
 
 
 def same_shape(a: tuple, b: tuple) -> bool:

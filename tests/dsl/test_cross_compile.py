@@ -21,6 +21,7 @@ from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
 from .test_reductions import online_softmax
+from .test_stack_and_merged_dims import int4_matmul, pack_int4, stacked
 from kernels_src.attention import attention_fwd
 
 
@@ -101,6 +102,10 @@ CASES = {
     "continue_on_one_lane_condition": (rows_kept_or_marked, lambda: (torch.randn(9, 70), torch.randint(0, 2, (9,))), None),
     "continue_in_nested_branches": (column_tile_sums, lambda: (torch.randn(6, 150),), None),
     "host_read_count": (scaled_by_kept, lambda: (torch.randn(7, 33), torch.randint(-100, 50, (7,))), None),
+    # torch.stack (tl.join), a view merging [tile, 2] into one dim, a slice at a device start
+    "int4_matmul_bf16": (int4_matmul, lambda: (torch.randn(64, 256).bfloat16(),
+                                               pack_int4(torch.randint(-8, 8, (256, 96), dtype=torch.int8))), None),
+    "stack_of_four": (stacked, lambda: tuple(torch.randn(300) for _ in range(4)), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
                                    CAUSAL_WARP_SPECIALIZED),
 }

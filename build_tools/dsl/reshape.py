@@ -1,0 +1,145 @@
+"""Shape-changing views of device values for the device compiler: `view`/`reshape` (unit dims put
+in or taken out, adjacent dims merged into one), `torch.stack` of tiles along a new dim, and sizes
+that name merged dims (`tile.block_size * 2`). A merged dim (values.MergedDim) keeps what its
+extent is made of, so a [tile, 2] value reshaped to [2 * tile] matches a slice of length
+`tile.block_size * 2` in a matrix product."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import exc
+from .values import (ONE, BlockDim, DimSize, MergedDim, RDim, TVal, extent_key, fixed_dim, place, product_key, same_dim,
+                     size_arguments)
+
+
+def power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+class ReshapeMixin:
+    def dim_value(self, dim: Any) -> int:
+        """A dim's extent at bind time."""
+        if isinstance(dim, MergedDim):
+            return dim.size_value
+        if isinstance(dim, BlockDim):
+            return self.session.block_value(dim.block_id) if dim.block_id >= 0 else int(dim.size_expr)
+        return 1 if dim is ONE else dim.size_value
+
+    def merged_dim(self, parts: list) -> Any:
+        """The dim of adjacent `parts` viewed as one (a single part is itself)."""
+        flat = [p for part in parts for p in (part.parts if isinstance(part, MergedDim) else (part,)) if p is not ONE]
+        if len(flat) == 1:
+            return flat[0]
+        for part in flat:
+            whole = isinstance(part, RDim) and extent_key(part) is not None and power_of_two(part.size_value)
+            if not (isinstance(part, BlockDim) and extent_key(part) is not None) and not whole:
+                self.require_whole(flat, "merging dims")
+                raise self.error(exc.ShapeMismatch, f"dims {self.shape_text(tuple(flat))} merged into one: each must be a "
+                                 "tile's block or a whole dim of a constant power-of-two size")
+        size = "(" + " * ".join(p.size_expr for p in flat) + ")"
+        masked = [place(p.mask, [i], len(flat)) for i, p in enumerate(flat) if p.mask]
+        mask = None
+        if masked:
+            sizes = ", ".join(p.size_expr for p in flat)
+            mask = f"tl.reshape(tl.broadcast_to({' & '.join(masked)}, [{sizes}]), [{size}])"
+        value = 1
+        for part in flat:
+            value *= self.dim_value(part)
+        return MergedDim(tuple(flat), size, f"tl.arange(0, {size})", value, mask)
+
+    def scaled_size(self, size: DimSize, factor: Any) -> DimSize | None:
+        """`size * factor` as a size naming a merged dim (a block size times a power of two), or
+        None when it is only a number."""
+        if isinstance(factor, bool) or not isinstance(factor, int) or not power_of_two(factor):
+            return None
+        if size.dim is None or extent_key(size.dim) is None:
+            return None
+        if factor == 1:
+            return size
+        dim = self.merged_dim([size.dim, fixed_dim(factor)])
+        return DimSize(dim.size_expr, dim.size_value, size.dtype, dim=dim)
+
+    def view(self, value: TVal, sizes: tuple) -> TVal:
+        """`value.view(*sizes)` / `reshape`: the value's dims in the same order, with unit dims put in
+        or taken out and runs of adjacent dims merged into one (a size naming their product, or
+        -1 for whatever the other sizes leave). Splitting a dim is not supported."""
+        sizes = size_arguments(sizes)
+        if sum(1 for s in sizes if isinstance(s, int) and not isinstance(s, bool) and s == -1) > 1:
+            raise self.error(exc.ShapeMismatch, "view() with more than one -1")
+        real = [d for d in value.shape if d is not ONE]
+        targets = [None if isinstance(s, int) and not isinstance(s, bool) and s == -1 else self.shape_from_sizes([s])[0]
+                   for s in sizes]
+        wanted = [t for t in targets if t is not ONE]
+        split = wanted.index(None) if None in wanted else len(wanted)
+        head = self.match_dims(real, wanted[:split], value)
+        used = sum(len(group) for group in head)
+        tail = [list(reversed(g)) for g in self.match_dims(real[used:][::-1], wanted[split + 1 :][::-1], value)][::-1]
+        rest = real[used : len(real) - sum(len(g) for g in tail)]
+        if None not in wanted and rest:
+            self.require_whole(real, "a view that merges dims")
+            raise self.mismatch(value, targets)
+        groups = head + ([rest] if None in wanted else []) + tail
+        merged = iter(self.merged_dim(g) if g else ONE for g in groups)
+        shape = tuple(ONE if t is ONE else next(merged) for t in targets)
+        return value if shape == value.shape else self.reshape_to(value, shape)
+
+    def match_dims(self, source: list, targets: list, value: TVal) -> list[list]:
+        """For each target dim in turn, the run of `source` dims (from the start) it views."""
+        groups, at = [], 0
+        for target in targets:
+            if at < len(source) and same_dim(target, source[at]):
+                groups.append([source[at]])
+                at += 1
+                continue
+            want = extent_key(target)
+            for end in range(at + 2, len(source) + 1):
+                key = product_key(source[at:end])
+                if key is not None and key == want:
+                    groups.append(source[at:end])
+                    at = end
+                    break
+            else:
+                self.require_whole(source + [t for t in targets if t is not None], "a view that merges dims")
+                raise self.mismatch(value, targets)
+        return groups
+
+    def mismatch(self, value: TVal, targets: list) -> exc.CompileError:
+        shown = "[" + ", ".join("-1" if t is None else self.dim_text(t) for t in targets) + "]"
+        return self.error(exc.ShapeMismatch, f"view of {self.shape_text(value.shape)} as {shown}: only unit dims may be "
+                          "put in or taken out, and adjacent dims merged into one")
+
+    def stack(self, values: Any, dim: int = 0) -> TVal:
+        """`torch.stack(values, dim)`: device values of one shape (after broadcasting) along a new dim
+        of len(values) positions, which must be a power of two (Triton's blocks are)."""
+        values = [self.to_tval(v) for v in values]
+        if not values or not power_of_two(len(values)):
+            raise self.error(exc.NotSupported, f"torch.stack of {len(values)} values; stack a power of two of them")
+        shape: tuple = ()
+        for v in values:
+            shape = self.broadcast_shape(shape, v.shape)
+        dtype = self.result_dtype(values)
+        rank = len(shape) + 1
+        dim = dim % rank
+        parts = [self.broadcast_to(self.to_dtype(v, dtype), shape) for v in values]
+        joined = self.join_halves(parts, shape, dtype)
+        if dim == rank - 1:
+            return joined
+        order = list(range(rank - 1))
+        order.insert(dim, rank - 1)
+        return self.permute(joined, order)
+
+    def join_halves(self, parts: list, shape: tuple, dtype: Any) -> TVal:
+        """`parts` stacked along a new last dim: tl.join of the stacks of the two halves gives
+        [..., n/2, 2] (the second index picks the half), moved to [..., 2, n/2] and merged."""
+        if len(parts) == 1:
+            return parts[0]
+        half = len(parts) // 2
+        low, high = self.join_halves(parts[:half], shape, dtype), self.join_halves(parts[half:], shape, dtype)
+        new = fixed_dim(len(parts))
+        if half == 1:
+            return self.make(dtype, shape + (new,), lambda a: f"tl.join({a[0]}, {a[1]})", [low, high])
+        rank = len(shape) + 2
+        order = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+        sizes = ", ".join(d.size_expr for d in shape + (new,))
+        return self.make(dtype, shape + (new,),
+                         lambda a: f"tl.reshape(tl.permute(tl.join({a[0]}, {a[1]}), {order}), [{sizes}])", [low, high])
