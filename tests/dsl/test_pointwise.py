@@ -134,6 +134,24 @@ def test_dtype_casts(n, device):
 
 
 @helion.kernel()
+def small_ints_to_bfloat16(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(a.size(), dtype=torch.bfloat16, device=a.device)
+    for tile in hl.tile(a.size(0)):
+        out[tile] = a[tile].to(torch.bfloat16) + b[tile].to(torch.bfloat16) * c[tile].to(torch.bfloat16)
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 77])
+def test_small_ints_convert_to_bfloat16_exactly(n, device):
+    # int8 / uint8 / int16 values whose results bfloat16 holds exactly (|a + b * c| < 256)
+    a = randint(-64, 64, n, device=device).to(torch.int8)
+    b = randint(0, 8, n, device=device).to(torch.uint8)
+    c = randint(-16, 16, n, device=device).to(torch.int16)
+    check_kernel(small_ints_to_bfloat16, (a, b, c), lambda a, b, c: a.double() + b.double() * c.double(),
+                 rtol=0, atol=0)
+
+
+@helion.kernel()
 def value_constructors(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for tile in hl.tile(x.size(0)):
