@@ -16,7 +16,8 @@ from . import language as hl
 from .emitter import KernelBuilder
 from .inline import InlineMixin, inlinable
 from .pointwise import HOST_TENSOR_ALLOCATIONS, PointwiseMixin
-from .values import ONE, BlockDim, DeviceSlice, DimSize, HostScalar, HostTensor, RDim, TileVal, TVal, tl_dtype
+from .values import (ONE, BlockDim, DeviceSlice, DimSize, HostScalar, HostTensor, JaggedDim, RDim, TileVal, TVal, place,
+                     placed_mask, tl_dtype)
 
 UNSUPPORTED_STATEMENTS = {
     ast.While: "while loop",
@@ -41,6 +42,11 @@ def whole_tiles(begin: Any, end: Any, block: int | None) -> bool:
     return isinstance(begin, int) and isinstance(end, int) and bool(block) and (end - begin) % block == 0
 
 
+# A loop whose end is known only on the device (a jagged tile's longest lane, `hl.tile(start, end)`
+# of loaded bounds) offers blocks as one over this many positions.
+DEVICE_EXTENT_HINT = 1024
+
+
 def slice_length(node: ast.Slice) -> ast.AST | None:
     """The length of a slice written `start:start + length` (or `start:length + start`), else None."""
     upper = node.upper
@@ -55,12 +61,13 @@ def slice_length(node: ast.Slice) -> ast.AST | None:
 class LoopSpec:
     """The iteration space of an `hl.tile`/`hl.grid` call."""
 
-    def __init__(self, kind: str, begins: list, ends: list, block_sizes: list, nodes: list):
+    def __init__(self, kind: str, begins: list, ends: list, block_sizes: list, nodes: list, lengths: Any = None):
         self.kind = kind
         self.begins = begins
         self.ends = ends
         self.block_sizes = block_sizes
         self.nodes = nodes
+        self.lengths = lengths  # hl.jagged_tile's per-lane ends (a device tensor over enclosing tiles)
 
 
 class DeviceCompiler(InlineMixin, PointwiseMixin):
@@ -180,7 +187,7 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
                 return v
             return 0
 
-        return max(val(end) - val(begin), 0) if not isinstance(end, TVal) else 0
+        return max(val(end) - val(begin), 0) if not isinstance(end, TVal) else DEVICE_EXTENT_HINT
 
     def bind_loop_target(self, target: ast.AST, tiles: list, spec: LoopSpec) -> None:
         """Binds the loop variable(s) to `tiles`, and notes them with the loop's ends as the loop
@@ -205,14 +212,16 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
         if not isinstance(call, ast.Call):
             raise self.error(exc.NotSupported, "device loops must iterate over hl.tile(...) or hl.grid(...)", call)
         fn = self.resolve_callee(call.func)
-        if fn is not hl.tile and fn is not hl.grid:
+        if fn not in (hl.tile, hl.grid, hl.jagged_tile):
             raise self.error(exc.NotSupported, f"loop over {ast.unparse(call.func)}(...); use hl.tile or hl.grid", call)
-        kind = "tile" if fn is hl.tile else "grid"
+        kind = "grid" if fn is hl.grid else "tile"
         kwargs = {k.arg: k.value for k in call.keywords}
         args = list(call.args)
         unknown = set(kwargs) - {"block_size"}
         if unknown:
             raise self.error(exc.NotSupported, f"hl.{kind} keyword(s) {sorted(unknown)}", call)
+        if fn is hl.jagged_tile:
+            return self.jagged_spec(call, args, kwargs)
         if len(args) == 1:
             ends = self.loop_bounds(args[0])
             begins = [0] * len(ends)
@@ -232,6 +241,30 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
                 raise self.error(exc.ShapeMismatch, "block_size list length differs from the number of dimensions", call)
             block_sizes = raw
         return LoopSpec(kind, begins, ends, block_sizes, args)
+
+    def jagged_spec(self, call: ast.Call, args: list, kwargs: dict) -> LoopSpec:
+        """`hl.jagged_tile(lengths)`: a tile loop from 0 to the longest of `lengths`, whose tiles'
+        dim is masked per lane (values.JaggedDim; a scalar length is a plain tile loop's end)."""
+        if len(args) != 1:
+            raise self.error(exc.NotSupported, f"hl.jagged_tile with {len(args)} positional arguments", call)
+        lengths = self.expr(args[0])
+        block_sizes = [self.expr(kwargs["block_size"])] if "block_size" in kwargs else [None]
+        if not isinstance(lengths, TVal) or lengths.shape == ():
+            return LoopSpec("tile", [0], [self.as_bound(lengths, args[0])], block_sizes, args)
+        if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
+            raise self.error(exc.TypeMismatch, f"hl.jagged_tile lengths of {lengths.dtype}", call)
+        if any(d is not ONE and not isinstance(d, BlockDim) for d in lengths.shape):
+            raise self.error(exc.ShapeMismatch, "hl.jagged_tile lengths must span enclosing tiles only", call)
+        longest = self.reduce("max", self.where(self.lane_mask_of(lengths), lengths, 0))
+        return LoopSpec("tile", [0], [longest], block_sizes, args, lengths=lengths)
+
+    def lane_mask_of(self, value: TVal) -> Any:
+        """Where `value`'s lanes lie inside their tiles (True without masked dims)."""
+        masks = [placed_mask(value.shape, axis) for axis in range(len(value.shape))]
+        kept = [m for m in masks if m is not None]
+        if not kept:
+            return True
+        return TVal(torch.bool, value.shape, name=self.builder.assign(" & ".join(f"({m})" for m in kept), "lanes"))
 
     def loop_bounds(self, node: ast.AST) -> list:
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -651,8 +684,17 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
             return TVal(torch.int32, (), name=b.assign(offset_expr, "idx"))
         block_id, fixed, bs = info
         offset = offset_expr if offset_expr.isidentifier() else b.assign(offset_expr, "offset")
-        return self.make_tile(block_id, bs, offset, self.atom(spec.begins[i]), self.atom(spec.ends[i]), spec.ends[i],
+        tile = self.make_tile(block_id, bs, offset, self.atom(spec.begins[i]), self.atom(spec.ends[i]), spec.ends[i],
                               spec.begins[i], masked)
+        if spec.lengths is None:
+            return tile
+        dim, lengths = tile.dim, spec.lengths
+        lanes = tuple(d for d in lengths.shape if d is not ONE)
+        kept = TVal(lengths.dtype, lanes, name=self.reshape_to(lengths, lanes).name if lanes != lengths.shape else lengths.name)
+        lane_mask = b.assign(f"{place(dim.index, [len(lanes)], len(lanes) + 1)} < {place(self.atom(kept), list(range(len(lanes))), len(lanes) + 1)}", "mask")
+        mask = dim.mask or b.assign(f"{dim.index} < {tile.end}", "mask")
+        tile.dim = JaggedDim(dim.block_id, dim.size_expr, dim.index, mask, dim.numel_expr, dim.in_dot, lanes, lane_mask)
+        return tile
 
     def contains_dot(self, body: list[ast.stmt]) -> bool:
         names = {"dot", "matmul", "mm", "bmm", "addmm", "baddbmm"}

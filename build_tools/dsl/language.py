@@ -62,6 +62,7 @@ def _device_only(name: str):
 
 tile = _device_only("tile")
 grid = _device_only("grid")
+jagged_tile = _device_only("jagged_tile")  # hl.jagged_tile(lengths): tiles up to each lane's length
 zeros = _device_only("zeros")
 full = _device_only("full")
 load = _device_only("load")
@@ -84,7 +85,7 @@ tile_block_size = _device_only("tile_block_size")
 tile_id = _device_only("tile_id")
 TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
-DEVICE_FUNCTIONS = {tile, grid, zeros, full, load, store, atomic_add, signal, wait, dot, arange, rand, randint,
+DEVICE_FUNCTIONS = {tile, grid, jagged_tile, zeros, full, load, store, atomic_add, signal, wait, dot, arange, rand, randint,
                     associative_scan, reduce, cumsum, cumprod, *TILE_FUNCTIONS}
 
 

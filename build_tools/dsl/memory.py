@@ -10,7 +10,7 @@ import torch
 
 from . import exc
 from .values import (DOT_MIN_DIM, ONE, same_dim, same_shape, BlockDim, BlockSizeInt, DeviceSlice, DimSize, HostScalar, HostTensor,
-                     MergedDim, RDim, TileVal, TVal, extent_key, place, tl_dtype)
+                     JaggedDim, MergedDim, RDim, TileVal, TVal, extent_key, place, placed_mask, tl_dtype)
 
 
 @dataclass
@@ -136,6 +136,7 @@ class MemoryMixin:
         items += [slice(None)] * (rank - used)
         addr = Address(shape=())
         shape: list = []
+        jagged: list[int] = []  # axes of jagged tiles' dims, masked once the access's dims are known
         d = 0
         for item in items:
             if item is None:
@@ -149,7 +150,10 @@ class MemoryMixin:
                 addr.terms.append((item.dim.index, [len(shape) - 1], stride, None))
                 addr.block_offsets.append(item.offset)
                 addr.block_dims.append(item.dim)
-                if item.dim.mask:
+                if isinstance(item.dim, JaggedDim):  # per-lane ends: pointers only
+                    jagged.append(len(shape) - 1)
+                    addr.block_ok = False
+                elif item.dim.mask:
                     addr.masks.append((item.dim.mask, [len(shape) - 1]))
                 size_value = self.session.tile_extent(item)
                 if size_value is None or size_value != meta.size(d):
@@ -187,7 +191,9 @@ class MemoryMixin:
                 addr.children.append(item)
                 addr.terms.append((len(addr.children) - 1, axes, stride, None))
                 for axis, dim in zip(axes, item.shape):
-                    if dim is not ONE and dim.mask:
+                    if isinstance(dim, JaggedDim):
+                        jagged.append(axis)
+                    elif dim is not ONE and dim.mask:
                         addr.masks.append((dim.mask, [axis]))
                 addr.block_ok = False
             elif isinstance(item, (int, HostScalar, TVal)) and not isinstance(item, bool):
@@ -208,6 +214,7 @@ class MemoryMixin:
             addr.tensor_dims.append(d)
             d += 1
         addr.shape = tuple(shape)
+        addr.masks += [(placed_mask(addr.shape, axis), list(range(len(shape)))) for axis in jagged]
         return addr
 
     def slice_dim(self, tensor: HostTensor, d: int, item: slice, node: ast.AST) -> tuple:
@@ -250,6 +257,8 @@ class MemoryMixin:
             raise self.error(exc.TypeMismatch, f"a slice's start of type {type(start).__name__}", node)
         begin = self.atom(start)
         end = self.atom(self.session.tensor_size(tensor, d, self.builder))
+        if isinstance(length, DimSize) and isinstance(length.dim, JaggedDim):
+            raise self.error(exc.NotSupported, "a slice as long as a jagged tile's block", node)
         if isinstance(length, DimSize) and extent_key(length.dim) is not None and not isinstance(length.dim, RDim):
             base = length.dim
             index = self.builder.assign(f"{begin} + tl.arange(0, {base.size_expr})", "indices")

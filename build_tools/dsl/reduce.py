@@ -11,7 +11,7 @@ import torch
 from . import exc
 from .emitter import KernelBuilder
 from .inline import inlinable
-from .values import LOW_PRECISION, ONE, RDim, TVal, place, same_dim, shape_key, tl_dtype
+from .values import LOW_PRECISION, ONE, RDim, TVal, placed_mask, same_dim, shape_key, tl_dtype
 
 
 def opaque_identity(x: str) -> str:
@@ -88,10 +88,7 @@ class ReduceMixin:
         return looped[0] if looped else None
 
     def mask_for(self, shape: tuple, axis: int) -> str | None:
-        dim = shape[axis]
-        if dim is ONE or dim.mask is None:
-            return None
-        return place(dim.mask, [axis], len(shape))
+        return placed_mask(shape, axis)
 
     # ------------------------------------------------------------------ reductions
     def reduce(self, kind: str, value: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TVal:
@@ -379,9 +376,9 @@ class ReduceMixin:
             # past the contraction dim's bound each operand is zero (a zero-filled load, or masked
             # here), or a finite constant whose product with the other's zeros is zero too
             if not a.is_load and not (a.finite_fill and not b.finite_fill):
-                a_s = f"tl.where({place(k_a.mask, [len(a.shape) - 1], len(a.shape))}, {a_s}, 0)"
+                a_s = f"tl.where({placed_mask(a.shape, len(a.shape) - 1)}, {a_s}, 0)"
             if not b.is_load and not (b.finite_fill and not a.finite_fill):
-                b_s = f"tl.where({place(k_a.mask, [len(b.shape) - 2], len(b.shape))}, {b_s}, 0)"
+                b_s = f"tl.where({placed_mask(b.shape[:-2] + (k_a,) + b.shape[-1:], len(b.shape) - 2)}, {b_s}, 0)"
         b_ = self.builder
         if acc is not None:
             if acc.shape != shape:

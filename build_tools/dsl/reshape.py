@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import exc
-from .values import (ONE, BlockDim, DimSize, MergedDim, RDim, TVal, extent_key, fixed_dim, place, product_key, same_dim,
+from .values import (ONE, BlockDim, DimSize, JaggedDim, MergedDim, RDim, TVal, extent_key, fixed_dim, place, product_key, same_dim,
                      size_arguments)
 
 
@@ -31,6 +31,8 @@ class ReshapeMixin:
         if len(flat) == 1:
             return flat[0]
         for part in flat:
+            if isinstance(part, JaggedDim):
+                raise self.error(exc.NotSupported, "merging a jagged tile's dim (its lanes' ends would be lost)")
             whole = isinstance(part, RDim) and extent_key(part) is not None and power_of_two(part.size_value)
             if not (isinstance(part, BlockDim) and extent_key(part) is not None) and not whole:
                 self.require_whole(flat, "merging dims")

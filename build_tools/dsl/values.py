@@ -70,6 +70,20 @@ class BlockDim(Dim):
 
 
 @dataclass(eq=False)
+class JaggedDim(BlockDim):
+    """The block of an `hl.jagged_tile(lengths)` loop: `lengths` holds one end per lane of enclosing
+    tiles (`lanes`, its dims). The loop runs to the longest; `mask` holds below that end, and
+    `lane_mask` (dims `lanes` + this one) below each lane's own, which a value holding the lanes'
+    dims takes (values.placed_mask)."""
+
+    lanes: tuple = ()
+    lane_mask: str = ""
+
+    def __repr__(self) -> str:
+        return f"jagged{self.block_id}"
+
+
+@dataclass(eq=False)
 class RDim(Dim):
     """A whole dimension taken at once (`:`, a bounded slice, or a literal size): a reduction dim."""
 
@@ -292,6 +306,20 @@ def same_dim(a: Dim, b: Dim) -> bool:
         return True
     key = extent_key(a)
     return key is not None and key == extent_key(b)
+
+
+def placed_mask(shape: tuple, axis: int) -> str | None:
+    """The mask of `shape[axis]` as an expression of the rank of `shape`: a jagged dim's lane mask
+    where the value holds its lanes' dims (before it, in order), else the dim's own mask."""
+    dim = shape[axis]
+    if dim is ONE or dim.mask is None:
+        return None
+    axis %= len(shape)
+    if isinstance(dim, JaggedDim):
+        lanes = [next((i for i, d in enumerate(shape) if d is not ONE and same_dim(d, lane)), None) for lane in dim.lanes]
+        if None not in lanes and lanes + [axis] == sorted(set(lanes + [axis])):
+            return place(dim.lane_mask, lanes + [axis], len(shape))
+    return place(dim.mask, [axis], len(shape))
 
 
 def same_shape(a: tuple, b: tuple) -> bool:
