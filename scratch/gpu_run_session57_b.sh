@@ -9,16 +9,16 @@
 export HK_TEST_DEVICE=cuda PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 start=$(date +%s)
 TABLE=tuned_configs/sm_90-nvidia-h100-80gb-hbm3.json
-timeout 60 python3 -m pytest -q -m "gpu or not gpu" -n 8 -p no:cacheprovider -p no:benchmark \
+timeout 40 python3 -m pytest -q -m "gpu or not gpu" -n 8 -p no:cacheprovider -p no:benchmark \
   tests/dsl/test_stack_and_merged_dims.py -k int4 2>&1 | tail -1
 mkdir -p $OUT/probe $OUT/after
 timeout 170 python3 tools/config_probe.py time scratch/session57_h100_small_rows_jobs.json --rounds 5 --table $TABLE \
   --out $OUT/probe 2>&1 | grep -v Warning | tail -30
 python3 tools/config_probe.py apply $OUT/probe/config_probe.json --table $TABLE --min-gain 0.02 2>&1 | tail -8
-timeout 120 python3 -m build_tools generate 2>&1 | tail -2
+timeout 90 python3 -m build_tools generate 2>&1 | tail -2
 cp $TABLE $OUT/after/ && cp -r helion_kernels/_generated $OUT/after/
-timeout 100 python3 -m pytest -q -m "gpu or not gpu" -n 8 -p no:cacheprovider -p no:benchmark --timeout 90 \
+timeout 80 python3 -m pytest -q -m "gpu or not gpu" -n 8 -p no:cacheprovider -p no:benchmark --timeout 70 \
   tests/kernels/test_shipped_variants_aligned.py -k "rms_norm_bwd" 2>&1 | tail -2
-mkdir -p $OUT/small_rows && OUT=$OUT/small_rows timeout 90 python3 scratch/rms_norm_bwd_small_rows_probe.py 2>&1 \
+mkdir -p $OUT/small_rows && OUT=$OUT/small_rows timeout 80 python3 scratch/rms_norm_bwd_small_rows_probe.py 2>&1 \
   | grep -v -i "warn\|inductor\|important use" | cut -c1-120 | tail -8
 echo "total: $(( $(date +%s) - start )) s"
