@@ -686,15 +686,21 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
         offset = offset_expr if offset_expr.isidentifier() else b.assign(offset_expr, "offset")
         tile = self.make_tile(block_id, bs, offset, self.atom(spec.begins[i]), self.atom(spec.ends[i]), spec.ends[i],
                               spec.begins[i], masked)
-        if spec.lengths is None:
-            return tile
-        dim, lengths = tile.dim, spec.lengths
-        lanes = tuple(d for d in lengths.shape if d is not ONE)
-        kept = TVal(lengths.dtype, lanes, name=self.reshape_to(lengths, lanes).name if lanes != lengths.shape else lengths.name)
-        lane_mask = b.assign(f"{place(dim.index, [len(lanes)], len(lanes) + 1)} < {place(self.atom(kept), list(range(len(lanes))), len(lanes) + 1)}", "mask")
-        mask = dim.mask or b.assign(f"{dim.index} < {tile.end}", "mask")
-        tile.dim = JaggedDim(dim.block_id, dim.size_expr, dim.index, mask, dim.numel_expr, dim.in_dot, lanes, lane_mask)
+        if spec.lengths is not None:
+            tile.dim = self.jagged_dim(tile, spec.lengths)
         return tile
+
+    def jagged_dim(self, tile: TileVal, lengths: TVal) -> JaggedDim:
+        """The dim of a jagged tile: its loop's mask (below the longest lane's end) and the lanes'
+        mask `index < lengths` over the dims of `lengths` (unit dims dropped) and its own."""
+        b, dim = self.builder, tile.dim
+        lanes = tuple(d for d in lengths.shape if d is not ONE)
+        ends = self.reshape_to(lengths, lanes) if lanes != lengths.shape else lengths
+        rank = len(lanes) + 1
+        lane_mask = b.assign(f"{place(dim.index, [rank - 1], rank)} < {place(self.atom(ends), list(range(rank - 1)), rank)}",
+                             "mask")
+        mask = dim.mask or b.assign(f"{dim.index} < {tile.end}", "mask")
+        return JaggedDim(dim.block_id, dim.size_expr, dim.index, mask, dim.numel_expr, dim.in_dot, lanes, lane_mask)
 
     def contains_dot(self, body: list[ast.stmt]) -> bool:
         names = {"dot", "matmul", "mm", "bmm", "addmm", "baddbmm"}
