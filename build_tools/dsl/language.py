@@ -78,6 +78,8 @@ cumsum = _device_only("cumsum")
 cumprod = _device_only("cumprod")
 rand = _device_only("rand")  # Helion's seeded random values: hl.rand(shape, seed), hl.randint(shape, low, high, seed)
 randint = _device_only("randint")
+join = _device_only("join")  # hl.join(a, b): a new last dim of two; hl.split(x) takes it apart
+split = _device_only("split")
 tile_index = _device_only("tile_index")  # Helion's functional spellings of tile.index, .begin, ...
 tile_begin = _device_only("tile_begin")
 tile_end = _device_only("tile_end")
@@ -86,7 +88,7 @@ tile_id = _device_only("tile_id")
 TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
 DEVICE_FUNCTIONS = {tile, grid, jagged_tile, zeros, full, load, store, atomic_add, signal, wait, dot, arange, rand, randint,
-                    associative_scan, reduce, cumsum, cumprod, *TILE_FUNCTIONS}
+                    associative_scan, reduce, cumsum, cumprod, join, split, *TILE_FUNCTIONS}
 
 
 def barrier() -> None:

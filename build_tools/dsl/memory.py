@@ -10,7 +10,7 @@ import torch
 
 from . import exc
 from .values import (DOT_MIN_DIM, ONE, same_dim, same_shape, BlockDim, BlockSizeInt, DeviceSlice, DimSize, HostScalar, HostTensor,
-                     JaggedDim, MergedDim, RDim, TileVal, TVal, extent_key, place, placed_mask, tl_dtype)
+                     JaggedDim, MergedDim, PartDim, RDim, TileVal, TVal, extent_key, place, placed_mask, tl_dtype)
 
 
 @dataclass
@@ -266,6 +266,8 @@ class MemoryMixin:
             mask = bound if base.mask is None else self.builder.assign(f"{bound} & ({base.mask})", "mask")
             if isinstance(base, MergedDim):
                 dim: Any = MergedDim(base.parts, base.size_expr, index, base.size_value, mask)
+            elif isinstance(base, PartDim):
+                dim = PartDim(base.key, base.size_expr, index, base.size_value, mask)
             else:
                 dim = BlockDim(base.block_id, base.size_expr, index, mask, base.numel_expr)
             return dim, (index, [axis], stride, None), [(mask, [axis])]

@@ -15,9 +15,10 @@ from .memory import MemoryMixin
 from .reduce import ReduceMixin
 from .reshape import ReshapeMixin
 from .rng import RandomMixin
+from .split_dims import SplitMixin
 from .sync import SyncMixin
-from .values import (LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, MergedDim, RDim, TileVal, TVal, same_dim,
-                     scalar_dtype, size_arguments, tl_dtype)
+from .values import (LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, MergedDim, PartDim, RDim, TileVal, TVal,
+                     same_dim, scalar_dtype, size_arguments, tl_dtype)
 
 BINARY_OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -54,7 +55,7 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-class PointwiseMixin(ReshapeMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
+class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -134,6 +135,8 @@ class PointwiseMixin(ReshapeMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMi
             return f"size{dim.size_value}"
         if isinstance(dim, MergedDim):
             return "*".join(self.dim_text(p) for p in dim.parts)
+        if isinstance(dim, PartDim):
+            return repr(dim).replace("block", "tile_")
         return "1"
 
     def expand_to(self, value: TVal, shape: tuple) -> str:
@@ -210,6 +213,10 @@ class PointwiseMixin(ReshapeMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMi
             scaled = self.scaled_size(size, factor)
             if scaled is not None:
                 return scaled
+        if isinstance(op, ast.FloorDiv) and isinstance(left, DimSize):
+            part = self.divided_size(left, right)
+            if part is not None:
+                return part
         symbol = BINARY_OPS.get(type(op))
         if symbol is None:
             raise self.error(exc.NotSupported, f"operator {type(op).__name__} in device code")
@@ -589,6 +596,8 @@ class PointwiseMixin(ReshapeMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMi
         table[torch.unsqueeze] = ignore_node(self.unsqueeze)
         table[torch.squeeze] = ignore_node(self.squeeze)
         table[torch.stack] = ignore_node(self.stack)
+        table[hl.join] = ignore_node(self.hl_join)
+        table[hl.split] = ignore_node(self.hl_split)
         table[torch.matmul] = ignore_node(self.matmul)
         table[torch.mm] = ignore_node(self.matmul)
         table[torch.bmm] = ignore_node(self.matmul)

@@ -1,5 +1,6 @@
 """Shape-changing views of device values for the device compiler: `view`/`reshape` (unit dims put
-in or taken out, adjacent dims merged into one), `torch.stack` of tiles along a new dim, and sizes
+in or taken out, adjacent dims merged into one or, through split_dims.py, one dim split into
+adjacent ones), `torch.stack` of tiles along a new dim, and sizes
 that name merged dims (`tile.block_size * 2`). A merged dim (values.MergedDim) keeps what its
 extent is made of, so a [tile, 2] value reshaped to [2 * tile] matches a slice of length
 `tile.block_size * 2` in a matrix product."""
@@ -8,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import exc
-from .values import (ONE, BlockDim, DimSize, JaggedDim, MergedDim, RDim, TVal, extent_key, fixed_dim, place, product_key, same_dim,
-                     size_arguments)
+from .values import (ONE, BlockDim, DimSize, JaggedDim, MergedDim, PartDim, RDim, TVal, extent_key, fixed_dim, placed_mask, product_key,
+                     same_dim, size_arguments)
 
 
 def power_of_two(n: int) -> bool:
@@ -30,16 +31,18 @@ class ReshapeMixin:
         flat = [p for part in parts for p in (part.parts if isinstance(part, MergedDim) else (part,)) if p is not ONE]
         if len(flat) == 1:
             return flat[0]
+        if isinstance(flat[0], PartDim) and flat[0].pieces == tuple(flat):  # a split's pieces, together again
+            return flat[0].whole
         for part in flat:
             if isinstance(part, JaggedDim):
                 raise self.error(exc.NotSupported, "merging a jagged tile's dim (its lanes' ends would be lost)")
             whole = isinstance(part, RDim) and extent_key(part) is not None and power_of_two(part.size_value)
-            if not (isinstance(part, BlockDim) and extent_key(part) is not None) and not whole:
+            if not (isinstance(part, (BlockDim, PartDim)) and extent_key(part) is not None) and not whole:
                 self.require_whole(flat, "merging dims")
                 raise self.error(exc.ShapeMismatch, f"dims {self.shape_text(tuple(flat))} merged into one: each must be a "
                                  "tile's block or a whole dim of a constant power-of-two size")
         size = "(" + " * ".join(p.size_expr for p in flat) + ")"
-        masked = [place(p.mask, [i], len(flat)) for i, p in enumerate(flat) if p.mask]
+        masked = list(dict.fromkeys(m for i in range(len(flat)) if (m := placed_mask(tuple(flat), i))))
         mask = None
         if masked:
             sizes = ", ".join(p.size_expr for p in flat)
@@ -63,8 +66,8 @@ class ReshapeMixin:
 
     def view(self, value: TVal, sizes: tuple) -> TVal:
         """`value.view(*sizes)` / `reshape`: the value's dims in the same order, with unit dims put in
-        or taken out and runs of adjacent dims merged into one (a size naming their product, or
-        -1 for whatever the other sizes leave). Splitting a dim is not supported."""
+        or taken out, runs of adjacent dims merged into one (a size naming their product, or -1 for
+        whatever the other sizes leave) and dims split into adjacent ones (split_dims.py)."""
         sizes = size_arguments(sizes)
         if sum(1 for s in sizes if isinstance(s, int) and not isinstance(s, bool) and s == -1) > 1:
             raise self.error(exc.ShapeMismatch, "view() with more than one -1")
@@ -74,41 +77,61 @@ class ReshapeMixin:
         wanted = [t for t in targets if t is not ONE]
         split = wanted.index(None) if None in wanted else len(wanted)
         head = self.match_dims(real, wanted[:split], value)
-        used = sum(len(group) for group in head)
-        tail = [list(reversed(g)) for g in self.match_dims(real[used:][::-1], wanted[split + 1 :][::-1], value)][::-1]
-        rest = real[used : len(real) - sum(len(g) for g in tail)]
+        used = sum(len(sources) for sources, _ in head)
+        tail = [(s[::-1], t[::-1]) for s, t in self.match_dims(real[used:][::-1], wanted[split + 1 :][::-1], value)][::-1]
+        rest = real[used : len(real) - sum(len(sources) for sources, _ in tail)]
         if None not in wanted and rest:
             self.require_whole(real, "a view that merges dims")
             raise self.mismatch(value, targets)
-        groups = head + ([rest] if None in wanted else []) + tail
-        merged = iter(self.merged_dim(g) if g else ONE for g in groups)
-        shape = tuple(ONE if t is ONE else next(merged) for t in targets)
+        pairs = head + ([(rest, [None])] if None in wanted else []) + tail
+        viewed = iter(self.viewed_dims(pairs, value))
+        shape = tuple(ONE if t is ONE else next(viewed) for t in targets)
         return value if shape == value.shape else self.reshape_to(value, shape)
 
-    def match_dims(self, source: list, targets: list, value: TVal) -> list[list]:
-        """For each target dim in turn, the run of `source` dims (from the start) it views."""
-        groups, at = [], 0
-        for target in targets:
+    def viewed_dims(self, pairs: list, value: TVal) -> list:
+        """The dims of match_dims' pairs: a run of source dims merged into one (none: a unit dim), or
+        one source dim split into its run of targets."""
+        dims: list = []
+        for sources, targets in pairs:
+            if len(targets) > 1:
+                dims.extend(self.split_dim(sources[0], targets, value))
+            else:
+                dims.append(self.merged_dim(sources) if sources else ONE)
+        return dims
+
+    def match_dims(self, source: list, targets: list, value: TVal) -> list[tuple[list, list]]:
+        """`source` dims (from the start) paired with the `targets` they view, in order: a dim the
+        same as its target, a run of dims merged into one target, or a dim split into a run of
+        targets (extents compared by values.extent_key)."""
+        pairs: list = []
+        at = done = 0
+        while done < len(targets):
+            target = targets[done]
             if at < len(source) and same_dim(target, source[at]):
-                groups.append([source[at]])
-                at += 1
+                pairs.append(([source[at]], [target]))
+                at, done = at + 1, done + 1
                 continue
             want = extent_key(target)
-            for end in range(at + 2, len(source) + 1):
-                key = product_key(source[at:end])
-                if key is not None and key == want:
-                    groups.append(source[at:end])
-                    at = end
-                    break
+            merged = next((end for end in range(at + 2, len(source) + 1)
+                           if want is not None and product_key(source[at:end]) == want), None)
+            whole = extent_key(source[at]) if at < len(source) else None
+            split = next((end for end in range(done + 2, len(targets) + 1)
+                          if whole is not None and product_key(targets[done:end]) == whole), None)
+            if merged is not None:
+                pairs.append((source[at:merged], [target]))
+                at, done = merged, done + 1
+            elif split is not None:
+                pairs.append(([source[at]], targets[done:split]))
+                at, done = at + 1, split
             else:
-                self.require_whole(source + [t for t in targets if t is not None], "a view that merges dims")
+                self.require_whole(source + [t for t in targets if t is not None], "a view that merges or splits dims")
                 raise self.mismatch(value, targets)
-        return groups
+        return pairs
 
     def mismatch(self, value: TVal, targets: list) -> exc.CompileError:
         shown = "[" + ", ".join("-1" if t is None else self.dim_text(t) for t in targets) + "]"
         return self.error(exc.ShapeMismatch, f"view of {self.shape_text(value.shape)} as {shown}: only unit dims may be "
-                          "put in or taken out, and adjacent dims merged into one")
+                          "put in or taken out, adjacent dims merged into one, and a dim split into adjacent ones")
 
     def stack(self, values: Any, dim: int = 0) -> TVal:
         """`torch.stack(values, dim)`: device values of one shape (after broadcasting) along a new dim

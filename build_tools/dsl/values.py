@@ -137,6 +137,33 @@ class MergedDim(Dim):
         return "*".join(repr(p) for p in self.parts)
 
 
+@dataclass(eq=False)
+class PartDim(Dim):
+    """One of the adjacent dims a dim is split into (`reshape` of a [tile] value as [tile / 2, 2], a
+    size such as `tile.block_size // 2`). `key` is its extent_key: the tunable block it takes a
+    power-of-two fraction of, or a constant. Where the split dim had a mask, `pieces` are all the
+    dims of that split, `whole` the split dim and `joint` the mask over the pieces (their shape),
+    and `mask` holds where some element of the split along this dim is valid (a projection of
+    `joint`)."""
+
+    key: tuple
+    size_expr: str
+    index: str
+    size_value: int  # extent at bind time
+    mask: str | None = None
+    joint: str | None = None
+    pieces: tuple = ()
+    whole: Any = None  # the split dim, where `pieces` are set
+
+    @property
+    def numel_expr(self) -> str:  # type: ignore[override]
+        return self.size_expr
+
+    def __repr__(self) -> str:
+        ids, factor = self.key
+        return "*".join([f"block{i}" for i in ids] + ([] if factor == 1 and ids else [str(factor)]))
+
+
 def fixed_dim(size: int) -> BlockDim:
     """A dim of a constant power-of-two size: the new axis of `torch.stack`, a size's factor."""
     return BlockDim(-1, str(size), f"tl.arange(0, {size})", None, str(size))
@@ -177,7 +204,9 @@ def shape_key(shape: tuple) -> tuple:
     """A device tensor's dims as config-independent keys: ("block", id), ("rdim", id) or ("fixed", n)."""
     key = []
     for dim in shape:
-        if isinstance(dim, MergedDim):
+        if isinstance(dim, PartDim):  # its blocks, and its factor (a fraction of a block counts as such)
+            key.extend([("block", i) for i in dim.key[0]] + [("fixed", dim.key[1])])
+        elif isinstance(dim, MergedDim):
             key.extend(shape_key(dim.parts))
         elif isinstance(dim, BlockDim):
             key.append(("block", dim.block_id) if dim.block_id >= 0 else
@@ -274,7 +303,10 @@ def place(name: str, positions: list[int], rank: int) -> str:
 
 def extent_key(dim: Any) -> tuple | None:
     """What a dim's extent is made of, when the compile knows it: the tunable block sizes it
-    multiplies (sorted ids) and a constant factor; None for a dim of a run-time or chunked size."""
+    multiplies (sorted ids) and a constant factor (a Fraction below 1 for a part of a block); None
+    for a dim of a run-time or chunked size."""
+    if isinstance(dim, PartDim):
+        return dim.key
     if isinstance(dim, MergedDim):
         return product_key(dim.parts)
     if isinstance(dim, BlockDim):
@@ -315,6 +347,10 @@ def placed_mask(shape: tuple, axis: int) -> str | None:
     if dim is ONE or dim.mask is None:
         return None
     axis %= len(shape)
+    if isinstance(dim, PartDim) and dim.joint is not None:
+        axes = [next((i for i, d in enumerate(shape) if d is piece), None) for piece in dim.pieces]
+        if None not in axes and axes == list(range(axes[0], axes[0] + len(axes))):
+            return place(dim.joint, axes, len(shape))
     if isinstance(dim, JaggedDim):
         lanes = [next((i for i, d in enumerate(shape) if d is not ONE and same_dim(d, lane)), None) for lane in dim.lanes]
         if None not in lanes and lanes + [axis] == sorted(set(lanes + [axis])):
