@@ -22,6 +22,7 @@ from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
 from .test_reductions import online_softmax
 from .test_jagged_tiles import jagged_row_sums
+from .test_split_join import complex_mul, pair_sums, swap_pairs
 from .test_stack_and_merged_dims import int4_matmul, pack_int4, stacked
 from kernels_src.attention import attention_fwd
 
@@ -107,6 +108,11 @@ CASES = {
     "int4_matmul_bf16": (int4_matmul, lambda: (torch.randn(64, 256).bfloat16(),
                                                pack_int4(torch.randint(-8, 8, (256, 96), dtype=torch.int8))), None),
     "stack_of_four": (stacked, lambda: tuple(torch.randn(300) for _ in range(4)), None),
+    # hl.split / hl.join (tl.split / tl.join), a tile split into half blocks and merged back, a
+    # reduction over the parts of a masked tile (the mask reshaped over both)
+    "complex_mul": (complex_mul, lambda: (torch.randn(300, 2), torch.randn(300, 2)), None),
+    "swap_pairs": (swap_pairs, lambda: (torch.randn(33, 301),), None),
+    "pair_sums": (pair_sums, lambda: (torch.randn(301),), None),
     # hl.jagged_tile: a loop to the longest lane's end, loads masked per lane
     "jagged_row_sums": (jagged_row_sums, lambda: (torch.randn(60, 21), torch.tensor([0, 5, 5, 22, 60])), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
