@@ -767,10 +767,10 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
         if isinstance(node, ast.Name):
             return self.name(node)
         if self.session.is_host_evaluable(node, self.scope):
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):  # `block_n // 2`: part of its tiles' dim
-                part = self.block_size_quotient(self.session.eval_host(node.left), self.session.eval_host(node.right))
-                if part is not None:
-                    return part
+            if isinstance(node, ast.BinOp):  # `block_n // 2`, `block_n * 2`: sizes naming dims of its tiles
+                size = self.block_size_arithmetic(node.op, self.session.eval_host(node.left), self.session.eval_host(node.right))
+                if size is not None:
+                    return size
             return self.session.host_value(node, self.builder)
         if isinstance(node, ast.Attribute):
             return self.attribute(self.expr(node.value), node.attr, node)

@@ -187,9 +187,9 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             return value
         if dtype == torch.bool:
             return self.make(dtype, value.shape, lambda a: f"({a[0]} != 0)", [value])
-        if dtype == torch.bfloat16 and value.dtype in (torch.int8, torch.uint8, torch.int16):
-            # through float32, which holds these exactly: Triton 3.6's interpreter turns them into
-            # garbage bfloat16 directly (on GPUs both convert alike)
+        if dtype == torch.bfloat16 and not value.dtype.is_floating_point:
+            # through float32, as PyTorch converts integers to bfloat16 (so large ones round as in
+            # PyTorch): Triton 3.6's interpreter turns integers into NaN bfloat16 directly
             return self.make(dtype, value.shape, lambda a: f"{a[0]}.to(tl.float32).to(tl.bfloat16)", [value])
         return self.make(dtype, value.shape, lambda a: f"{a[0]}.to({tl_dtype(dtype)})", [value])
 

@@ -4,6 +4,7 @@ that name a part of a tile's block (`tile.block_size // 2`, `block_n // 2` of a 
 size); and Helion's `hl.join` / `hl.split` (Triton's tl.join / tl.split) over a last dim of two."""
 from __future__ import annotations
 
+import ast
 from fractions import Fraction
 from typing import Any
 
@@ -94,13 +95,17 @@ class SplitMixin:
         dim = PartDim((key[0], Fraction(key[1]) / divisor), expr, f"tl.arange(0, {expr})", self.dim_value(size.dim) // divisor)
         return DimSize(expr, dim.size_value, size.dtype, dim=dim)
 
-    def block_size_quotient(self, left: Any, right: Any) -> DimSize | None:
-        """`block // k` of a registered block size (a host value in device code) as a size naming
-        part of its tiles' dim; None for other operands."""
-        if not isinstance(left, BlockSizeInt):
+    def block_size_arithmetic(self, op: ast.operator, left: Any, right: Any) -> DimSize | None:
+        """`block // k` and `block * k` (or `k * block`) of a registered block size (a host value in
+        device code) as a size naming part of its tiles' dim or that dim merged with `k`; None for
+        other operands."""
+        if isinstance(op, ast.Mult) and isinstance(right, BlockSizeInt) and not isinstance(left, BlockSizeInt):
+            left, right = right, left
+        if not isinstance(left, BlockSizeInt) or not isinstance(op, (ast.FloorDiv, ast.Mult)):
             return None
         (dim,) = self.shape_from_sizes([left])
-        return self.divided_size(DimSize(dim.size_expr, int(left), torch.int32, dim=dim), right)
+        size = DimSize(dim.size_expr, int(left), torch.int32, dim=dim)
+        return self.divided_size(size, right) if isinstance(op, ast.FloorDiv) else self.scaled_size(size, right)
 
     def hl_join(self, first: Any, second: Any) -> TVal:
         """hl.join(a, b): two values of one dtype, broadcast to one shape, along a new last dim of two."""
