@@ -63,6 +63,7 @@ def _device_only(name: str):
 tile = _device_only("tile")
 grid = _device_only("grid")
 jagged_tile = _device_only("jagged_tile")  # hl.jagged_tile(lengths): tiles up to each lane's length
+vtile = jagged_tile  # the name some of Helion's examples use for hl.jagged_tile
 zeros = _device_only("zeros")
 full = _device_only("full")
 load = _device_only("load")

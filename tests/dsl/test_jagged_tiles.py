@@ -108,6 +108,28 @@ def test_lengths_read_past_the_batch_do_not_extend_the_loop(device):
 
 
 @helion.kernel()
+def vtile_sums_of_squares(values: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Per sequence: the sum of its values squared, over `hl.vtile` (the name of hl.jagged_tile in
+    Helion's jagged_sum and jagged_hstu_attn examples)."""
+    batches = offsets.size(0) - 1
+    out = torch.empty([batches], dtype=values.dtype, device=values.device)
+    for tile_b in hl.tile(batches):
+        starts = offsets[tile_b]
+        total = hl.zeros([tile_b], dtype=torch.float32)
+        for tile_k in hl.vtile(offsets[tile_b.index + 1] - starts):
+            block = values[starts[:, None] + tile_k.index[None, :]]
+            total = total + (block * block).sum(dim=1)
+        out[tile_b] = total
+    return out
+
+
+@pytest.mark.parametrize("lengths", LENGTHS)
+def test_vtile_is_jagged_tile(lengths, device):
+    values, offsets = sequences(lengths, 1, device)
+    check_kernel(vtile_sums_of_squares, (values.view(-1), offsets), segment_reference(lambda rows: (rows * rows).sum()))
+
+
+@helion.kernel()
 def jagged_at_top_level(lengths: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(lengths)
     for tile in hl.jagged_tile(lengths):
