@@ -15,6 +15,7 @@ from . import exc
 from . import language as hl
 from .emitter import KernelBuilder
 from .inline import InlineMixin, inlinable
+from .nested import JaggedArgument, NestedMixin
 from .pointwise import HOST_TENSOR_ALLOCATIONS, PointwiseMixin
 from .values import (ONE, BlockDim, DeviceSlice, DimSize, HostScalar, HostTensor, JaggedDim, RDim, TileVal, TVal, place,
                      placed_mask, tl_dtype)
@@ -70,7 +71,7 @@ class LoopSpec:
         self.lengths = lengths  # hl.jagged_tile's per-lane ends (a device tensor over enclosing tiles)
 
 
-class DeviceCompiler(InlineMixin, PointwiseMixin):
+class DeviceCompiler(InlineMixin, NestedMixin, PointwiseMixin):
     def __init__(self, session: Any, builder: KernelBuilder):
         self.session = session
         self.builder = builder
@@ -342,6 +343,9 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
                 self.assign_target(elt, v)
         elif isinstance(target, ast.Subscript):
             tensor = self.expr(target.value)
+            if isinstance(tensor, JaggedArgument):
+                self.nested_store(tensor, ast.unparse(target.value), self.index_list(target.slice), value, target)
+                return
             if not isinstance(tensor, HostTensor):
                 raise self.error(exc.NotSupported, "assignment into a device value; only host tensors can be stored to", target)
             self.store(tensor, self.index_list(target.slice), value, None, target)
@@ -797,6 +801,8 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
             base = self.expr(node.value)
             if isinstance(base, HostTensor):
                 return self.load(base, self.index_list(node.slice), None, node)
+            if isinstance(base, JaggedArgument):
+                return self.nested_load(base, ast.unparse(node.value), self.index_list(node.slice), node)
             if isinstance(base, TVal):
                 return self.subscript_value(base, node.slice)
             if isinstance(base, (tuple, list)):
@@ -897,6 +903,9 @@ class DeviceCompiler(InlineMixin, PointwiseMixin):
         if isinstance(callee, tuple) and len(callee) == 3 and callee[0] == "method":
             return self.method(callee[1], callee[2], args, kwargs, node)
         name = ast.unparse(node.func)
+        if isinstance(getattr(callee, "__self__", None), JaggedArgument):
+            raise self.error(exc.NotSupported, f"{callee.__name__} of a NestedTensor argument in device code; read its "
+                             "sizes in host code (`longest = x.size(1)` before the loop)", node)
         try:
             handler = self.function_table().get(callee)
         except TypeError:  # an unhashable callee

@@ -194,6 +194,14 @@ class LauncherRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         return node
 
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id in self.session.nested_args:
+            # `x.size(1)` of a NestedTensor argument: the launcher's view of it (nested.py)
+            node.value = ast.copy_location(ast.Name(self.session.nested_args[node.value.id], ast.Load()), node.value)
+            return node
+        self.generic_visit(node)
+        return node
+
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id in self.session.parsed.local_names or not isinstance(node.ctx, ast.Load):
             return node

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import exc
+from . import exc, nested
 from .config import Config
 from .config_spec import ConfigSpec
 from .host import parse_kernel
@@ -78,6 +78,8 @@ class Kernel:
         return dict(bound.arguments)
 
     def tensor_key(self, value: torch.Tensor) -> tuple:
+        if nested.is_nested(value):
+            return nested.tensor_parts_key(value, self.tensor_key)
         item: tuple = ("tensor", str(value.dtype), value.dim(), value.device.type)
         if self.static_shapes:
             return item + (tuple(value.shape), tuple(value.stride()))
@@ -167,6 +169,9 @@ class BoundKernel:
         return tuple(session.found.specialized) + tuple(session.found.guards)
 
     def tensor_json(self, value: torch.Tensor) -> dict:
+        if nested.is_nested(value):
+            values, offsets = nested.parts(value)
+            return {"nested": [self.tensor_json(values), self.tensor_json(offsets)]}
         entry: dict[str, Any] = {"dtype": str(value.dtype).replace("torch.", ""), "rank": value.dim()}
         if self.kernel.static_shapes:
             entry["shape"] = list(value.shape)

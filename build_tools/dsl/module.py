@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from . import nested
 from .fast_launch import LAUNCH_HELPERS, rewrite_launches
 from .host import HOST_HELPERS
 
@@ -181,6 +182,8 @@ def generated_code(session, fn_name: str) -> GeneratedCode:
     for name in HOST_HELPERS.values():
         if name in launched:
             code.helpers[name] = HELPERS[name]
+    if nested.HELPER in launched:
+        code.helpers[nested.HELPER] = nested.SOURCE
     for launch in session.kernels:
         if launch.name not in launched:
             continue

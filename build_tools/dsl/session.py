@@ -16,6 +16,7 @@ import triton
 
 from . import exc
 from . import language as hl
+from . import nested
 from .config import GLUON_FLAGS, Config
 from .device import DeviceCompiler
 from .emitter import KernelBuilder, compile_options_text
@@ -119,8 +120,15 @@ class CompileSession:
         self.force_persistent = force_persistent
         self.globals = parsed.globals
         self.env: dict[str, Any] = {}
+        self.launcher_lines: list[str] = []
+        self.nested_args: dict[str, str] = {}  # NestedTensor argument -> the launcher's view of it
         for name, value in args.items():
-            self.env[name] = value.to("meta") if isinstance(value, torch.Tensor) else value
+            if nested.is_nested(value):  # the launcher views it first, as host analysis sees it
+                self.env[name] = nested.meta_argument(value)
+                self.nested_args[name] = nested.launcher_name(name)
+                self.launcher_lines.append(f"{self.nested_args[name]} = {nested.HELPER}({name})")
+            else:
+                self.env[name] = value.to("meta") if isinstance(value, torch.Tensor) else value
         self.found = Discovery()
         # (kind, access) -> (position in `indexing`, position among that kind's accesses): see memory_site
         self.memory_sites: dict[tuple, tuple[int, int]] = {}
@@ -136,7 +144,6 @@ class CompileSession:
         # computed from them alone): conditions on them pick the kernel's structure (is_compile_time)
         self.compile_time_names: set[str] = set()
         self.replay: list[Any] = []
-        self.launcher_lines: list[str] = []
         self.kernels: list[KernelLaunch] = []
         self.rdim_by_size: dict[int, int] = {}
         self.top_loop_index = 0

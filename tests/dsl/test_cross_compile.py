@@ -21,7 +21,9 @@ from .test_host_reads import scaled_by_kept
 from .test_merged_row_descriptors import WARP_SPECIALIZED, batched_matmul
 from .test_inner_tile_ends import lower_triangular_product
 from .test_reductions import online_softmax
+from .test_block_size_products import int4_matmul_widened
 from .test_jagged_tiles import jagged_row_sums
+from .test_nested_tensors import nested, ragged_sums
 from .test_split_join import complex_mul, pair_sums, swap_pairs
 from .test_stack_and_merged_dims import int4_matmul, pack_int4, stacked
 from kernels_src.attention import attention_fwd
@@ -115,6 +117,11 @@ CASES = {
     "pair_sums": (pair_sums, lambda: (torch.randn(301),), None),
     # hl.jagged_tile: a loop to the longest lane's end, loads masked per lane
     "jagged_row_sums": (jagged_row_sums, lambda: (torch.randn(60, 21), torch.tensor([0, 5, 5, 22, 60])), None),
+    # a NestedTensor argument: its values and offsets, loads masked past each component's end
+    "nested_ragged_sums": (ragged_sums, lambda: (nested([5, 0, 17, 8], 7),), None),
+    # a slice as long as a registered block times two; int32 nibbles to bfloat16 through float32
+    "int4_matmul_widened": (int4_matmul_widened, lambda: (torch.randn(37, 90).bfloat16(),
+                                                          pack_int4(torch.randint(-8, 8, (90, 50), dtype=torch.int8))), None),
     "causal_attention_two_loops": (attention_fwd, lambda: (*(torch.randn(1, 2, 256, 64).half() for _ in range(3)), True, 0.125),
                                    CAUSAL_WARP_SPECIALIZED),
 }
