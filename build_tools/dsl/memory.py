@@ -466,6 +466,10 @@ class MemoryMixin:
                       and tensor.meta.dtype != torch.bool)
         pieces = self.session.store_pieces(position, splittable)
         value = self.fit_value(value, addr.shape, node)
+        if value.shape and not any(axes for _, axes, _, _ in addr.terms):
+            # every dim a unit one that no index spans (`out[i, :]` of a size-1 dim): the pointer is
+            # a scalar, and Triton stores no block through it
+            value = self.reshape_to(value, ())
         extra = self.to_tval(extra_mask) if extra_mask is not None and not isinstance(extra_mask, bool) else None
         looped = [d for d in addr.shape if isinstance(d, RDim) and d.looped] + value.looped_rdims()
         if extra is not None:

@@ -275,3 +275,29 @@ def test_in_place_kernel_returning_none(shape, device):
     x = randn(*shape, device=device)
     check_kernel(scale_in_place, (x, -2.5), lambda x, f: x * f,
                  outputs=lambda result, args: (args[0],) if result is None else (result,))
+
+
+@helion.kernel()
+def column_sums_per_row_block(x: torch.Tensor) -> torch.Tensor:
+    """Per block of rows: its column sums, one row of `partial` per block (rms_norm_bwd's dweight)."""
+    m_block = hl.register_block_size(x.size(0))
+    partial = x.new_empty([helion.cdiv(x.size(0), m_block), x.size(1)], dtype=torch.float32)
+    n = hl.specialize(x.size(1))
+    for rows in hl.tile(x.size(0), block_size=m_block):
+        acc = x.new_zeros(n, dtype=torch.float32)
+        for row in hl.tile(rows.begin, rows.end):
+            acc += x[row, :].to(torch.float32).sum(0)
+        partial[rows.id, :] = acc
+    return partial
+
+
+@pytest.mark.parametrize("shape", [(37, 1), (1, 1), (9, 7)])
+def test_a_unit_dim_value_stored_through_a_scalar_pointer(shape, device):
+    # n = 1: `partial[rows.id, :]` is one element, and `acc` a block of one
+    x = randn(*shape, device=device)
+
+    def reference(x, config):
+        block = config["block_sizes"][0]
+        return torch.stack([x[i:i + block].sum(0) for i in range(0, x.shape[0], block)])
+
+    check_kernel(column_sums_per_row_block, (x,), reference, reference_takes_config=True)
