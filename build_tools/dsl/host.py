@@ -142,8 +142,10 @@ class DeviceReads(torch.overrides.TorchFunctionMode):
     (`.item()`, `int(t)`, `float(t)`) has no value there, so it reads a stand-in of its type and
     counts the read in `reads`. The statement's targets are then run-time scalars: the launcher
     runs the statement on the call's tensors (a device sync, as in eager PyTorch) and passes the
-    values to the kernels as arguments. An integer reads INT_HINT, a size-like hint (as torch's
-    unbacked sizes get) so that a loop over it gets the block sizes of a sizable dimension."""
+    values to the kernels as arguments. An integer reads the tensor's `read_hint` attribute where
+    it has one (a NestedTensor argument's longest component: the bound call's), else INT_HINT, a
+    size-like hint (as torch's unbacked sizes get) so that a loop over it gets the block sizes of a
+    sizable dimension."""
 
     READS = {torch.Tensor.item, torch.Tensor.__int__, torch.Tensor.__float__}
     INT_HINT = 8192
@@ -160,7 +162,8 @@ class DeviceReads(torch.overrides.TorchFunctionMode):
             self.reads += 1
             if func is torch.Tensor.__float__ or (func is torch.Tensor.item and tensor.dtype.is_floating_point):
                 return 1.0
-            return True if func is torch.Tensor.item and tensor.dtype is torch.bool else self.INT_HINT
+            return True if func is torch.Tensor.item and tensor.dtype is torch.bool else \
+                getattr(tensor, "read_hint", self.INT_HINT)
         return func(*args, **(kwargs or {}))
 
 

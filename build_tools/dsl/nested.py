@@ -81,10 +81,36 @@ def parts(value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return value.values(), value.offsets()
 
 
+class MetaJaggedArgument(JaggedArgument):
+    """What binding's host analysis sees of a NestedTensor argument: its parts as meta tensors, and
+    its longest component's length as a device read (host.DeviceReads) whose hint is the bound
+    call's length, so that the ragged dim's block sizes range up to that length, not up to
+    DeviceReads.INT_HINT (tiles of 8192 along a dim of 17 asked the H100 for 393 KB of shared
+    memory, 2026-12-06)."""
+
+    def __init__(self, values: torch.Tensor, offsets: torch.Tensor, hint: int | None):
+        super().__init__(values, offsets)
+        self.hint = hint
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None or dim % self.dim() != 1:
+            return super().size(dim)
+        longest = (self.offsets[1:] - self.offsets[:-1]).max()
+        if self.hint is not None:
+            longest.read_hint = self.hint
+        return int(longest)
+
+
 def meta_argument(value: torch.Tensor) -> Any:
-    """What binding's host analysis sees of a NestedTensor argument: its parts as meta tensors."""
+    """Host analysis's view of a NestedTensor argument (MetaJaggedArgument). Its hint is the cached
+    longest length where the tensor has one, else read from its offsets (a device sync per
+    compile); a meta NestedTensor has none (DeviceReads.INT_HINT)."""
     values, offsets = parts(value)
-    return JaggedArgument(values.to("meta"), offsets.to("meta"))
+    hint = getattr(value, "_maybe_max_seqlen", None)
+    if hint is None and not offsets.is_meta:
+        hint = int((offsets[1:] - offsets[:-1]).max()) if offsets.size(0) > 1 else 0
+    hint = max(int(hint), 1) if hint is not None else None
+    return MetaJaggedArgument(values.to("meta"), offsets.to("meta"), hint)
 
 
 def tensor_parts_key(value: torch.Tensor, tensor_key: Any) -> tuple:

@@ -188,10 +188,19 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         if dtype == torch.bool:
             return self.make(dtype, value.shape, lambda a: f"({a[0]} != 0)", [value])
         if dtype == torch.bfloat16 and not value.dtype.is_floating_point:
-            # through float32, as PyTorch converts integers to bfloat16 (so large ones round as in
-            # PyTorch): Triton 3.6's interpreter turns integers into NaN bfloat16 directly
-            return self.make(dtype, value.shape, lambda a: f"{a[0]}.to(tl.float32).to(tl.bfloat16)", [value])
+            return self.integer_to_bfloat16(value)
         return self.make(dtype, value.shape, lambda a: f"{a[0]}.to({tl_dtype(dtype)})", [value])
+
+    def integer_to_bfloat16(self, value: TVal) -> TVal:
+        """An integer tensor in bfloat16 as PyTorch converts it: rounded to float32, then to
+        bfloat16 (to nearest, ties to even) by integer arithmetic on float32's bits. Triton 3.6
+        folds `.to(tl.float32).to(tl.bfloat16)` into one rounding on sm_90 (2**24 + 2**16 + 1 became
+        2**24 + 2**17, not PyTorch's 2**24; H100, 2026-12-06), its interpreter turns integers into
+        NaN bfloat16 directly and truncates float32 to bfloat16. An integer's float32 is finite,
+        so the rounding needs no NaN case."""
+        bits = self.make(torch.uint32, value.shape, lambda a: f"{a[0]}.to(tl.float32).to(tl.uint32, bitcast=True)", [value])
+        return self.make(torch.bfloat16, value.shape, lambda a: f"(({a[0]} + 0x7FFF + (({a[0]} >> 16) & 1)) >> 16)"
+                         ".to(tl.uint16).to(tl.bfloat16, bitcast=True)", [bits])
 
     # ------------------------------------------------------------------ operators
     def binary(self, op: ast.AST, left: Any, right: Any) -> Any:

@@ -81,10 +81,11 @@ def test_integers_convert_to_bfloat16_as_pytorch_converts_them(dtype, device):
         x = randint(0, 256, 37, device=device).to(dtype)
     elif dtype == torch.int8:
         x = randint(-128, 128, 37, device=device).to(dtype)
-    else:  # large values of 8 significant bits (Triton's interpreter truncates float32 to bfloat16),
-        # and 2**24 + 2**16 + 1, which PyTorch rounds to 2**24 through float32 (directly: 2**24 + 2**17)
-        scaled = randint(-128, 128, 33, device=device) * 2 ** randint(0, 23, 33, device=device)
-        x = torch.cat([scaled, torch.tensor([2**24 + 2**16 + 1, -7, 0, 1], device=device)]).to(dtype)
+    else:  # values across int32's range; 2**24 + 2**16 + 1, which PyTorch rounds to 2**24 through
+        # float32 (directly: 2**24 + 2**17); ties of bfloat16's rounding (383 -> 384, 385 -> 384)
+        spread = randint(-2**31, 2**31 - 1, 41, device=device)
+        x = torch.cat([spread, torch.tensor([2**24 + 2**16 + 1, -(2**24 + 2**16 + 1), 383, 385, -7, 0, 1],
+                                            device=device)]).to(dtype)
     out = to_bfloat16(x)
     assert out.dtype == torch.bfloat16
     assert torch.equal(out.cpu(), x.cpu().to(torch.bfloat16))

@@ -106,21 +106,21 @@ def test_stores_into_a_nested_tensor_stop_at_each_component(lengths):
 
 def test_a_rebound_call_reads_the_new_lengths():
     x, y = nested([3, 1]), randn(2, 9)
-    torch.testing.assert_close(jagged_dense_add_nested(x, y).double(), y + dense(x, 9))
+    torch.testing.assert_close(jagged_dense_add_nested(x, y).double().cpu(), y.double().cpu() + dense(x, 9))
     x, y = nested([2, 8]), randn(2, 9)  # same sizes of values and offsets, another longest component
     x.values().copy_(randn(10))
-    torch.testing.assert_close(jagged_dense_add_nested(x, y).double(), y + dense(x, 9))
+    torch.testing.assert_close(jagged_dense_add_nested(x, y).double().cpu(), y.double().cpu() + dense(x, 9))
 
 
 def test_poisoned_values_past_the_last_offset_are_not_read():
-    offsets = torch.tensor([0, 4, 6])
     values = randn(9)
+    offsets = torch.tensor([0, 4, 6]).to(values.device)
     poison_(values[6:])
     x = torch.nested.nested_tensor_from_jagged(values[:6], offsets)
     y = randn(2, 5)
     out = jagged_dense_add_nested(x, y)
     assert not out.isnan().any()
-    torch.testing.assert_close(out.double(), y + dense(x, 5))
+    torch.testing.assert_close(out.double().cpu(), y.double().cpu() + dense(x, 5))
 
 
 @helion.kernel()
