@@ -93,7 +93,7 @@ class MetaJaggedArgument(JaggedArgument):
         self.hint = hint
 
     def size(self, dim: int | None = None) -> Any:
-        if dim is None or dim % self.dim() != 1:
+        if dim is None or dim % self.dim() != 1 or self.offsets.size(0) <= 1:
             return super().size(dim)
         longest = (self.offsets[1:] - self.offsets[:-1]).max()
         if self.hint is not None:
@@ -106,10 +106,8 @@ def meta_argument(value: torch.Tensor) -> Any:
     longest length where the tensor has one, else read from its offsets (a device sync per
     compile); a meta NestedTensor has none (DeviceReads.INT_HINT)."""
     values, offsets = parts(value)
-    hint = getattr(value, "_maybe_max_seqlen", None)
-    if hint is None and not offsets.is_meta:
-        hint = int((offsets[1:] - offsets[:-1]).max()) if offsets.size(0) > 1 else 0
-    hint = max(int(hint), 1) if hint is not None else None
+    cached = getattr(value, "_maybe_max_seqlen", None)
+    hint = None if cached is None and offsets.is_meta else max(JaggedArgument(values, offsets, cached).size(1), 1)
     return MetaJaggedArgument(values.to("meta"), offsets.to("meta"), hint)
 
 
