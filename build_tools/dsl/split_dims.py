@@ -34,16 +34,42 @@ class SplitMixin:
             raise self.error(exc.NotSupported, "splitting a jagged tile's dim (its lanes' ends would be lost)")
         shown = f"{self.dim_text(whole)} split into {self.shape_text(tuple(targets))}"
         keys = [extent_key(t) for t in targets]
+        if isinstance(whole, RDim) and (extent_key(whole) is None or not power_of_two(whole.size_value)):
+            return self.split_padded(whole, targets, shown)
         if not all(power_of_two_factor(key[1]) for key in keys):
             raise self.error(exc.ShapeMismatch, f"{shown}: each part must be a power of two, or a tile's block size "
                              "times or over one")
-        if isinstance(whole, RDim) and not power_of_two(whole.size_value):
-            raise self.error(exc.ShapeMismatch, f"{shown}: a whole dim splits only where its size is a power of two "
-                             "(its block is padded past the size)")
         ids, factor = extent_key(whole)
         if not ids:
             return [fixed_dim(int(key[1])) for key in keys]
         return self.split_block(whole, keys, shown)
+
+    def split_padded(self, whole: RDim, targets: list, shown: str) -> list:
+        """A whole dim of a size the compile does not know to be a power of two (a run-time size, or
+        a constant one that is not; its block is padded past the size) split into a first part and
+        constant power-of-two parts after it (rows of n as [n // 2, 2]): the block [P] viewed as
+        [P / c, c, ...] (c the later parts' product) keeps each element at its place, and an
+        element lies within the size where its first index lies within the first part's, so the
+        first part is the whole dim of that size, with its own padded block and mask. A run-time
+        size's equality to the parts' product joins the specialization."""
+        first, rest = targets[0], [self.fixed_extent(t) for t in targets[1:]]
+        if not all(extent is not None and power_of_two(extent) for extent in rest):
+            raise self.error(exc.ShapeMismatch, f"{shown}: a whole dim whose size is not a power of two (its block is "
+                             "padded past the size) splits into a first part and power-of-two parts after it")
+        factor = 1
+        for dim in targets[1:]:
+            factor *= self.pin_extent(dim)
+        if not isinstance(first, RDim):
+            key = extent_key(first)
+            if key is None or key[0]:
+                raise self.error(exc.ShapeMismatch, f"{shown}: the first part of a whole dim must be a whole size")
+            first = self.rdim_for(int(key[1]), str(int(key[1])), str(int(key[1])))
+        self.require_whole([whole, first], "splitting a whole dim")
+        whole_host, whole_static = self.session.rdim_host[id(whole)]
+        first_host, first_static = self.session.rdim_host[id(first)]
+        if not (whole_static and first_static):
+            self.guard_equal(whole_host, f"({first_host}) * {factor}")
+        return [first] + [fixed_dim(extent) for extent in rest]
 
     def split_block(self, whole: Any, keys: list, shown: str) -> list:
         """The parts of a dim made of one tunable block: the part that keeps the block (its size

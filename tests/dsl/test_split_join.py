@@ -10,7 +10,7 @@ import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 from build_tools.dsl import exc
 
-from ._harness import check_kernel, randn
+from ._harness import check_kernel, compare, randn
 
 
 @helion.kernel()
@@ -113,6 +113,109 @@ def test_whole_dim_split_into_constant_parts(m, device):
 
 
 @helion.kernel()
+def inferred_split_views(x: torch.Tensor) -> torch.Tensor:
+    """alternating_row_sums with the parts left to -1 (the whole dim of 8 as [-1, 2]), then each
+    pair of neighbouring sums swapped: the tile viewed as [-1, 2] (half its block), joined the other
+    way round and merged back by a view as [-1]. An odd count takes 0 past its end."""
+    m = x.size(0)
+    out = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        first, second = hl.split(x[tile, :].reshape(tile.block_size, -1, 2))
+        even, odd = hl.split((first - second).sum(-1).reshape(-1, 2))
+        out[tile] = hl.join(odd, even).reshape(-1)
+    return out
+
+
+def inferred_split_views_reference(x):
+    sums = (x[:, 0::2] - x[:, 1::2]).sum(-1)
+    padded = torch.cat([sums, sums.new_zeros(len(sums) % 2)])
+    return padded.reshape(-1, 2).flip(-1).reshape(-1)[: len(sums)]
+
+
+@pytest.mark.parametrize("m", [1, 2, 45])
+def test_minus_one_in_views_that_split_dims(m, device):
+    check_kernel(inferred_split_views, (randn(m, 8, device=device),), inferred_split_views_reference)
+
+
+@helion.kernel()
+def halves_of_tiles(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each tile viewed as [2, -1] (its two halves as rows): their sum accumulated (the split keeps
+    the tile's mask over both parts) and the tile scaled and merged back by a view as [-1]."""
+    total = torch.zeros([1], dtype=torch.float32, device=x.device)
+    scaled = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        halves = (x[tile] + 1.0).reshape(2, -1)
+        hl.atomic_add(total, [0], halves.sum(0).sum(0))
+        scaled[tile] = (halves * 3.0).reshape(-1) - 3.0
+    return total, scaled
+
+
+@pytest.mark.parametrize("n", [1, 3, 77])
+def test_tile_viewed_as_two_rows_of_an_inferred_half(n, device):
+    check_kernel(halves_of_tiles, (randn(n, device=device),), lambda x: ((x + 1.0).sum().reshape(1), x * 3.0),
+                 atol=1e-3)
+
+
+@helion.kernel()
+def padded_row_pairs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows whose length is not a power of two (their block is padded past it) viewed as [n / 2, 2]
+    and [n / 4, 2, 2] (the first part keeps a padded block and mask of its own): each row's pair
+    sums, and the pairs swapped and merged back into the row by a view as [-1]."""
+    m = x.size(0)
+    sums = torch.empty([m, x.size(1) // 4, 2], dtype=x.dtype, device=x.device)
+    swapped = torch.empty_like(x)
+    for tile in hl.tile(m):
+        sums[tile, :, :] = x[tile, :].reshape(tile.block_size, -1, 2, 2).sum(-1)
+        even, odd = hl.split(x[tile, :].reshape(tile.block_size, -1, 2))
+        swapped[tile, :] = hl.join(odd, even).reshape(tile.block_size, -1)
+    return sums, swapped
+
+
+@pytest.mark.parametrize("m,n", [(1, 12), (7, 12), (3, 20), (2, 4)])
+def test_whole_dims_not_a_power_of_two_split_and_merge_back(m, n, device):
+    x = randn(m, n, device=device)
+    check_kernel(padded_row_pairs, (x,),
+                 lambda x: (x.reshape(m, -1, 2, 2).sum(-1), x.reshape(m, -1, 2).flip(-1).reshape(m, n)))
+
+
+@helion.kernel(static_shapes=False)
+def runtime_row_pairs(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """padded_row_pairs over rows of a run-time length n: the whole dim viewed as [-1, 2] and
+    [n // 2, 2] (a first part of a run-time size), and the pairs merged back into a view as [n]."""
+    m, n = x.size()
+    sums = torch.empty([m, n // 2], dtype=x.dtype, device=x.device)
+    swapped = torch.empty_like(x)
+    for tile in hl.tile(m):
+        sums[tile, :] = x[tile, :].reshape(tile.block_size, -1, 2).sum(-1)
+        even, odd = hl.split(x[tile, :].reshape(tile.block_size, n // 2, 2))
+        swapped[tile, :] = hl.join(odd, even).reshape(tile.block_size, n)
+    return sums, swapped
+
+
+def runtime_row_pairs_reference(x):
+    pairs = x.reshape(x.size(0), -1, 2)
+    return pairs.sum(-1), pairs.flip(-1).reshape(x.shape)
+
+
+@pytest.mark.parametrize("m,n", [(1, 2), (5, 12), (3, 64)])
+def test_run_time_whole_dims_split_and_merge_back(m, n, device):
+    check_kernel(runtime_row_pairs, (randn(m, n, device=device),), runtime_row_pairs_reference)
+
+
+def test_run_time_split_serves_every_even_length_of_its_bucket(device):
+    """One binding (the split's guard n == (n // 2) * 2 its only specialization) runs rows of 12,
+    20 and 64; an odd length fails that guard and cannot be viewed as pairs."""
+    bound = runtime_row_pairs.bind((randn(3, 12, device=device),))
+    for n in (12, 20, 64):
+        x = randn(3, n, device=device)
+        assert runtime_row_pairs.bind((x,)) is bound
+        for got, want in zip(bound(x), runtime_row_pairs_reference(x.double().cpu())):
+            compare(got, want, label=f"n={n}")
+    with pytest.raises(exc.ShapeMismatch, match="view of \\[tile_0, size13\\] as \\[tile_0, -1, size2\\]"):
+        runtime_row_pairs.bind((randn(3, 13, device=device),))
+
+
+@helion.kernel()
 def join_merge_split(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """hl.join, a view merging the pair into one dim of twice the tile, the view back, hl.split."""
     n = x.size(0)
@@ -148,10 +251,10 @@ def join_of_two_dtypes(x: torch.Tensor) -> torch.Tensor:
 
 
 @helion.kernel()
-def split_into_thirds(x: torch.Tensor) -> torch.Tensor:
+def split_before_pairs(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty([x.size(0)], dtype=x.dtype, device=x.device)
     for tile in hl.tile(x.size(0)):
-        out[tile] = x[tile, :].reshape(tile.block_size, 3, 2).sum([1, 2])
+        out[tile] = x[tile, :].reshape(tile.block_size, 2, 3).sum([1, 2])
     return out
 
 
@@ -175,7 +278,8 @@ def reordered_split(x: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("kernel,error,message", [
     (split_of_a_tile, exc.ShapeMismatch, "hl.split of a value of shape \\[tile_0\\]: its last dim must have size 2"),
     (join_of_two_dtypes, exc.TypeMismatch, "hl.join of torch.float32 and torch.float16 values"),
-    (split_into_thirds, exc.ShapeMismatch, "size6 split into \\[size3, size2\\]: each part must be a power of two"),
+    (split_before_pairs, exc.ShapeMismatch, "size6 split into \\[size2, size3\\]: a whole dim whose size is not a "
+     "power of two \\(its block is padded past the size\\) splits into a first part and power-of-two parts after it"),
     (split_of_a_tile_by_three, exc.ShapeMismatch, "split into .*: each part must be a power of two"),
     (reordered_split, exc.ShapeMismatch, "adjacent dims merged into one, and a dim split into adjacent ones"),
 ])

@@ -153,17 +153,17 @@ def stack_of_three(x: torch.Tensor) -> torch.Tensor:
 
 
 @helion.kernel()
-def split_view(x: torch.Tensor) -> torch.Tensor:
+def split_into_thirds_inferred(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     for tile in hl.tile(x.size(0)):
-        out[tile] = x[tile].reshape(2, -1).reshape(-1)
+        out[tile] = x[tile].reshape(3, -1).reshape(-1)
     return out
 
 
 @pytest.mark.parametrize("kernel,error,message", [
     (two_device_bounds, exc.NotSupported, "start:start \\+ length"),
     (stack_of_three, exc.NotSupported, "power of two"),
-    (split_view, exc.ShapeMismatch, "merged into one"),
+    (split_into_thirds_inferred, exc.ShapeMismatch, "split into .*: each part must be a power of two"),
 ])
 def test_unsupported_forms_say_what_is_supported(kernel, error, message):
     x = randn(40)
