@@ -84,6 +84,7 @@ class DeviceCompiler(InlineMixin, NestedMixin, PointwiseMixin):
         self.in_dot_loop = False
         self.open_device_loops: list[int] = []  # indices of the device loops being compiled
         self.following: list[list[ast.stmt]] = []  # per open block, the statements after the current one
+        self.unrolled_sites: dict | None = None  # inside an unrolled loop: device_loop_site's places by loop node
         # the loops open around the code being compiled, outermost first (the top-level loop, then
         # device loops): each a list of (tile, or a grid's index value, end) per dimension
         self.open_loops: list[list[tuple[Any, Any]]] = []
@@ -512,27 +513,22 @@ class DeviceCompiler(InlineMixin, NestedMixin, PointwiseMixin):
     def device_loop(self, node: ast.For) -> None:
         if node.orelse:
             raise self.error(exc.NotSupported, "for/else in device code", node)
-        if not isinstance(node.iter, ast.Call):
-            raise self.error(exc.NotSupported, "device loops must iterate over hl.tile(...) or hl.grid(...)", node)
-        callee = self.resolve_callee(node.iter.func)
+        callee = self.resolve_callee(node.iter.func) if isinstance(node.iter, ast.Call) else None
         if callee is range:
-            raise self.error(exc.NotSupported, "range() loop in device code; use hl.tile or hl.grid", node)
+            raise self.error(exc.NotSupported, "range() loop in device code; use hl.tile or hl.grid, or "
+                             "hl.static_range for a loop unrolled at compile time", node)
+        if callee not in (hl.tile, hl.grid, hl.jagged_tile):
+            self.unrolled_loop(node)
+            return
         spec = self.loop_spec(node.iter, top_level=False)
         assigned = self.assigned_names(node.body)
         carried_names = [n for n in assigned if self.live_in(n, node.body) or self.live_after(n)]
         before = dict(self.scope)
         carried = self.carry(carried_names)
-        loop_index = self.session.next_device_loop(self.contains_dot(node.body))
+        loop_index, blocks, flatten = self.device_loop_site(node, spec)
         b = self.builder
         tiles: list = []
-        block_infos = []
-        for i, (begin, end) in enumerate(zip(spec.begins, spec.ends)):
-            if spec.kind == "grid":
-                block_infos.append(None)
-                continue
-            block_id, fixed = self.session.block_for(spec.block_sizes[i], self.size_value(end, begin), device_loop=True)
-            block_infos.append((block_id, fixed, self.block_constexpr(block_id, fixed)))
-        flatten = self.session.flatten(len(spec.ends))
+        block_infos = [None if block is None else (*block, self.block_constexpr(*block)) for block in blocks]
         order = list(range(len(spec.ends)))
         opts = self.session.range_options(loop_index)
         specialize = self.session.warp_specialize_flag(loop_index)
@@ -575,6 +571,56 @@ class DeviceCompiler(InlineMixin, NestedMixin, PointwiseMixin):
             b.depth -= len(order)
         self.uncarry(carried)
         self.drop_inner_values(assigned, before, carried)
+
+    def device_loop_site(self, node: ast.For, spec: LoopSpec) -> tuple[int, list, bool]:
+        """A device loop's place in the config space: its index among the device loops, the (block
+        id, fixed size) of each tile dimension (None for a grid's), and whether it is flattened.
+        The copies of an unrolled loop's body share their inner loops' places, as Helion gives a
+        loop's block sizes and options per site."""
+        site = self.unrolled_sites.get(id(node)) if self.unrolled_sites is not None else None
+        if site is not None:
+            return site
+        loop_index = self.session.next_device_loop(self.contains_dot(node.body))
+        blocks = [None if spec.kind == "grid" else
+                  self.session.block_for(spec.block_sizes[i], self.size_value(end, begin), device_loop=True)
+                  for i, (begin, end) in enumerate(zip(spec.begins, spec.ends))]
+        site = (loop_index, blocks, self.session.flatten(len(spec.ends)))
+        if self.unrolled_sites is not None:
+            self.unrolled_sites[id(node)] = site
+        return site
+
+    def unrolled_loop(self, node: ast.For) -> None:
+        """A loop over compile-time items (`hl.static_range(...)`, a tuple or list, `zip` or
+        `enumerate` of them), as Helion unrolls it: the body compiled once per item, its target
+        bound to the item, as straight-line code (a later copy reads what an earlier one assigned)."""
+        items = self.expr(node.iter)
+        if not isinstance(items, (tuple, list, range)):
+            raise self.error(exc.NotSupported, "device loops iterate over hl.tile(...), hl.grid(...), hl.static_range(...) "
+                             f"or a tuple or list, not {type(items).__name__}", node.iter)
+        items = list(items)
+        outer = self.unrolled_sites
+        self.unrolled_sites = {} if outer is None else outer
+        try:
+            for copy, item in enumerate(items):
+                self.assign_target(node.target, item)
+                self.following.append(node.body if copy + 1 < len(items) else [])  # the next copy follows this one
+                try:
+                    self.statements(node.body)
+                finally:
+                    self.following.pop()
+        finally:
+            self.unrolled_sites = outer
+
+    def static_range(self, begin_or_end: Any, end: Any = None, step: Any = 1) -> range:
+        """`hl.static_range(end)` / `(begin, end, step=1)`: the range of a loop unrolled at compile time."""
+        bounds = (0, begin_or_end) if end is None else (begin_or_end, end)
+        for value in (*bounds, step):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(exc.NotSupported, "hl.static_range takes integers known at compile time, not "
+                                 f"{type(value).__name__} (a loop over a run-time count is hl.grid or hl.tile)")
+        if step == 0:
+            raise self.error(exc.NotSupported, "hl.static_range with a step of 0")
+        return range(int(bounds[0]), int(bounds[1]), int(step))
 
     def define_warp_specialize(self) -> None:
         """The constexprs the kernel's warp-specialized loops take as `warp_specialize` (called once
@@ -770,6 +816,8 @@ class DeviceCompiler(InlineMixin, NestedMixin, PointwiseMixin):
             return node.value
         if isinstance(node, ast.Name):
             return self.name(node)
+        if isinstance(node, ast.Call) and self.resolve_callee(node.func) in (zip, enumerate):
+            return self.call(node)  # of sequences that may hold tensors, each passed as itself
         if self.session.is_host_evaluable(node, self.scope):
             if isinstance(node, ast.BinOp):  # `block_n // 2`, `block_n * 2`: sizes naming dims of its tiles
                 size = self.block_size_arithmetic(node.op, self.session.eval_host(node.left), self.session.eval_host(node.right))

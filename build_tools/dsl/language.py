@@ -69,6 +69,15 @@ full = _device_only("full")
 load = _device_only("load")
 store = _device_only("store")
 atomic_add = _device_only("atomic_add")
+atomic_and = _device_only("atomic_and")
+atomic_or = _device_only("atomic_or")
+atomic_xor = _device_only("atomic_xor")
+atomic_max = _device_only("atomic_max")
+atomic_min = _device_only("atomic_min")
+atomic_xchg = _device_only("atomic_xchg")
+atomic_cas = _device_only("atomic_cas")  # hl.atomic_cas(t, index, expected, value, sem=)
+ATOMIC_OPS = {atomic_add: "atomic_add", atomic_and: "atomic_and", atomic_or: "atomic_or", atomic_xor: "atomic_xor",
+              atomic_max: "atomic_max", atomic_min: "atomic_min", atomic_xchg: "atomic_xchg"}
 signal = _device_only("signal")
 wait = _device_only("wait")
 dot = _device_only("dot")
@@ -79,6 +88,7 @@ cumsum = _device_only("cumsum")
 cumprod = _device_only("cumprod")
 rand = _device_only("rand")  # Helion's seeded random values: hl.rand(shape, seed), hl.randint(shape, low, high, seed)
 randint = _device_only("randint")
+static_range = _device_only("static_range")  # hl.static_range(end) / (begin, end, step): a loop unrolled at compile time
 join = _device_only("join")  # hl.join(a, b): a new last dim of two; hl.split(x) takes it apart
 split = _device_only("split")
 tile_index = _device_only("tile_index")  # Helion's functional spellings of tile.index, .begin, ...
@@ -88,8 +98,8 @@ tile_block_size = _device_only("tile_block_size")
 tile_id = _device_only("tile_id")
 TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
-DEVICE_FUNCTIONS = {tile, grid, jagged_tile, zeros, full, load, store, atomic_add, signal, wait, dot, arange, rand, randint,
-                    associative_scan, reduce, cumsum, cumprod, join, split, *TILE_FUNCTIONS}
+DEVICE_FUNCTIONS = {tile, grid, jagged_tile, zeros, full, load, store, *ATOMIC_OPS, atomic_cas, signal, wait, dot, arange,
+                    rand, randint, associative_scan, reduce, cumsum, cumprod, static_range, join, split, *TILE_FUNCTIONS}
 
 
 def barrier() -> None:

@@ -631,7 +631,14 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table[hl.full] = ignore_node(lambda size, value, dtype=torch.float32, **k: self.new_full(size, value, dtype))
         table[hl.load] = lambda node, tensor, index, extra_mask=None, **k: self.load(self.host_tensor(tensor, node), list(index), extra_mask, node, **k)
         table[hl.store] = lambda node, tensor, index, value, extra_mask=None: self.store(self.host_tensor(tensor, node), list(index), value, extra_mask, node)
-        table[hl.atomic_add] = lambda node, tensor, index, value, sem="relaxed": self.atomic("atomic_add", self.host_tensor(tensor, node), list(index), value, node, sem)
+        for function, op in hl.ATOMIC_OPS.items():
+            table[function] = lambda node, tensor, index, value, sem="relaxed", op=op: self.atomic(
+                op, self.host_tensor(tensor, node), list(index), value, node, sem)
+        table[hl.static_range] = ignore_node(self.static_range)
+        table[zip] = ignore_node(lambda *sequences, strict=False: list(zip(*self.sequences(sequences, "zip"), strict=strict)))
+        table[enumerate] = ignore_node(lambda sequence, start=0: list(enumerate(*self.sequences([sequence], "enumerate"), start)))
+        table[hl.atomic_cas] = lambda node, tensor, index, expected, value, sem="relaxed": self.atomic_cas(
+            self.host_tensor(tensor, node), list(index), expected, value, node, sem)
         table[hl.signal] = lambda node, pad, index, *a, **k: self.signal(self.host_tensor(pad, node), list(index), node, *a, **k)
         table[hl.wait] = lambda node, pad, index, *a, **k: self.wait(self.host_tensor(pad, node), list(index), node, *a, **k)
         table[min] = ignore_node(lambda a, b: self.extremum("minimum", a, b) if self.any_device(a, b) else min(a, b))
@@ -639,6 +646,14 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table[float] = ignore_node(lambda v: self.to_dtype(v, torch.float32) if self.any_device(v) else float(v))
         table[int] = ignore_node(lambda v: self.to_dtype(v, torch.int32) if self.any_device(v) else int(v))
         return table
+
+    def sequences(self, values: Any, what: str) -> list:
+        """`values` as the compile-time sequences `zip` / `enumerate` take in device code."""
+        for value in values:
+            if not isinstance(value, (tuple, list, range)):
+                raise self.error(exc.NotSupported, f"{what} of a {type(value).__name__} in device code; it takes tuples, "
+                                 "lists and hl.static_range")
+        return list(values)
 
     def any_device(self, *values: Any) -> bool:
         return any(isinstance(v, (TVal, HostScalar, TileVal)) for v in values)

@@ -324,7 +324,7 @@ class CompileSession:
         return self.is_host_evaluable(node, scope) and self.is_compile_time(node)
 
     def host_value(self, node: ast.AST, builder: KernelBuilder) -> Any:
-        if isinstance(node, (ast.List, ast.Tuple)) and not self.is_static_node(node):
+        if isinstance(node, (ast.List, ast.Tuple)):
             items = [self.host_value(elt, builder) for elt in node.elts]
             return items if isinstance(node, ast.List) else tuple(items)
         value = self.eval_host(node)

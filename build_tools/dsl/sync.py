@@ -1,6 +1,9 @@
 """Atomics and cross-program synchronization for the device compiler.
 
-- `hl.atomic_add(t, index, value, sem=)` adds atomically and returns the previous values.
+- `hl.atomic_add` / `atomic_and` / `atomic_or` / `atomic_xor` / `atomic_max` / `atomic_min` /
+  `atomic_xchg(t, index, value, sem=)` combine `value` into `t[index]` atomically, and
+  `hl.atomic_cas(t, index, expected, value, sem=)` stores `value` where the entry equals
+  `expected`; each returns the previous values.
 - `hl.signal(pad, index, signal=1, wait_for=None, op="atomic_xchg", sem="release", scope="gpu",
   skip_sync=False)` publishes: a barrier of the program's threads (so their earlier stores are
   ordered before it, unless `skip_sync`), then one atomic on the pad (`atomic_add`, `atomic_xchg`,
@@ -22,10 +25,14 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import torch
+
 from . import exc
 from .values import HostScalar, HostTensor, TVal, tl_dtype
 
-ATOMIC_FUNCTIONS = {"atomic_add": "tl.atomic_add", "atomic_xchg": "tl.atomic_xchg"}
+ATOMIC_FUNCTIONS = {op: f"tl.{op}" for op in ("atomic_add", "atomic_xchg", "atomic_and", "atomic_or", "atomic_xor",
+                                                "atomic_max", "atomic_min")}
+BITWISE_ATOMICS = ("atomic_and", "atomic_or", "atomic_xor")
 SIGNAL_OPS = ("atomic_add", "atomic_xchg", "atomic_cas")
 SIGNAL_SEMS = ("relaxed", "release", "acq_rel")
 WAIT_OPS = ("ld", "atomic_cas")
@@ -58,20 +65,64 @@ class SyncMixin:
         offset, mask = self.render_address(addr, atoms, None, self.index_width(tensor))
         return f"{tensor.param} + ({offset})", mask, addr
 
+    def _check_atomic_dtype(self, op: str, dtype: torch.dtype, node: ast.AST) -> None:
+        """The element types Triton's atomics take: 32- and 64-bit ones, 16-bit floats for
+        atomic_add (and 16-bit elements for atomic_cas), integers for the bitwise ones, and 32-
+        and 64-bit floats or integers for atomic_max / atomic_min."""
+        bits = torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits if dtype != torch.bool else 1
+        if dtype.is_complex or bits < 16 or (bits == 16 and not (op == "atomic_cas" or (op == "atomic_add" and dtype.is_floating_point))):
+            wanted = "32- or 64-bit elements, float16/bfloat16 for atomic_add, 16-bit ones for atomic_cas"
+        elif op in BITWISE_ATOMICS and dtype.is_floating_point:
+            wanted = "integer elements"
+        else:
+            return
+        raise self.error(exc.TypeMismatch, f"hl.{op} on a {dtype} tensor: it takes {wanted}", node)
+
+    def _atomic_operand(self, value: Any, dtype: torch.dtype, shape: tuple, node: ast.AST) -> str:
+        """`value` as an operand of an atomic on elements of `dtype` at `shape`."""
+        value = self.fit_value(value, shape, node)
+        val = self.atom(value)
+        if value.dtype != dtype:
+            val = f"{val}.to({tl_dtype(dtype)})"
+        if value.shape and len(value.shape) < len(shape):
+            val = self.expand_to(TVal(dtype, value.shape, name=val), shape)
+        return val
+
     def atomic(self, op: str, tensor: HostTensor, index: list, value: Any, node: ast.AST,
                sem: str = "relaxed", scope: str = "gpu") -> TVal:
-        """`op` (atomic_add / atomic_xchg) of `value` into `tensor[index]`; the previous values."""
+        """`op` (a key of ATOMIC_FUNCTIONS) of `value` into `tensor[index]`; the previous values."""
         self._check_choice("sem", sem, ATOMIC_SEMS, node)
         self._check_choice("scope", scope, SCOPES, node)
+        self._check_atomic_dtype(op, tensor.meta.dtype, node)
         pointer, mask, addr = self._atomic_address(tensor, index, node)
-        value = self.fit_value(value, addr.shape, node)
-        val = self.atom(value)
-        if value.dtype != tensor.meta.dtype:
-            val = f"{val}.to({tl_dtype(tensor.meta.dtype)})"
-        if value.shape and len(value.shape) < len(addr.shape):
-            val = self.expand_to(TVal(tensor.meta.dtype, value.shape, name=val), addr.shape)
+        val = self._atomic_operand(value, tensor.meta.dtype, addr.shape, node)
         masked = f", mask={mask}" if mask else ""
+        float_exchange = op == "atomic_xchg" and tensor.meta.dtype.is_floating_point
+        if float_exchange:  # an exchange moves bits: floats go as integers of their width (the same
+            # instruction, which Triton's interpreter also runs)
+            bits = f"tl.int{torch.finfo(tensor.meta.dtype).bits}"
+            pointer, val = f"({pointer}).to(tl.pointer_type({bits}))", f"({val}).to({bits}, bitcast=True)"
         expr = f"{ATOMIC_FUNCTIONS[op]}({pointer}, {val}{masked}, sem={sem!r}, scope={scope!r})"
+        if float_exchange:
+            expr = f"{expr}.to({tl_dtype(tensor.meta.dtype)}, bitcast=True)"
+        return TVal(tensor.meta.dtype, addr.shape, name=self.builder.assign(expr, "old"))
+
+    def atomic_cas(self, tensor: HostTensor, index: list, expected: Any, value: Any, node: ast.AST,
+                   sem: str = "relaxed") -> TVal:
+        """`hl.atomic_cas`: `value` stored into `tensor[index]` where the entry equals `expected`;
+        the previous values. Triton's compare-and-swap takes no mask, so lanes past the tensor's
+        bounds compare the tensor's first element with 0 and store 0 where it is 0, which changes
+        nothing."""
+        self._check_choice("sem", sem, ATOMIC_SEMS, node)
+        self._check_atomic_dtype("atomic_cas", tensor.meta.dtype, node)
+        pointer, mask, addr = self._atomic_address(tensor, index, node)
+        expect = self._atomic_operand(expected, tensor.meta.dtype, addr.shape, node)
+        val = self._atomic_operand(value, tensor.meta.dtype, addr.shape, node)
+        if mask:
+            zero = f"tl.zeros([{', '.join(d.size_expr for d in addr.shape)}], {tl_dtype(tensor.meta.dtype)})"
+            pointer = f"tl.where({mask}, {pointer}, {tensor.param})"
+            expect, val = f"tl.where({mask}, {expect}, {zero})", f"tl.where({mask}, {val}, {zero})"
+        expr = f"tl.atomic_cas({pointer}, {expect}, {val}, sem={sem!r})"
         return TVal(tensor.meta.dtype, addr.shape, name=self.builder.assign(expr, "old"))
 
     def _scalar_pad(self, pad: HostTensor, index: list, what: str, node: ast.AST) -> str:

@@ -9,7 +9,7 @@ import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 from build_tools.dsl.sync import CONCURRENT_PROGRAMS_FLAG
 
-from ._harness import check_kernel, rand_positive, randn
+from ._harness import check_kernel, rand_positive, randint, randn
 
 
 @helion.kernel(static_shapes=False)
@@ -41,6 +41,71 @@ def test_atomic_add_of_a_tile_returns_the_previous_values(n, device):
     acc, x = randn(n, device=device), randn(n, device=device)
     check_kernel(add_and_keep_previous, (acc, x), lambda acc, x: (acc, acc + x), poison=(),
                  outputs=lambda previous, args: (previous, args[0]))
+
+
+@helion.kernel()
+def scatter_extremes(x: torch.Tensor, counts: torch.Tensor, idx: torch.Tensor, high: torch.Tensor,
+                     low: torch.Tensor, bits: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Per bin: the largest and smallest float of x and of counts, and the OR, AND and XOR of
+    counts' bits, by atomics of the scattered tiles (float max/min take Triton's sign split)."""
+    for tile in hl.tile(x.size(0)):
+        bins = idx[tile]
+        hl.atomic_max(high, [bins, 0], x[tile])
+        hl.atomic_min(low, [bins, 0], x[tile])
+        hl.atomic_max(bits, [bins, 0], counts[tile], sem="release")
+        hl.atomic_min(bits, [bins, 1], counts[tile])
+        hl.atomic_or(bits, [bins, 2], counts[tile])
+        hl.atomic_and(bits, [bins, 3], counts[tile], sem="acq_rel")
+        hl.atomic_xor(bits, [bins, 4], counts[tile])
+    return high, low, bits
+
+
+def scatter_extremes_reference(x, counts, idx, high, low, bits):
+    high, low, bits = high.clone(), low.clone(), bits.clone()
+    for value, count, b in zip(x.tolist(), counts.tolist(), idx.tolist()):
+        high[b, 0] = max(high[b, 0].item(), value)
+        low[b, 0] = min(low[b, 0].item(), value)
+        bits[b, 0] = max(bits[b, 0].item(), count)
+        bits[b, 1] = min(bits[b, 1].item(), count)
+        bits[b, 2] |= count
+        bits[b, 3] &= count
+        bits[b, 4] ^= count
+    return high, low, bits
+
+
+@pytest.mark.parametrize("n,bins", [(1, 1), (45, 6), (130, 3)])
+def test_atomic_max_min_and_bitwise_scatters(n, bins, device):
+    x = randn(n, device=device)
+    counts = torch.randint(-2**20, 2**20, (n,), dtype=torch.int32).to(device)
+    idx = randint(0, bins, n, device=device)
+    high, low = randn(bins, 1, device=device), randn(bins, 1, device=device)
+    bits = torch.randint(-2**20, 2**20, (bins, 5), dtype=torch.int32).to(device)
+    check_kernel(scatter_extremes, (x, counts, idx, high, low, bits), scatter_extremes_reference)
+
+
+@helion.kernel()
+def swap_and_compare(acc: torch.Tensor, fresh: torch.Tensor, expected: torch.Tensor,
+                     flags: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """atomic_xchg of a float tile (the previous values back), and atomic_cas of an int tile: a
+    flag becomes 7 where it equals `expected`; the lanes past the end must leave flags[0] alone."""
+    swapped = torch.empty_like(acc)
+    seen = torch.empty_like(flags)
+    for tile in hl.tile(acc.size(0)):
+        swapped[tile] = hl.atomic_xchg(acc, [tile], fresh[tile])
+        seen[tile] = hl.atomic_cas(flags, [tile], expected[tile], 7, sem="acq_rel")
+    return swapped, seen
+
+
+@pytest.mark.parametrize("n", [1, 5, 70])
+def test_atomic_xchg_and_cas_return_the_previous_values(n, device):
+    acc, fresh = randn(n, device=device), randn(n, device=device)
+    flags = torch.randint(0, 3, (n,), dtype=torch.int32)
+    flags[0] = 0
+    expected = torch.randint(0, 3, (n,), dtype=torch.int32)
+    expected[0] = 1
+    check_kernel(swap_and_compare, (acc, fresh, expected.to(device), flags.to(device)),
+                 lambda acc, fresh, expected, flags: (acc, flags, fresh, torch.where(flags == expected, 7, flags)),
+                 outputs=lambda result, args: (*result, args[0], args[3]))
 
 
 @helion.kernel(static_shapes=False)
@@ -135,11 +200,28 @@ def wait_on_float_pad(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+@helion.kernel()
+def bitwise_atomic_on_floats(x: torch.Tensor) -> torch.Tensor:
+    for tile in hl.tile(x.size(0)):
+        hl.atomic_or(x, [tile], 1)
+    return x
+
+
+@helion.kernel()
+def atomic_max_on_bfloat16(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros([1], dtype=torch.bfloat16, device=x.device)
+    for tile in hl.tile(x.size(0)):
+        hl.atomic_max(out, [0], x[tile].max())
+    return out
+
+
 @pytest.mark.parametrize("kernel,error,words", [
     (wait_on_tile, helion.exc.NotSupported, "index one entry"),
     (signal_with_bad_op, helion.exc.NotSupported, "op='atomic_or'"),
     (wait_cas_without_update, helion.exc.NotSupported, "update with op='atomic_cas'"),
     (wait_on_float_pad, helion.exc.TypeMismatch, "integer signal pad"),
+    (bitwise_atomic_on_floats, helion.exc.TypeMismatch, "hl.atomic_or on a torch.float32 tensor: it takes integer elements"),
+    (atomic_max_on_bfloat16, helion.exc.TypeMismatch, "hl.atomic_max on a torch.bfloat16 tensor: it takes 32- or 64-bit"),
 ])
 def test_sync_misuse_is_a_dsl_error(kernel, error, words, device):
     x = randn(4, device=device)
