@@ -6,6 +6,7 @@ import contextlib
 from typing import Any, Iterator, TypeVar
 
 from . import exc
+from .values import TileVal as Tile  # noqa: F401 - Helion's name for the type of hl.tile's loop variables
 
 T = TypeVar("T")
 _host_context: list[Any] = []
@@ -88,6 +89,7 @@ cumsum = _device_only("cumsum")
 cumprod = _device_only("cumprod")
 rand = _device_only("rand")  # Helion's seeded random values: hl.rand(shape, seed), hl.randint(shape, low, high, seed)
 randint = _device_only("randint")
+subscript = _device_only("subscript")  # hl.subscript(v, [None, slice(None)]): v[None, :]
 static_range = _device_only("static_range")  # hl.static_range(end) / (begin, end, step): a loop unrolled at compile time
 join = _device_only("join")  # hl.join(a, b): a new last dim of two; hl.split(x) takes it apart
 split = _device_only("split")
@@ -99,7 +101,7 @@ tile_id = _device_only("tile_id")
 TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
 DEVICE_FUNCTIONS = {tile, grid, jagged_tile, zeros, full, load, store, *ATOMIC_OPS, atomic_cas, signal, wait, dot, arange,
-                    rand, randint, associative_scan, reduce, cumsum, cumprod, static_range, join, split, *TILE_FUNCTIONS}
+                    rand, randint, associative_scan, reduce, cumsum, cumprod, static_range, subscript, join, split, *TILE_FUNCTIONS}
 
 
 def barrier() -> None:

@@ -430,23 +430,48 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         return self.reshape_to(value, shape)
 
     def subscript_value(self, value: TVal, index_node: ast.AST) -> TVal:
+        """`value[...]` of a device value: None, ':' and '...' entries."""
         items = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
-        parts, shape, src = [], [], 0
+        entries = []
         for item in items:
-            if isinstance(item, ast.Constant) and item.value is None:
+            if isinstance(item, ast.Constant) and (item.value is None or item.value is Ellipsis):
+                entries.append(item.value)
+            elif isinstance(item, ast.Slice) and item.lower is None and item.upper is None and item.step is None:
+                entries.append(slice(None))
+            else:
+                raise self.error(exc.NotSupported, f"indexing a device value with {ast.unparse(item)}; only None and ':' are supported", item)
+        return self.subscripted(value, entries)
+
+    def hl_subscript(self, value: Any, index: Any) -> TVal:
+        """Helion's `hl.subscript(value, [None, slice(None), ...])`, `value[None, :]` as a call."""
+        if not isinstance(value, TVal):
+            raise self.error(exc.NotSupported, f"hl.subscript of a {type(value).__name__}; it takes a device value")
+        entries = list(index) if isinstance(index, (list, tuple)) else [index]
+        for entry in entries:
+            if entry is not None and entry != slice(None):
+                raise self.error(exc.NotSupported, f"hl.subscript entry {entry!r}; only None and slice(None) are supported")
+        return self.subscripted(value, entries)
+
+    def subscripted(self, value: TVal, entries: list) -> TVal:
+        """`value` indexed by `entries`: None puts in a unit dim, slice(None) keeps a dim, Ellipsis
+        keeps the dims the other entries leave; dims past the entries are kept."""
+        parts, shape, src = [], [], 0
+        for at, entry in enumerate(entries):
+            if entry is None:
                 parts.append("None")
                 shape.append(ONE)
-            elif isinstance(item, ast.Slice) and item.lower is None and item.upper is None and item.step is None:
-                parts.append(":")
-                shape.append(value.shape[src])
-                src += 1
-            elif isinstance(item, ast.Constant) and item.value is Ellipsis:
-                remaining = len(value.shape) - src - sum(1 for i in items[items.index(item) + 1 :] if not (isinstance(i, ast.Constant) and i.value is None))
+            elif entry is Ellipsis:
+                remaining = len(value.shape) - src - sum(1 for e in entries[at + 1:] if e is not None)
                 parts.extend([":"] * remaining)
                 shape.extend(value.shape[src : src + remaining])
                 src += remaining
             else:
-                raise self.error(exc.NotSupported, f"indexing a device value with {ast.unparse(item)}; only None and ':' are supported", item)
+                if src >= len(value.shape):
+                    raise self.error(exc.ShapeMismatch, f"{len(entries)} index entries for a value of shape "
+                                     f"{self.shape_text(value.shape)}")
+                parts.append(":")
+                shape.append(value.shape[src])
+                src += 1
         while src < len(value.shape):
             parts.append(":")
             shape.append(value.shape[src])
@@ -635,6 +660,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             table[function] = lambda node, tensor, index, value, sem="relaxed", op=op: self.atomic(
                 op, self.host_tensor(tensor, node), list(index), value, node, sem)
         table[hl.static_range] = ignore_node(self.static_range)
+        table[hl.subscript] = ignore_node(self.hl_subscript)
         table[zip] = ignore_node(lambda *sequences, strict=False: list(zip(*self.sequences(sequences, "zip"), strict=strict)))
         table[enumerate] = ignore_node(lambda sequence, start=0: list(enumerate(*self.sequences([sequence], "enumerate"), start)))
         table[hl.atomic_cas] = lambda node, tensor, index, expected, value, sem="relaxed": self.atomic_cas(

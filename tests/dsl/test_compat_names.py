@@ -351,3 +351,27 @@ def test_a_reduction_of_a_tuple_with_a_combine_function(shape, device):
 def test_sizes_and_views_of_device_values(shape, device):
     x, keep = randn(*shape, device=device), randn(shape[0], device=device)
     check_kernel(masked_rows, (x, keep), lambda x, keep: torch.where(keep[:, None] > 0, x, x * 0.5))
+
+
+def scaled_first_column(x: torch.Tensor, tile: hl.Tile, scale: float) -> torch.Tensor:
+    """A helper taking a tile, annotated with Helion's hl.Tile."""
+    return x[tile, 0] * scale
+
+
+@helion.kernel()
+def outer_products(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """x[i] * y[j] through hl.subscript (Helion's functional `v[:, None]`), plus 2 * x[i] * y[j]
+    through a helper taking an hl.Tile."""
+    out = torch.empty([x.size(0), y.size(1)], dtype=x.dtype, device=x.device)
+    for tile_i, tile_j in hl.tile([x.size(0), y.size(1)]):
+        column = hl.subscript(x[tile_i, 0], [slice(None), None])
+        row = hl.subscript(y[0, tile_j], [None, slice(None)])
+        doubled = hl.subscript(scaled_first_column(x, tile_i, 2.0), [slice(None), None])
+        out[tile_i, tile_j] = column * row + doubled * row
+    return out
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (9, 40)])
+def test_subscript_and_tile_annotations(m, n, device):
+    x, y = randn(m, 2, device=device), randn(2, n, device=device)
+    check_kernel(outer_products, (x, y), lambda x, y: 3.0 * x[:, :1] * y[:1, :])
