@@ -9,7 +9,8 @@ start=$(date +%s)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "GPU: $gpu"
 HK_TEST_DEVICE=cuda timeout 180 python3 -m pytest -q -m "gpu or not gpu" -n 8 -p no:cacheprovider -p no:benchmark \
   --timeout 120 -rf --tb=short tests/dsl/test_split_join.py tests/dsl/test_nested_tensors.py \
-  tests/dsl/test_block_size_products.py tests/dsl/test_sync.py tests/dsl/test_unrolled_loops.py > $OUT/dsl_new.txt 2>&1
+  tests/dsl/test_block_size_products.py tests/dsl/test_sync.py tests/dsl/test_unrolled_loops.py \
+  tests/dsl/test_inline_triton.py tests/dsl/test_compat_names.py > $OUT/dsl_new.txt 2>&1
 grep -E "FAILED|passed|failed" $OUT/dsl_new.txt | cut -c1-300 | tail -12
 if [[ "$gpu" == *H100* ]]; then
   ROWS="3 4 5 8 16 64" bash scratch/gpu_run_probe_apply_verify.sh scratch/session59_h100_rms_bwd_4_8_rows_jobs.json

@@ -15,6 +15,7 @@ from . import exc
 from . import language as hl
 from .emitter import KernelBuilder
 from .inline import InlineMixin, inlinable
+from .inline_triton import InlineTritonMixin
 from .nested import JaggedArgument, NestedMixin
 from .pointwise import HOST_TENSOR_ALLOCATIONS, PointwiseMixin
 from .values import (ONE, BlockDim, DeviceSlice, DimSize, HostScalar, HostTensor, JaggedDim, RDim, TileVal, TVal, place,
@@ -71,7 +72,7 @@ class LoopSpec:
         self.lengths = lengths  # hl.jagged_tile's per-lane ends (a device tensor over enclosing tiles)
 
 
-class DeviceCompiler(InlineMixin, NestedMixin, PointwiseMixin):
+class DeviceCompiler(InlineMixin, InlineTritonMixin, NestedMixin, PointwiseMixin):
     def __init__(self, session: Any, builder: KernelBuilder):
         self.session = session
         self.builder = builder
@@ -860,6 +861,8 @@ class DeviceCompiler(InlineMixin, NestedMixin, PointwiseMixin):
         if isinstance(node, (ast.Tuple, ast.List)):
             values = [self.expr(e) for e in node.elts]
             return tuple(values) if isinstance(node, ast.Tuple) else values
+        if isinstance(node, ast.Dict) and None not in node.keys:  # hl.inline_triton's named operands
+            return {self.expr(k): self.expr(v) for k, v in zip(node.keys, node.values)}
         if isinstance(node, ast.Slice):
             length = slice_length(node)
             if length is not None and not self.session.is_host_evaluable(node, self.scope):

@@ -661,6 +661,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
                 op, self.host_tensor(tensor, node), list(index), value, node, sem)
         table[hl.static_range] = ignore_node(self.static_range)
         table[hl.subscript] = ignore_node(self.hl_subscript)
+        table[hl.inline_triton] = ignore_node(self.inline_triton)
         table[zip] = ignore_node(lambda *sequences, strict=False: list(zip(*self.sequences(sequences, "zip"), strict=strict)))
         table[enumerate] = ignore_node(lambda sequence, start=0: list(enumerate(*self.sequences([sequence], "enumerate"), start)))
         table[hl.atomic_cas] = lambda node, tensor, index, expected, value, sem="relaxed": self.atomic_cas(
