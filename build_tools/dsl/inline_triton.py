@@ -1,28 +1,55 @@
-"""Helion's `hl.inline_triton(triton_source, args, output_like)` for the device compiler: a snippet
-of Triton written into the kernel where it is called. `args` (a list or tuple for `{0}`, `{1}`,
-..., or a dict for `{name}`) fill the snippet's placeholders with the operands' Triton names (a
-device value's variable, a host scalar's parameter, a host tensor's pointer, a string as written,
-a number as a literal); the names the snippet assigns are renamed to fresh ones, so it cannot
-overwrite the kernel's. The snippet's statements are emitted in order; with `output_like` (a
-device value, or a tuple or list of them) its last statement is an expression whose value (one
-value, or a tuple of them) takes those values' dtypes and shapes, which `tl.static_assert`
-checks when Triton compiles the kernel. With `output_like=None` the call returns None."""
+"""Triton written by the kernel's author inside a kernel, as Helion takes it, for the device
+compiler.
+
+`hl.inline_triton(triton_source, args, output_like)`: a snippet written into the kernel where it
+is called. `args` (a list or tuple for `{0}`, `{1}`, ..., or a dict for `{name}`) fill the
+snippet's placeholders with the operands' Triton names (a device value's variable, a host
+scalar's parameter, a host tensor's pointer, a string as written, a number as a literal); the
+names the snippet assigns are renamed to fresh ones, so it cannot overwrite the kernel's. The
+snippet's statements are emitted in order; with `output_like` (a device value, or a tuple or list
+of them) its last statement is an expression whose value (one value, or a tuple of them) takes
+those values' dtypes and shapes, which `tl.static_assert` checks when Triton compiles the kernel.
+With `output_like=None` the call returns None.
+
+`hl.triton_kernel(fn, args, output_like)`: a call of a `@triton.jit` function (or the source of
+one), copied into the generated module with the jit functions it calls, since that module stands
+alone: the globals it reads must be jit functions, numbers (written in as literals) or the
+modules the generated one imports (`triton`, `triton.language`, `math`). `args` are the call's
+operands (a list or tuple, or a dict of keywords); `output_like` is as for inline_triton.
+"""
 from __future__ import annotations
 
 import ast
+import builtins
+import hashlib
+import inspect
+import math
 import textwrap
 from typing import Any
+
+import triton
+import triton.language as tl
+from triton.runtime.jit import KernelInterface
 
 from . import exc
 from .values import HostTensor, TVal, tl_dtype
 
+# the modules a copied jit function may read, by the names the generated module imports them as
+IMPORTED_MODULES = {id(triton): "triton", id(tl): "tl", id(math): "math"}
+
 
 class _Renamer(ast.NodeTransformer):
-    def __init__(self, names: dict[str, str]):
+    """Names replaced: by other names (str values) or by constants (other values)."""
+
+    def __init__(self, names: dict[str, Any]):
         self.names = names
 
-    def visit_Name(self, node: ast.Name) -> ast.Name:
-        return ast.copy_location(ast.Name(self.names.get(node.id, node.id), node.ctx), node)
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id not in self.names:
+            return node
+        new = self.names[node.id]
+        replaced = ast.Name(new, node.ctx) if isinstance(new, str) else ast.Constant(new)
+        return ast.copy_location(replaced, node)
 
 
 class InlineTritonMixin:
@@ -44,7 +71,12 @@ class InlineTritonMixin:
                 b.emit(line)
         if outputs is None:
             return None
-        result = b.assign(ast.unparse(last.value), "inline")
+        return self.snippet_result(ast.unparse(last.value), output_like, outputs)
+
+    def snippet_result(self, expr: str, output_like: Any, outputs: tuple[list, bool]) -> Any:
+        """The value(s) of the Triton expression `expr`, promised to be like `output_like`."""
+        b = self.builder
+        result = b.assign(expr, "inline")
         values, several = outputs
         if several:
             b.emit(f"tl.static_assert(len({result}) == {len(values)}, 'hl.inline_triton: {len(values)} values expected')")
@@ -93,3 +125,65 @@ class InlineTritonMixin:
         if isinstance(value, HostTensor):
             return value.param
         return self.atom(value)
+
+    def triton_kernel(self, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
+        outputs = self.snippet_outputs(output_like)
+        name = self.copied_jit_function(triton_source_or_fn)
+        if isinstance(args, dict):
+            operands = [f"{key}={self.snippet_operand(value)}" for key, value in args.items()]
+        elif isinstance(args, (tuple, list)):
+            operands = [self.snippet_operand(value) for value in args]
+        else:
+            raise self.error(exc.NotSupported, f"hl.triton_kernel's args must be a tuple, list or dict, not {type(args).__name__}")
+        call = f"{name}({', '.join(operands)})"
+        if outputs is None:
+            self.builder.emit(call)
+            return None
+        return self.snippet_result(call, output_like, outputs)
+
+    def copied_jit_function(self, fn: Any) -> str:
+        """The generated module's name of `fn` (a jit function, or a function definition's source),
+        copied with the jit functions it calls (see the module docstring)."""
+        if isinstance(fn, KernelInterface):
+            source, scope, shown = textwrap.dedent(inspect.getsource(fn.fn)), fn.fn.__globals__, fn.fn.__name__
+        elif isinstance(fn, str):
+            source, scope, shown = textwrap.dedent(fn).strip(), {}, "its source"
+        else:
+            raise self.error(exc.NotSupported, f"hl.triton_kernel of a {type(fn).__name__}; it takes a @triton.jit "
+                             "function or the source of one")
+        try:
+            definition = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
+        except (SyntaxError, StopIteration):
+            raise self.error(exc.NotSupported, f"hl.triton_kernel: {shown} holds no function definition") from None
+        local = {a.arg for a in ast.walk(definition.args) if isinstance(a, ast.arg)}
+        local |= {n.id for n in ast.walk(definition) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        replaced: dict[str, Any] = {}
+        for node in ast.walk(definition):
+            if isinstance(node, ast.Name) and node.id not in local and node.id not in replaced:
+                replaced[node.id] = self.copied_global(node.id, scope, shown)
+        base = definition.name.lstrip("_")
+        definition = _Renamer({k: v for k, v in replaced.items() if v is not None}).visit(definition)
+        definition.decorator_list, definition.name = [], "{name}"
+        text = ast.unparse(definition)
+        name = f"_{base}_{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+        self.builder.helpers.setdefault(name, "@triton.jit\n" + text.replace("{name}", name, 1))
+        return name
+
+    def copied_global(self, name: str, scope: dict, shown: str) -> Any:
+        """What a copied jit function's global `name` becomes: a copied jit function's name, the
+        generated module's name of a module, a number, or None (a builtin, kept as it is)."""
+        if name not in scope:
+            if name in ("tl", "triton", "math") or hasattr(builtins, name):
+                return None
+            raise self.error(exc.NotSupported, f"hl.triton_kernel: {shown} reads {name!r}, which is not defined")
+        value = scope[name]
+        if isinstance(value, KernelInterface):
+            return self.copied_jit_function(value)
+        if id(value) in IMPORTED_MODULES:
+            return IMPORTED_MODULES[id(value)]
+        if isinstance(value, tl.constexpr):
+            value = value.value
+        if isinstance(value, (bool, int, float)):
+            return value
+        raise self.error(exc.NotSupported, f"hl.triton_kernel: {shown} reads the global {name!r} (a {type(value).__name__}), "
+                         "which the generated module cannot hold; pass it as an argument")

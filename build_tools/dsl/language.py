@@ -90,6 +90,7 @@ cumprod = _device_only("cumprod")
 rand = _device_only("rand")  # Helion's seeded random values: hl.rand(shape, seed), hl.randint(shape, low, high, seed)
 randint = _device_only("randint")
 inline_triton = _device_only("inline_triton")  # hl.inline_triton(source, args, output_like): a Triton snippet
+triton_kernel = _device_only("triton_kernel")  # hl.triton_kernel(jit_fn, args, output_like): a call of a jit function
 subscript = _device_only("subscript")  # hl.subscript(v, [None, slice(None)]): v[None, :]
 static_range = _device_only("static_range")  # hl.static_range(end) / (begin, end, step): a loop unrolled at compile time
 join = _device_only("join")  # hl.join(a, b): a new last dim of two; hl.split(x) takes it apart
@@ -102,8 +103,8 @@ tile_id = _device_only("tile_id")
 TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", tile_block_size: "block_size", tile_id: "id"}
 
 DEVICE_FUNCTIONS = {tile, grid, jagged_tile, zeros, full, load, store, *ATOMIC_OPS, atomic_cas, signal, wait, dot, arange,
-                    rand, randint, associative_scan, reduce, cumsum, cumprod, static_range, subscript, inline_triton, join,
-                    split, *TILE_FUNCTIONS}
+                    rand, randint, associative_scan, reduce, cumsum, cumprod, static_range, subscript, inline_triton,
+                    triton_kernel, join, split, *TILE_FUNCTIONS}
 
 
 def barrier() -> None:

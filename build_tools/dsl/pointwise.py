@@ -662,6 +662,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table[hl.static_range] = ignore_node(self.static_range)
         table[hl.subscript] = ignore_node(self.hl_subscript)
         table[hl.inline_triton] = ignore_node(self.inline_triton)
+        table[hl.triton_kernel] = ignore_node(self.triton_kernel)
         table[zip] = ignore_node(lambda *sequences, strict=False: list(zip(*self.sequences(sequences, "zip"), strict=strict)))
         table[enumerate] = ignore_node(lambda sequence, start=0: list(enumerate(*self.sequences([sequence], "enumerate"), start)))
         table[hl.atomic_cas] = lambda node, tensor, index, expected, value, sem="relaxed": self.atomic_cas(

@@ -1,8 +1,11 @@
-"""Corpus: Helion's `hl.inline_triton`: Triton snippets inside a kernel, with positional and named
-operands (device values, host scalars, a host tensor's pointer, numbers), one or several values
-out, a snippet of statements only, and the errors."""
+"""Corpus: Helion's `hl.inline_triton` (Triton snippets inside a kernel, with positional and named
+operands: device values, host scalars, a host tensor's pointer, numbers; one or several values
+out, or a snippet of statements only) and `hl.triton_kernel` (calls of @triton.jit functions and
+of a function's source, copied into the generated module), and their errors."""
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import build_tools.dsl as helion
 import build_tools.dsl.language as hl
@@ -92,3 +95,64 @@ def test_inline_triton_misuse_is_a_dsl_error(kernel, message):
 def test_inline_triton_checks_the_dtype_it_was_promised(device):
     with pytest.raises(Exception, match="hl.inline_triton: a torch.float32 value expected"):
         snippet_of_the_wrong_dtype(randn(6, device=device))
+
+
+SCALE = 3
+
+
+@triton.jit
+def _scaled_add(a, b, scale: tl.constexpr):
+    return a + b * scale
+
+
+@triton.jit
+def _twice_scaled_add(a, b):
+    """Calls another jit function with a global of its module."""
+    return _scaled_add(a, b, SCALE) * 2
+
+
+@helion.kernel()
+def jit_function_calls(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """hl.triton_kernel of a jit function (copied with the one it calls), with keyword operands,
+    and of a function's source returning two values."""
+    added = torch.empty_like(x)
+    high = torch.empty_like(x)
+    low = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        a, b = x[tile], y[tile]
+        added[tile] = hl.triton_kernel(_twice_scaled_add, {"b": b, "a": a}, a)
+        high[tile], low[tile] = hl.triton_kernel(
+            """
+            def extremes(a, b):
+                return tl.maximum(a, b), tl.minimum(a, b)
+            """, [a, b], [a, b])
+    return added, high, low
+
+
+@pytest.mark.parametrize("n", [1, 60])
+def test_triton_kernel_calls(n, device):
+    x, y = randn(n, device=device), randn(n, device=device)
+    check_kernel(jit_function_calls, (x, y),
+                 lambda x, y: ((x + y * 3) * 2, torch.maximum(x, y), torch.minimum(x, y)))
+
+
+SHIFTS = [1, 2]
+
+
+@triton.jit
+def _reads_a_list(a):
+    return a + SHIFTS[0]
+
+
+@helion.kernel()
+def jit_function_of_a_global_list(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        out[tile] = hl.triton_kernel(_reads_a_list, [x[tile]], x[tile])
+    return out
+
+
+def test_triton_kernel_of_a_global_it_cannot_copy():
+    x = randn(6)
+    with pytest.raises(exc.NotSupported, match="reads the global 'SHIFTS' \\(a list\\), which the generated module cannot hold"):
+        jit_function_of_a_global_list.bind((x,)).to_triton_code(jit_function_of_a_global_list.bind((x,)).config_spec.default_config())
