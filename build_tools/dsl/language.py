@@ -89,6 +89,7 @@ cumsum = _device_only("cumsum")
 cumprod = _device_only("cumprod")
 rand = _device_only("rand")  # Helion's seeded random values: hl.rand(shape, seed), hl.randint(shape, low, high, seed)
 randint = _device_only("randint")
+device_print = _device_only("device_print")  # hl.device_print(prefix, *values); `print` in device code too
 inline_triton = _device_only("inline_triton")  # hl.inline_triton(source, args, output_like): a Triton snippet
 triton_kernel = _device_only("triton_kernel")  # hl.triton_kernel(jit_fn, args, output_like): a call of a jit function
 subscript = _device_only("subscript")  # hl.subscript(v, [None, slice(None)]): v[None, :]
@@ -104,7 +105,7 @@ TILE_FUNCTIONS = {tile_index: "index", tile_begin: "begin", tile_end: "end", til
 
 DEVICE_FUNCTIONS = {tile, grid, jagged_tile, zeros, full, load, store, *ATOMIC_OPS, atomic_cas, signal, wait, dot, arange,
                     rand, randint, associative_scan, reduce, cumsum, cumprod, static_range, subscript, inline_triton,
-                    triton_kernel, join, split, *TILE_FUNCTIONS}
+                    triton_kernel, device_print, join, split, *TILE_FUNCTIONS}
 
 
 def barrier() -> None:

@@ -661,6 +661,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
                 op, self.host_tensor(tensor, node), list(index), value, node, sem)
         table[hl.static_range] = ignore_node(self.static_range)
         table[hl.subscript] = ignore_node(self.hl_subscript)
+        table[hl.device_print] = table[print] = ignore_node(self.device_print)
         table[hl.inline_triton] = ignore_node(self.inline_triton)
         table[hl.triton_kernel] = ignore_node(self.triton_kernel)
         table[zip] = ignore_node(lambda *sequences, strict=False: list(zip(*self.sequences(sequences, "zip"), strict=strict)))
@@ -674,6 +675,17 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table[float] = ignore_node(lambda v: self.to_dtype(v, torch.float32) if self.any_device(v) else float(v))
         table[int] = ignore_node(lambda v: self.to_dtype(v, torch.int32) if self.any_device(v) else int(v))
         return table
+
+    def device_print(self, prefix: Any, *values: Any) -> None:
+        """Helion's `hl.device_print(prefix, *values)` (and `print` in device code): Triton's
+        `tl.device_print` of device values and run-time scalars after a string prefix."""
+        if not isinstance(prefix, str):
+            raise self.error(exc.NotSupported, f"print in device code takes a string prefix first, not {type(prefix).__name__}")
+        for value in values:
+            if not isinstance(value, (TVal, HostScalar)):
+                raise self.error(exc.NotSupported, f"print in device code of a {type(value).__name__}; it prints device "
+                                 "values and run-time scalars")
+        self.builder.emit(f"tl.device_print({', '.join([repr(prefix)] + [self.atom(v) for v in values])})")
 
     def sequences(self, values: Any, what: str) -> list:
         """`values` as the compile-time sequences `zip` / `enumerate` take in device code."""

@@ -375,3 +375,24 @@ def outer_products(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def test_subscript_and_tile_annotations(m, n, device):
     x, y = randn(m, 2, device=device), randn(2, n, device=device)
     check_kernel(outer_products, (x, y), lambda x, y: 3.0 * x[:, :1] * y[:1, :])
+
+
+@helion.kernel(config=helion.Config(block_sizes=[4]))
+def printed_tiles(x: torch.Tensor) -> torch.Tensor:
+    """hl.device_print and `print` in device code (Triton's tl.device_print)."""
+    out = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        hl.device_print("tile values", x[tile])
+        print("doubled", x[tile] * 2)
+        out[tile] = x[tile]
+    return out
+
+
+def test_device_print(capfd, device):
+    x = torch.arange(1, 7, dtype=torch.float32, device=device)
+    printed_tiles(x)
+    if device != "cpu":
+        torch.cuda.synchronize()
+    lines = capfd.readouterr().out.splitlines()
+    assert sum("tile values" in line for line in lines) >= 2  # at least one line a program
+    assert any("doubled" in line and "12" in line for line in lines)  # 2 * x[5], printed by the second program
