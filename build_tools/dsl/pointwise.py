@@ -233,6 +233,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         dtype = self.result_dtype([left, right])
         if isinstance(op, ast.Div) and not dtype.is_floating_point:
             dtype = torch.float32
+        if isinstance(op, ast.FloorDiv) and dtype.is_floating_point:  # Triton's `//` takes integers only
+            return self.math("floor", self.binary(ast.Div(), left, right))
         compute = torch.float32 if dtype in LOW_PRECISION and symbol in "+-*/%" else dtype
         out_dtype = torch.bool if isinstance(op, COMPARISONS) else dtype
         if isinstance(op, (ast.BitAnd, ast.BitOr)) and dtype == torch.bool:
@@ -252,7 +254,14 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             # operands rounded to their common type as PyTorch's comparison rounds them, then
             # compared exactly in float32 (Triton's interpreter compares bfloat16 bit patterns)
             cast_left, cast_right = self.to_dtype(cast_left, torch.float32), self.to_dtype(cast_right, torch.float32)
-        return self.make(out_dtype, shape, render, [cast_left, cast_right])
+        result = self.make(out_dtype, shape, render, [cast_left, cast_right])
+        if isinstance(op, ast.Mod) and dtype.is_floating_point:
+            # Triton's float `%` is C's fmod (the dividend's sign), PyTorch's the divisor's: a
+            # nonzero remainder whose sign differs from the divisor's gets the divisor added
+            differs = self.binary(ast.NotEq(), self.binary(ast.Lt(), result, 0), self.binary(ast.Lt(), right, 0))
+            fix = self.binary(ast.BitAnd(), self.binary(ast.NotEq(), result, 0), differs)
+            return self.where(fix, self.binary(ast.Add(), result, right), result)
+        return result
 
     def cast_operand(self, value: Any, dtype: torch.dtype) -> Any:
         if isinstance(value, (TVal, HostScalar)) and value.dtype != dtype and dtype != torch.bool:

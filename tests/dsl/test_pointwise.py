@@ -225,3 +225,25 @@ def test_tensor_exponent_and_float_to_int(n, device):
     base, exponent = rand_positive(n, device=device), randn(n, device=device)
     check_kernel(power_and_truncate, (base, exponent),
                  lambda b, e: (b ** e, (e.float() * 10.0).to(torch.int32)))
+
+
+@helion.kernel()
+def float_floor_division(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`//` and `%` of floats as PyTorch's (flooring; the remainder takes the divisor's sign), by a
+    tensor and by a negative constant. The divisors are powers of two, so the quotients are
+    exact in float32 and their floors cannot differ from the float64 reference's."""
+    quotient = torch.empty_like(x)
+    remainder = torch.empty_like(x)
+    by_constant = torch.empty_like(x)
+    for tile in hl.tile(x.size(0)):
+        quotient[tile] = x[tile] // y[tile]
+        remainder[tile] = x[tile] % y[tile]
+        by_constant[tile] = x[tile] % -0.5 + x[tile] // -0.5
+    return quotient, remainder, by_constant
+
+
+@pytest.mark.parametrize("n", [1, 90])
+def test_float_floor_division_and_remainder_follow_pytorch(n, device):
+    x = randn(n, device=device) * 4
+    y = (2.0 ** torch.randint(-2, 3, (n,)) * torch.where(torch.rand(n) > 0.5, 1.0, -1.0)).to(device)
+    check_kernel(float_floor_division, (x, y), lambda x, y: (x // y, x % y, x % -0.5 + x // -0.5))
