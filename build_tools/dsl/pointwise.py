@@ -17,6 +17,7 @@ from .reshape import ReshapeMixin
 from .rng import RandomMixin
 from .split_dims import SplitMixin
 from .sync import SyncMixin
+from .torch_functions import TorchFunctionsMixin
 from .values import (LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, MergedDim, PartDim, RDim, TileVal, TVal,
                      same_dim, scalar_dtype, size_arguments, tl_dtype)
 
@@ -55,7 +56,7 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin):
+class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin, TorchFunctionsMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -492,6 +493,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         if isinstance(base, HostTensor):
             return self.host_tensor_method(base, name, args, kwargs, node)
         table: dict[str, Callable[..., Any]] = {
+            **self.torch_methods(base),
             "to": lambda dtype=None, *a, **k: self.to_dtype(base, k.get("dtype", dtype)),
             "float": lambda: self.to_dtype(base, torch.float32),
             "half": lambda: self.to_dtype(base, torch.float16),
@@ -604,6 +606,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
                 table[getattr(torch, name)] = ignore_node(lambda v, _n=name, **k: self.math(_n, v))
         for name in ("exp", "exp2", "log", "log2", "sqrt"):
             table[getattr(math, name)] = table[getattr(torch, name)]
+        for function, handler in self.torch_functions().items():
+            table[function] = ignore_node(handler)
         table[torch.sigmoid] = ignore_node(lambda v: self.math("sigmoid", v))
         table[torch.nn.functional.sigmoid] = table[torch.sigmoid]
         table[torch.nn.functional.tanh] = table[torch.tanh]

@@ -1,0 +1,181 @@
+"""torch and torch.nn.functional functions of device code beyond pointwise.py's core, written as
+compositions of its operations (arithmetic, comparisons, `where`, math functions) and
+reduce.py's reductions, with PyTorch's semantics: `pow`, `square`, `sign`, `round` (half to
+even), `fmod`, `remainder`, `lerp`, `addcmul`, `addcdiv`, `isnan` / `isinf` / `isfinite`,
+`nan_to_num`, `logsumexp`, `std`, `any` / `all`, `argmax` / `argmin`, and the activations
+`softplus`, `leaky_relu`, `hardtanh`, `relu6`, `hardsigmoid`, `hardswish`, `elu`, `mish` and
+`logsigmoid`. Transcendental ones compute low-precision values in float32, as the core does."""
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from . import exc
+from .values import LOW_PRECISION, TVal, tl_dtype
+
+
+class TorchFunctionsMixin:
+    def torch_functions(self) -> dict[Any, Callable[..., Any]]:
+        """Handlers of the module docstring's functions, by the torch callable."""
+        table: dict[Any, Callable[..., Any]] = {
+            torch.pow: lambda v, exponent: self.binary(ast.Pow(), v, exponent),
+            torch.square: self.square,
+            torch.sign: self.sign,
+            torch.round: self.round_half_even,
+            torch.fmod: self.fmod,
+            torch.remainder: lambda a, b: self.binary(ast.Mod(), a, b),
+            torch.lerp: self.lerp,
+            torch.addcmul: lambda v, a, b, value=1: self.binary(ast.Add(), v, self.scaled(self.binary(ast.Mult(), a, b), value)),
+            torch.addcdiv: lambda v, a, b, value=1: self.binary(ast.Add(), v, self.scaled(self.binary(ast.Div(), a, b), value)),
+            torch.isnan: self.isnan,
+            torch.isinf: self.isinf,
+            torch.isfinite: self.isfinite,
+            torch.nan_to_num: self.nan_to_num,
+            torch.logsumexp: self.logsumexp,
+            torch.std: self.std,
+            torch.any: lambda v, dim=None, keepdim=False: self.any_all("max", v, dim, keepdim),
+            torch.all: lambda v, dim=None, keepdim=False: self.any_all("min", v, dim, keepdim),
+            torch.argmax: lambda v, dim=None, keepdim=False: self.arg_extremum("max", v, dim, keepdim),
+            torch.argmin: lambda v, dim=None, keepdim=False: self.arg_extremum("min", v, dim, keepdim),
+            torch.clip: lambda v, min=None, max=None: self.clamp(v, min, max),
+            F.softplus: self.softplus,
+            F.leaky_relu: lambda v, negative_slope=0.01, inplace=False: self.where(
+                self.binary(ast.Gt(), v, 0), v, self.binary(ast.Mult(), v, negative_slope)),
+            F.hardtanh: lambda v, min_val=-1.0, max_val=1.0, inplace=False: self.clamp(v, min_val, max_val),
+            F.relu6: lambda v, inplace=False: self.clamp(v, 0, 6),
+            F.hardsigmoid: lambda v, inplace=False: self.clamp(self.binary(ast.Add(), self.binary(ast.Div(), v, 6), 0.5), 0, 1),
+            F.hardswish: lambda v, inplace=False: self.binary(
+                ast.Mult(), v, self.clamp(self.binary(ast.Add(), self.binary(ast.Div(), v, 6), 0.5), 0, 1)),
+            F.elu: self.elu,
+            F.mish: lambda v, inplace=False: self.in_float32(v, lambda x: self.binary(
+                ast.Mult(), x, self.math("tanh", self.softplus(x)))),
+            F.logsigmoid: lambda v: self.in_float32(v, lambda x: self.unary_op(ast.USub(), self.softplus(self.unary_op(ast.USub(), x)))),
+        }
+        return table
+
+    def torch_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
+        """The tensor methods of the same functions, on `base`."""
+        functions = self.torch_functions()
+        names = ("pow", "square", "sign", "round", "fmod", "remainder", "lerp", "addcmul", "addcdiv", "isnan", "isinf",
+                 "isfinite", "nan_to_num", "logsumexp", "std", "any", "all", "argmax", "argmin", "clip")
+        return {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k)) for name in names}
+
+    def in_float32(self, value: Any, compute: Callable[[Any], Any]) -> TVal:
+        """`compute` of `value` in float32 where it is of low precision, cast back."""
+        value = self.to_tval(value)
+        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        return self.to_dtype(compute(x), value.dtype)
+
+    def scaled(self, value: Any, factor: Any) -> Any:
+        return value if isinstance(factor, (int, float)) and factor == 1 else self.binary(ast.Mult(), value, factor)
+
+    def square(self, value: Any) -> TVal:
+        return self.binary(ast.Mult(), value, value)
+
+    def sign(self, value: Any) -> TVal:
+        """-1, 0 or 1 in the value's dtype (0 for NaN, as PyTorch)."""
+        value = self.to_tval(value)
+        positive = self.to_dtype(self.binary(ast.Gt(), value, 0), value.dtype)
+        negative = self.to_dtype(self.binary(ast.Lt(), value, 0), value.dtype)
+        return self.binary(ast.Sub(), positive, negative)
+
+    def round_half_even(self, value: Any, decimals: int = 0) -> TVal:
+        """torch.round: to the nearest integer, ties to even."""
+        if decimals != 0:
+            raise self.error(exc.NotSupported, f"torch.round(decimals={decimals}) in device code")
+        value = self.to_tval(value)
+        if not value.dtype.is_floating_point:
+            return value
+        return self.in_float32(value, self._round_float32)
+
+    def _round_float32(self, x: TVal) -> TVal:
+        low = self.math("floor", x)
+        fraction = self.binary(ast.Sub(), x, low)
+        up = self.binary(ast.Add(), low, 1.0)
+        odd = self.binary(ast.NotEq(), self.binary(ast.Mod(), low, 2.0), 0.0)
+        tie_up = self.binary(ast.BitAnd(), self.binary(ast.Eq(), fraction, 0.5), odd)
+        return self.where(self.binary(ast.BitOr(), self.binary(ast.Gt(), fraction, 0.5), tie_up), up, low)
+
+    def fmod(self, a: Any, b: Any) -> TVal:
+        """torch.fmod: the remainder with the dividend's sign (Triton's `%`, C's)."""
+        a, b = self.to_tval(a), b
+        dtype = self.result_dtype([a, b])
+        compute = torch.float32 if dtype in LOW_PRECISION else dtype
+        shape = self.broadcast_shape(a.shape, self.shape_of(b))
+
+        def render(x: list[str]) -> str:
+            return f"({x[0]} % {x[1]})" if compute == dtype else f"({x[0]} % {x[1]}).to({tl_dtype(dtype)})"
+
+        return self.make(dtype, shape, render, [self.cast_operand(a, compute), self.cast_operand(b, compute)])
+
+    def lerp(self, start: Any, end: Any, weight: Any) -> TVal:
+        return self.binary(ast.Add(), start, self.binary(ast.Mult(), weight, self.binary(ast.Sub(), end, start)))
+
+    def isnan(self, value: Any) -> TVal:
+        return self.binary(ast.NotEq(), value, value)
+
+    def isinf(self, value: Any) -> TVal:
+        value = self.to_tval(value)
+        if not value.dtype.is_floating_point:
+            return self.binary(ast.NotEq(), value, value)
+        return self.binary(ast.Eq(), self.abs(value), float("inf"))
+
+    def isfinite(self, value: Any) -> TVal:
+        value = self.to_tval(value)
+        if not value.dtype.is_floating_point:
+            return self.binary(ast.Eq(), value, value)
+        return self.binary(ast.Lt(), self.abs(value), float("inf"))
+
+    def nan_to_num(self, value: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> TVal:
+        """NaN, +inf and -inf replaced (the infinities by the dtype's largest finite values by default)."""
+        value = self.to_tval(value)
+        if not value.dtype.is_floating_point:
+            return value
+        largest = torch.finfo(value.dtype).max
+        out = self.where(self.binary(ast.Eq(), value, float("inf")), largest if posinf is None else posinf, value)
+        out = self.where(self.binary(ast.Eq(), value, float("-inf")), -largest if neginf is None else neginf, out)
+        return self.where(self.isnan(value), nan, out)
+
+    def logsumexp(self, value: Any, dim: Any, keepdim: bool = False) -> TVal:
+        """log(sum(exp(x))) over `dim`, shifted by the maximum (a shift of 0 where it is infinite)."""
+        def compute(x: TVal) -> TVal:
+            top = self.reduce("max", x, dim, keepdim=True)
+            shift = self.where(self.isinf(top), 0.0, top)
+            total = self.reduce("sum", self.math("exp", self.binary(ast.Sub(), x, shift)), dim, keepdim=True)
+            out = self.binary(ast.Add(), self.math("log", total), shift)
+            return out if keepdim else self.squeeze(out, dim)
+
+        return self.in_float32(value, compute)
+
+    def std(self, value: Any, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
+            correction: Any = None) -> TVal:
+        variance = self.var_mean(value, dim, unbiased, keepdim, correction=correction)[0]
+        return self.math("sqrt", variance)
+
+    def any_all(self, kind: str, value: Any, dim: Any, keepdim: bool) -> TVal:
+        """torch.any (the maximum of the truth values) and torch.all (their minimum)."""
+        truth = self.to_dtype(self.binary(ast.NotEq(), value, 0), torch.int32)
+        return self.binary(ast.NotEq(), self.reduce(kind, truth, dim, keepdim), 0)
+
+    def arg_extremum(self, kind: str, value: Any, dim: Any, keepdim: bool) -> TVal:
+        if dim is None:
+            raise self.error(exc.NotSupported, f"torch.arg{kind} over all dims in device code; give a dim")
+        value = self.to_tval(value)
+        self.require_eager(value, f"torch.arg{kind}")  # its index needs the whole dim at once
+        return self.max_min(kind, value, dim, keepdim)[1]
+
+    def softplus(self, value: Any, beta: float = 1.0, threshold: float = 20.0) -> TVal:
+        """log(1 + exp(beta x)) / beta, and x itself where beta x exceeds `threshold`."""
+        def compute(x: TVal) -> TVal:
+            scaled = self.scaled(x, beta)
+            soft = self.math("log1p", self.math("exp", scaled))
+            return self.where(self.binary(ast.Gt(), scaled, threshold), x, self.binary(ast.Div(), soft, beta))
+
+        return self.in_float32(value, compute)
+
+    def elu(self, value: Any, alpha: float = 1.0, inplace: bool = False) -> TVal:
+        return self.in_float32(value, lambda x: self.where(
+            self.binary(ast.Gt(), x, 0), x, self.binary(ast.Mult(), self.math("expm1", x), alpha)))
