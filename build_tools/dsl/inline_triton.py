@@ -58,8 +58,7 @@ class InlineTritonMixin:
             raise self.error(exc.NotSupported, f"hl.inline_triton's source must be a string, got {type(triton_source).__name__}")
         outputs = self.snippet_outputs(output_like)
         module = self.snippet_module(triton_source, args)
-        *prefix, last = module.body
-        if outputs is not None and not isinstance(last, ast.Expr):
+        if outputs is not None and not isinstance(module.body[-1], ast.Expr):
             raise self.error(exc.NotSupported, "hl.inline_triton with output_like: the snippet's last statement must be "
                              "an expression, its value")
         stored = dict.fromkeys(n.id for n in ast.walk(module) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
@@ -104,20 +103,23 @@ class InlineTritonMixin:
     def snippet_module(self, triton_source: str, args: Any) -> ast.Module:
         """The snippet, dedented, its placeholders filled with the operands' names, parsed."""
         text = textwrap.dedent(triton_source).strip()
+        operands = self.snippet_operands(args, "hl.inline_triton")
         try:
-            if isinstance(args, dict):
-                text = text.format(**{key: self.snippet_operand(value) for key, value in args.items()})
-            elif isinstance(args, (tuple, list)):
-                text = text.format(*[self.snippet_operand(value) for value in args])
-            else:
-                raise self.error(exc.NotSupported, f"hl.inline_triton's args must be a tuple, list or dict, not "
-                                 f"{type(args).__name__}")
+            text = text.format(**operands) if isinstance(operands, dict) else text.format(*operands)
             module = ast.parse(text)
         except (KeyError, IndexError, ValueError, SyntaxError) as err:
             raise self.error(exc.NotSupported, f"hl.inline_triton's source with its args: {type(err).__name__}: {err}") from None
         if not module.body:
             raise self.error(exc.NotSupported, "hl.inline_triton's source holds no code")
         return module
+
+    def snippet_operands(self, args: Any, what: str) -> list[str] | dict[str, str]:
+        """The Triton names of `args`, a tuple or list (positional) or a dict (by name)."""
+        if isinstance(args, dict):
+            return {key: self.snippet_operand(value) for key, value in args.items()}
+        if isinstance(args, (tuple, list)):
+            return [self.snippet_operand(value) for value in args]
+        raise self.error(exc.NotSupported, f"{what}'s args must be a tuple, list or dict, not {type(args).__name__}")
 
     def snippet_operand(self, value: Any) -> str:
         if isinstance(value, str):
@@ -129,12 +131,9 @@ class InlineTritonMixin:
     def triton_kernel(self, triton_source_or_fn: Any, args: Any, output_like: Any) -> Any:
         outputs = self.snippet_outputs(output_like)
         name = self.copied_jit_function(triton_source_or_fn)
-        if isinstance(args, dict):
-            operands = [f"{key}={self.snippet_operand(value)}" for key, value in args.items()]
-        elif isinstance(args, (tuple, list)):
-            operands = [self.snippet_operand(value) for value in args]
-        else:
-            raise self.error(exc.NotSupported, f"hl.triton_kernel's args must be a tuple, list or dict, not {type(args).__name__}")
+        operands = self.snippet_operands(args, "hl.triton_kernel")
+        if isinstance(operands, dict):
+            operands = [f"{key}={operand}" for key, operand in operands.items()]
         call = f"{name}({', '.join(operands)})"
         if outputs is None:
             self.builder.emit(call)
