@@ -143,7 +143,8 @@ class DeviceCompiler(InlineMixin, InlineTritonMixin, NestedMixin, PointwiseMixin
         for i, dim in enumerate(dims):
             begin_s = self.atom(spec.begins[i])
             if dim is None:
-                tiles.append(TVal(torch.int32, (), name=b.assign(f"{begin_s} + {pids[i]}", "idx")))
+                tiles.append(TVal(torch.int32, (), name=b.assign(f"{begin_s} + {pids[i]}", "idx"),
+                                  at_least=self.lower_bound(spec.begins[i])))
                 continue
             block_id, bs, begin_s, end_s = dim
             offset = b.assign(f"{begin_s} + {pids[i]} * {bs}", "offset")
@@ -161,7 +162,7 @@ class DeviceCompiler(InlineMixin, InlineTritonMixin, NestedMixin, PointwiseMixin
         end_value = end if isinstance(end, int) else end.value if isinstance(end, HostScalar) else None
         begin_host = self.host_expr_of(begin) if isinstance(begin, (int, HostScalar)) else None
         return TileVal(dim, offset, end_s, begin_s, end_value, None if end_value is None else self.host_expr_of(end),
-                       begin_host)
+                       begin_host, self.lower_bound(begin))
 
     def block_constexpr(self, block_id: int, fixed: int | None) -> str:
         if fixed is not None:
@@ -732,7 +733,7 @@ class DeviceCompiler(InlineMixin, InlineTritonMixin, NestedMixin, PointwiseMixin
         to be whole (a peeled loop's main part), which needs no tail mask."""
         b = self.builder
         if info is None:
-            return TVal(torch.int32, (), name=b.assign(offset_expr, "idx"))
+            return TVal(torch.int32, (), name=b.assign(offset_expr, "idx"), at_least=self.lower_bound(spec.begins[i]))
         block_id, fixed, bs = info
         offset = offset_expr if offset_expr.isidentifier() else b.assign(offset_expr, "offset")
         tile = self.make_tile(block_id, bs, offset, self.atom(spec.begins[i]), self.atom(spec.ends[i]), spec.ends[i],
@@ -913,17 +914,18 @@ class DeviceCompiler(InlineMixin, InlineTritonMixin, NestedMixin, PointwiseMixin
         b = self.builder
         dim = tile.dim
         if attr == "index":
-            return TVal(torch.int32, (dim,), name=dim.index)
+            return TVal(torch.int32, (dim,), name=dim.index, at_least=tile.at_least)
         if attr == "begin":
-            return TVal(torch.int32, (), name=tile.offset)
+            return TVal(torch.int32, (), name=tile.offset, at_least=tile.at_least)
         if attr == "end":
-            return TVal(torch.int32, (), name=b.assign(f"tl.minimum({tile.offset} + {dim.size_expr}, {tile.end})", "end"))
+            return TVal(torch.int32, (), name=b.assign(f"tl.minimum({tile.offset} + {dim.size_expr}, {tile.end})", "end"),
+                        at_least=tile.at_least)
         if attr == "block_size":  # a number, and as a size the tile's dim (times a power of two, a merged dim)
             return DimSize(dim.size_expr, self.dim_value(dim), torch.int32, dim=dim)
         if attr == "id":
-            return TVal(torch.int32, (), name=b.assign(f"({tile.offset} - {tile.begin}) // {dim.size_expr}", "tid"))
+            return TVal(torch.int32, (), name=b.assign(f"({tile.offset} - {tile.begin}) // {dim.size_expr}", "tid"), at_least=0)
         if attr == "count":
-            return TVal(torch.int32, (), name=b.assign(f"tl.cdiv({tile.end} - {tile.begin}, {dim.size_expr})", "count"))
+            return TVal(torch.int32, (), name=b.assign(f"tl.cdiv({tile.end} - {tile.begin}, {dim.size_expr})", "count"), at_least=0)
         raise self.error(exc.NotSupported, f"tile attribute .{attr}", node)
 
     def compare(self, node: ast.Compare) -> Any:

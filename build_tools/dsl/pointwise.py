@@ -27,6 +27,9 @@ BINARY_OPS = {
     ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
 }
 COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+# integer operators whose result is >= 0 when both operands are (no wrap-around assumed)
+NON_NEGATIVE_OPS = (ast.FloorDiv, ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift)
+UNSIGNED = (torch.uint8, torch.uint16, torch.uint32, torch.uint64)
 HOST_TENSOR_ALLOCATIONS = ("new_zeros", "new_ones", "new_full", "new_empty")  # host tensors' methods in device code
 PY_OPS = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
@@ -83,16 +86,55 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         if isinstance(value, TVal):
             return value
         if isinstance(value, TileVal):
-            return TVal(torch.int32, (value.dim,), name=value.dim.index)
+            return TVal(torch.int32, (value.dim,), name=value.dim.index, at_least=value.at_least)
         if isinstance(value, HostScalar):
-            return self.make(value.dtype, (), lambda a: a[0], [value])
+            out = self.make(value.dtype, (), lambda a: a[0], [value])
+            out.at_least = value.at_least
+            return out
         if isinstance(value, (bool, int, float)):
             return self.constant_tensor(value)
         raise self.error(exc.TypeMismatch, f"{type(value).__name__} used as a device tensor")
 
     def constant_tensor(self, value: Any, dtype: torch.dtype | None = None) -> TVal:
         dtype = dtype or scalar_dtype(value)
-        return self.make(dtype, (), lambda a: f"tl.full([], {literal(value)}, {tl_dtype(dtype)})", [])
+        out = self.make(dtype, (), lambda a: f"tl.full([], {literal(value)}, {tl_dtype(dtype)})", [])
+        out.at_least = self.lower_bound(value)
+        return out
+
+    def lower_bound(self, value: Any) -> int | None:
+        """A lower bound of `value` on every call, None when unknown: a constant's own, a tile index's
+        (its loop's begin's), a size's 0, an unsigned or boolean value's 0, or what `binary` derives
+        for integer +, -, *, // and the like of such values."""
+        if isinstance(value, (bool, int)):
+            return int(value)
+        if isinstance(value, float):
+            return math.floor(value) if math.isfinite(value) else None
+        if isinstance(value, (TVal, HostScalar, TileVal)) and value.at_least is not None:
+            return value.at_least
+        if isinstance(value, (TVal, HostScalar)) and (value.dtype == torch.bool or value.dtype in UNSIGNED):
+            return 0
+        return None
+
+    def known_non_negative(self, value: Any) -> bool:
+        bound = self.lower_bound(value)
+        return bound is not None and bound >= 0
+
+    def result_lower_bound(self, op: ast.AST, left: Any, right: Any) -> int | None:
+        """A lower bound of integer `left op right` from the operands' (wrap-around not assumed)."""
+        low, high = self.lower_bound(left), self.lower_bound(right)
+        if low is None or high is None:
+            return None
+        if isinstance(op, ast.Add):
+            return low + high
+        if isinstance(op, ast.Sub):  # only a constant's upper bound is known
+            return low - right if isinstance(right, int) else None
+        if low < 0 or high < 0:
+            return None
+        if isinstance(op, ast.Mult):
+            return low * high
+        if isinstance(op, ast.FloorDiv) and isinstance(right, int) and right > 0:
+            return low // right
+        return 0 if isinstance(op, NON_NEGATIVE_OPS) else None
 
     def require_eager(self, value: TVal, what: str) -> None:
         if value.lazy:
@@ -190,7 +232,11 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             return self.make(dtype, value.shape, lambda a: f"({a[0]} != 0)", [value])
         if dtype == torch.bfloat16 and not value.dtype.is_floating_point:
             return self.integer_to_bfloat16(value)
-        return self.make(dtype, value.shape, lambda a: f"{a[0]}.to({tl_dtype(dtype)})", [value])
+        out = self.make(dtype, value.shape, lambda a: f"{a[0]}.to({tl_dtype(dtype)})", [value])
+        # a value >= 0 stays so in a type that holds it (a float, a wider integer); a float truncates toward zero
+        if dtype.is_floating_point or dtype.itemsize >= value.dtype.itemsize:
+            out.at_least = value.at_least
+        return out
 
     def integer_to_bfloat16(self, value: TVal) -> TVal:
         """An integer tensor in bfloat16 as PyTorch converts it: rounded to float32, then to
@@ -235,7 +281,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         if isinstance(op, ast.Div) and not dtype.is_floating_point:
             dtype = torch.float32
         if isinstance(op, ast.FloorDiv) and dtype.is_floating_point:  # Triton's `//` takes integers only
-            return self.math("floor", self.binary(ast.Div(), left, right))
+            return self.float_floor_divide(left, right, dtype)
         compute = torch.float32 if dtype in LOW_PRECISION and symbol in "+-*/%" else dtype
         out_dtype = torch.bool if isinstance(op, COMPARISONS) else dtype
         if isinstance(op, (ast.BitAnd, ast.BitOr)) and dtype == torch.bool:
@@ -256,6 +302,10 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             # compared exactly in float32 (Triton's interpreter compares bfloat16 bit patterns)
             cast_left, cast_right = self.to_dtype(cast_left, torch.float32), self.to_dtype(cast_right, torch.float32)
         result = self.make(out_dtype, shape, render, [cast_left, cast_right])
+        if not dtype.is_floating_point and not isinstance(op, COMPARISONS):
+            if isinstance(op, (ast.FloorDiv, ast.Mod)) and not (self.known_non_negative(left) and self.known_non_negative(right)):
+                return self.floored(op, result, left, right)
+            result.at_least = self.result_lower_bound(op, left, right)
         if isinstance(op, ast.Mod) and dtype.is_floating_point:
             # Triton's float `%` is C's fmod (the dividend's sign), PyTorch's the divisor's: a
             # nonzero remainder whose sign differs from the divisor's gets the divisor added
@@ -263,6 +313,41 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             fix = self.binary(ast.BitAnd(), self.binary(ast.NotEq(), result, 0), differs)
             return self.where(fix, self.binary(ast.Add(), result, right), result)
         return result
+
+    def floored(self, op: ast.AST, truncated: TVal, left: Any, right: Any) -> TVal:
+        """Integer `//` and `%` as PyTorch (and Python) round them, from Triton's, which truncate
+        toward zero as C does: where the truncated remainder is nonzero and its sign differs from
+        the divisor's, the quotient is one less and the remainder gains the divisor. Operands known
+        to be >= 0 (indices, sizes) skip this."""
+        if isinstance(op, ast.FloorDiv):
+            remainder = self.binary(ast.Sub(), left, self.binary(ast.Mult(), truncated, right))
+        else:
+            remainder = truncated
+        if self.known_non_negative(right):
+            fix = self.binary(ast.Lt(), remainder, 0)
+        else:
+            differs = self.binary(ast.NotEq(), self.binary(ast.Lt(), remainder, 0), self.binary(ast.Lt(), right, 0))
+            fix = self.binary(ast.BitAnd(), self.binary(ast.NotEq(), remainder, 0), differs)
+        if isinstance(op, ast.FloorDiv):
+            return self.where(fix, self.binary(ast.Sub(), truncated, 1), truncated)
+        return self.where(fix, self.binary(ast.Add(), remainder, right), remainder)
+
+    def float_floor_divide(self, left: Any, right: Any, dtype: torch.dtype) -> TVal:
+        """Float `//` as PyTorch computes it (in float32 for low precision): from the exact remainder
+        (fmod), not by flooring a rounded quotient (1.0 // 0.1 is 9, though 1.0 / 0.1 rounds to 10):
+        (a - fmod(a, b)) / b, one less where the remainder's sign differs from the divisor's, then
+        rounded to the nearest integer; a / b where b is zero."""
+        compute = torch.float32 if dtype in LOW_PRECISION else dtype
+        a, b = self.cast_operand(left, compute), self.cast_operand(right, compute)
+        remainder = self.fmod(a, b)
+        quotient = self.binary(ast.Div(), self.binary(ast.Sub(), a, remainder), b)
+        differs = self.binary(ast.NotEq(), self.binary(ast.Lt(), remainder, 0), self.binary(ast.Lt(), b, 0))
+        fix = self.binary(ast.BitAnd(), self.binary(ast.NotEq(), remainder, 0), differs)
+        quotient = self.where(fix, self.binary(ast.Sub(), quotient, 1.0), quotient)
+        low = self.math("floor", quotient)
+        nearest = self.where(self.binary(ast.Gt(), self.binary(ast.Sub(), quotient, low), 0.5), self.binary(ast.Add(), low, 1.0), low)
+        out = self.where(self.binary(ast.Eq(), b, 0), self.binary(ast.Div(), a, b), nearest)
+        return self.to_dtype(out, dtype)
 
     def cast_operand(self, value: Any, dtype: torch.dtype) -> Any:
         if isinstance(value, (TVal, HostScalar)) and value.dtype != dtype and dtype != torch.bool:
@@ -331,7 +416,13 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
     def extremum(self, fn: str, a: Any, b: Any) -> TVal:
         shape = self.broadcast_shape(self.shape_of(a), self.shape_of(b))
         dtype = self.result_dtype([a, b])
-        return self.make(dtype, shape, lambda x: f"tl.{fn}({x[0]}, {x[1]})", [self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
+        out = self.make(dtype, shape, lambda x: f"tl.{fn}({x[0]}, {x[1]})", [self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
+        bounds = [self.lower_bound(a), self.lower_bound(b)]
+        if fn == "maximum" and any(x is not None for x in bounds):
+            out.at_least = max(x for x in bounds if x is not None)
+        elif fn == "minimum" and all(x is not None for x in bounds):
+            out.at_least = min(bounds)
+        return out
 
     def where(self, cond: Any, a: Any, b: Any) -> TVal:
         cond = self.to_tval(cond) if not isinstance(cond, HostScalar) else cond

@@ -151,7 +151,7 @@ class CompileSession:
         self.device_loop_index = 0
         self.rdim_objects: list[RDim] = []
         self.rdim_host: dict[int, tuple[str, bool]] = {}
-        self.sizes = SizeTracker(lambda node: self.try_eval(node, self.env))
+        self.sizes = SizeTracker(lambda node: self.try_eval(node, self.env), self.is_compile_time)
         self.location_file: str | None = None  # the file of the inlined function being compiled
 
     # ------------------------------------------------------------------ locations
@@ -375,7 +375,9 @@ class CompileSession:
         return value
 
     def host_scalar(self, text: str, value: Any, builder: KernelBuilder, constexpr: bool = False) -> HostScalar:
-        return HostScalar(builder.param(text, text, constexpr=constexpr), value, scalar_dtype(value), host=text)
+        at_least = 0 if self.sizes.is_non_negative(ast.parse(text, mode="eval").body) else None
+        return HostScalar(builder.param(text, text, constexpr=constexpr), value, scalar_dtype(value), host=text,
+                          at_least=at_least)
 
     def bake(self, host_expr: str, value: Any, guard: bool = False) -> Any:
         """A run-time host value used where Triton needs a compile-time constant (a block size; with

@@ -1,7 +1,8 @@
 """torch and torch.nn.functional functions of device code beyond pointwise.py's core, written as
 compositions of its operations (arithmetic, comparisons, `where`, math functions) and
 reduce.py's reductions, with PyTorch's semantics: `pow`, `square`, `sign`, `round` (half to
-even), `fmod`, `remainder`, `lerp`, `addcmul`, `addcdiv`, `isnan` / `isinf` / `isfinite`,
+even), `fmod`, `remainder`, `add` / `sub` (with `alpha`), `mul`, `neg`, `trunc`, `div` (its rounding
+modes), `floor_divide`, `true_divide`, `lerp`, `addcmul`, `addcdiv`, `isnan` / `isinf` / `isfinite`,
 `nan_to_num`, `logsumexp`, `std`, `any` / `all`, `argmax` / `argmin`, and the activations
 `softplus`, `leaky_relu`, `hardtanh`, `relu6`, `hardsigmoid`, `hardswish`, `elu`, `mish` and
 `logsigmoid`. Transcendental ones compute low-precision values in float32, as the core does."""
@@ -27,6 +28,15 @@ class TorchFunctionsMixin:
             torch.round: self.round_half_even,
             torch.fmod: self.fmod,
             torch.remainder: lambda a, b: self.binary(ast.Mod(), a, b),
+            torch.add: lambda a, b, alpha=1: self.binary(ast.Add(), a, self.scaled(b, alpha)),
+            torch.sub: lambda a, b, alpha=1: self.binary(ast.Sub(), a, self.scaled(b, alpha)),
+            torch.mul: lambda a, b: self.binary(ast.Mult(), a, b),
+            torch.neg: lambda v: self.unary_op(ast.USub(), v),
+            torch.trunc: lambda v: self.divide(v, 1, rounding_mode="trunc"),
+            torch.div: self.divide,
+            torch.divide: self.divide,
+            torch.true_divide: lambda a, b: self.binary(ast.Div(), a, b),
+            torch.floor_divide: lambda a, b: self.binary(ast.FloorDiv(), a, b),
             torch.lerp: self.lerp,
             torch.addcmul: lambda v, a, b, value=1: self.binary(ast.Add(), v, self.scaled(self.binary(ast.Mult(), a, b), value)),
             torch.addcdiv: lambda v, a, b, value=1: self.binary(ast.Add(), v, self.scaled(self.binary(ast.Div(), a, b), value)),
@@ -59,7 +69,8 @@ class TorchFunctionsMixin:
     def torch_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
         """The tensor methods of the same functions, on `base`."""
         functions = self.torch_functions()
-        names = ("pow", "square", "sign", "round", "fmod", "remainder", "lerp", "addcmul", "addcdiv", "isnan", "isinf",
+        names = ("pow", "square", "sign", "round", "fmod", "remainder", "add", "sub", "mul", "neg", "trunc", "div", "divide",
+                 "true_divide", "floor_divide", "lerp", "addcmul", "addcdiv", "isnan", "isinf",
                  "isfinite", "nan_to_num", "logsumexp", "std", "any", "all", "argmax", "argmin", "clip")
         return {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k)) for name in names}
 
@@ -110,6 +121,25 @@ class TorchFunctionsMixin:
             return f"({x[0]} % {x[1]})" if compute == dtype else f"({x[0]} % {x[1]}).to({tl_dtype(dtype)})"
 
         return self.make(dtype, shape, render, [self.cast_operand(a, compute), self.cast_operand(b, compute)])
+
+    def divide(self, a: Any, b: Any, *, rounding_mode: str | None = None) -> TVal:
+        """torch.div: true division, or the quotient rounded down (`"floor"`, as `//`) or toward
+        zero (`"trunc"`: Triton's integer `//`; for floats, computed in float32 for low precision)."""
+        if rounding_mode is None:
+            return self.binary(ast.Div(), a, b)
+        if rounding_mode == "floor":
+            return self.binary(ast.FloorDiv(), a, b)
+        if rounding_mode != "trunc":
+            raise self.error(exc.NotSupported, f"torch.div rounding_mode={rounding_mode!r}; it is None, 'trunc' or 'floor'")
+        a = self.to_tval(a)
+        dtype = self.result_dtype([a, b])
+        if not dtype.is_floating_point:
+            return self.make(dtype, self.broadcast_shape(a.shape, self.shape_of(b)), lambda x: f"({x[0]} // {x[1]})",
+                             [self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
+        compute = torch.float32 if dtype in LOW_PRECISION else dtype
+        quotient = self.binary(ast.Div(), self.cast_operand(a, compute), self.cast_operand(b, compute))
+        rounded = self.where(self.binary(ast.Lt(), quotient, 0), self.math("ceil", quotient), self.math("floor", quotient))
+        return self.to_dtype(rounded, dtype)
 
     def lerp(self, start: Any, end: Any, weight: Any) -> TVal:
         return self.binary(ast.Add(), start, self.binary(ast.Mult(), weight, self.binary(ast.Sub(), end, start)))

@@ -181,6 +181,7 @@ class TVal:
     is_load: bool = False
     finite_fill: bool = False  # a tile of one finite constant (hl.full): no garbage past its bounds
     extra: Any = None
+    at_least: int | None = None  # a known lower bound of an integer value (an index's, a size's 0)
 
     def __post_init__(self) -> None:
         seen = TENSOR_SHAPES_SEEN.get()
@@ -227,6 +228,7 @@ class TileVal:
     end_value: int | None = None  # bind-time end of the iteration space, when known on the host
     end_host: str | None = None  # launcher-side expression of `end_value`
     begin_host: str | None = None  # launcher-side expression of `begin`; None when a device value
+    at_least: int | None = 0  # a known lower bound of its indices: its loop's begin's
 
 
 @dataclass(eq=False)
@@ -257,6 +259,7 @@ class HostScalar:
     value: Any  # value at bind time
     dtype: torch.dtype
     host: str = ""  # launcher-side expression
+    at_least: int | None = None  # 0 when >= 0 on every call (a size, what +, *, // compute of sizes)
 
 
 @dataclass(eq=False)
@@ -265,6 +268,7 @@ class DimSize(HostScalar):
     size) as a scalar, which as a size names that dim again (`v.view(v.size(0), 1)`)."""
 
     dim: Any = None
+    at_least: int | None = 0
 
 
 @dataclass(eq=False)

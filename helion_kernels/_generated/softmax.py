@@ -1617,6 +1617,69 @@ def _next_power_of_2(n):
 
 
 @_jit_on_first_launch
+def _softmax_bwd_kernel_09f8847e7a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], 0, tl.float32)
+    local_dot_19 = v_18
+    for offset_20 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_22 = indices_21 < v_17
+        load_23 = tl.load(out + (v_10 * out_stride_0 + indices_21 * out_stride_1), mask=(mask_22), other=0)
+        v_24 = load_23.to(tl.float32)
+        load_25 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_21 * grad_out_stride_1), mask=(mask_22), other=0)
+        v_26 = load_25.to(tl.float32)
+        v_27 = (v_26 * v_24)
+        red_28 = (tl.sum(tl.where(mask_22, v_27, 0), 0))
+        v_29 = (local_dot_19 + red_28)
+        local_dot_19 = v_29
+    tl.store(piece_dot + (v_10 * piece_dot_stride_0 + v_14 * piece_dot_stride_1), local_dot_19)
+    tl.debug_barrier()
+    old_30 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_31 = tl.full([], 0, tl.float32)
+    row_dot_32 = v_31
+    for offset_33 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_34 = offset_33 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_35 = indices_34 < v_17
+        load_36 = tl.load(out + (v_10 * out_stride_0 + indices_34 * out_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
+        load_37 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_34 * grad_out_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
+        v_38 = (offset_33 == v_15)
+        if v_38:
+            seen_39 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_39 != pieces:
+                seen_39 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_40 = tl.load(piece_dot + (v_10 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+            red_41 = (tl.sum(tl.where(rmask_0, load_40, 0), 0))
+            row_dot_32 = red_41
+        v_42 = load_36.to(tl.float32)
+        v_43 = load_37.to(tl.float32)
+        v_44 = (v_43 - row_dot_32)
+        v_45 = (v_42 * v_44)
+        v_46 = v_45.to(tl.float16)
+        tl.store(grad_in + (v_10 * grad_in_stride_0 + indices_34 * grad_in_stride_1), v_46, mask=(mask_35))
+
+
+_softmax_bwd_kernel_09f8847e7a.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
 def _softmax_bwd_kernel_0e26d2861d(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < out_size_1
@@ -1703,57 +1766,6 @@ def _softmax_bwd_kernel_19899ffa8f(m_split_m, padded, padded_block_n, n, out, ou
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
 @_jit_on_first_launch
-def _softmax_bwd_kernel_2207abc09a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], 0, tl.float32)
-    local_dot_11 = v_10
-    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_14 = indices_13 < v_9
-        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0)
-        load_16 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0)
-        v_17 = (load_16 * load_15)
-        red_18 = (tl.sum(tl.where(mask_14, v_17, 0), 0))
-        v_19 = (local_dot_11 + red_18)
-        local_dot_11 = v_19
-    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
-    tl.debug_barrier()
-    old_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_21 = tl.full([], 0, tl.float32)
-    row_dot_22 = v_21
-    for offset_23 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_25 = indices_24 < v_9
-        load_26 = tl.load(out + (v_5 * out_stride_0 + indices_24 * out_stride_1), mask=(mask_25), other=0, eviction_policy='evict_first')
-        load_27 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_24 * grad_out_stride_1), mask=(mask_25), other=0, eviction_policy='evict_first')
-        v_28 = (offset_23 == v_7)
-        if v_28:
-            seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_29 != pieces:
-                seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_30 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_31 = (tl.sum(tl.where(rmask_0, load_30, 0), 0))
-            row_dot_22 = red_31
-        v_32 = (load_27 - row_dot_22)
-        v_33 = (load_26 * v_32)
-        v_34 = v_33.to(tl.float16)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_24 * grad_in_stride_1), v_34, mask=(mask_25))
-
-
-_softmax_bwd_kernel_2207abc09a.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
 def _softmax_bwd_kernel_32e6066f64(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1787,6 +1799,69 @@ def _softmax_bwd_kernel_32e6066f64(m_split_m, padded, padded_block_n, n, out, ou
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_21[None, :] * grad_in_stride_1), v_28, mask=(mask_4[:, None]) & (mask_22[None, :]))
 
 @_jit_on_first_launch
+def _softmax_bwd_kernel_349ac68602(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], 0, tl.float32)
+    local_dot_19 = v_18
+    for offset_20 in tl.range(v_15, v_17, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_22 = indices_21 < v_17
+        load_23 = tl.load(out + (v_10 * out_stride_0 + indices_21 * out_stride_1), mask=(mask_22), other=0, eviction_policy='evict_last')
+        v_24 = load_23.to(tl.float32)
+        load_25 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_21 * grad_out_stride_1), mask=(mask_22), other=0, eviction_policy='evict_last')
+        v_26 = load_25.to(tl.float32)
+        v_27 = (v_26 * v_24)
+        red_28 = (tl.sum(tl.where(mask_22, v_27, 0), 0))
+        v_29 = (local_dot_19 + red_28)
+        local_dot_19 = v_29
+    tl.store(piece_dot + (v_10 * piece_dot_stride_0 + v_14 * piece_dot_stride_1), local_dot_19)
+    tl.debug_barrier()
+    old_30 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_31 = tl.full([], 0, tl.float32)
+    row_dot_32 = v_31
+    for offset_33 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_34 = offset_33 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_35 = indices_34 < v_17
+        load_36 = tl.load(out + (v_10 * out_stride_0 + indices_34 * out_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
+        load_37 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_34 * grad_out_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
+        v_38 = (offset_33 == v_15)
+        if v_38:
+            seen_39 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_39 != pieces:
+                seen_39 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_40 = tl.load(piece_dot + (v_10 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_first')
+            red_41 = (tl.sum(tl.where(rmask_0, load_40, 0), 0))
+            row_dot_32 = red_41
+        v_42 = load_36.to(tl.float32)
+        v_43 = load_37.to(tl.float32)
+        v_44 = (v_43 - row_dot_32)
+        v_45 = (v_42 * v_44)
+        v_46 = v_45.to(tl.bfloat16)
+        tl.store(grad_in + (v_10 * grad_in_stride_0 + indices_34 * grad_in_stride_1), v_46, mask=(mask_35))
+
+
+_softmax_bwd_kernel_349ac68602.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
 def _softmax_bwd_kernel_4c7a8e4c8c(m_split_m, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, out_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -1816,7 +1891,7 @@ def _softmax_bwd_kernel_4c7a8e4c8c(m_split_m, out, out_stride_0, out_stride_1, g
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), c_18, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @_jit_on_first_launch
-def _softmax_bwd_kernel_4f61147538(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_bwd_kernel_5485fcf2e4(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
     pid_1 = tl.program_id(0)
@@ -1824,51 +1899,59 @@ def _softmax_bwd_kernel_4f61147538(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], 0, tl.float32)
-    local_dot_11 = v_10
-    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_14 = indices_13 < v_9
-        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0)
-        v_16 = load_15.to(tl.float32)
-        load_17 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0)
-        v_18 = load_17.to(tl.float32)
-        v_19 = (v_18 * v_16)
-        red_20 = (tl.sum(tl.where(mask_14, v_19, 0), 0))
-        v_21 = (local_dot_11 + red_20)
-        local_dot_11 = v_21
-    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], 0, tl.float32)
+    local_dot_19 = v_18
+    for offset_20 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_22 = indices_21 < v_17
+        load_23 = tl.load(out + (v_10 * out_stride_0 + indices_21 * out_stride_1), mask=(mask_22), other=0)
+        v_24 = load_23.to(tl.float32)
+        load_25 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_21 * grad_out_stride_1), mask=(mask_22), other=0)
+        v_26 = load_25.to(tl.float32)
+        v_27 = (v_26 * v_24)
+        red_28 = (tl.sum(tl.where(mask_22, v_27, 0), 0))
+        v_29 = (local_dot_19 + red_28)
+        local_dot_19 = v_29
+    tl.store(piece_dot + (v_10 * piece_dot_stride_0 + v_14 * piece_dot_stride_1), local_dot_19)
     tl.debug_barrier()
-    old_22 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_23 = tl.full([], 0, tl.float32)
-    row_dot_24 = v_23
-    for offset_25 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_26 = offset_25 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_27 = indices_26 < v_9
-        load_28 = tl.load(out + (v_5 * out_stride_0 + indices_26 * out_stride_1), mask=(mask_27), other=0, eviction_policy='evict_first')
-        load_29 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_26 * grad_out_stride_1), mask=(mask_27), other=0, eviction_policy='evict_first')
-        v_30 = (offset_25 == v_7)
-        if v_30:
-            seen_31 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_31 != pieces:
-                seen_31 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_30 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_31 = tl.full([], 0, tl.float32)
+    row_dot_32 = v_31
+    for offset_33 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_34 = offset_33 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_35 = indices_34 < v_17
+        load_36 = tl.load(out + (v_10 * out_stride_0 + indices_34 * out_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
+        load_37 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_34 * grad_out_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
+        v_38 = (offset_33 == v_15)
+        if v_38:
+            seen_39 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_39 != pieces:
+                seen_39 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_32 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_33 = (tl.sum(tl.where(rmask_0, load_32, 0), 0))
-            row_dot_24 = red_33
-        v_34 = load_28.to(tl.float32)
-        v_35 = load_29.to(tl.float32)
-        v_36 = (v_35 - row_dot_24)
-        v_37 = (v_34 * v_36)
-        v_38 = v_37.to(tl.float16)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_26 * grad_in_stride_1), v_38, mask=(mask_27))
+            load_40 = tl.load(piece_dot + (v_10 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+            red_41 = (tl.sum(tl.where(rmask_0, load_40, 0), 0))
+            row_dot_32 = red_41
+        v_42 = load_36.to(tl.float32)
+        v_43 = load_37.to(tl.float32)
+        v_44 = (v_43 - row_dot_32)
+        v_45 = (v_42 * v_44)
+        v_46 = v_45.to(tl.bfloat16)
+        tl.store(grad_in + (v_10 * grad_in_stride_0 + indices_34 * grad_in_stride_1), v_46, mask=(mask_35))
 
 
-_softmax_bwd_kernel_4f61147538.fn.hk_concurrent_programs = True
+_softmax_bwd_kernel_5485fcf2e4.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_bwd_kernel_55bda7aa12(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1886,6 +1969,64 @@ def _softmax_bwd_kernel_55bda7aa12(m_split_m, out, out_stride_0, out_stride_1, o
     v_10 = (load_5 * v_9)
     v_11 = v_10.to(tl.float16)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@_jit_on_first_launch
+def _softmax_bwd_kernel_589715e6ae(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], 0, tl.float32)
+    local_dot_19 = v_18
+    for offset_20 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_22 = indices_21 < v_17
+        load_23 = tl.load(out + (v_10 * out_stride_0 + indices_21 * out_stride_1), mask=(mask_22), other=0)
+        load_24 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_21 * grad_out_stride_1), mask=(mask_22), other=0)
+        v_25 = (load_24 * load_23)
+        red_26 = (tl.sum(tl.where(mask_22, v_25, 0), 0))
+        v_27 = (local_dot_19 + red_26)
+        local_dot_19 = v_27
+    tl.store(piece_dot + (v_10 * piece_dot_stride_0 + v_14 * piece_dot_stride_1), local_dot_19)
+    tl.debug_barrier()
+    old_28 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_29 = tl.full([], 0, tl.float32)
+    row_dot_30 = v_29
+    for offset_31 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_33 = indices_32 < v_17
+        load_34 = tl.load(out + (v_10 * out_stride_0 + indices_32 * out_stride_1), mask=(mask_33), other=0, eviction_policy='evict_first')
+        load_35 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_32 * grad_out_stride_1), mask=(mask_33), other=0, eviction_policy='evict_first')
+        v_36 = (offset_31 == v_15)
+        if v_36:
+            seen_37 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_37 != pieces:
+                seen_37 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_38 = tl.load(piece_dot + (v_10 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+            red_39 = (tl.sum(tl.where(rmask_0, load_38, 0), 0))
+            row_dot_30 = red_39
+        v_40 = (load_35 - row_dot_30)
+        v_41 = (load_34 * v_40)
+        tl.store(grad_in + (v_10 * grad_in_stride_0 + indices_32 * grad_in_stride_1), v_41, mask=(mask_33))
+
+
+_softmax_bwd_kernel_589715e6ae.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_bwd_kernel_598a855a83(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -1960,7 +2101,7 @@ def _softmax_bwd_kernel_6ec83b3245(m_split_m, out, out_stride_0, out_stride_1, o
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_17, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @_jit_on_first_launch
-def _softmax_bwd_kernel_823e5b0d4a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_bwd_kernel_927989c899(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_dot_size_1
     pid_1 = tl.program_id(0)
@@ -1968,102 +2109,55 @@ def _softmax_bwd_kernel_823e5b0d4a(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], 0, tl.float32)
-    local_dot_11 = v_10
-    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_14 = indices_13 < v_9
-        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0, eviction_policy='evict_last')
-        v_16 = load_15.to(tl.float32)
-        load_17 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0, eviction_policy='evict_last')
-        v_18 = load_17.to(tl.float32)
-        v_19 = (v_18 * v_16)
-        red_20 = (tl.sum(tl.where(mask_14, v_19, 0), 0))
-        v_21 = (local_dot_11 + red_20)
-        local_dot_11 = v_21
-    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], 0, tl.float32)
+    local_dot_19 = v_18
+    for offset_20 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_22 = indices_21 < v_17
+        load_23 = tl.load(out + (v_10 * out_stride_0 + indices_21 * out_stride_1), mask=(mask_22), other=0)
+        load_24 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_21 * grad_out_stride_1), mask=(mask_22), other=0)
+        v_25 = (load_24 * load_23)
+        red_26 = (tl.sum(tl.where(mask_22, v_25, 0), 0))
+        v_27 = (local_dot_19 + red_26)
+        local_dot_19 = v_27
+    tl.store(piece_dot + (v_10 * piece_dot_stride_0 + v_14 * piece_dot_stride_1), local_dot_19)
     tl.debug_barrier()
-    old_22 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_23 = tl.full([], 0, tl.float32)
-    row_dot_24 = v_23
-    for offset_25 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_26 = offset_25 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_27 = indices_26 < v_9
-        load_28 = tl.load(out + (v_5 * out_stride_0 + indices_26 * out_stride_1), mask=(mask_27), other=0, eviction_policy='evict_first')
-        load_29 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_26 * grad_out_stride_1), mask=(mask_27), other=0, eviction_policy='evict_first')
-        v_30 = (offset_25 == v_7)
-        if v_30:
-            seen_31 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_31 != pieces:
-                seen_31 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_28 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_29 = tl.full([], 0, tl.float32)
+    row_dot_30 = v_29
+    for offset_31 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_33 = indices_32 < v_17
+        load_34 = tl.load(out + (v_10 * out_stride_0 + indices_32 * out_stride_1), mask=(mask_33), other=0, eviction_policy='evict_first')
+        load_35 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_32 * grad_out_stride_1), mask=(mask_33), other=0, eviction_policy='evict_first')
+        v_36 = (offset_31 == v_15)
+        if v_36:
+            seen_37 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_37 != pieces:
+                seen_37 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_32 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_first')
-            red_33 = (tl.sum(tl.where(rmask_0, load_32, 0), 0))
-            row_dot_24 = red_33
-        v_34 = load_28.to(tl.float32)
-        v_35 = load_29.to(tl.float32)
-        v_36 = (v_35 - row_dot_24)
-        v_37 = (v_34 * v_36)
-        v_38 = v_37.to(tl.bfloat16)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_26 * grad_in_stride_1), v_38, mask=(mask_27))
+            load_38 = tl.load(piece_dot + (v_10 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+            red_39 = (tl.sum(tl.where(rmask_0, load_38, 0), 0))
+            row_dot_30 = red_39
+        v_40 = (load_35 - row_dot_30)
+        v_41 = (load_34 * v_40)
+        v_42 = v_41.to(tl.float16)
+        tl.store(grad_in + (v_10 * grad_in_stride_0 + indices_32 * grad_in_stride_1), v_42, mask=(mask_33))
 
 
-_softmax_bwd_kernel_823e5b0d4a.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _softmax_bwd_kernel_8dfd974642(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], 0, tl.float32)
-    local_dot_11 = v_10
-    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_14 = indices_13 < v_9
-        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0)
-        load_16 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0)
-        v_17 = (load_16 * load_15)
-        red_18 = (tl.sum(tl.where(mask_14, v_17, 0), 0))
-        v_19 = (local_dot_11 + red_18)
-        local_dot_11 = v_19
-    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
-    tl.debug_barrier()
-    old_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_21 = tl.full([], 0, tl.float32)
-    row_dot_22 = v_21
-    for offset_23 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_25 = indices_24 < v_9
-        load_26 = tl.load(out + (v_5 * out_stride_0 + indices_24 * out_stride_1), mask=(mask_25), other=0, eviction_policy='evict_first')
-        load_27 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_24 * grad_out_stride_1), mask=(mask_25), other=0, eviction_policy='evict_first')
-        v_28 = (offset_23 == v_7)
-        if v_28:
-            seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_29 != pieces:
-                seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_30 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_31 = (tl.sum(tl.where(rmask_0, load_30, 0), 0))
-            row_dot_22 = red_31
-        v_32 = (load_27 - row_dot_22)
-        v_33 = (load_26 * v_32)
-        v_34 = v_33.to(tl.bfloat16)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_24 * grad_in_stride_1), v_34, mask=(mask_25))
-
-
-_softmax_bwd_kernel_8dfd974642.fn.hk_concurrent_programs = True
+_softmax_bwd_kernel_927989c899.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_bwd_kernel_afcad2d40a(m_split_m, padded, padded_block_n, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -2140,6 +2234,65 @@ def _softmax_bwd_kernel_ceca08de7d(m_split_m, padded, padded_block_n, n, out, ou
         tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + indices_23[None, :] * grad_in_stride_1), v_32, mask=(mask_4[:, None]) & (mask_24[None, :]))
 
 @_jit_on_first_launch
+def _softmax_bwd_kernel_dd169581f2(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_dot_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], 0, tl.float32)
+    local_dot_19 = v_18
+    for offset_20 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_21 = offset_20 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_22 = indices_21 < v_17
+        load_23 = tl.load(out + (v_10 * out_stride_0 + indices_21 * out_stride_1), mask=(mask_22), other=0)
+        load_24 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_21 * grad_out_stride_1), mask=(mask_22), other=0)
+        v_25 = (load_24 * load_23)
+        red_26 = (tl.sum(tl.where(mask_22, v_25, 0), 0))
+        v_27 = (local_dot_19 + red_26)
+        local_dot_19 = v_27
+    tl.store(piece_dot + (v_10 * piece_dot_stride_0 + v_14 * piece_dot_stride_1), local_dot_19)
+    tl.debug_barrier()
+    old_28 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_29 = tl.full([], 0, tl.float32)
+    row_dot_30 = v_29
+    for offset_31 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_32 = offset_31 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_33 = indices_32 < v_17
+        load_34 = tl.load(out + (v_10 * out_stride_0 + indices_32 * out_stride_1), mask=(mask_33), other=0, eviction_policy='evict_first')
+        load_35 = tl.load(grad_out + (v_10 * grad_out_stride_0 + indices_32 * grad_out_stride_1), mask=(mask_33), other=0, eviction_policy='evict_first')
+        v_36 = (offset_31 == v_15)
+        if v_36:
+            seen_37 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_37 != pieces:
+                seen_37 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_38 = tl.load(piece_dot + (v_10 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
+            red_39 = (tl.sum(tl.where(rmask_0, load_38, 0), 0))
+            row_dot_30 = red_39
+        v_40 = (load_35 - row_dot_30)
+        v_41 = (load_34 * v_40)
+        v_42 = v_41.to(tl.bfloat16)
+        tl.store(grad_in + (v_10 * grad_in_stride_0 + indices_32 * grad_in_stride_1), v_42, mask=(mask_33))
+
+
+_softmax_bwd_kernel_dd169581f2.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
 def _softmax_bwd_kernel_e05a52e758(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < out_size_1
@@ -2157,111 +2310,6 @@ def _softmax_bwd_kernel_e05a52e758(m_split_m, out, out_stride_0, out_stride_1, o
     v_12 = (v_6 * v_11)
     v_13 = v_12.to(tl.float16)
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
-
-@_jit_on_first_launch
-def _softmax_bwd_kernel_f3351718b9(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], 0, tl.float32)
-    local_dot_11 = v_10
-    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_14 = indices_13 < v_9
-        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0)
-        load_16 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0)
-        v_17 = (load_16 * load_15)
-        red_18 = (tl.sum(tl.where(mask_14, v_17, 0), 0))
-        v_19 = (local_dot_11 + red_18)
-        local_dot_11 = v_19
-    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
-    tl.debug_barrier()
-    old_20 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_21 = tl.full([], 0, tl.float32)
-    row_dot_22 = v_21
-    for offset_23 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_25 = indices_24 < v_9
-        load_26 = tl.load(out + (v_5 * out_stride_0 + indices_24 * out_stride_1), mask=(mask_25), other=0, eviction_policy='evict_first')
-        load_27 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_24 * grad_out_stride_1), mask=(mask_25), other=0, eviction_policy='evict_first')
-        v_28 = (offset_23 == v_7)
-        if v_28:
-            seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_29 != pieces:
-                seen_29 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_30 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_31 = (tl.sum(tl.where(rmask_0, load_30, 0), 0))
-            row_dot_22 = red_31
-        v_32 = (load_27 - row_dot_22)
-        v_33 = (load_26 * v_32)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_24 * grad_in_stride_1), v_33, mask=(mask_25))
-
-
-_softmax_bwd_kernel_f3351718b9.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
-def _softmax_bwd_kernel_f597535792(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, out, out_stride_0, out_stride_1, grad_out, grad_out_stride_0, grad_out_stride_1, piece_dot, piece_dot_stride_0, piece_dot_stride_1, piece_dot_size_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_dot_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], 0, tl.float32)
-    local_dot_11 = v_10
-    for offset_12 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_13 = offset_12 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_14 = indices_13 < v_9
-        load_15 = tl.load(out + (v_5 * out_stride_0 + indices_13 * out_stride_1), mask=(mask_14), other=0)
-        v_16 = load_15.to(tl.float32)
-        load_17 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_13 * grad_out_stride_1), mask=(mask_14), other=0)
-        v_18 = load_17.to(tl.float32)
-        v_19 = (v_18 * v_16)
-        red_20 = (tl.sum(tl.where(mask_14, v_19, 0), 0))
-        v_21 = (local_dot_11 + red_20)
-        local_dot_11 = v_21
-    tl.store(piece_dot + (v_5 * piece_dot_stride_0 + v_6 * piece_dot_stride_1), local_dot_11)
-    tl.debug_barrier()
-    old_22 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_23 = tl.full([], 0, tl.float32)
-    row_dot_24 = v_23
-    for offset_25 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_26 = offset_25 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_27 = indices_26 < v_9
-        load_28 = tl.load(out + (v_5 * out_stride_0 + indices_26 * out_stride_1), mask=(mask_27), other=0, eviction_policy='evict_first')
-        load_29 = tl.load(grad_out + (v_5 * grad_out_stride_0 + indices_26 * grad_out_stride_1), mask=(mask_27), other=0, eviction_policy='evict_first')
-        v_30 = (offset_25 == v_7)
-        if v_30:
-            seen_31 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_31 != pieces:
-                seen_31 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_32 = tl.load(piece_dot + (v_5 * piece_dot_stride_0 + rindex_0 * piece_dot_stride_1), mask=(rmask_0), other=0)
-            red_33 = (tl.sum(tl.where(rmask_0, load_32, 0), 0))
-            row_dot_24 = red_33
-        v_34 = load_28.to(tl.float32)
-        v_35 = load_29.to(tl.float32)
-        v_36 = (v_35 - row_dot_24)
-        v_37 = (v_34 * v_36)
-        v_38 = v_37.to(tl.bfloat16)
-        tl.store(grad_in + (v_5 * grad_in_stride_0 + indices_26 * grad_in_stride_1), v_38, mask=(mask_27))
-
-
-_softmax_bwd_kernel_f597535792.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, out_size_1, grad_out, grad_out_stride_0, grad_out_stride_1, grad_in, grad_in_stride_0, grad_in_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -2283,7 +2331,7 @@ def _softmax_bwd_kernel_f67230c16b(m_split_m, out, out_stride_0, out_stride_1, o
     tl.store(grad_in + (indices_3[:, None] * grad_in_stride_0 + rindex_0[None, :] * grad_in_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_0f9f669096(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_0149433900(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2291,66 +2339,74 @@ def _softmax_fwd_kernel_0f9f669096(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_16 = indices_15 < v_9
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
-        v_18 = load_17.to(tl.float32)
-        red_19 = (tl.max(tl.where(mask_16, v_18, float("-inf")), 0))
-        v_20 = tl.maximum(local_max_13, red_19)
-        v_21 = (local_max_13 - v_20)
-        v_22 = tl.exp(v_21)
-        v_23 = (local_sum_12 * v_22)
-        v_24 = (v_18 - v_20)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_16, v_25, 0), 0))
-        v_27 = (v_23 + red_26)
-        local_sum_12 = v_27
-        local_max_13 = v_20
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
+        v_28 = tl.maximum(local_max_21, red_27)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
     tl.debug_barrier()
-    old_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_29 = tl.full([], 0, tl.float32)
-    v_30 = tl.full([], 0, tl.float32)
-    row_max_31 = v_29
-    inv_sum_32 = v_30
-    for offset_33 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_34 = offset_33 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_35 = indices_34 < v_9
-        load_36 = tl.load(x + (v_5 * x_stride_0 + indices_34 * x_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
-        v_37 = (offset_33 == v_7)
-        if v_37:
-            seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_39 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.max(tl.where(rmask_0, load_39, float("-inf")), 0))
-            row_max_31 = red_40
-            load_41 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_42 = (load_39 - row_max_31)
-            v_43 = tl.exp(v_42)
-            v_44 = (load_41 * v_43)
-            red_45 = (tl.sum(tl.where(rmask_0, v_44, 0), 0))
-            v_46 = (1.0 / red_45)
-            inv_sum_32 = v_46
-        v_47 = load_36.to(tl.float32)
-        v_48 = (v_47 - row_max_31)
-        v_49 = tl.exp(v_48)
-        v_50 = (v_49 * inv_sum_32)
-        tl.store(out + (v_5 * out_stride_0 + indices_34 * out_stride_1), v_50, mask=(mask_35))
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_58, mask=(mask_43))
 
 
-_softmax_fwd_kernel_0f9f669096.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_0149433900.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_1484bc333a(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -2401,7 +2457,7 @@ def _softmax_fwd_kernel_1484bc333a(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_1b0ff0c91b(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_1535f8a924(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2409,88 +2465,78 @@ def _softmax_fwd_kernel_1b0ff0c91b(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    whole_end_14 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
-    for offset_15 in tl.range(v_7, whole_end_14, _BLOCK_SIZE_0):
-        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_0)
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_16 * x_stride_1))
-        v_18 = load_17.to(tl.float32)
-        red_19 = (tl.max(v_18, 0))
-        v_20 = tl.maximum(local_max_13, red_19)
-        v_21 = (local_max_13 - v_20)
-        v_22 = tl.exp(v_21)
-        v_23 = (local_sum_12 * v_22)
-        v_24 = (v_18 - v_20)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(v_25, 0))
-        v_27 = (v_23 + red_26)
-        local_sum_12 = v_27
-        local_max_13 = v_20
-    local_sum_28 = local_sum_12
-    local_max_29 = local_max_13
-    for offset_30 in tl.range(whole_end_14, v_9, _BLOCK_SIZE_0):
-        indices_31 = offset_30 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_32 = indices_31 < v_9
-        load_33 = tl.load(x + (v_5 * x_stride_0 + indices_31 * x_stride_1), mask=(mask_32), other=0)
-        v_34 = load_33.to(tl.float32)
-        red_35 = (tl.max(tl.where(mask_32, v_34, float("-inf")), 0))
-        v_36 = tl.maximum(local_max_29, red_35)
-        v_37 = (local_max_29 - v_36)
-        v_38 = tl.exp(v_37)
-        v_39 = (local_sum_28 * v_38)
-        v_40 = (v_34 - v_36)
-        v_41 = tl.exp(v_40)
-        red_42 = (tl.sum(tl.where(mask_32, v_41, 0), 0))
-        v_43 = (v_39 + red_42)
-        local_sum_28 = v_43
-        local_max_29 = v_36
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_29)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_28)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
+        v_28 = tl.maximum(local_max_21, red_27)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
     tl.debug_barrier()
-    old_44 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_45 = tl.full([], 0, tl.float32)
-    v_46 = tl.full([], 0, tl.float32)
-    row_max_47 = v_45
-    inv_sum_48 = v_46
-    for offset_49 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_50 = offset_49 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_51 = indices_50 < v_9
-        load_52 = tl.load(x + (v_5 * x_stride_0 + indices_50 * x_stride_1), mask=(mask_51), other=0, eviction_policy='evict_first')
-        v_53 = (offset_49 == v_7)
-        if v_53:
-            seen_54 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_54 != pieces:
-                seen_54 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_55 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_56 = (tl.max(tl.where(rmask_0, load_55, float("-inf")), 0))
-            row_max_47 = red_56
-            load_57 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_58 = (load_55 - row_max_47)
-            v_59 = tl.exp(v_58)
-            v_60 = (load_57 * v_59)
-            red_61 = (tl.sum(tl.where(rmask_0, v_60, 0), 0))
-            v_62 = (1.0 / red_61)
-            inv_sum_48 = v_62
-        v_63 = load_52.to(tl.float32)
-        v_64 = (v_63 - row_max_47)
-        v_65 = tl.exp(v_64)
-        v_66 = (v_65 * inv_sum_48)
-        v_67 = v_66.to(tl.bfloat16)
-        tl.store(out + (v_5 * out_stride_0 + indices_50 * out_stride_1), v_67, mask=(mask_51))
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        v_59 = v_58.to(tl.bfloat16)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
 
 
-_softmax_fwd_kernel_1b0ff0c91b.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_1535f8a924.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_1d37c5ebd2(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_1af72b89aa(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2498,64 +2544,115 @@ def _softmax_fwd_kernel_1d37c5ebd2(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_16 = indices_15 < v_9
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
-        red_18 = (tl.max(tl.where(mask_16, load_17, float("-inf")), 0))
-        v_19 = tl.maximum(local_max_13, red_18)
-        v_20 = (local_max_13 - v_19)
-        v_21 = tl.exp(v_20)
-        v_22 = (local_sum_12 * v_21)
-        v_23 = (load_17 - v_19)
-        v_24 = tl.exp(v_23)
-        red_25 = (tl.sum(tl.where(mask_16, v_24, 0), 0))
-        v_26 = (v_22 + red_25)
-        local_sum_12 = v_26
-        local_max_13 = v_19
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
-    tl.debug_barrier()
-    old_27 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_28 = tl.full([], 0, tl.float32)
-    v_29 = tl.full([], 0, tl.float32)
-    row_max_30 = v_28
-    inv_sum_31 = v_29
-    for offset_32 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_34 = indices_33 < v_9
-        load_35 = tl.load(x + (v_5 * x_stride_0 + indices_33 * x_stride_1), mask=(mask_34), other=0, eviction_policy='evict_first')
-        v_36 = (offset_32 == v_7)
-        if v_36:
-            seen_37 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_37 != pieces:
-                seen_37 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_38 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_39 = (tl.max(tl.where(rmask_0, load_38, float("-inf")), 0))
-            row_max_30 = red_39
-            load_40 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_41 = (load_38 - row_max_30)
-            v_42 = tl.exp(v_41)
-            v_43 = (load_40 * v_42)
-            red_44 = (tl.sum(tl.where(rmask_0, v_43, 0), 0))
-            v_45 = (1.0 / red_44)
-            inv_sum_31 = v_45
-        v_46 = (load_35 - row_max_30)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    whole_end_22 = v_15 + tl.maximum((v_17 - v_15), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_23 in tl.range(v_15, whole_end_22, _BLOCK_SIZE_0, loop_unroll_factor=2):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1))
+        red_26 = (tl.max(tl.fma(load_25, 1.0, -0.0), 0))
+        v_27 = tl.maximum(local_max_21, red_26)
+        v_28 = (local_max_21 - v_27)
+        v_29 = tl.exp(v_28)
+        v_30 = (local_sum_20 * v_29)
+        v_31 = (load_25 - v_27)
+        v_32 = tl.exp(v_31)
+        red_33 = (tl.sum(v_32, 0))
+        v_34 = (v_30 + red_33)
+        local_sum_20 = v_34
+        local_max_21 = v_27
+    local_sum_35 = local_sum_20
+    local_max_36 = local_max_21
+    for offset_37 in tl.range(whole_end_22, v_17, _BLOCK_SIZE_0):
+        indices_38 = offset_37 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_39 = indices_38 < v_17
+        load_40 = tl.load(x + (v_10 * x_stride_0 + indices_38 * x_stride_1), mask=(mask_39), other=0)
+        red_41 = (tl.max(tl.where(mask_39, load_40, float("-inf")), 0))
+        v_42 = tl.maximum(local_max_36, red_41)
+        v_43 = (local_max_36 - v_42)
+        v_44 = tl.exp(v_43)
+        v_45 = (local_sum_35 * v_44)
+        v_46 = (load_40 - v_42)
         v_47 = tl.exp(v_46)
-        v_48 = (v_47 * inv_sum_31)
-        tl.store(out + (v_5 * out_stride_0 + indices_33 * out_stride_1), v_48, mask=(mask_34))
+        red_48 = (tl.sum(tl.where(mask_39, v_47, 0), 0))
+        v_49 = (v_45 + red_48)
+        local_sum_35 = v_49
+        local_max_36 = v_42
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_36)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_35)
+    tl.debug_barrier()
+    old_50 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_51 = tl.full([], 0, tl.float32)
+    v_52 = tl.full([], 0, tl.float32)
+    row_max_53 = v_51
+    inv_sum_54 = v_52
+    whole_end_55 = v_15 + tl.maximum((v_17 - v_15), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_56 in tl.range(v_15, whole_end_55, _BLOCK_SIZE_0):
+        indices_57 = offset_56 + tl.arange(0, _BLOCK_SIZE_0)
+        load_58 = tl.load(x + (v_10 * x_stride_0 + indices_57 * x_stride_1), eviction_policy='evict_first')
+        v_59 = (offset_56 == v_15)
+        if v_59:
+            seen_60 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_60 != pieces:
+                seen_60 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_61 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_62 = (tl.max(tl.where(rmask_0, load_61, float("-inf")), 0))
+            row_max_53 = red_62
+            load_63 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_64 = (load_61 - row_max_53)
+            v_65 = tl.exp(v_64)
+            v_66 = (load_63 * v_65)
+            red_67 = (tl.sum(tl.where(rmask_0, v_66, 0), 0))
+            v_68 = (1.0 / red_67)
+            inv_sum_54 = v_68
+        v_69 = (load_58 - row_max_53)
+        v_70 = tl.exp(v_69)
+        v_71 = (v_70 * inv_sum_54)
+        tl.store(out + (v_10 * out_stride_0 + indices_57 * out_stride_1), v_71)
+    row_max_72 = row_max_53
+    inv_sum_73 = inv_sum_54
+    for offset_74 in tl.range(whole_end_55, v_17, _BLOCK_SIZE_0):
+        indices_75 = offset_74 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_76 = indices_75 < v_17
+        load_77 = tl.load(x + (v_10 * x_stride_0 + indices_75 * x_stride_1), mask=(mask_76), other=0, eviction_policy='evict_first')
+        v_78 = (offset_74 == v_15)
+        if v_78:
+            seen_79 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_79 != pieces:
+                seen_79 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_80 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_81 = (tl.max(tl.where(rmask_0, load_80, float("-inf")), 0))
+            row_max_72 = red_81
+            load_82 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_83 = (load_80 - row_max_72)
+            v_84 = tl.exp(v_83)
+            v_85 = (load_82 * v_84)
+            red_86 = (tl.sum(tl.where(rmask_0, v_85, 0), 0))
+            v_87 = (1.0 / red_86)
+            inv_sum_73 = v_87
+        v_88 = (load_77 - row_max_72)
+        v_89 = tl.exp(v_88)
+        v_90 = (v_89 * inv_sum_73)
+        tl.store(out + (v_10 * out_stride_0 + indices_75 * out_stride_1), v_90, mask=(mask_76))
 
 
-_softmax_fwd_kernel_1d37c5ebd2.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_1af72b89aa.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -2575,7 +2672,7 @@ def _softmax_fwd_kernel_22981f6fef(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_11, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_4457b61382(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_253f1f6624(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2583,70 +2680,92 @@ def _softmax_fwd_kernel_4457b61382(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_16 = indices_15 < v_9
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
-        v_18 = load_17.to(tl.float32)
-        red_19 = (tl.max(tl.where(mask_16, v_18, float("-inf")), 0))
-        v_20 = tl.maximum(local_max_13, red_19)
-        v_21 = (local_max_13 - v_20)
-        v_22 = tl.exp(v_21)
-        v_23 = (local_sum_12 * v_22)
-        v_24 = (v_18 - v_20)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_16, v_25, 0), 0))
-        v_27 = (v_23 + red_26)
-        local_sum_12 = v_27
-        local_max_13 = v_20
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    whole_end_22 = v_15 + tl.maximum((v_17 - v_15), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_23 in tl.range(v_15, whole_end_22, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1), eviction_policy='evict_last')
+        red_26 = (tl.max(tl.fma(load_25, 1.0, -0.0), 0))
+        v_27 = tl.maximum(local_max_21, red_26)
+        v_28 = (local_max_21 - v_27)
+        v_29 = tl.exp(v_28)
+        v_30 = (local_sum_20 * v_29)
+        v_31 = (load_25 - v_27)
+        v_32 = tl.exp(v_31)
+        red_33 = (tl.sum(v_32, 0))
+        v_34 = (v_30 + red_33)
+        local_sum_20 = v_34
+        local_max_21 = v_27
+    local_sum_35 = local_sum_20
+    local_max_36 = local_max_21
+    for offset_37 in tl.range(whole_end_22, v_17, _BLOCK_SIZE_0):
+        indices_38 = offset_37 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_39 = indices_38 < v_17
+        load_40 = tl.load(x + (v_10 * x_stride_0 + indices_38 * x_stride_1), mask=(mask_39), other=0, eviction_policy='evict_last')
+        red_41 = (tl.max(tl.where(mask_39, load_40, float("-inf")), 0))
+        v_42 = tl.maximum(local_max_36, red_41)
+        v_43 = (local_max_36 - v_42)
+        v_44 = tl.exp(v_43)
+        v_45 = (local_sum_35 * v_44)
+        v_46 = (load_40 - v_42)
+        v_47 = tl.exp(v_46)
+        red_48 = (tl.sum(tl.where(mask_39, v_47, 0), 0))
+        v_49 = (v_45 + red_48)
+        local_sum_35 = v_49
+        local_max_36 = v_42
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_36)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_35)
     tl.debug_barrier()
-    old_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_29 = tl.full([], 0, tl.float32)
-    v_30 = tl.full([], 0, tl.float32)
-    row_max_31 = v_29
-    inv_sum_32 = v_30
-    for offset_33 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_34 = offset_33 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_35 = indices_34 < v_9
-        load_36 = tl.load(x + (v_5 * x_stride_0 + indices_34 * x_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
-        v_37 = (offset_33 == v_7)
-        if v_37:
-            seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_50 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_51 = tl.full([], 0, tl.float32)
+    v_52 = tl.full([], 0, tl.float32)
+    row_max_53 = v_51
+    inv_sum_54 = v_52
+    for offset_55 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_56 = offset_55 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_57 = indices_56 < v_17
+        load_58 = tl.load(x + (v_10 * x_stride_0 + indices_56 * x_stride_1), mask=(mask_57), other=0, eviction_policy='evict_first')
+        v_59 = (offset_55 == v_15)
+        if v_59:
+            seen_60 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_60 != pieces:
+                seen_60 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_39 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.max(tl.where(rmask_0, load_39, float("-inf")), 0))
-            row_max_31 = red_40
-            load_41 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_42 = (load_39 - row_max_31)
-            v_43 = tl.exp(v_42)
-            v_44 = (load_41 * v_43)
-            red_45 = (tl.sum(tl.where(rmask_0, v_44, 0), 0))
-            v_46 = (1.0 / red_45)
-            inv_sum_32 = v_46
-        v_47 = load_36.to(tl.float32)
-        v_48 = (v_47 - row_max_31)
-        v_49 = tl.exp(v_48)
-        v_50 = (v_49 * inv_sum_32)
-        v_51 = v_50.to(tl.float16)
-        tl.store(out + (v_5 * out_stride_0 + indices_34 * out_stride_1), v_51, mask=(mask_35))
+            load_61 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_62 = (tl.max(tl.where(rmask_0, load_61, float("-inf")), 0))
+            row_max_53 = red_62
+            load_63 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+            v_64 = (load_61 - row_max_53)
+            v_65 = tl.exp(v_64)
+            v_66 = (load_63 * v_65)
+            red_67 = (tl.sum(tl.where(rmask_0, v_66, 0), 0))
+            v_68 = (1.0 / red_67)
+            inv_sum_54 = v_68
+        v_69 = (load_58 - row_max_53)
+        v_70 = tl.exp(v_69)
+        v_71 = (v_70 * inv_sum_54)
+        tl.store(out + (v_10 * out_stride_0 + indices_56 * out_stride_1), v_71, mask=(mask_57))
 
 
-_softmax_fwd_kernel_4457b61382.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_253f1f6624.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_487b1a3313(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_436d45d0c5(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2654,64 +2773,72 @@ def _softmax_fwd_kernel_487b1a3313(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_16 = indices_15 < v_9
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0, eviction_policy='evict_last')
-        red_18 = (tl.max(tl.where(mask_16, load_17, float("-inf")), 0))
-        v_19 = tl.maximum(local_max_13, red_18)
-        v_20 = (local_max_13 - v_19)
-        v_21 = tl.exp(v_20)
-        v_22 = (local_sum_12 * v_21)
-        v_23 = (load_17 - v_19)
-        v_24 = tl.exp(v_23)
-        red_25 = (tl.sum(tl.where(mask_16, v_24, 0), 0))
-        v_26 = (v_22 + red_25)
-        local_sum_12 = v_26
-        local_max_13 = v_19
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0, loop_unroll_factor=1):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0, eviction_policy='evict_last')
+        red_26 = (tl.max(tl.where(mask_24, load_25, float("-inf")), 0))
+        v_27 = tl.maximum(local_max_21, red_26)
+        v_28 = (local_max_21 - v_27)
+        v_29 = tl.exp(v_28)
+        v_30 = (local_sum_20 * v_29)
+        v_31 = (load_25 - v_27)
+        v_32 = tl.exp(v_31)
+        red_33 = (tl.sum(tl.where(mask_24, v_32, 0), 0))
+        v_34 = (v_30 + red_33)
+        local_sum_20 = v_34
+        local_max_21 = v_27
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
     tl.debug_barrier()
-    old_27 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_28 = tl.full([], 0, tl.float32)
-    v_29 = tl.full([], 0, tl.float32)
-    row_max_30 = v_28
-    inv_sum_31 = v_29
-    for offset_32 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_33 = offset_32 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_34 = indices_33 < v_9
-        load_35 = tl.load(x + (v_5 * x_stride_0 + indices_33 * x_stride_1), mask=(mask_34), other=0, eviction_policy='evict_first')
-        v_36 = (offset_32 == v_7)
-        if v_36:
-            seen_37 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_37 != pieces:
-                seen_37 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_35 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_36 = tl.full([], 0, tl.float32)
+    v_37 = tl.full([], 0, tl.float32)
+    row_max_38 = v_36
+    inv_sum_39 = v_37
+    for offset_40 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_41 = offset_40 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_42 = indices_41 < v_17
+        load_43 = tl.load(x + (v_10 * x_stride_0 + indices_41 * x_stride_1), mask=(mask_42), other=0, eviction_policy='evict_first')
+        v_44 = (offset_40 == v_15)
+        if v_44:
+            seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_45 != pieces:
+                seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_38 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_39 = (tl.max(tl.where(rmask_0, load_38, float("-inf")), 0))
-            row_max_30 = red_39
-            load_40 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
-            v_41 = (load_38 - row_max_30)
-            v_42 = tl.exp(v_41)
-            v_43 = (load_40 * v_42)
-            red_44 = (tl.sum(tl.where(rmask_0, v_43, 0), 0))
-            v_45 = (1.0 / red_44)
-            inv_sum_31 = v_45
-        v_46 = (load_35 - row_max_30)
-        v_47 = tl.exp(v_46)
-        v_48 = (v_47 * inv_sum_31)
-        tl.store(out + (v_5 * out_stride_0 + indices_33 * out_stride_1), v_48, mask=(mask_34))
+            load_46 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_47 = (tl.max(tl.where(rmask_0, load_46, float("-inf")), 0))
+            row_max_38 = red_47
+            load_48 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
+            v_49 = (load_46 - row_max_38)
+            v_50 = tl.exp(v_49)
+            v_51 = (load_48 * v_50)
+            red_52 = (tl.sum(tl.where(rmask_0, v_51, 0), 0))
+            v_53 = (1.0 / red_52)
+            inv_sum_39 = v_53
+        v_54 = (load_43 - row_max_38)
+        v_55 = tl.exp(v_54)
+        v_56 = (v_55 * inv_sum_39)
+        tl.store(out + (v_10 * out_stride_0 + indices_41 * out_stride_1), v_56, mask=(mask_42))
 
 
-_softmax_fwd_kernel_487b1a3313.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_436d45d0c5.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_4a007342f8(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -2779,7 +2906,7 @@ def _softmax_fwd_kernel_4a2ca06028(m_split_m, x, x_stride_0, x_stride_1, out, ou
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_4e145b698a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_5063ff5c89(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -2787,84 +2914,75 @@ def _softmax_fwd_kernel_4e145b698a(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    whole_end_14 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
-    for offset_15 in tl.range(v_7, whole_end_14, _BLOCK_SIZE_0):
-        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_0)
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_16 * x_stride_1))
-        v_18 = load_17.to(tl.float32)
-        red_19 = (tl.max(v_18, 0))
-        v_20 = tl.maximum(local_max_13, red_19)
-        v_21 = (local_max_13 - v_20)
-        v_22 = tl.exp(v_21)
-        v_23 = (local_sum_12 * v_22)
-        v_24 = (v_18 - v_20)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(v_25, 0))
-        v_27 = (v_23 + red_26)
-        local_sum_12 = v_27
-        local_max_13 = v_20
-    local_sum_28 = local_sum_12
-    local_max_29 = local_max_13
-    for offset_30 in tl.range(whole_end_14, v_9, _BLOCK_SIZE_0):
-        indices_31 = offset_30 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_32 = indices_31 < v_9
-        load_33 = tl.load(x + (v_5 * x_stride_0 + indices_31 * x_stride_1), mask=(mask_32), other=0)
-        v_34 = load_33.to(tl.float32)
-        red_35 = (tl.max(tl.where(mask_32, v_34, float("-inf")), 0))
-        v_36 = tl.maximum(local_max_29, red_35)
-        v_37 = (local_max_29 - v_36)
-        v_38 = tl.exp(v_37)
-        v_39 = (local_sum_28 * v_38)
-        v_40 = (v_34 - v_36)
-        v_41 = tl.exp(v_40)
-        red_42 = (tl.sum(tl.where(mask_32, v_41, 0), 0))
-        v_43 = (v_39 + red_42)
-        local_sum_28 = v_43
-        local_max_29 = v_36
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_29)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_28)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
+        v_28 = tl.maximum(local_max_21, red_27)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
     tl.debug_barrier()
-    old_44 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_45 = tl.full([], 0, tl.float32)
-    v_46 = tl.full([], 0, tl.float32)
-    row_max_47 = v_45
-    inv_sum_48 = v_46
-    for offset_49 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_50 = offset_49 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_51 = indices_50 < v_9
-        load_52 = tl.load(x + (v_5 * x_stride_0 + indices_50 * x_stride_1), mask=(mask_51), other=0, eviction_policy='evict_first')
-        v_53 = (offset_49 == v_7)
-        if v_53:
-            seen_54 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_54 != pieces:
-                seen_54 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_55 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_56 = (tl.max(tl.where(rmask_0, load_55, float("-inf")), 0))
-            row_max_47 = red_56
-            load_57 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_58 = (load_55 - row_max_47)
-            v_59 = tl.exp(v_58)
-            v_60 = (load_57 * v_59)
-            red_61 = (tl.sum(tl.where(rmask_0, v_60, 0), 0))
-            v_62 = (1.0 / red_61)
-            inv_sum_48 = v_62
-        v_63 = load_52.to(tl.float32)
-        v_64 = (v_63 - row_max_47)
-        v_65 = tl.exp(v_64)
-        v_66 = (v_65 * inv_sum_48)
-        tl.store(out + (v_5 * out_stride_0 + indices_50 * out_stride_1), v_66, mask=(mask_51))
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        v_59 = v_58.to(tl.bfloat16)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
 
 
-_softmax_fwd_kernel_4e145b698a.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_5063ff5c89.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_5a5e8b295f(m_split_m, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, x_size_1: tl.constexpr, _REDUCTION_BLOCK_0: tl.constexpr):
@@ -2947,6 +3065,103 @@ def _softmax_fwd_kernel_6166db7550(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
 
 @_jit_on_first_launch
+def _softmax_fwd_kernel_6b0448b0ed(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    whole_end_22 = v_15 + tl.maximum((v_17 - v_15), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_23 in tl.range(v_15, whole_end_22, _BLOCK_SIZE_0):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1))
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.max(v_26, 0))
+        v_28 = tl.maximum(local_max_21, red_27)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(v_33, 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    local_sum_36 = local_sum_20
+    local_max_37 = local_max_21
+    for offset_38 in tl.range(whole_end_22, v_17, _BLOCK_SIZE_0):
+        indices_39 = offset_38 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_40 = indices_39 < v_17
+        load_41 = tl.load(x + (v_10 * x_stride_0 + indices_39 * x_stride_1), mask=(mask_40), other=0)
+        v_42 = load_41.to(tl.float32)
+        red_43 = (tl.max(tl.where(mask_40, v_42, float("-inf")), 0))
+        v_44 = tl.maximum(local_max_37, red_43)
+        v_45 = (local_max_37 - v_44)
+        v_46 = tl.exp(v_45)
+        v_47 = (local_sum_36 * v_46)
+        v_48 = (v_42 - v_44)
+        v_49 = tl.exp(v_48)
+        red_50 = (tl.sum(tl.where(mask_40, v_49, 0), 0))
+        v_51 = (v_47 + red_50)
+        local_sum_36 = v_51
+        local_max_37 = v_44
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_37)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_36)
+    tl.debug_barrier()
+    old_52 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_53 = tl.full([], 0, tl.float32)
+    v_54 = tl.full([], 0, tl.float32)
+    row_max_55 = v_53
+    inv_sum_56 = v_54
+    for offset_57 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_58 = offset_57 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_59 = indices_58 < v_17
+        load_60 = tl.load(x + (v_10 * x_stride_0 + indices_58 * x_stride_1), mask=(mask_59), other=0, eviction_policy='evict_first')
+        v_61 = (offset_57 == v_15)
+        if v_61:
+            seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_62 != pieces:
+                seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_63 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_64 = (tl.max(tl.where(rmask_0, load_63, float("-inf")), 0))
+            row_max_55 = red_64
+            load_65 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_66 = (load_63 - row_max_55)
+            v_67 = tl.exp(v_66)
+            v_68 = (load_65 * v_67)
+            red_69 = (tl.sum(tl.where(rmask_0, v_68, 0), 0))
+            v_70 = (1.0 / red_69)
+            inv_sum_56 = v_70
+        v_71 = load_60.to(tl.float32)
+        v_72 = (v_71 - row_max_55)
+        v_73 = tl.exp(v_72)
+        v_74 = (v_73 * inv_sum_56)
+        v_75 = v_74.to(tl.bfloat16)
+        tl.store(out + (v_10 * out_stride_0 + indices_58 * out_stride_1), v_75, mask=(mask_59))
+
+
+_softmax_fwd_kernel_6b0448b0ed.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
 def _softmax_fwd_kernel_6ca99040d6(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -2994,7 +3209,7 @@ def _softmax_fwd_kernel_6ca99040d6(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_41, mask=(mask_4[:, None]) & (mask_34[None, :]))
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_7b9ca60e53(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_7705b51ad3(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -3002,70 +3217,78 @@ def _softmax_fwd_kernel_7b9ca60e53(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_16 = indices_15 < v_9
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
-        v_18 = load_17.to(tl.float32)
-        red_19 = (tl.max(tl.where(mask_16, v_18, float("-inf")), 0))
-        v_20 = tl.maximum(local_max_13, red_19)
-        v_21 = (local_max_13 - v_20)
-        v_22 = tl.exp(v_21)
-        v_23 = (local_sum_12 * v_22)
-        v_24 = (v_18 - v_20)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_16, v_25, 0), 0))
-        v_27 = (v_23 + red_26)
-        local_sum_12 = v_27
-        local_max_13 = v_20
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
+        v_28 = tl.maximum(local_max_21, red_27)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
     tl.debug_barrier()
-    old_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_29 = tl.full([], 0, tl.float32)
-    v_30 = tl.full([], 0, tl.float32)
-    row_max_31 = v_29
-    inv_sum_32 = v_30
-    for offset_33 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_34 = offset_33 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_35 = indices_34 < v_9
-        load_36 = tl.load(x + (v_5 * x_stride_0 + indices_34 * x_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
-        v_37 = (offset_33 == v_7)
-        if v_37:
-            seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
             tl.debug_barrier()
-            load_39 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.max(tl.where(rmask_0, load_39, float("-inf")), 0))
-            row_max_31 = red_40
-            load_41 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
-            v_42 = (load_39 - row_max_31)
-            v_43 = tl.exp(v_42)
-            v_44 = (load_41 * v_43)
-            red_45 = (tl.sum(tl.where(rmask_0, v_44, 0), 0))
-            v_46 = (1.0 / red_45)
-            inv_sum_32 = v_46
-        v_47 = load_36.to(tl.float32)
-        v_48 = (v_47 - row_max_31)
-        v_49 = tl.exp(v_48)
-        v_50 = (v_49 * inv_sum_32)
-        v_51 = v_50.to(tl.bfloat16)
-        tl.store(out + (v_5 * out_stride_0 + indices_34 * out_stride_1), v_51, mask=(mask_35))
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        v_59 = v_58.to(tl.float16)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_59, mask=(mask_43))
 
 
-_softmax_fwd_kernel_7b9ca60e53.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_7705b51ad3.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_89a90895a3(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+def _softmax_fwd_kernel_78247d75c6(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < piece_max_size_1
     pid_1 = tl.program_id(0)
@@ -3073,67 +3296,92 @@ def _softmax_fwd_kernel_89a90895a3(split_m_pieces, sync, split_m, sync_stride_0,
     v_3 = tl.full([], 1, tl.int32)
     old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
     v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_16 = indices_15 < v_9
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
-        v_18 = load_17.to(tl.float32)
-        red_19 = (tl.max(tl.where(mask_16, v_18, float("-inf")), 0))
-        v_20 = tl.maximum(local_max_13, red_19)
-        v_21 = (local_max_13 - v_20)
-        v_22 = tl.exp(v_21)
-        v_23 = (local_sum_12 * v_22)
-        v_24 = (v_18 - v_20)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_16, v_25, 0), 0))
-        v_27 = (v_23 + red_26)
-        local_sum_12 = v_27
-        local_max_13 = v_20
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
-    tl.debug_barrier()
-    old_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_29 = tl.full([], 0, tl.float32)
-    v_30 = tl.full([], 0, tl.float32)
-    row_max_31 = v_29
-    inv_sum_32 = v_30
-    for offset_33 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_34 = offset_33 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_35 = indices_34 < v_9
-        load_36 = tl.load(x + (v_5 * x_stride_0 + indices_34 * x_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
-        v_37 = (offset_33 == v_7)
-        if v_37:
-            seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_39 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.max(tl.where(rmask_0, load_39, float("-inf")), 0))
-            row_max_31 = red_40
-            load_41 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_42 = (load_39 - row_max_31)
-            v_43 = tl.exp(v_42)
-            v_44 = (load_41 * v_43)
-            red_45 = (tl.sum(tl.where(rmask_0, v_44, 0), 0))
-            v_46 = (1.0 / red_45)
-            inv_sum_32 = v_46
-        v_47 = load_36.to(tl.float32)
-        v_48 = (v_47 - row_max_31)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    whole_end_22 = v_15 + tl.maximum((v_17 - v_15), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
+    for offset_23 in tl.range(v_15, whole_end_22, _BLOCK_SIZE_0):
+        indices_24 = offset_23 + tl.arange(0, _BLOCK_SIZE_0)
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_24 * x_stride_1))
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.max(v_26, 0))
+        v_28 = tl.maximum(local_max_21, red_27)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(v_33, 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    local_sum_36 = local_sum_20
+    local_max_37 = local_max_21
+    for offset_38 in tl.range(whole_end_22, v_17, _BLOCK_SIZE_0):
+        indices_39 = offset_38 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_40 = indices_39 < v_17
+        load_41 = tl.load(x + (v_10 * x_stride_0 + indices_39 * x_stride_1), mask=(mask_40), other=0)
+        v_42 = load_41.to(tl.float32)
+        red_43 = (tl.max(tl.where(mask_40, v_42, float("-inf")), 0))
+        v_44 = tl.maximum(local_max_37, red_43)
+        v_45 = (local_max_37 - v_44)
+        v_46 = tl.exp(v_45)
+        v_47 = (local_sum_36 * v_46)
+        v_48 = (v_42 - v_44)
         v_49 = tl.exp(v_48)
-        v_50 = (v_49 * inv_sum_32)
-        v_51 = v_50.to(tl.bfloat16)
-        tl.store(out + (v_5 * out_stride_0 + indices_34 * out_stride_1), v_51, mask=(mask_35))
+        red_50 = (tl.sum(tl.where(mask_40, v_49, 0), 0))
+        v_51 = (v_47 + red_50)
+        local_sum_36 = v_51
+        local_max_37 = v_44
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_37)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_36)
+    tl.debug_barrier()
+    old_52 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_53 = tl.full([], 0, tl.float32)
+    v_54 = tl.full([], 0, tl.float32)
+    row_max_55 = v_53
+    inv_sum_56 = v_54
+    for offset_57 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_58 = offset_57 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_59 = indices_58 < v_17
+        load_60 = tl.load(x + (v_10 * x_stride_0 + indices_58 * x_stride_1), mask=(mask_59), other=0, eviction_policy='evict_first')
+        v_61 = (offset_57 == v_15)
+        if v_61:
+            seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_62 != pieces:
+                seen_62 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_63 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_64 = (tl.max(tl.where(rmask_0, load_63, float("-inf")), 0))
+            row_max_55 = red_64
+            load_65 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_66 = (load_63 - row_max_55)
+            v_67 = tl.exp(v_66)
+            v_68 = (load_65 * v_67)
+            red_69 = (tl.sum(tl.where(rmask_0, v_68, 0), 0))
+            v_70 = (1.0 / red_69)
+            inv_sum_56 = v_70
+        v_71 = load_60.to(tl.float32)
+        v_72 = (v_71 - row_max_55)
+        v_73 = tl.exp(v_72)
+        v_74 = (v_73 * inv_sum_56)
+        tl.store(out + (v_10 * out_stride_0 + indices_58 * out_stride_1), v_74, mask=(mask_59))
 
 
-_softmax_fwd_kernel_89a90895a3.fn.hk_concurrent_programs = True
+_softmax_fwd_kernel_78247d75c6.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_89b1235286(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
@@ -3290,117 +3538,6 @@ def _softmax_fwd_kernel_b3f8b43f8c(m_split_m, x, x_stride_0, x_stride_1, x_size_
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_13, mask=(mask_4[:, None]) & (rmask_0[None, :]))
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_b4e4e4f1ac(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    whole_end_14 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
-    for offset_15 in tl.range(v_7, whole_end_14, _BLOCK_SIZE_0, loop_unroll_factor=2):
-        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_0)
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_16 * x_stride_1))
-        red_18 = (tl.max(tl.fma(load_17, 1.0, -0.0), 0))
-        v_19 = tl.maximum(local_max_13, red_18)
-        v_20 = (local_max_13 - v_19)
-        v_21 = tl.exp(v_20)
-        v_22 = (local_sum_12 * v_21)
-        v_23 = (load_17 - v_19)
-        v_24 = tl.exp(v_23)
-        red_25 = (tl.sum(v_24, 0))
-        v_26 = (v_22 + red_25)
-        local_sum_12 = v_26
-        local_max_13 = v_19
-    local_sum_27 = local_sum_12
-    local_max_28 = local_max_13
-    for offset_29 in tl.range(whole_end_14, v_9, _BLOCK_SIZE_0):
-        indices_30 = offset_29 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_31 = indices_30 < v_9
-        load_32 = tl.load(x + (v_5 * x_stride_0 + indices_30 * x_stride_1), mask=(mask_31), other=0)
-        red_33 = (tl.max(tl.where(mask_31, load_32, float("-inf")), 0))
-        v_34 = tl.maximum(local_max_28, red_33)
-        v_35 = (local_max_28 - v_34)
-        v_36 = tl.exp(v_35)
-        v_37 = (local_sum_27 * v_36)
-        v_38 = (load_32 - v_34)
-        v_39 = tl.exp(v_38)
-        red_40 = (tl.sum(tl.where(mask_31, v_39, 0), 0))
-        v_41 = (v_37 + red_40)
-        local_sum_27 = v_41
-        local_max_28 = v_34
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_28)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_27)
-    tl.debug_barrier()
-    old_42 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_43 = tl.full([], 0, tl.float32)
-    v_44 = tl.full([], 0, tl.float32)
-    row_max_45 = v_43
-    inv_sum_46 = v_44
-    whole_end_47 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
-    for offset_48 in tl.range(v_7, whole_end_47, _BLOCK_SIZE_0):
-        indices_49 = offset_48 + tl.arange(0, _BLOCK_SIZE_0)
-        load_50 = tl.load(x + (v_5 * x_stride_0 + indices_49 * x_stride_1), eviction_policy='evict_first')
-        v_51 = (offset_48 == v_7)
-        if v_51:
-            seen_52 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_52 != pieces:
-                seen_52 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_53 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_54 = (tl.max(tl.where(rmask_0, load_53, float("-inf")), 0))
-            row_max_45 = red_54
-            load_55 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_56 = (load_53 - row_max_45)
-            v_57 = tl.exp(v_56)
-            v_58 = (load_55 * v_57)
-            red_59 = (tl.sum(tl.where(rmask_0, v_58, 0), 0))
-            v_60 = (1.0 / red_59)
-            inv_sum_46 = v_60
-        v_61 = (load_50 - row_max_45)
-        v_62 = tl.exp(v_61)
-        v_63 = (v_62 * inv_sum_46)
-        tl.store(out + (v_5 * out_stride_0 + indices_49 * out_stride_1), v_63)
-    row_max_64 = row_max_45
-    inv_sum_65 = inv_sum_46
-    for offset_66 in tl.range(whole_end_47, v_9, _BLOCK_SIZE_0):
-        indices_67 = offset_66 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_68 = indices_67 < v_9
-        load_69 = tl.load(x + (v_5 * x_stride_0 + indices_67 * x_stride_1), mask=(mask_68), other=0, eviction_policy='evict_first')
-        v_70 = (offset_66 == v_7)
-        if v_70:
-            seen_71 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_71 != pieces:
-                seen_71 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_72 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_73 = (tl.max(tl.where(rmask_0, load_72, float("-inf")), 0))
-            row_max_64 = red_73
-            load_74 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
-            v_75 = (load_72 - row_max_64)
-            v_76 = tl.exp(v_75)
-            v_77 = (load_74 * v_76)
-            red_78 = (tl.sum(tl.where(rmask_0, v_77, 0), 0))
-            v_79 = (1.0 / red_78)
-            inv_sum_65 = v_79
-        v_80 = (load_69 - row_max_64)
-        v_81 = tl.exp(v_80)
-        v_82 = (v_81 * inv_sum_65)
-        tl.store(out + (v_5 * out_stride_0 + indices_67 * out_stride_1), v_82, mask=(mask_68))
-
-
-_softmax_fwd_kernel_b4e4e4f1ac.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
 def _softmax_fwd_kernel_b56fca2c0c(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
     pid_1 = tl.program_id(0)
     offset_2 = 0 + pid_1 * _BLOCK_SIZE_1
@@ -3494,76 +3631,6 @@ def _softmax_fwd_kernel_b6fc84b4b3(m_split_m, padded, padded_block_n, n, x, x_st
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_32[None, :] * out_stride_1), v_39, mask=(mask_4[:, None]) & (mask_33[None, :]))
 
 @_jit_on_first_launch
-def _softmax_fwd_kernel_b755e8b46d(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    for offset_14 in tl.range(v_7, v_9, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_15 = offset_14 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_16 = indices_15 < v_9
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_15 * x_stride_1), mask=(mask_16), other=0)
-        v_18 = load_17.to(tl.float32)
-        red_19 = (tl.max(tl.where(mask_16, v_18, float("-inf")), 0))
-        v_20 = tl.maximum(local_max_13, red_19)
-        v_21 = (local_max_13 - v_20)
-        v_22 = tl.exp(v_21)
-        v_23 = (local_sum_12 * v_22)
-        v_24 = (v_18 - v_20)
-        v_25 = tl.exp(v_24)
-        red_26 = (tl.sum(tl.where(mask_16, v_25, 0), 0))
-        v_27 = (v_23 + red_26)
-        local_sum_12 = v_27
-        local_max_13 = v_20
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_13)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_12)
-    tl.debug_barrier()
-    old_28 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_29 = tl.full([], 0, tl.float32)
-    v_30 = tl.full([], 0, tl.float32)
-    row_max_31 = v_29
-    inv_sum_32 = v_30
-    for offset_33 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_34 = offset_33 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_35 = indices_34 < v_9
-        load_36 = tl.load(x + (v_5 * x_stride_0 + indices_34 * x_stride_1), mask=(mask_35), other=0, eviction_policy='evict_first')
-        v_37 = (offset_33 == v_7)
-        if v_37:
-            seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_38 != pieces:
-                seen_38 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_39 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_40 = (tl.max(tl.where(rmask_0, load_39, float("-inf")), 0))
-            row_max_31 = red_40
-            load_41 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
-            v_42 = (load_39 - row_max_31)
-            v_43 = tl.exp(v_42)
-            v_44 = (load_41 * v_43)
-            red_45 = (tl.sum(tl.where(rmask_0, v_44, 0), 0))
-            v_46 = (1.0 / red_45)
-            inv_sum_32 = v_46
-        v_47 = load_36.to(tl.float32)
-        v_48 = (v_47 - row_max_31)
-        v_49 = tl.exp(v_48)
-        v_50 = (v_49 * inv_sum_32)
-        tl.store(out + (v_5 * out_stride_0 + indices_34 * out_stride_1), v_50, mask=(mask_35))
-
-
-_softmax_fwd_kernel_b755e8b46d.fn.hk_concurrent_programs = True
-
-@_jit_on_first_launch
 def _softmax_fwd_kernel_baa1a37a0b(m_split_m, x, x_stride_0, x_stride_1, x_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
     rindex_0 = tl.arange(0, _RDIM_SIZE_0)
     rmask_0 = rindex_0 < x_size_1
@@ -3580,6 +3647,160 @@ def _softmax_fwd_kernel_baa1a37a0b(m_split_m, x, x_stride_0, x_stride_1, x_size_
     v_11 = (1.0 / red_10)
     v_12 = (v_9 * v_11)
     tl.store(out + (indices_3[:, None] * out_stride_0 + rindex_0[None, :] * out_stride_1), v_12, mask=(mask_4[:, None]) & (rmask_0[None, :]))
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_c058b9c2ea(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        v_26 = load_25.to(tl.float32)
+        red_27 = (tl.max(tl.where(mask_24, v_26, float("-inf")), 0))
+        v_28 = tl.maximum(local_max_21, red_27)
+        v_29 = (local_max_21 - v_28)
+        v_30 = tl.exp(v_29)
+        v_31 = (local_sum_20 * v_30)
+        v_32 = (v_26 - v_28)
+        v_33 = tl.exp(v_32)
+        red_34 = (tl.sum(tl.where(mask_24, v_33, 0), 0))
+        v_35 = (v_31 + red_34)
+        local_sum_20 = v_35
+        local_max_21 = v_28
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
+    tl.debug_barrier()
+    old_36 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_37 = tl.full([], 0, tl.float32)
+    v_38 = tl.full([], 0, tl.float32)
+    row_max_39 = v_37
+    inv_sum_40 = v_38
+    for offset_41 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_42 = offset_41 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_43 = indices_42 < v_17
+        load_44 = tl.load(x + (v_10 * x_stride_0 + indices_42 * x_stride_1), mask=(mask_43), other=0, eviction_policy='evict_first')
+        v_45 = (offset_41 == v_15)
+        if v_45:
+            seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_46 != pieces:
+                seen_46 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_47 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_48 = (tl.max(tl.where(rmask_0, load_47, float("-inf")), 0))
+            row_max_39 = red_48
+            load_49 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_50 = (load_47 - row_max_39)
+            v_51 = tl.exp(v_50)
+            v_52 = (load_49 * v_51)
+            red_53 = (tl.sum(tl.where(rmask_0, v_52, 0), 0))
+            v_54 = (1.0 / red_53)
+            inv_sum_40 = v_54
+        v_55 = load_44.to(tl.float32)
+        v_56 = (v_55 - row_max_39)
+        v_57 = tl.exp(v_56)
+        v_58 = (v_57 * inv_sum_40)
+        tl.store(out + (v_10 * out_stride_0 + indices_42 * out_stride_1), v_58, mask=(mask_43))
+
+
+_softmax_fwd_kernel_c058b9c2ea.fn.hk_concurrent_programs = True
+
+@_jit_on_first_launch
+def _softmax_fwd_kernel_c1a999f38a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
+    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
+    rmask_0 = rindex_0 < piece_max_size_1
+    pid_1 = tl.program_id(0)
+    idx_2 = 0 + pid_1
+    v_3 = tl.full([], 1, tl.int32)
+    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
+    v_5 = (old_4 // pieces)
+    v_6 = (v_5 * pieces)
+    v_7 = (old_4 - v_6)
+    v_8 = (v_7 < 0)
+    v_9 = (v_5 - 1)
+    v_10 = tl.where(v_8, v_9, v_5)
+    v_11 = (old_4 % pieces)
+    v_12 = (v_11 < 0)
+    v_13 = (v_11 + pieces)
+    v_14 = tl.where(v_12, v_13, v_11)
+    v_15 = (v_14 * piece_len)
+    v_16 = (v_15 + piece_len)
+    v_17 = tl.minimum(n, v_16)
+    v_18 = tl.full([], float("-inf"), tl.float32)
+    v_19 = tl.full([], 0, tl.float32)
+    local_sum_20 = v_19
+    local_max_21 = v_18
+    for offset_22 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_23 = offset_22 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_24 = indices_23 < v_17
+        load_25 = tl.load(x + (v_10 * x_stride_0 + indices_23 * x_stride_1), mask=(mask_24), other=0)
+        red_26 = (tl.max(tl.where(mask_24, load_25, float("-inf")), 0))
+        v_27 = tl.maximum(local_max_21, red_26)
+        v_28 = (local_max_21 - v_27)
+        v_29 = tl.exp(v_28)
+        v_30 = (local_sum_20 * v_29)
+        v_31 = (load_25 - v_27)
+        v_32 = tl.exp(v_31)
+        red_33 = (tl.sum(tl.where(mask_24, v_32, 0), 0))
+        v_34 = (v_30 + red_33)
+        local_sum_20 = v_34
+        local_max_21 = v_27
+    tl.store(piece_max + (v_10 * piece_max_stride_0 + v_14 * piece_max_stride_1), local_max_21)
+    tl.store(piece_sum + (v_10 * piece_sum_stride_0 + v_14 * piece_sum_stride_1), local_sum_20)
+    tl.debug_barrier()
+    old_35 = tl.atomic_add(sync + (v_10 * sync_stride_0), 1, sem='release', scope='gpu')
+    v_36 = tl.full([], 0, tl.float32)
+    v_37 = tl.full([], 0, tl.float32)
+    row_max_38 = v_36
+    inv_sum_39 = v_37
+    for offset_40 in tl.range(v_15, v_17, _BLOCK_SIZE_0):
+        indices_41 = offset_40 + tl.arange(0, _BLOCK_SIZE_0)
+        mask_42 = indices_41 < v_17
+        load_43 = tl.load(x + (v_10 * x_stride_0 + indices_41 * x_stride_1), mask=(mask_42), other=0, eviction_policy='evict_first')
+        v_44 = (offset_40 == v_15)
+        if v_44:
+            seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            while seen_45 != pieces:
+                seen_45 = tl.atomic_add(sync + (v_10 * sync_stride_0), 0, sem='acquire', scope='gpu')
+            tl.debug_barrier()
+            load_46 = tl.load(piece_max + (v_10 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
+            red_47 = (tl.max(tl.where(rmask_0, load_46, float("-inf")), 0))
+            row_max_38 = red_47
+            load_48 = tl.load(piece_sum + (v_10 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0)
+            v_49 = (load_46 - row_max_38)
+            v_50 = tl.exp(v_49)
+            v_51 = (load_48 * v_50)
+            red_52 = (tl.sum(tl.where(rmask_0, v_51, 0), 0))
+            v_53 = (1.0 / red_52)
+            inv_sum_39 = v_53
+        v_54 = (load_43 - row_max_38)
+        v_55 = tl.exp(v_54)
+        v_56 = (v_55 * inv_sum_39)
+        tl.store(out + (v_10 * out_stride_0 + indices_41 * out_stride_1), v_56, mask=(mask_42))
+
+
+_softmax_fwd_kernel_c1a999f38a.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_cf3e1a91a2(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -3628,91 +3849,6 @@ def _softmax_fwd_kernel_cf3e1a91a2(m_split_m, padded, padded_block_n, n, x, x_st
         v_41 = (v_39 * v_40)
         v_42 = v_41.to(tl.bfloat16)
         tl.store(out + (indices_3[:, None] * out_stride_0 + indices_33[None, :] * out_stride_1), v_42, mask=(mask_4[:, None]) & (mask_34[None, :]))
-
-@_jit_on_first_launch
-def _softmax_fwd_kernel_debb00b71a(split_m_pieces, sync, split_m, sync_stride_0, pieces, piece_len, n, x, x_stride_0, x_stride_1, piece_max, piece_max_stride_0, piece_max_stride_1, piece_sum, piece_sum_stride_0, piece_sum_stride_1, piece_max_size_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_0: tl.constexpr, _RDIM_SIZE_0: tl.constexpr):
-    rindex_0 = tl.arange(0, _RDIM_SIZE_0)
-    rmask_0 = rindex_0 < piece_max_size_1
-    pid_1 = tl.program_id(0)
-    idx_2 = 0 + pid_1
-    v_3 = tl.full([], 1, tl.int32)
-    old_4 = tl.atomic_add(sync + (split_m * sync_stride_0), v_3, sem='relaxed', scope='gpu')
-    v_5 = (old_4 // pieces)
-    v_6 = (old_4 % pieces)
-    v_7 = (v_6 * piece_len)
-    v_8 = (v_7 + piece_len)
-    v_9 = tl.minimum(n, v_8)
-    v_10 = tl.full([], float("-inf"), tl.float32)
-    v_11 = tl.full([], 0, tl.float32)
-    local_sum_12 = v_11
-    local_max_13 = v_10
-    whole_end_14 = v_7 + tl.maximum((v_9 - v_7), 0) // _BLOCK_SIZE_0 * _BLOCK_SIZE_0
-    for offset_15 in tl.range(v_7, whole_end_14, _BLOCK_SIZE_0, loop_unroll_factor=1):
-        indices_16 = offset_15 + tl.arange(0, _BLOCK_SIZE_0)
-        load_17 = tl.load(x + (v_5 * x_stride_0 + indices_16 * x_stride_1), eviction_policy='evict_last')
-        red_18 = (tl.max(tl.fma(load_17, 1.0, -0.0), 0))
-        v_19 = tl.maximum(local_max_13, red_18)
-        v_20 = (local_max_13 - v_19)
-        v_21 = tl.exp(v_20)
-        v_22 = (local_sum_12 * v_21)
-        v_23 = (load_17 - v_19)
-        v_24 = tl.exp(v_23)
-        red_25 = (tl.sum(v_24, 0))
-        v_26 = (v_22 + red_25)
-        local_sum_12 = v_26
-        local_max_13 = v_19
-    local_sum_27 = local_sum_12
-    local_max_28 = local_max_13
-    for offset_29 in tl.range(whole_end_14, v_9, _BLOCK_SIZE_0):
-        indices_30 = offset_29 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_31 = indices_30 < v_9
-        load_32 = tl.load(x + (v_5 * x_stride_0 + indices_30 * x_stride_1), mask=(mask_31), other=0, eviction_policy='evict_last')
-        red_33 = (tl.max(tl.where(mask_31, load_32, float("-inf")), 0))
-        v_34 = tl.maximum(local_max_28, red_33)
-        v_35 = (local_max_28 - v_34)
-        v_36 = tl.exp(v_35)
-        v_37 = (local_sum_27 * v_36)
-        v_38 = (load_32 - v_34)
-        v_39 = tl.exp(v_38)
-        red_40 = (tl.sum(tl.where(mask_31, v_39, 0), 0))
-        v_41 = (v_37 + red_40)
-        local_sum_27 = v_41
-        local_max_28 = v_34
-    tl.store(piece_max + (v_5 * piece_max_stride_0 + v_6 * piece_max_stride_1), local_max_28)
-    tl.store(piece_sum + (v_5 * piece_sum_stride_0 + v_6 * piece_sum_stride_1), local_sum_27)
-    tl.debug_barrier()
-    old_42 = tl.atomic_add(sync + (v_5 * sync_stride_0), 1, sem='release', scope='gpu')
-    v_43 = tl.full([], 0, tl.float32)
-    v_44 = tl.full([], 0, tl.float32)
-    row_max_45 = v_43
-    inv_sum_46 = v_44
-    for offset_47 in tl.range(v_7, v_9, _BLOCK_SIZE_0):
-        indices_48 = offset_47 + tl.arange(0, _BLOCK_SIZE_0)
-        mask_49 = indices_48 < v_9
-        load_50 = tl.load(x + (v_5 * x_stride_0 + indices_48 * x_stride_1), mask=(mask_49), other=0, eviction_policy='evict_first')
-        v_51 = (offset_47 == v_7)
-        if v_51:
-            seen_52 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            while seen_52 != pieces:
-                seen_52 = tl.atomic_add(sync + (v_5 * sync_stride_0), 0, sem='acquire', scope='gpu')
-            tl.debug_barrier()
-            load_53 = tl.load(piece_max + (v_5 * piece_max_stride_0 + rindex_0 * piece_max_stride_1), mask=(rmask_0), other=0)
-            red_54 = (tl.max(tl.where(rmask_0, load_53, float("-inf")), 0))
-            row_max_45 = red_54
-            load_55 = tl.load(piece_sum + (v_5 * piece_sum_stride_0 + rindex_0 * piece_sum_stride_1), mask=(rmask_0), other=0, eviction_policy='evict_last')
-            v_56 = (load_53 - row_max_45)
-            v_57 = tl.exp(v_56)
-            v_58 = (load_55 * v_57)
-            red_59 = (tl.sum(tl.where(rmask_0, v_58, 0), 0))
-            v_60 = (1.0 / red_59)
-            inv_sum_46 = v_60
-        v_61 = (load_50 - row_max_45)
-        v_62 = tl.exp(v_61)
-        v_63 = (v_62 * inv_sum_46)
-        tl.store(out + (v_5 * out_stride_0 + indices_48 * out_stride_1), v_63, mask=(mask_49))
-
-
-_softmax_fwd_kernel_debb00b71a.fn.hk_concurrent_programs = True
 
 @_jit_on_first_launch
 def _softmax_fwd_kernel_e322d845dc(m_split_m, padded, padded_block_n, n, x, x_stride_0, x_stride_1, out, out_stride_0, out_stride_1, _BLOCK_SIZE_1: tl.constexpr, _BLOCK_SIZE_0: tl.constexpr):
@@ -3897,7 +4033,7 @@ def softmax_bwd__1e5d398a46fa(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_f3351718b9, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 4096, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_589715e6ae, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 4096, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -3939,7 +4075,7 @@ def softmax_bwd__2b1aa8288c91(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_823e5b0d4a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 8, 1)
+    _launch(_softmax_bwd_kernel_349ac68602, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 8, 1)
     return grad_in
 
 
@@ -3978,7 +4114,7 @@ def softmax_bwd__3ee75ee4c806(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_823e5b0d4a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_349ac68602, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -4019,7 +4155,7 @@ def softmax_bwd__4365a9eaa35f(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_8dfd974642, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_dd169581f2, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -4044,7 +4180,7 @@ def softmax_bwd__4b276dcadd70(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_8dfd974642, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 4096, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_dd169581f2, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 4096, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -4089,7 +4225,7 @@ def softmax_bwd__65b8f972e56e(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_f597535792, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 8, 1)
+    _launch(_softmax_bwd_kernel_5485fcf2e4, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 8, 1)
     return grad_in
 
 
@@ -4116,7 +4252,7 @@ def softmax_bwd__79bf9aed2bea(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_f3351718b9, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_589715e6ae, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -4157,7 +4293,7 @@ def softmax_bwd__866bf524c83f(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_f597535792, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_5485fcf2e4, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -4339,7 +4475,7 @@ def softmax_bwd__c50a279340d9(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_4f61147538, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_09f8847e7a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -4409,7 +4545,7 @@ def softmax_bwd__e9ce377f2f92(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_2207abc09a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 4096, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_927989c899, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 4096, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -4434,7 +4570,7 @@ def softmax_bwd__f5417ab6c526(grad_out, out, grad_in_dtype):
     _out_strides = out.stride()
     piece_dot_sizes = piece_dot.size()
     piece_dot_strides = piece_dot.stride()
-    _launch(_softmax_bwd_kernel_2207abc09a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
+    _launch(_softmax_bwd_kernel_927989c899, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, out, _out_strides[0], _out_strides[1], grad_out, _grad_out_strides[0], _grad_out_strides[1], piece_dot, piece_dot_strides[0], piece_dot_strides[1], piece_dot_sizes[1], grad_in, _grad_in_strides[0], _grad_in_strides[1]), (4096, _next_power_of_2(max(1, piece_dot_sizes[1]))), 16, 1)
     return grad_in
 
 
@@ -4488,7 +4624,7 @@ def softmax_fwd__16a821369a8f(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b755e8b46d, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_0149433900, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4558,7 +4694,7 @@ def softmax_fwd__37fa98dafaee(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89a90895a3, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_5063ff5c89, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4583,7 +4719,7 @@ def softmax_fwd__3ab2f621ac6c(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_0f9f669096, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_c058b9c2ea, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4608,7 +4744,7 @@ def softmax_fwd__3b5b83d060fc(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_89a90895a3, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_5063ff5c89, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4676,7 +4812,7 @@ def softmax_fwd__42d2fe50e6b0(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_487b1a3313, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_436d45d0c5, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4701,7 +4837,7 @@ def softmax_fwd__4d04fd1c332c(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_4e145b698a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_78247d75c6, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4783,7 +4919,7 @@ def softmax_fwd__67af87f0c15f(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_0f9f669096, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_c058b9c2ea, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4823,7 +4959,7 @@ def softmax_fwd__6da3408e37b6(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_debb00b71a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_253f1f6624, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4879,7 +5015,7 @@ def softmax_fwd__8805a55a818c(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_4457b61382, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_7705b51ad3, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4904,7 +5040,7 @@ def softmax_fwd__8b2dec42d46b(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_4e145b698a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_78247d75c6, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -4986,7 +5122,7 @@ def softmax_fwd__b55b4599dc15(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1b0ff0c91b, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_6b0448b0ed, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5039,7 +5175,7 @@ def softmax_fwd__d2e99a3f4976(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1b0ff0c91b, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_6b0448b0ed, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (4096, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5109,7 +5245,7 @@ def softmax_fwd__ebee4eb12a78(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_b4e4e4f1ac, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_1af72b89aa, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 8192, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5134,7 +5270,7 @@ def softmax_fwd__efbdcfbe7bb1(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_7b9ca60e53, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_1535f8a924, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5200,7 +5336,7 @@ def softmax_fwd__f6823f3800d1(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_0f9f669096, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_c058b9c2ea, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
@@ -5225,7 +5361,7 @@ def softmax_fwd__f936cdae5dd0(x, out_dtype):
     piece_max_strides = piece_max.stride()
     piece_sum_strides = piece_sum.stride()
     _x_strides = x.stride()
-    _launch(_softmax_fwd_kernel_1d37c5ebd2, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
+    _launch(_softmax_fwd_kernel_c1a999f38a, (split_m * pieces,), (split_m * pieces, sync, split_m, sync.stride(0), pieces, 16384, n, x, _x_strides[0], _x_strides[1], piece_max, piece_max_strides[0], piece_max_strides[1], piece_sum, piece_sum_strides[0], piece_sum_strides[1], piece_max_sizes[1], out, _out_strides[0], _out_strides[1]), (8192, _next_power_of_2(max(1, piece_max_sizes[1]))), 8, 1)
     return out
 
 
