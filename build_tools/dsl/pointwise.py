@@ -12,7 +12,7 @@ import torch
 from . import exc
 from . import language as hl
 from .memory import MemoryMixin
-from .reduce import ReduceMixin
+from .reduce import LoopedIndices, ReduceMixin
 from .reshape import ReshapeMixin
 from .rng import RandomMixin
 from .split_dims import SplitMixin
@@ -80,6 +80,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             return literal(value)
         if isinstance(value, torch.dtype):
             return tl_dtype(value)
+        if isinstance(value, LoopedIndices):
+            raise value.error
         raise self.error(exc.TypeMismatch, f"{type(value).__name__} used as a device value")
 
     def to_tval(self, value: Any) -> TVal:
@@ -93,6 +95,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             return out
         if isinstance(value, (bool, int, float)):
             return self.constant_tensor(value)
+        if isinstance(value, LoopedIndices):
+            raise value.error
         raise self.error(exc.TypeMismatch, f"{type(value).__name__} used as a device tensor")
 
     def constant_tensor(self, value: Any, dtype: torch.dtype | None = None) -> TVal:

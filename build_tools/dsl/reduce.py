@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -36,9 +36,20 @@ class MaxResult(tuple):
         return self[1]
 
 
+class LoopedIndices:
+    """The indices of `torch.max/min(x, dim)` where `x` spans a looped reduction dim: the values
+    reduce chunk by chunk, but the indices need the whole dim, so any use of them raises `error`
+    (NotLoopable), which makes that dim persistent; values used alone keep the loop."""
+
+    def __init__(self, error: exc.NotLoopable):
+        self.error = error
+
+
 def identity(kind: str, dtype: torch.dtype) -> str:
     if kind in ("sum", "mean"):
         return "0"
+    if kind == "prod":
+        return "1"
     if dtype.is_floating_point:
         return 'float("-inf")' if kind == "max" else 'float("inf")'
     info = torch.iinfo(dtype if dtype != torch.bool else torch.int32)
@@ -112,19 +123,22 @@ class ReduceMixin:
         out_dtype = value.dtype
         if kind in ("sum", "mean") and not value.dtype.is_floating_point:
             out_dtype = torch.float32 if kind == "mean" else torch.int32
+        if kind == "prod" and not value.dtype.is_floating_point:  # PyTorch's integer product is int64
+            out_dtype = torch.int64
         acc_dtype = torch.float32 if value.dtype in LOW_PRECISION or kind == "mean" and not value.dtype.is_floating_point else value.dtype
         if value.dtype == torch.bool:
             acc_dtype = torch.int32
+        if kind == "prod" and not value.dtype.is_floating_point:
+            acc_dtype = torch.int64
         if dim is ONE:
             out = value if keepdim else self.reshape_to(value, out_shape)
             return self.to_dtype(out, out_dtype)
         ident = identity(kind, acc_dtype)
-        fn = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[kind]
         scale = f" / {dim.numel_expr}" if kind == "mean" else ""
         cast_out = "" if out_dtype == acc_dtype else f".to({tl_dtype(out_dtype)})"
-        keep = ", keep_dims=True" if keepdim else ""
+        reducer = self.reducer(kind, axis, keepdim)
         if isinstance(dim, RDim) and dim.looped and value.lazy:
-            return self.looped_reduce(kind, value, axis, dim, acc_dtype, ident, fn, scale, cast_out, keep, out_shape, out_dtype)
+            return self.looped_reduce(kind, value, axis, dim, acc_dtype, ident, reducer, scale, cast_out, out_shape, out_dtype)
         mask = self.mask_for(value.shape, axis)
         cast_in = "" if acc_dtype == value.dtype else f".to({tl_dtype(acc_dtype)})"
 
@@ -134,18 +148,29 @@ class ReduceMixin:
                 x = f"tl.where({mask}, {x}, {ident})"
             elif value.is_load and not cast_in and acc_dtype.is_floating_point and self.inside_loop():
                 x = opaque_identity(x)
-            return f"({fn}({x}, {axis}{keep}){scale}){cast_out}"
+            return f"({reducer(x)}{scale}){cast_out}"
 
         return self.make(out_dtype, out_shape, render, [value], "red")
 
-    def looped_reduce(self, kind, value, axis, dim, acc_dtype, ident, fn, scale, cast_out, keep, out_shape, out_dtype) -> TVal:
+    def reducer(self, kind: str, axis: int, keepdim: bool) -> Callable[[str], str]:
+        """The Triton reduction of a tensor's text along `axis`: tl.sum / max / min, and for
+        "prod" tl.reduce with a multiplying combine function."""
+        keep = ", keep_dims=True" if keepdim else ""
+        if kind == "prod":
+            helper = self.builder.helper(["left", "right"], ["return left * right"], "multiply")
+            return lambda x: f"tl.reduce({x}, {axis}, {helper}{keep})"
+        fn = {"sum": "tl.sum", "mean": "tl.sum", "max": "tl.max", "min": "tl.min"}[kind]
+        return lambda x: f"{fn}({x}, {axis}{keep})"
+
+    def looped_reduce(self, kind, value, axis, dim, acc_dtype, ident, reducer, scale, cast_out, out_shape, out_dtype) -> TVal:
         self.single_looped_rdim(value)
         b = self.builder
         acc = b.fresh("acc")
         sizes = ", ".join(d.size_expr for d in value.shape)
         b.emit(f"{acc} = tl.full([{sizes}], {ident}, {tl_dtype(acc_dtype)})")
         mask = self.mask_for(value.shape, axis)
-        combine = {"sum": "{0} + {1}", "mean": "{0} + {1}", "max": "tl.maximum({0}, {1})", "min": "tl.minimum({0}, {1})"}[kind]
+        combine = {"sum": "{0} + {1}", "mean": "{0} + {1}", "prod": "{0} * {1}", "max": "tl.maximum({0}, {1})",
+                   "min": "tl.minimum({0}, {1})"}[kind]
         with self.chunk_loop(dim):
             self.reduction_pass = True
             try:
@@ -157,7 +182,7 @@ class ReduceMixin:
             if mask:
                 x = f"tl.where({mask}, {x}, {ident})"
             b.emit(f"{acc} = {combine.format(acc, x)}")
-        result = TVal(out_dtype, out_shape, name=b.assign(f"({fn}({acc}, {axis}{keep}){scale}){cast_out}", "red"))
+        result = TVal(out_dtype, out_shape, name=b.assign(f"({reducer(acc)}{scale}){cast_out}", "red"))
         if result.looped_rdims():
             raise exc.NotLoopable("reduction result still spans a looped dimension", self.session.location(self.current_node)).with_rdims([d.rdim_id for d in result.looped_rdims()])
         return result
@@ -171,7 +196,9 @@ class ReduceMixin:
         values = self.reduce(kind, value, dim, keepdim)
         axis = dim % len(value.shape)
         if value.lazy:
-            return MaxResult((values, None))
+            error = exc.NotLoopable(f"the indices of torch.{kind}(x, dim) need the whole dim; use a persistent reduction",
+                                    self.session.location(self.current_node))
+            return MaxResult((values, LoopedIndices(error.with_rdims([d.rdim_id for d in value.looped_rdims()]))))
         mask = self.mask_for(value.shape, axis)
         ident = identity(kind, value.dtype)
         fn = "tl.argmax" if kind == "max" else "tl.argmin"

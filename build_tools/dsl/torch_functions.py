@@ -3,7 +3,8 @@ compositions of its operations (arithmetic, comparisons, `where`, math functions
 reduce.py's reductions, with PyTorch's semantics: `pow`, `square`, `sign`, `round` (half to
 even), `fmod`, `remainder`, `add` / `sub` (with `alpha`), `mul`, `neg`, `trunc`, `div` (its rounding
 modes), `floor_divide`, `true_divide`, `lerp`, `addcmul`, `addcdiv`, `isnan` / `isinf` / `isfinite`,
-`nan_to_num`, `logsumexp`, `std`, `any` / `all`, `argmax` / `argmin`, and the activations
+`nan_to_num`, `logsumexp`, `std`, `any` / `all`, `argmax` / `argmin`, `prod`, `linalg.vector_norm`
+/ `norm`, `layer_norm`, `rms_norm`, and the activations
 `softplus`, `leaky_relu`, `hardtanh`, `relu6`, `hardsigmoid`, `hardswish`, `elu`, `mish` and
 `logsigmoid`. Transcendental ones compute low-precision values in float32, as the core does."""
 from __future__ import annotations
@@ -51,6 +52,11 @@ class TorchFunctionsMixin:
             torch.argmax: lambda v, dim=None, keepdim=False: self.arg_extremum("max", v, dim, keepdim),
             torch.argmin: lambda v, dim=None, keepdim=False: self.arg_extremum("min", v, dim, keepdim),
             torch.clip: lambda v, min=None, max=None: self.clamp(v, min, max),
+            torch.prod: lambda v, dim=None, keepdim=False, *, dtype=None: self.reduce("prod", v, dim, keepdim, dtype=dtype),
+            torch.linalg.vector_norm: self.vector_norm,
+            torch.norm: self.norm,
+            F.layer_norm: self.layer_norm,
+            F.rms_norm: self.rms_norm,
             F.softplus: self.softplus,
             F.leaky_relu: lambda v, negative_slope=0.01, inplace=False: self.where(
                 self.binary(ast.Gt(), v, 0), v, self.binary(ast.Mult(), v, negative_slope)),
@@ -71,7 +77,7 @@ class TorchFunctionsMixin:
         functions = self.torch_functions()
         names = ("pow", "square", "sign", "round", "fmod", "remainder", "add", "sub", "mul", "neg", "trunc", "div", "divide",
                  "true_divide", "floor_divide", "lerp", "addcmul", "addcdiv", "isnan", "isinf",
-                 "isfinite", "nan_to_num", "logsumexp", "std", "any", "all", "argmax", "argmin", "clip")
+                 "isfinite", "nan_to_num", "logsumexp", "std", "any", "all", "argmax", "argmin", "clip", "prod", "norm")
         return {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k)) for name in names}
 
     def in_float32(self, value: Any, compute: Callable[[Any], Any]) -> TVal:
@@ -196,6 +202,67 @@ class TorchFunctionsMixin:
         value = self.to_tval(value)
         self.require_eager(value, f"torch.arg{kind}")  # its index needs the whole dim at once
         return self.max_min(kind, value, dim, keepdim)[1]
+
+    def vector_norm(self, value: Any, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> TVal:
+        """torch.linalg.vector_norm over `dim` (all dims by default), in float32 for low precision:
+        the largest (ord inf) or smallest (-inf) magnitude, the count of nonzeros (0), or
+        (sum |x|**ord)**(1 / ord)."""
+        value = self.to_tval(value)
+        if not value.dtype.is_floating_point:
+            raise self.error(exc.NotSupported, f"a vector norm of {value.dtype} values; PyTorch's takes floating ones")
+        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        size = self.abs(x)
+        if ord in (float("inf"), float("-inf")):
+            out = self.reduce("max" if ord > 0 else "min", size, dim, keepdim)
+        elif ord == 0:
+            out = self.reduce("sum", self.to_dtype(self.binary(ast.NotEq(), size, 0), x.dtype), dim, keepdim)
+        elif ord == 1:
+            out = self.reduce("sum", size, dim, keepdim)
+        elif ord == 2:
+            out = self.math("sqrt", self.reduce("sum", self.binary(ast.Mult(), x, x), dim, keepdim))
+        else:
+            total = self.reduce("sum", self.binary(ast.Pow(), size, ord), dim, keepdim)
+            out = self.binary(ast.Pow(), total, 1.0 / ord)
+        return self.to_dtype(out, dtype or value.dtype)
+
+    def norm(self, value: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> TVal:
+        """torch.norm: a vector norm, the Frobenius norm being its 2-norm."""
+        if p == "nuc" or not isinstance(p, (int, float, str)) or isinstance(p, str) and p != "fro":
+            raise self.error(exc.NotSupported, f"torch.norm with p={p!r} in device code; it takes a number or 'fro'")
+        return self.vector_norm(value, 2 if p == "fro" else p, dim, keepdim, dtype=dtype)
+
+    def normalized_axes(self, value: TVal, normalized_shape: Any) -> list[int]:
+        """The trailing axes of `value` that F.layer_norm / F.rms_norm's `normalized_shape` names."""
+        count = len(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else 1
+        if not 0 < count <= len(value.shape):
+            raise self.error(exc.ShapeMismatch, f"normalized_shape of {count} dims for a value of {len(value.shape)}")
+        return list(range(len(value.shape) - count, len(value.shape)))
+
+    def layer_norm(self, value: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> TVal:
+        """F.layer_norm over the trailing `normalized_shape` dims, in float32 for low precision:
+        (x - mean) / sqrt(biased variance + eps), times `weight`, plus `bias`."""
+        value = self.to_tval(value)
+        axes = self.normalized_axes(value, normalized_shape)
+        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        variance, mean = self.var_mean(x, axes, keepdim=True, correction=0)
+        out = self.binary(ast.Mult(), self.binary(ast.Sub(), x, mean), self.math("rsqrt", self.binary(ast.Add(), variance, eps)))
+        if weight is not None:
+            out = self.binary(ast.Mult(), out, self.to_dtype(self.to_tval(weight), x.dtype))
+        if bias is not None:
+            out = self.binary(ast.Add(), out, self.to_dtype(self.to_tval(bias), x.dtype))
+        return self.to_dtype(out, value.dtype)
+
+    def rms_norm(self, value: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> TVal:
+        """F.rms_norm over the trailing `normalized_shape` dims as PyTorch composes it: x / sqrt(mean
+        of squares + eps) in float32 for low precision (eps defaults to the dtype's machine epsilon),
+        rounded to the input's dtype, then times `weight`."""
+        value = self.to_tval(value)
+        axes = self.normalized_axes(value, normalized_shape)
+        eps = torch.finfo(value.dtype).eps if eps is None else eps
+        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        mean_square = self.reduce("mean", self.binary(ast.Mult(), x, x), axes, keepdim=True)
+        out = self.to_dtype(self.binary(ast.Mult(), x, self.math("rsqrt", self.binary(ast.Add(), mean_square, eps))), value.dtype)
+        return out if weight is None else self.binary(ast.Mult(), out, weight)
 
     def softplus(self, value: Any, beta: float = 1.0, threshold: float = 20.0) -> TVal:
         """log(1 + exp(beta x)) / beta, and x itself where beta x exceeds `threshold`."""

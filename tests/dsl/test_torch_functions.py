@@ -9,7 +9,7 @@ import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 from build_tools.dsl import exc
 
-from ._harness import check_kernel, randn
+from ._harness import check_kernel, randint, randn
 
 ELEMENTWISE = [
     lambda v, w: torch.pow(v, 3) + v.pow(2),
@@ -128,3 +128,86 @@ def test_argmax_without_a_dim_is_refused():
     x = randn(4, 8)
     with pytest.raises(exc.NotSupported, match="torch.argmax over all dims in device code; give a dim"):
         argmax_over_everything.bind((x,)).to_triton_code(argmax_over_everything.bind((x,)).config_spec.default_config())
+
+
+@helion.kernel()
+def row_max_and_index(x: torch.Tensor, with_indices: hl.constexpr) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    values = torch.empty([m], dtype=x.dtype, device=x.device)
+    indices = torch.zeros([m], dtype=torch.int64, device=x.device)
+    for tile_m in hl.tile(m):
+        best = torch.max(x[tile_m, :], dim=1)
+        values[tile_m] = best.values
+        if with_indices:
+            indices[tile_m] = best.indices
+    return values, indices
+
+
+@pytest.mark.parametrize("with_indices", [False, True])
+def test_max_with_indices_under_a_looped_reduction(with_indices, device):
+    """torch.max(x, dim).values reduce in chunks of a looped reduction dim; using .indices makes
+    that dim persistent (the dim is whole in the code) instead of failing."""
+    x = randn(5, 70, device=device)
+    bound = row_max_and_index.bind((x, with_indices))
+    config = helion.Config(block_sizes=[4], reduction_loops=[16])
+    assert ("roffset_" in bound.to_triton_code(config)) != with_indices
+    values, indices = bound.compile_config(config)(x, with_indices)
+    torch.testing.assert_close(values.cpu(), x.cpu().max(1).values, rtol=0, atol=0)
+    expected = x.cpu().argmax(1) if with_indices else torch.zeros(5, dtype=torch.int64)
+    torch.testing.assert_close(indices.cpu(), expected, rtol=0, atol=0)
+
+
+@helion.kernel()
+def row_norms(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    normed = torch.empty([2, m, n], dtype=x.dtype, device=x.device)
+    norms = torch.empty([m, 6], dtype=torch.float32, device=x.device)
+    products = torch.empty([m], dtype=x.dtype, device=x.device)
+    for tile_m in hl.tile(m):
+        v = x[tile_m, :]
+        normed[0, tile_m, :] = F.layer_norm(v, [n], w[:], b[:], eps=1e-5)
+        normed[1, tile_m, :] = F.rms_norm(v, [n], w[:])
+        norms[tile_m, 0] = torch.linalg.vector_norm(v, dim=1).float()
+        norms[tile_m, 1] = torch.linalg.vector_norm(v, 1, dim=-1).float()
+        norms[tile_m, 2] = torch.linalg.vector_norm(v, float("inf"), dim=1).float()
+        norms[tile_m, 3] = torch.linalg.vector_norm(v, 0, dim=1).float()
+        norms[tile_m, 4] = torch.linalg.vector_norm(v, 3, dim=1, dtype=torch.float32)
+        norms[tile_m, 5] = v.norm(dim=1).float() - torch.norm(v, p=1, dim=1).float()
+        products[tile_m] = torch.prod(f[tile_m, :], dim=1)
+    return normed, norms, products
+
+
+def row_norms_reference(x, w, b, f, dtype):
+    n = x.size(1)
+    low = x.to(dtype)
+    return (torch.stack([F.layer_norm(x, [n], w, b, eps=1e-5), F.rms_norm(low, [n], w.to(dtype)).double()]),
+            torch.stack([torch.linalg.vector_norm(x, dim=1), torch.linalg.vector_norm(x, 1, dim=-1),
+                         torch.linalg.vector_norm(x, float("inf"), dim=1), torch.linalg.vector_norm(x, 0, dim=1),
+                         torch.linalg.vector_norm(x, 3, dim=1), x.norm(dim=1) - torch.norm(x, p=1, dim=1)], 1),
+            torch.prod(f, dim=1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1), (6, 70)])
+def test_row_norms(shape, dtype, device):
+    x = randn(*shape, dtype=dtype, device=device)
+    x.view(-1)[-1] = 0.0  # a zero for the 0-"norm" to skip
+    w, b = randn(shape[1], dtype=dtype, device=device), randn(shape[1], dtype=dtype, device=device)
+    factors = (randn(*shape, device=device) * 0.125 + 1).to(dtype)  # products of 70 stay near 1
+    tolerance = {} if dtype == torch.float32 else {"rtol": 2e-2, "atol": 5e-2}
+    check_kernel(row_norms, (x, w, b, factors), lambda x, w, b, f: row_norms_reference(x, w, b, f, dtype), **tolerance)
+
+
+@helion.kernel()
+def integer_products(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m], dtype=torch.int64, device=x.device)
+    for tile_m in hl.tile(m):
+        out[tile_m] = x[tile_m, :].prod(dim=-1)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 45)])
+def test_integer_products_are_int64(shape, device):
+    x = (randint(1, 3, *shape, device=device) * torch.where(randint(0, 2, *shape) > 0, 1, -1).to(device)).to(torch.int32)
+    check_kernel(integer_products, (x,), lambda x: x.prod(dim=-1))
