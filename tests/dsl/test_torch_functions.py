@@ -211,3 +211,28 @@ def integer_products(x: torch.Tensor) -> torch.Tensor:
 def test_integer_products_are_int64(shape, device):
     x = (randint(1, 3, *shape, device=device) * torch.where(randint(0, 2, *shape) > 0, 1, -1).to(device)).to(torch.int32)
     check_kernel(integer_products, (x,), lambda x: x.prod(dim=-1))
+
+
+@helion.kernel()
+def angles(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    (n,) = y.size()
+    out = torch.empty([2, n], dtype=y.dtype, device=y.device)
+    for tile in hl.tile(n):
+        out[0, tile] = torch.atan2(y[tile], x[tile])
+        out[1, tile] = y[tile].arctan2(x[tile] * 3)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_atan2_over_every_octant_and_special_values(dtype, device):
+    special = [(0.0, 0.0), (0.0, -0.0), (-0.0, -0.0), (-0.0, 1.0), (1.0, 0.0), (-1.0, -0.0), (float("inf"), float("inf")),
+               (float("-inf"), 2.0), (3.0, float("-inf")), (float("nan"), 1.0), (1.0, float("nan")), (1e-30, 1e30),
+               (1e30, -1e-30), (2.5, 2.5), (-2.5, 2.5)]
+    angle = torch.rand(300) * 2 * torch.pi
+    radius = torch.exp(randn(300) * 3)
+    y = torch.cat([torch.tensor([a for a, _ in special]), radius * torch.sin(angle)]).to(device, dtype)
+    x = torch.cat([torch.tensor([b for _, b in special]), radius * torch.cos(angle)]).to(device, dtype)
+    tolerance = {"rtol": 1e-6, "atol": 1e-6} if dtype == torch.float32 else {"rtol": 8e-3, "atol": 1e-5}
+    nan_marked = lambda out: out.nan_to_num(nan=7.0)  # noqa: E731  (NaN where PyTorch's is NaN)
+    check_kernel(angles, (y, x), lambda y, x: nan_marked(torch.stack([torch.atan2(y, x), torch.atan2(y, x.to(dtype).double() * 3)])),
+                 outputs=lambda out, args: nan_marked(out), **tolerance)
