@@ -118,10 +118,13 @@ class SyncMixin:
         pointer, mask, addr = self._atomic_address(tensor, index, node)
         expect = self._atomic_operand(expected, tensor.meta.dtype, addr.shape, node)
         val = self._atomic_operand(value, tensor.meta.dtype, addr.shape, node)
+        sizes = ", ".join(d.size_expr for d in addr.shape)
         if mask:
-            zero = f"tl.zeros([{', '.join(d.size_expr for d in addr.shape)}], {tl_dtype(tensor.meta.dtype)})"
+            zero = f"tl.zeros([{sizes}], {tl_dtype(tensor.meta.dtype)})"
             pointer = f"tl.where({mask}, {pointer}, {tensor.param})"
             expect, val = f"tl.where({mask}, {expect}, {zero})", f"tl.where({mask}, {val}, {zero})"
+        elif addr.shape:  # Triton's compare-and-swap takes operands of the pointers' shape (no broadcast)
+            expect, val = f"tl.broadcast_to({expect}, [{sizes}])", f"tl.broadcast_to({val}, [{sizes}])"
         expr = f"tl.atomic_cas({pointer}, {expect}, {val}, sem={sem!r})"
         return TVal(tensor.meta.dtype, addr.shape, name=self.builder.assign(expr, "old"))
 

@@ -77,12 +77,12 @@ def test_float_division_as_pytorch(shape, device):
     check_kernel(float_divide, (x, y), float_divide_reference, rtol=1e-6, atol=1e-5)
 
 
-def test_float_floor_division_of_exact_case():
+def test_float_floor_division_of_exact_case(device):
     """1.0 // 0.1 and -1.0 // 0.1 in float32: 9 and -10 as PyTorch, not floor(1.0 / 0.1) = 10."""
     x = torch.tensor([[1.0, -1.0, 0.3, 7.0]])
     y = torch.full_like(x, 0.1)
-    out = float_divide.bind((x, y)).compile_config(helion.Config(block_sizes=[1]))(x, y)
-    torch.testing.assert_close(out[0], x // y, rtol=0, atol=0)
+    out = float_divide.bind((x.to(device), y.to(device))).compile_config(helion.Config(block_sizes=[1]))(x.to(device), y.to(device))
+    torch.testing.assert_close(out[0].cpu(), x // y, rtol=0, atol=0)
     assert out[0, 0, 0].item() == 9.0
 
 
