@@ -13260,7 +13260,8 @@ def rms_norm_bwd__d630d7c541cf(grad_out, x, weight, inv_rms):
 # rms_norm_bwd variant d76b43b9ea33
 # config: {"block_sizes":[1,4096,64,32],"constexpr_conditions":true,"dependent_launches":[false,false,true],"dweight_partials":132,"finish_dweight":"sum_pass","flatten_loops":[false,false],"indexing":["pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer","pointer"],"interleave_rows":true,"l2_groupings":[1,1],"load_eviction_policies":["","","","","","","",""],"loop_orders":[[0,1],[0,1]],"num_stages":2,"num_warps":8,"persistent_flattens":[false,false,false],"pid_type":"flat","range_num_stages":[0,0,0],"range_peel_tails":[false,false,false],"range_unroll_factors":[0,0,0],"range_warp_specializes":[null,null,null],"reduction_loops":[null],"reload_rows":false,"split_columns":false,"static_reduction_sizes":false,"store_subtiles":[1,1,1,1,1],"tile_reversals":[false,false,false]}
 # specialization: {"grad_out":{"dtype":"bfloat16","rank":2},"inv_rms":{"dtype":"float32","rank":1},"weight":{"dtype":"bfloat16","rank":1},"x":{"dtype":"bfloat16","rank":2}}
-# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":4096}
+# used by: sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":5,"N":4096}
+#   sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":64,"N":4096}
 #   sm_90-nvidia-h100-80gb-hbm3.json bfloat16 {"M":8,"N":4096}
 def rms_norm_bwd__d76b43b9ea33(grad_out, x, weight, inv_rms):
     m, n = x.size()
