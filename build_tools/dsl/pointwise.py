@@ -19,7 +19,7 @@ from .split_dims import SplitMixin
 from .sync import SyncMixin
 from .torch_functions import TorchFunctionsMixin
 from .values import (LOW_PRECISION, ONE, BlockDim, DimSize, HostScalar, HostTensor, MergedDim, PartDim, RDim, TileVal, TVal,
-                     same_dim, scalar_dtype, size_arguments, tl_dtype)
+                     compute_dtype, same_dim, scalar_dtype, size_arguments, tl_dtype)
 
 BINARY_OPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -242,6 +242,10 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             out.at_least = value.at_least
         return out
 
+    def widened(self, value: TVal) -> TVal:
+        """`value` in the dtype its arithmetic runs in (compute_dtype: float32 for low precision)."""
+        return self.to_dtype(value, compute_dtype(value.dtype))
+
     def integer_to_bfloat16(self, value: TVal) -> TVal:
         """An integer tensor in bfloat16 as PyTorch converts it: rounded to float32, then to
         bfloat16 (to nearest, ties to even) by integer arithmetic on float32's bits. Triton 3.6
@@ -311,11 +315,8 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
                 return self.floored(op, result, left, right)
             result.at_least = self.result_lower_bound(op, left, right)
         if isinstance(op, ast.Mod) and dtype.is_floating_point:
-            # Triton's float `%` is C's fmod (the dividend's sign), PyTorch's the divisor's: a
-            # nonzero remainder whose sign differs from the divisor's gets the divisor added
-            differs = self.binary(ast.NotEq(), self.binary(ast.Lt(), result, 0), self.binary(ast.Lt(), right, 0))
-            fix = self.binary(ast.BitAnd(), self.binary(ast.NotEq(), result, 0), differs)
-            return self.where(fix, self.binary(ast.Add(), result, right), result)
+            # Triton's float `%` is C's fmod (the dividend's sign), PyTorch's the divisor's
+            return self.where(self.remainder_fix(result, right), self.binary(ast.Add(), result, right), result)
         return result
 
     def floored(self, op: ast.AST, truncated: TVal, left: Any, right: Any) -> TVal:
@@ -327,27 +328,30 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             remainder = self.binary(ast.Sub(), left, self.binary(ast.Mult(), truncated, right))
         else:
             remainder = truncated
-        if self.known_non_negative(right):
-            fix = self.binary(ast.Lt(), remainder, 0)
-        else:
-            differs = self.binary(ast.NotEq(), self.binary(ast.Lt(), remainder, 0), self.binary(ast.Lt(), right, 0))
-            fix = self.binary(ast.BitAnd(), self.binary(ast.NotEq(), remainder, 0), differs)
+        fix = self.remainder_fix(remainder, right)
         if isinstance(op, ast.FloorDiv):
             return self.where(fix, self.binary(ast.Sub(), truncated, 1), truncated)
         return self.where(fix, self.binary(ast.Add(), remainder, right), remainder)
+
+    def remainder_fix(self, remainder: Any, divisor: Any) -> TVal:
+        """Where a C-style remainder (the dividend's sign) is nonzero with a sign other than the
+        divisor's: there PyTorch's floored quotient is one less and its remainder one divisor more.
+        With a divisor known >= 0 that is just a negative remainder."""
+        if self.known_non_negative(divisor):
+            return self.binary(ast.Lt(), remainder, 0)
+        differs = self.binary(ast.NotEq(), self.binary(ast.Lt(), remainder, 0), self.binary(ast.Lt(), divisor, 0))
+        return self.binary(ast.BitAnd(), self.binary(ast.NotEq(), remainder, 0), differs)
 
     def float_floor_divide(self, left: Any, right: Any, dtype: torch.dtype) -> TVal:
         """Float `//` as PyTorch computes it (in float32 for low precision): from the exact remainder
         (fmod), not by flooring a rounded quotient (1.0 // 0.1 is 9, though 1.0 / 0.1 rounds to 10):
         (a - fmod(a, b)) / b, one less where the remainder's sign differs from the divisor's, then
         rounded to the nearest integer; a / b where b is zero."""
-        compute = torch.float32 if dtype in LOW_PRECISION else dtype
+        compute = compute_dtype(dtype)
         a, b = self.cast_operand(left, compute), self.cast_operand(right, compute)
         remainder = self.fmod(a, b)
         quotient = self.binary(ast.Div(), self.binary(ast.Sub(), a, remainder), b)
-        differs = self.binary(ast.NotEq(), self.binary(ast.Lt(), remainder, 0), self.binary(ast.Lt(), b, 0))
-        fix = self.binary(ast.BitAnd(), self.binary(ast.NotEq(), remainder, 0), differs)
-        quotient = self.where(fix, self.binary(ast.Sub(), quotient, 1.0), quotient)
+        quotient = self.where(self.remainder_fix(remainder, b), self.binary(ast.Sub(), quotient, 1.0), quotient)
         low = self.math("floor", quotient)
         nearest = self.where(self.binary(ast.Gt(), self.binary(ast.Sub(), quotient, low), 0.5), self.binary(ast.Add(), low, 1.0), low)
         out = self.where(self.binary(ast.Eq(), b, 0), self.binary(ast.Div(), a, b), nearest)
@@ -439,7 +443,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         value = self.to_tval(value)
         if name == "relu":
             return self.extremum("maximum", value, 0)
-        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        x = self.widened(value)
         if name == "silu":
             out = self.binary(ast.Mult(), x, self.math("sigmoid", x))
         elif approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))

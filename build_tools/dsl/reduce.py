@@ -11,7 +11,7 @@ import torch
 from . import exc
 from .emitter import KernelBuilder
 from .inline import inlinable
-from .values import LOW_PRECISION, ONE, RDim, TVal, placed_mask, same_dim, shape_key, tl_dtype
+from .values import LOW_PRECISION, ONE, RDim, TVal, compute_dtype, placed_mask, same_dim, shape_key, tl_dtype
 
 
 def opaque_identity(x: str) -> str:
@@ -214,7 +214,7 @@ class ReduceMixin:
     def softmax(self, value: Any, dim: int, log: bool, dtype: Any = None) -> TVal:
         value = self.to_tval(value)
         out_dtype = dtype or value.dtype
-        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        x = self.widened(value)
         m = self.reduce("max", x, dim, keepdim=True)
         shifted = self.binary(ast.Sub(), x, m)
         e = self.math("exp", shifted)
@@ -229,7 +229,7 @@ class ReduceMixin:
         value = self.to_tval(value)
         if correction is None:
             correction = 0 if unbiased is False else 1
-        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        x = self.widened(value)
         rank = len(x.shape)
         axes = list(range(rank)) if dim is None else [d % rank for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
         mean = self.reduce("mean", x, axes, keepdim=True)
@@ -252,7 +252,7 @@ class ReduceMixin:
         value = self.to_tval(value)
         self.require_eager(value, f"torch.{kind}")
         out_dtype = dtype or (torch.int64 if not value.dtype.is_floating_point else value.dtype)
-        compute = torch.float32 if out_dtype in LOW_PRECISION else out_dtype
+        compute = compute_dtype(out_dtype)
         x = self.to_dtype(value, compute)
         axis = dim % len(x.shape)
         mask = self.mask_for(x.shape, axis)
@@ -378,7 +378,7 @@ class ReduceMixin:
             return self.dot_product(a, b, acc, out_dtype or acc.dtype)
         if out_dtype is None:
             promoted = torch.promote_types(a.dtype, b.dtype)
-            out_dtype = torch.float32 if promoted in LOW_PRECISION else promoted
+            out_dtype = compute_dtype(promoted)
         return self.dot_product(a, b, None, out_dtype)
 
     def dot_product(self, a: TVal, b: TVal, acc: TVal | None, out_dtype: torch.dtype) -> TVal:

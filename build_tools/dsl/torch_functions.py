@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from . import exc
-from .values import LOW_PRECISION, TVal, tl_dtype
+from .values import TVal, compute_dtype, tl_dtype
 
 
 # atan(t) = t + t**3 * P(t**2) for |t| <= tan(pi/8): P's coefficients, a least-squares fit (float64,
@@ -93,7 +93,7 @@ class TorchFunctionsMixin:
     def in_float32(self, value: Any, compute: Callable[[Any], Any]) -> TVal:
         """`compute` of `value` in float32 where it is of low precision, cast back."""
         value = self.to_tval(value)
-        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        x = self.widened(value)
         return self.to_dtype(compute(x), value.dtype)
 
     def scaled(self, value: Any, factor: Any) -> Any:
@@ -130,7 +130,7 @@ class TorchFunctionsMixin:
         """torch.fmod: the remainder with the dividend's sign (Triton's `%`, C's)."""
         a, b = self.to_tval(a), b
         dtype = self.result_dtype([a, b])
-        compute = torch.float32 if dtype in LOW_PRECISION else dtype
+        compute = compute_dtype(dtype)
         shape = self.broadcast_shape(a.shape, self.shape_of(b))
 
         def render(x: list[str]) -> str:
@@ -152,7 +152,7 @@ class TorchFunctionsMixin:
         if not dtype.is_floating_point:
             return self.make(dtype, self.broadcast_shape(a.shape, self.shape_of(b)), lambda x: f"({x[0]} // {x[1]})",
                              [self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
-        compute = torch.float32 if dtype in LOW_PRECISION else dtype
+        compute = compute_dtype(dtype)
         quotient = self.binary(ast.Div(), self.cast_operand(a, compute), self.cast_operand(b, compute))
         rounded = self.where(self.binary(ast.Lt(), quotient, 0), self.math("ceil", quotient), self.math("floor", quotient))
         return self.to_dtype(rounded, dtype)
@@ -166,7 +166,7 @@ class TorchFunctionsMixin:
         float32 accuracy too."""
         dtype = self.result_dtype([y, x])
         dtype = dtype if dtype.is_floating_point else torch.float32
-        compute = torch.float32 if dtype in LOW_PRECISION else dtype
+        compute = compute_dtype(dtype)
         y, x = self.to_dtype(self.to_tval(y), compute), self.to_dtype(self.to_tval(x), compute)
         ay, ax = self.abs(y), self.abs(x)
         high, low = self.extremum("maximum", ax, ay), self.extremum("minimum", ax, ay)
@@ -255,7 +255,7 @@ class TorchFunctionsMixin:
         value = self.to_tval(value)
         if not value.dtype.is_floating_point:
             raise self.error(exc.NotSupported, f"a vector norm of {value.dtype} values; PyTorch's takes floating ones")
-        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        x = self.widened(value)
         size = self.abs(x)
         if ord in (float("inf"), float("-inf")):
             out = self.reduce("max" if ord > 0 else "min", size, dim, keepdim)
@@ -288,7 +288,7 @@ class TorchFunctionsMixin:
         (x - mean) / sqrt(biased variance + eps), times `weight`, plus `bias`."""
         value = self.to_tval(value)
         axes = self.normalized_axes(value, normalized_shape)
-        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        x = self.widened(value)
         variance, mean = self.var_mean(x, axes, keepdim=True, correction=0)
         out = self.binary(ast.Mult(), self.binary(ast.Sub(), x, mean), self.math("rsqrt", self.binary(ast.Add(), variance, eps)))
         if weight is not None:
@@ -304,7 +304,7 @@ class TorchFunctionsMixin:
         value = self.to_tval(value)
         axes = self.normalized_axes(value, normalized_shape)
         eps = torch.finfo(value.dtype).eps if eps is None else eps
-        x = self.to_dtype(value, torch.float32) if value.dtype in LOW_PRECISION else value
+        x = self.widened(value)
         mean_square = self.reduce("mean", self.binary(ast.Mult(), x, x), axes, keepdim=True)
         out = self.to_dtype(self.binary(ast.Mult(), x, self.math("rsqrt", self.binary(ast.Add(), mean_square, eps))), value.dtype)
         return out if weight is None else self.binary(ast.Mult(), out, weight)

@@ -32,6 +32,11 @@ LOW_PRECISION = (torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float
 DOT_MIN_DIM = 16  # tl.dot needs every operand dim >= 16; smaller whole dims in dots are padded
 
 
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype arithmetic on `dtype` values runs in: float32 for low-precision floats, else `dtype`."""
+    return torch.float32 if dtype in LOW_PRECISION else dtype
+
+
 def tl_dtype(dtype: torch.dtype) -> str:
     return TL_DTYPES[dtype]
 
