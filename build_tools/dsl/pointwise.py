@@ -12,6 +12,7 @@ import torch
 from . import exc
 from . import language as hl
 from .memory import MemoryMixin
+from .ordering import OrderingMixin
 from .reduce import LoopedIndices, ReduceMixin
 from .reshape import ReshapeMixin
 from .rng import RandomMixin
@@ -59,7 +60,8 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
-class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin, TorchFunctionsMixin):
+class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin, TorchFunctionsMixin,
+                     OrderingMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -593,6 +595,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             return self.host_tensor_method(base, name, args, kwargs, node)
         table: dict[str, Callable[..., Any]] = {
             **self.torch_methods(base),
+            **self.ordering_methods(base),
             "to": lambda dtype=None, *a, **k: self.to_dtype(base, k.get("dtype", dtype)),
             "float": lambda: self.to_dtype(base, torch.float32),
             "half": lambda: self.to_dtype(base, torch.float16),
@@ -705,7 +708,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
                 table[getattr(torch, name)] = ignore_node(lambda v, _n=name, **k: self.math(_n, v))
         for name in ("exp", "exp2", "log", "log2", "sqrt"):
             table[getattr(math, name)] = table[getattr(torch, name)]
-        for function, handler in self.torch_functions().items():
+        for function, handler in {**self.torch_functions(), **self.ordering_functions()}.items():
             table[function] = ignore_node(handler)
         table[torch.sigmoid] = ignore_node(lambda v: self.math("sigmoid", v))
         table[torch.nn.functional.sigmoid] = table[torch.sigmoid]

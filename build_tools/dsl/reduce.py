@@ -24,8 +24,9 @@ def opaque_identity(x: str) -> str:
     return f"tl.fma({x}, 1.0, -0.0)"
 
 
-class MaxResult(tuple):
-    """Result of `torch.max(x, dim)`: (values, indices) with attribute access."""
+class ValuesIndices(tuple):
+    """Result of `torch.max/min(x, dim)`, `torch.sort` and `torch.topk`: (values, indices) with
+    attribute access."""
 
     @property
     def values(self) -> Any:
@@ -198,7 +199,7 @@ class ReduceMixin:
         if value.lazy:
             error = exc.NotLoopable(f"the indices of torch.{kind}(x, dim) need the whole dim; use a persistent reduction",
                                     self.session.location(self.current_node))
-            return MaxResult((values, LoopedIndices(error.with_rdims([d.rdim_id for d in value.looped_rdims()]))))
+            return ValuesIndices((values, LoopedIndices(error.with_rdims([d.rdim_id for d in value.looped_rdims()]))))
         mask = self.mask_for(value.shape, axis)
         ident = identity(kind, value.dtype)
         fn = "tl.argmax" if kind == "max" else "tl.argmin"
@@ -209,7 +210,7 @@ class ReduceMixin:
             return f"{fn}({x}, {axis}{keep}).to(tl.int64)"
 
         indices = self.make(torch.int64, values.shape, render, [value], "arg")
-        return MaxResult((values, indices))
+        return ValuesIndices((values, indices))
 
     def softmax(self, value: Any, dim: int, log: bool, dtype: Any = None) -> TVal:
         value = self.to_tval(value)

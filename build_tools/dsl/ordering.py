@@ -1,0 +1,197 @@
+"""Functions of device code that reorder a dim: `sort`, `argsort`, `msort`, `topk` and `flip`
+(`fliplr`, `flipud`), with PyTorch's semantics over the valid lanes of a block.
+
+Triton's `tl.sort`, `tl.topk` and `tl.flip` work on a whole power-of-two block and return values
+only, so a block's padding (the lanes past a tile's end or a whole dim's size) would move into the
+valid lanes. Here each lane gets one int64 rank that orders it: its value's order-preserving
+integer (floats by their bits, NaN above +inf and -0.0 equal to 0.0, as PyTorch orders them) in the
+high bits, its position in the low bits so that equal values keep their order (a stable sort), and
+below every value for the padding. The ranks are sorted descending, the positions read back from
+them, and the values gathered from the input at those positions (so they are the input's own,
+-0.0 and NaN payloads included). A flip gathers from `valid - 1 - position`, `valid` counted from
+the dim's mask."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from . import exc
+from .reduce import ValuesIndices
+from .values import ONE, RDim, TVal, extent_key, place
+
+# Ranks: the 32-bit order key shifted above a 31-bit position; padding ranks below every key
+POSITION_BITS = 31
+PADDING_KEY = -(2**31) - 1
+ORDERED_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2,
+                  torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
+
+
+class OrderingMixin:
+    def ordering_functions(self) -> dict[Any, Callable[..., Any]]:
+        """Handlers of the module docstring's functions, by the torch callable."""
+        return {
+            torch.sort: self.sort,
+            torch.argsort: lambda v, dim=-1, descending=False, stable=False: self.sort(v, dim, descending).indices,
+            torch.msort: lambda v: self.sort(v, 0).values,
+            torch.topk: self.topk,
+            torch.flip: self.flip,
+            torch.fliplr: lambda v: self.flip(v, [1]),
+            torch.flipud: lambda v: self.flip(v, [0]),
+        }
+
+    def ordering_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
+        """The tensor methods of the same functions, on `base`."""
+        functions = self.ordering_functions()
+        methods = {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
+                   for name in ("sort", "argsort", "msort", "topk", "fliplr", "flipud")}
+        methods["flip"] = lambda *dims: self.flip(base, dims[0] if len(dims) == 1 else dims)
+        return methods
+
+    # ------------------------------------------------------------------ sort and topk
+    def sort(self, value: Any, dim: int = -1, descending: bool = False, *, stable: bool = False) -> ValuesIndices:
+        """torch.sort along `dim`: (values, int64 positions), stable whatever `stable` says."""
+        value = self.to_tval(value)
+        axis = self.ordered_axis(value, dim, "torch.sort")
+        if value.shape[axis] is ONE:
+            return ValuesIndices((value, self.full(value.shape, 0, torch.int64)))
+        return self.ordered(value, axis, descending=bool(descending), keep=None)
+
+    def topk(self, value: Any, k: Any, dim: int = -1, largest: bool = True, sorted: bool = True) -> ValuesIndices:
+        """torch.topk along `dim`: the `k` largest (or smallest) values and their int64 positions,
+        largest (smallest) first also where `sorted` is False, equal values in position order. The
+        result's dim is a whole dim of size `k`, which must be a compile-time constant."""
+        value = self.to_tval(value)
+        axis = self.ordered_axis(value, dim, "torch.topk")
+        count = self.compile_time_count(k)
+        size = self.whole_extent(value.shape[axis])
+        if count > size:
+            raise self.error(exc.ShapeMismatch, f"torch.topk: k={count} is more than the {size} elements along dim {dim}")
+        if isinstance(value.shape[axis], RDim) and not value.shape[axis].size_param.isdigit():
+            host = self.session.rdim_host[id(value.shape[axis])][0]
+            self.session.bake(f"({host}) >= {count}", True, guard=True)  # the compiled top-k assumes k elements
+        out_dim = self.rdim_for(count, str(count), str(count)) if count > 1 else ONE
+        self.require_whole([out_dim], "torch.topk's result")
+        if value.shape[axis] is ONE:
+            return ValuesIndices((value, self.full(value.shape, 0, torch.int64)))
+        return self.ordered(value, axis, descending=bool(largest), keep=out_dim)
+
+    def ordered_axis(self, value: TVal, dim: Any, what: str) -> int:
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise self.error(exc.NotSupported, f"{what} along dim {dim!r}; give one int dim")
+        if not value.shape:
+            raise self.error(exc.ShapeMismatch, f"{what} of a scalar")
+        if value.dtype not in ORDERED_DTYPES:
+            raise self.error(exc.NotSupported, f"{what} of {value.dtype} values: device code orders floats of at most "
+                             "32 bits and integers of at most 32 bits (a value and its position share one int64)")
+        axis = dim % len(value.shape)
+        self.require_whole([value.shape[axis]], what)
+        return axis
+
+    def compile_time_count(self, k: Any) -> int:
+        """`k` as an int: a literal, or a host value whose text is one (hl.specialize, static shapes)."""
+        text = getattr(k, "expr", None)
+        if isinstance(k, int) and not isinstance(k, bool):
+            count = int(k)
+        elif isinstance(text, str) and text.lstrip("-").isdigit():
+            count = int(text)
+        else:
+            raise self.error(exc.NotSupported, "torch.topk's k must be a compile-time constant in device code; "
+                             "pass it through hl.specialize(k)")
+        if count < 1:
+            raise self.error(exc.ShapeMismatch, f"torch.topk: k={count}; device code takes k >= 1")
+        return count
+
+    def whole_extent(self, dim: Any) -> int:
+        """The number of elements along a whole dim (a `:` or a constant-size dim): for a run-time
+        size the bind-time one."""
+        if dim is ONE:
+            return 1
+        if isinstance(dim, RDim):
+            return dim.size_value
+        key = extent_key(dim)
+        if key is not None and not key[0] and dim.mask is None:
+            return int(key[1])
+        raise self.error(exc.NotSupported, "torch.topk along a tile's dim (its number of valid elements varies); "
+                         "take the whole dim with `:`")
+
+    def ordered(self, value: TVal, axis: int, *, descending: bool, keep: Any) -> ValuesIndices:
+        """The values of `value` along `axis` in descending (else ascending) order with their
+        positions: all of them, or where `keep` is a dim, its extent's first (a top-k)."""
+        last = len(value.shape) - 1
+        order = list(range(len(value.shape)))
+        order[axis], order[last] = last, axis
+        moved = self.permute(value, order) if axis != last else value
+        block = moved.shape[last].size_expr
+        rank = self.order_rank(moved, descending)
+        if keep is None:
+            chosen = self.make(torch.int64, rank.shape, lambda a: f"tl.sort({a[0]}, {last}, descending=True)", [rank], "sorted")
+        else:
+            chosen = self.make(torch.int64, rank.shape[:last] + (keep,),
+                               lambda a: f"tl.topk({a[0]}, {keep.size_expr}, {last})", [rank], "topk")
+        mask = (1 << POSITION_BITS) - 1
+        positions = self.make(torch.int32, chosen.shape, lambda a: f"({block} - 1 - ({a[0]} & {mask})).to(tl.int32)",
+                              [chosen], "position")
+        values = self.make(value.dtype, chosen.shape, lambda a: f"tl.gather({a[0]}, {a[1]}, {last})", [moved, positions],
+                           "ordered")
+        indices = self.to_dtype(positions, torch.int64)
+        if axis != last:
+            values, indices = self.permute(values, order), self.permute(indices, order)
+        return ValuesIndices((values, indices))
+
+    def order_rank(self, value: TVal, descending: bool) -> TVal:
+        """Each lane's int64 rank along the last axis (module docstring): larger ranks come first."""
+        last = len(value.shape) - 1
+        dim = value.shape[last]
+        key = self.order_key(value)
+        lanes = place(f"tl.arange(0, {dim.size_expr})", [last], len(value.shape))
+        mask = self.mask_for(value.shape, last)
+
+        def render(a: list[str]) -> str:
+            high = (a[0] if descending else f"~{a[0]}") + ".to(tl.int64)"
+            if mask:
+                high = f"tl.where({mask}, {high}, {PADDING_KEY})"
+            return f"({high} << {POSITION_BITS}) | ({dim.size_expr} - 1 - {lanes}).to(tl.int64)"
+
+        return self.make(torch.int64, value.shape, render, [key], "rank")
+
+    def order_key(self, value: TVal) -> TVal:
+        """An int32 that orders as PyTorch orders the values: integers as themselves, floats by
+        their bits (negative ones reversed), after NaN is made one positive NaN and -0.0 is 0.0."""
+        if not value.dtype.is_floating_point:
+            return self.to_dtype(value, torch.int32)
+        x = self.to_dtype(value, torch.float32)
+        bits = self.make(torch.int32, x.shape, lambda a: f"tl.where({a[0]} != {a[0]}, float('nan'), {a[0]} + 0.0)"
+                         ".to(tl.int32, bitcast=True)", [x], "bits")
+        return self.make(torch.int32, x.shape, lambda a: f"tl.where({a[0]} < 0, {a[0]} ^ 0x7FFFFFFF, {a[0]})", [bits], "key")
+
+    # ------------------------------------------------------------------ flip
+    def flip(self, value: Any, dims: Any) -> TVal:
+        """torch.flip over `dims`: position i takes lane `valid - 1 - i`, `valid` the number of
+        lanes the dim's mask holds (lanes past them keep theirs). Not tl.flip, which moves the
+        padding and fails on a one-lane block."""
+        value = self.to_tval(value)
+        if isinstance(dims, int):
+            dims = [dims]
+        if not value.shape:
+            return value
+        axes = sorted({d % len(value.shape) for d in dims})
+        self.require_whole([value.shape[a] for a in axes], "torch.flip")
+        for axis in axes:
+            value = self.flip_axis(value, axis)
+        return value
+
+    def flip_axis(self, value: TVal, axis: int) -> TVal:
+        dim = value.shape[axis]
+        if dim is ONE:
+            return value
+        mask = self.mask_for(value.shape, axis)
+        rank = len(value.shape)
+        lanes = place(f"tl.arange(0, {dim.size_expr})", [axis], rank)
+        counted = value.shape[:axis] + (ONE,) + value.shape[axis + 1:]
+        sizes = ", ".join(d.size_expr for d in counted)
+        count = (f"tl.broadcast_to(tl.sum(({mask}).to(tl.int32), {axis}, keep_dims=True), [{sizes}])" if mask
+                 else f"tl.full([{sizes}], {dim.size_expr}, tl.int32)")
+        valid = self.make(torch.int32, counted, lambda a: count, [], "valid")
+        return self.make(value.dtype, value.shape, lambda a: f"tl.gather({a[0]}, tl.where({lanes} < {a[1]}, {a[1]} - 1 - {lanes}, "
+                         f"{lanes}), {axis})", [value, valid], "flipped")

@@ -1,0 +1,229 @@
+"""Corpus: torch.sort / argsort / msort / topk / flip (fliplr, flipud) in device code, against
+PyTorch's stable sort: along whole dims whose size is not a power of two (the block's padding must
+stay out of the valid lanes), along a first dim, within tiles (the last one partial), with NaN,
+infinities, signed zeros and ties; topk's k a compile-time constant, checked against the dim's
+size, also where that size varies at run time."""
+import pytest
+import torch
+
+import build_tools.dsl as helion
+import build_tools.dsl.language as hl
+from build_tools.dsl import exc
+
+from ._harness import check_kernel, randint, randn
+
+NAN_STAND_IN = 12345.0  # assert_close takes NaN for unequal: compared as this value on both sides
+
+
+def special_floats(x: torch.Tensor) -> torch.Tensor:
+    """`x` with NaN, infinities, signed zeros and a tie in its first row(s), where they fit."""
+    flat = x.view(-1)
+    specials = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1.5, 1.5, -0.0]
+    flat[: min(len(specials), flat.numel())] = torch.tensor(specials[: flat.numel()], dtype=x.dtype)
+    return x
+
+
+def without_nan(*values: torch.Tensor) -> tuple:
+    return tuple(v.double().nan_to_num(nan=NAN_STAND_IN, posinf=float("inf"), neginf=float("-inf"))
+                 if v.dtype.is_floating_point else v for v in values)
+
+
+def row_input(shape, dtype, device):
+    if dtype == torch.int32:
+        x = randint(-4, 5, *shape, device=device).to(dtype)  # many ties
+        x.view(-1)[:2] = torch.tensor([2**31 - 1, -(2**31)], dtype=dtype)[: x.numel()]
+        return x
+    return special_floats(randn(*shape, dtype=dtype, device=device))
+
+
+@helion.kernel()
+def sort_rows(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, n = x.size()
+    down = torch.empty_like(x)
+    down_at = torch.empty([m, n], dtype=torch.int64, device=x.device)
+    up = torch.empty_like(x)
+    up_at = torch.empty([m, n], dtype=torch.int64, device=x.device)
+    order = torch.empty([m, n], dtype=torch.int64, device=x.device)
+    for tile in hl.tile(m):
+        v, i = torch.sort(x[tile, :], dim=-1, descending=True)
+        down[tile, :] = v
+        down_at[tile, :] = i
+        ascending = x[tile, :].sort(1)
+        up[tile, :] = ascending.values
+        up_at[tile, :] = ascending.indices
+        order[tile, :] = torch.argsort(x[tile, :], dim=1, descending=True)
+    return down, down_at, up, up_at, order
+
+
+def sort_rows_reference(x):
+    down = torch.sort(x, dim=-1, descending=True, stable=True)
+    up = torch.sort(x, dim=-1, stable=True)
+    return without_nan(down.values, down.indices, up.values, up.indices, down.indices)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+@pytest.mark.parametrize("shape", [(1, 1), (6, 37), (3, 300)])
+def test_sort_rows_as_a_stable_sort(shape, dtype, device):
+    x = row_input(shape, dtype, device)
+    check_kernel(sort_rows, (x,), sort_rows_reference, outputs=lambda r, a: without_nan(*r), rtol=0, atol=0)
+
+
+@helion.kernel()
+def top_rows(x: torch.Tensor, k: int) -> tuple[torch.Tensor, ...]:
+    m, n = x.size()
+    k = hl.specialize(k)
+    big = torch.empty([m, k], dtype=x.dtype, device=x.device)
+    big_at = torch.empty([m, k], dtype=torch.int64, device=x.device)
+    small = torch.empty([m, k], dtype=x.dtype, device=x.device)
+    small_at = torch.empty([m, k], dtype=torch.int64, device=x.device)
+    unsorted = torch.empty([m, k], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        v, i = torch.topk(x[tile, :], k, dim=-1)
+        big[tile, :] = v
+        big_at[tile, :] = i
+        least = x[tile, :].topk(k, dim=1, largest=False)
+        small[tile, :] = least.values
+        small_at[tile, :] = least.indices
+        unsorted[tile, :] = torch.topk(x[tile, :], k, sorted=False).values
+    return big, big_at, small, small_at, unsorted
+
+
+def top_rows_reference(x, k):
+    down = torch.sort(x, dim=-1, descending=True, stable=True)
+    up = torch.sort(x, dim=-1, stable=True)
+    return without_nan(down.values[:, :k], down.indices[:, :k], up.values[:, :k], up.indices[:, :k], down.values[:, :k])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+@pytest.mark.parametrize("shape,k", [((1, 1), 1), ((5, 16), 16), ((7, 100), 7), ((2, 1000), 16), ((3, 9), 5)])
+def test_topk_rows(shape, k, dtype, device):
+    x = row_input(shape, dtype, device)
+    check_kernel(top_rows, (x, k), top_rows_reference, outputs=lambda r, a: without_nan(*r), rtol=0, atol=0)
+
+
+@helion.kernel()
+def columns_and_flips(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, n = x.size()
+    up = torch.empty_like(x)
+    up_at = torch.empty([m, n], dtype=torch.int64, device=x.device)
+    upside_down = torch.empty_like(x)
+    for tile in hl.tile(n):
+        column = x[:, tile]
+        ordered = torch.sort(column, dim=0)
+        up[:, tile] = ordered.values
+        up_at[:, tile] = ordered.indices
+        upside_down[:, tile] = torch.flipud(column) * 2
+    return up, up_at, upside_down
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (45, 20)])
+def test_sort_and_flip_along_the_first_dim(shape, device):
+    x = special_floats(randn(*shape, device=device))
+    check_kernel(columns_and_flips, (x,), lambda x: without_nan(*torch.sort(x, dim=0, stable=True), x.flip(0) * 2),
+                 outputs=lambda r, a: without_nan(*r), rtol=0, atol=0)
+
+
+@helion.kernel()
+def flip_planes(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    b, m, n = x.size()
+    both = torch.empty_like(x)
+    last = torch.empty_like(x)
+    for tile in hl.tile(b):
+        plane = x[tile, :, :]
+        both[tile, :, :] = torch.flip(plane, dims=[1, 2])
+        last[tile, :, :] = plane.flip(-1) + plane.fliplr()
+    return both, last
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 5, 7), (2, 16, 32)])
+def test_flip_whole_dims(shape, dtype, device):
+    x = (randn(*shape, device=device) * 100).round().to(dtype)  # integral: the sum of two flips is exact
+    check_kernel(flip_planes, (x,), lambda x: (x.flip(1, 2), x.flip(2) + x.flip(1)), rtol=0, atol=0)
+
+
+@helion.kernel()
+def within_tiles(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    (n,) = x.size()
+    up = torch.empty_like(x)
+    up_at = torch.empty([n], dtype=torch.int64, device=x.device)
+    reversed_ = torch.empty_like(x)
+    for tile in hl.tile(n):
+        ordered = x[tile].sort()
+        up[tile] = ordered.values
+        up_at[tile] = ordered.indices + tile.begin
+        reversed_[tile] = x[tile].flip(0)
+    return up, up_at, reversed_
+
+
+def within_tiles_reference(x, config):
+    block = config["block_sizes"][0]
+    pieces = [torch.sort(x[start:start + block], stable=True) for start in range(0, x.numel(), block)]
+    starts = range(0, x.numel(), block)
+    return (torch.cat([p.values for p in pieces]), torch.cat([p.indices + s for p, s in zip(pieces, starts)]),
+            torch.cat([x[start:start + block].flip(0) for start in starts]))
+
+
+@pytest.mark.parametrize("n", [5, 37])
+def test_sort_and_flip_within_tiles(n, device):
+    x = randint(-3, 4, n, device=device).float() + randn(n, device=device) * (randint(0, 2, n, device=device) > 0)
+    check_kernel(within_tiles, (x,), within_tiles_reference, rtol=0, atol=0, reference_takes_config=True,
+                 extra_configs=[helion.Config(block_sizes=[16])])
+
+
+@helion.kernel(static_shapes=False)
+def top_of_runtime_rows(x: torch.Tensor, k: int) -> torch.Tensor:
+    m, n = x.size()
+    k = hl.specialize(k)
+    out = torch.empty([m, k], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        out[tile, :] = torch.topk(x[tile, :], k).values
+    return out
+
+
+def test_topk_guards_a_run_time_size(device):
+    x = randn(3, 50, device=device)
+    torch.testing.assert_close(top_of_runtime_rows(x, 7), torch.topk(x, 7).values, rtol=0, atol=0)
+    y = randn(4, 20, device=device)
+    torch.testing.assert_close(top_of_runtime_rows(y, 7), torch.topk(y, 7).values, rtol=0, atol=0)
+    with pytest.raises(exc.ShapeMismatch, match="k=7 is more than the 6 elements"):
+        top_of_runtime_rows(randn(2, 6, device=device), 7)
+
+
+@helion.kernel()
+def top_unspecialized(x: torch.Tensor, k: int) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty([m, 4], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(m):
+        out[tile, :] = torch.topk(x[tile, :], k).values
+    return out
+
+
+@helion.kernel()
+def top_of_tiles(x: torch.Tensor) -> torch.Tensor:
+    (n,) = x.size()
+    out = torch.empty([4], dtype=x.dtype, device=x.device)
+    for tile in hl.tile(n):
+        out[:] = torch.topk(x[tile], 4).values
+    return out
+
+
+@helion.kernel()
+def sort_doubles(x: torch.Tensor) -> torch.Tensor:
+    m, n = x.size()
+    out = torch.empty_like(x)
+    for tile in hl.tile(m):
+        out[tile, :] = torch.sort(x[tile, :]).values
+    return out
+
+
+@pytest.mark.parametrize("kernel,args,error,message", [
+    (top_unspecialized, lambda: (randn(3, 8), 4), exc.NotSupported, "k must be a compile-time constant"),
+    (top_rows, lambda: (randn(3, 8), 9), exc.ShapeMismatch, "k=9 is more than the 8 elements"),
+    (top_of_tiles, lambda: (randn(40),), exc.NotSupported, "torch.topk along a tile's dim"),
+    (sort_doubles, lambda: (randn(3, 8, dtype=torch.float64),), exc.NotSupported, "torch.sort of torch.float64 values"),
+])
+def test_ordering_errors(kernel, args, error, message):
+    with pytest.raises(error, match=message):
+        bound = kernel.bind(args())
+        bound.to_triton_code(bound.config_spec.default_config())
