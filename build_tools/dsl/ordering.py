@@ -1,5 +1,5 @@
-"""Functions of device code that reorder a dim: `sort`, `argsort`, `msort`, `topk` and `flip`
-(`fliplr`, `flipud`), with PyTorch's semantics over the valid lanes of a block.
+"""Functions of device code that reorder a dim: `sort`, `argsort`, `msort`, `topk`, `flip`
+(`fliplr`, `flipud`) and `roll`, with PyTorch's semantics over the valid lanes of a block.
 
 Triton's `tl.sort`, `tl.topk` and `tl.flip` work on a whole power-of-two block and return values
 only, so a block's padding (the lanes past a tile's end or a whole dim's size) would move into the
@@ -8,8 +8,8 @@ integer (floats by their bits, NaN above +inf and -0.0 equal to 0.0, as PyTorch 
 high bits, its position in the low bits so that equal values keep their order (a stable sort), and
 below every value for the padding. The ranks are sorted descending, the positions read back from
 them, and the values gathered from the input at those positions (so they are the input's own,
--0.0 and NaN payloads included). A flip gathers from `valid - 1 - position`, `valid` counted from
-the dim's mask."""
+-0.0 and NaN payloads included). A flip gathers from `valid - 1 - position` and a roll from
+`(position - shift) mod valid`, `valid` counted from the dim's mask."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -38,13 +38,14 @@ class OrderingMixin:
             torch.flip: self.flip,
             torch.fliplr: lambda v: self.flip(v, [1]),
             torch.flipud: lambda v: self.flip(v, [0]),
+            torch.roll: self.roll,
         }
 
     def ordering_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
         """The tensor methods of the same functions, on `base`."""
         functions = self.ordering_functions()
         methods = {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
-                   for name in ("sort", "argsort", "msort", "topk", "fliplr", "flipud")}
+                   for name in ("sort", "argsort", "msort", "topk", "fliplr", "flipud", "roll")}
         methods["flip"] = lambda *dims: self.flip(base, dims[0] if len(dims) == 1 else dims)
         return methods
 
@@ -165,33 +166,50 @@ class OrderingMixin:
                          ".to(tl.int32, bitcast=True)", [x], "bits")
         return self.make(torch.int32, x.shape, lambda a: f"tl.where({a[0]} < 0, {a[0]} ^ 0x7FFFFFFF, {a[0]})", [bits], "key")
 
-    # ------------------------------------------------------------------ flip
+    # ------------------------------------------------------------------ flip and roll
     def flip(self, value: Any, dims: Any) -> TVal:
         """torch.flip over `dims`: position i takes lane `valid - 1 - i`, `valid` the number of
         lanes the dim's mask holds (lanes past them keep theirs). Not tl.flip, which moves the
         padding and fails on a one-lane block."""
         value = self.to_tval(value)
-        if isinstance(dims, int):
-            dims = [dims]
-        if not value.shape:
-            return value
-        axes = sorted({d % len(value.shape) for d in dims})
-        self.require_whole([value.shape[a] for a in axes], "torch.flip")
-        for axis in axes:
-            value = self.flip_axis(value, axis)
+        for axis in self.moved_axes(value, [dims] if isinstance(dims, int) else dims, "torch.flip"):
+            value = self.gathered_along(value, axis, lambda lane, valid: f"{valid} - 1 - {lane}", "flipped")
         return value
 
-    def flip_axis(self, value: TVal, axis: int) -> TVal:
+    def roll(self, value: Any, shifts: Any, dims: Any = None) -> TVal:
+        """torch.roll along `dims`: position i takes lane (i - shift) mod valid."""
+        value = self.to_tval(value)
+        if dims is None:
+            raise self.error(exc.NotSupported, "torch.roll without dims in device code (a roll of the flattened value); give dims")
+        shifts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
+        dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+        if len(shifts) != len(dims):
+            raise self.error(exc.ShapeMismatch, f"torch.roll: {len(shifts)} shifts for {len(dims)} dims")
+        for shift, dim in zip(shifts, dims):
+            amount = self.atom(shift)
+            for axis in self.moved_axes(value, [dim], "torch.roll"):
+                value = self.gathered_along(value, axis, lambda lane, valid: f"(({lane} - {amount}) % {valid} + {valid}) % {valid}",
+                                            "rolled")
+        return value
+
+    def moved_axes(self, value: TVal, dims: Any, what: str) -> list[int]:
+        """The axes of `dims` that hold more than one lane, each needed whole."""
+        if not value.shape:
+            return []
+        axes = sorted({d % len(value.shape) for d in dims})
+        self.require_whole([value.shape[a] for a in axes], what)
+        return [a for a in axes if value.shape[a] is not ONE]
+
+    def gathered_along(self, value: TVal, axis: int, source: Callable[[str, str], str], prefix: str) -> TVal:
+        """`value` with position i along `axis` taken from lane `source(i, valid)` for the valid
+        positions (`valid` counted from the dim's mask); lanes past them keep theirs."""
         dim = value.shape[axis]
-        if dim is ONE:
-            return value
         mask = self.mask_for(value.shape, axis)
-        rank = len(value.shape)
-        lanes = place(f"tl.arange(0, {dim.size_expr})", [axis], rank)
+        lanes = place(f"tl.arange(0, {dim.size_expr})", [axis], len(value.shape))
         counted = value.shape[:axis] + (ONE,) + value.shape[axis + 1:]
         sizes = ", ".join(d.size_expr for d in counted)
         count = (f"tl.broadcast_to(tl.sum(({mask}).to(tl.int32), {axis}, keep_dims=True), [{sizes}])" if mask
                  else f"tl.full([{sizes}], {dim.size_expr}, tl.int32)")
         valid = self.make(torch.int32, counted, lambda a: count, [], "valid")
-        return self.make(value.dtype, value.shape, lambda a: f"tl.gather({a[0]}, tl.where({lanes} < {a[1]}, {a[1]} - 1 - {lanes}, "
-                         f"{lanes}), {axis})", [value, valid], "flipped")
+        return self.make(value.dtype, value.shape, lambda a: f"tl.gather({a[0]}, tl.where({lanes} < {a[1]}, "
+                         f"{source(lanes, a[1])}, {lanes}), {axis})", [value, valid], prefix)

@@ -11,6 +11,7 @@ import torch
 
 from . import exc
 from . import language as hl
+from .elementary import ElementaryMixin
 from .memory import MemoryMixin
 from .ordering import OrderingMixin
 from .reduce import LoopedIndices, ReduceMixin
@@ -44,8 +45,7 @@ MATH_FUNCTIONS = {
     "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})", "log2": "tl.log2({0})",
     "sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})", "sigmoid": "tl.sigmoid({0})",
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})",
-    "tanh": "(2.0 * tl.sigmoid(2.0 * {0}) - 1.0)", "log1p": "tl.log(1.0 + {0})",
-    "expm1": "(tl.exp({0}) - 1.0)", "reciprocal": "(1.0 / {0})", "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
+    "reciprocal": "(1.0 / {0})", "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
 }
 
 
@@ -61,7 +61,7 @@ def literal(value: Any) -> str:
 
 
 class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMixin, RandomMixin, TorchFunctionsMixin,
-                     OrderingMixin):
+                     OrderingMixin, ElementaryMixin):
     # ------------------------------------------------------------------ value construction
     def make(self, dtype: torch.dtype, shape: tuple, render: Callable[[list[str]], str], children: list, prefix: str = "v") -> TVal:
         """A new device value: emitted now unless it spans a looped reduction dimension."""
@@ -438,6 +438,10 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         cond = self.to_tval(cond) if not isinstance(cond, HostScalar) else cond
         shape = self.broadcast_shape(self.broadcast_shape(self.shape_of(cond), self.shape_of(a)), self.shape_of(b))
         dtype = self.result_dtype([a, b])
+        if dtype in LOW_PRECISION and any(isinstance(v, (int, float)) for v in (a, b)):
+            # a number beside a low-precision tensor: chosen among in float32 (exact), cast back;
+            # Triton's interpreter cannot make bfloat16 constants
+            return self.to_dtype(self.where(cond, self.cast_operand(a, torch.float32), self.cast_operand(b, torch.float32)), dtype)
         return self.make(dtype, shape, lambda x: f"tl.where({x[0]}, {x[1]}, {x[2]})", [cond, self.cast_operand(a, dtype), self.cast_operand(b, dtype)])
 
     def activation(self, name: str, value: Any, approximate: str = "none") -> TVal:
@@ -451,7 +455,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         elif approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
             cubic = self.binary(ast.Mult(), self.binary(ast.Mult(), self.binary(ast.Mult(), x, x), x), 0.044715)
             inner = self.binary(ast.Mult(), self.binary(ast.Add(), x, cubic), math.sqrt(2.0 / math.pi))
-            out = self.binary(ast.Mult(), self.binary(ast.Mult(), x, 0.5), self.binary(ast.Add(), self.math("tanh", inner), 1.0))
+            out = self.binary(ast.Mult(), self.binary(ast.Mult(), x, 0.5), self.binary(ast.Add(), self.tanh(inner), 1.0))
         elif approximate == "none":  # 0.5 x (1 + erf(x / sqrt(2)))
             erf = self.math("erf", self.binary(ast.Mult(), x, 1.0 / math.sqrt(2.0)))
             out = self.binary(ast.Mult(), self.binary(ast.Mult(), x, 0.5), self.binary(ast.Add(), erf, 1.0))
@@ -596,6 +600,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
         table: dict[str, Callable[..., Any]] = {
             **self.torch_methods(base),
             **self.ordering_methods(base),
+            **self.elementary_methods(base),
             "to": lambda dtype=None, *a, **k: self.to_dtype(base, k.get("dtype", dtype)),
             "float": lambda: self.to_dtype(base, torch.float32),
             "half": lambda: self.to_dtype(base, torch.float16),
@@ -619,7 +624,6 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
             "sqrt": lambda: self.math("sqrt", base),
             "rsqrt": lambda: self.math("rsqrt", base),
             "sigmoid": lambda: self.math("sigmoid", base),
-            "tanh": lambda: self.math("tanh", base),
             "abs": lambda: self.abs(base),
             "clamp": lambda min=None, max=None: self.clamp(base, min, max),
             **self.allocation_methods(base.dtype),
@@ -708,7 +712,7 @@ class PointwiseMixin(ReshapeMixin, SplitMixin, ReduceMixin, MemoryMixin, SyncMix
                 table[getattr(torch, name)] = ignore_node(lambda v, _n=name, **k: self.math(_n, v))
         for name in ("exp", "exp2", "log", "log2", "sqrt"):
             table[getattr(math, name)] = table[getattr(torch, name)]
-        for function, handler in {**self.torch_functions(), **self.ordering_functions()}.items():
+        for function, handler in {**self.torch_functions(), **self.ordering_functions(), **self.elementary_functions()}.items():
             table[function] = ignore_node(handler)
         table[torch.sigmoid] = ignore_node(lambda v: self.math("sigmoid", v))
         table[torch.nn.functional.sigmoid] = table[torch.sigmoid]

@@ -77,7 +77,7 @@ class TorchFunctionsMixin:
                 ast.Mult(), v, self.clamp(self.binary(ast.Add(), self.binary(ast.Div(), v, 6), 0.5), 0, 1)),
             F.elu: self.elu,
             F.mish: lambda v, inplace=False: self.in_float32(v, lambda x: self.binary(
-                ast.Mult(), x, self.math("tanh", self.softplus(x)))),
+                ast.Mult(), x, self.tanh(self.softplus(x)))),
             F.logsigmoid: lambda v: self.in_float32(v, lambda x: self.unary_op(ast.USub(), self.softplus(self.unary_op(ast.USub(), x)))),
         }
         return table
@@ -313,11 +313,11 @@ class TorchFunctionsMixin:
         """log(1 + exp(beta x)) / beta, and x itself where beta x exceeds `threshold`."""
         def compute(x: TVal) -> TVal:
             scaled = self.scaled(x, beta)
-            soft = self.math("log1p", self.math("exp", scaled))
+            soft = self.log1p(self.math("exp", scaled))
             return self.where(self.binary(ast.Gt(), scaled, threshold), x, self.binary(ast.Div(), soft, beta))
 
         return self.in_float32(value, compute)
 
     def elu(self, value: Any, alpha: float = 1.0, inplace: bool = False) -> TVal:
         return self.in_float32(value, lambda x: self.where(
-            self.binary(ast.Gt(), x, 0), x, self.binary(ast.Mult(), self.math("expm1", x), alpha)))
+            self.binary(ast.Gt(), x, 0), x, self.binary(ast.Mult(), self.expm1(x), alpha)))

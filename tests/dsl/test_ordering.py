@@ -1,4 +1,4 @@
-"""Corpus: torch.sort / argsort / msort / topk / flip (fliplr, flipud) in device code, against
+"""Corpus: torch.sort / argsort / msort / topk / flip (fliplr, flipud) / roll in device code, against
 PyTorch's stable sort: along whole dims whose size is not a power of two (the block's padding must
 stay out of the valid lanes), along a first dim, within tiles (the last one partial), with NaN,
 infinities, signed zeros and ties; topk's k a compile-time constant, checked against the dim's
@@ -10,9 +10,7 @@ import build_tools.dsl as helion
 import build_tools.dsl.language as hl
 from build_tools.dsl import exc
 
-from ._harness import check_kernel, randint, randn
-
-NAN_STAND_IN = 12345.0  # assert_close takes NaN for unequal: compared as this value on both sides
+from ._harness import check_kernel, randint, randn, without_nan
 
 
 def special_floats(x: torch.Tensor) -> torch.Tensor:
@@ -21,11 +19,6 @@ def special_floats(x: torch.Tensor) -> torch.Tensor:
     specials = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1.5, 1.5, -0.0]
     flat[: min(len(specials), flat.numel())] = torch.tensor(specials[: flat.numel()], dtype=x.dtype)
     return x
-
-
-def without_nan(*values: torch.Tensor) -> tuple:
-    return tuple(v.double().nan_to_num(nan=NAN_STAND_IN, posinf=float("inf"), neginf=float("-inf"))
-                 if v.dtype.is_floating_point else v for v in values)
 
 
 def row_input(shape, dtype, device):
@@ -128,18 +121,21 @@ def flip_planes(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     b, m, n = x.size()
     both = torch.empty_like(x)
     last = torch.empty_like(x)
+    rolled = torch.empty_like(x)
     for tile in hl.tile(b):
         plane = x[tile, :, :]
         both[tile, :, :] = torch.flip(plane, dims=[1, 2])
         last[tile, :, :] = plane.flip(-1) + plane.fliplr()
-    return both, last
+        rolled[tile, :, :] = torch.roll(plane, shifts=(2, -9), dims=(1, 2)) + plane.roll(1, 2)
+    return both, last, rolled
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (3, 5, 7), (2, 16, 32)])
 def test_flip_whole_dims(shape, dtype, device):
     x = (randn(*shape, device=device) * 100).round().to(dtype)  # integral: the sum of two flips is exact
-    check_kernel(flip_planes, (x,), lambda x: (x.flip(1, 2), x.flip(2) + x.flip(1)), rtol=0, atol=0)
+    check_kernel(flip_planes, (x,), lambda x: (x.flip(1, 2), x.flip(2) + x.flip(1),
+                                               torch.roll(x, (2, -9), (1, 2)) + x.roll(1, 2)), rtol=0, atol=0)
 
 
 @helion.kernel()
