@@ -7,9 +7,11 @@ attention.py) and from the current one, with cuDNN beside them, timed in alterna
     python3 scratch/attention_fwd_source_ab.py OLD_MODULE OUT_DIR [INDEX]
 
 With INDEX, only compiles (runs once) shape INDEX's two kernels, to fill Triton's cache in parallel.
+AB_SHAPES (env, "0,3,12") keeps those shapes only.
 """
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,6 +38,8 @@ def main(old_path: Path, out_dir: Path, only: int | None = None):
     rows = []
     for index, (B, H, Hkv, S, D, causal) in enumerate(SHAPES):
         if only is not None and index != only:
+            continue
+        if os.environ.get("AB_SHAPES") and str(index) not in os.environ["AB_SHAPES"].split(","):
             continue
         shape = {"B": B, "H": H, "Hkv": Hkv, "Sq": S, "Sk": S, "D": D, "causal": causal}
         decision = _dispatch.DISPATCHER.resolve("attention_fwd", torch.device("cuda"), torch.bfloat16, shape)
