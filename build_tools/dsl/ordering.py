@@ -133,8 +133,7 @@ class OrderingMixin:
         mask = (1 << POSITION_BITS) - 1
         positions = self.make(torch.int32, chosen.shape, lambda a: f"({block} - 1 - ({a[0]} & {mask})).to(tl.int32)",
                               [chosen], "position")
-        values = self.make(value.dtype, chosen.shape, lambda a: f"tl.gather({a[0]}, {a[1]}, {last})", [moved, positions],
-                           "ordered")
+        values = self.lane_gather(moved, positions, last, "ordered")
         indices = self.to_dtype(positions, torch.int64)
         if axis != last:
             values, indices = self.permute(values, order), self.permute(indices, order)
@@ -211,5 +210,13 @@ class OrderingMixin:
         count = (f"tl.broadcast_to(tl.sum(({mask}).to(tl.int32), {axis}, keep_dims=True), [{sizes}])" if mask
                  else f"tl.full([{sizes}], {dim.size_expr}, tl.int32)")
         valid = self.make(torch.int32, counted, lambda a: count, [], "valid")
-        return self.make(value.dtype, value.shape, lambda a: f"tl.gather({a[0]}, tl.where({lanes} < {a[1]}, "
-                         f"{source(lanes, a[1])}, {lanes}), {axis})", [value, valid], prefix)
+        sources = self.make(torch.int32, value.shape, lambda a: f"tl.where({lanes} < {a[0]}, {source(lanes, a[0])}, {lanes})",
+                            [valid], "source")
+        return self.lane_gather(value, sources, axis, prefix)
+
+    def lane_gather(self, value: TVal, lanes: TVal, axis: int, prefix: str) -> TVal:
+        """`value`'s lanes along `axis` at the int32 positions `lanes` (tl.gather; bool values go
+        as int8)."""
+        carried = self.to_dtype(value, torch.int8) if value.dtype == torch.bool else value
+        out = self.make(carried.dtype, lanes.shape, lambda a: f"tl.gather({a[0]}, {a[1]}, {axis})", [carried, lanes], prefix)
+        return self.to_dtype(out, torch.bool) if value.dtype == torch.bool else out

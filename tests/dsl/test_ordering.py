@@ -130,6 +130,26 @@ def flip_planes(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return both, last, rolled
 
 
+@helion.kernel()
+def order_flags(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    m, n = x.size()
+    ordered = torch.empty([m, n], dtype=torch.int32, device=x.device)
+    at = torch.empty([m, n], dtype=torch.int64, device=x.device)
+    for tile in hl.tile(m):
+        flags = x[tile, :] > 0
+        down = torch.sort(flags.flip(1), dim=1, descending=True)
+        ordered[tile, :] = down.values.int() + 2 * flags.roll(1, 1).int()
+        at[tile, :] = down.indices
+    return ordered, at
+
+
+def test_sort_flip_and_roll_of_bools(device):
+    x = randn(5, 21, device=device)
+    check_kernel(order_flags, (x,), lambda x: (
+        torch.sort((x > 0).flip(1).int(), dim=1, descending=True, stable=True).values + 2 * (x > 0).roll(1, 1).int(),
+        torch.sort((x > 0).flip(1).int(), dim=1, descending=True, stable=True).indices), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (3, 5, 7), (2, 16, 32)])
 def test_flip_whole_dims(shape, dtype, device):
