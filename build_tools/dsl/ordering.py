@@ -1,5 +1,6 @@
 """Functions of device code that reorder a dim: `sort`, `argsort`, `msort`, `topk`, `flip`
-(`fliplr`, `flipud`) and `roll`, with PyTorch's semantics over the valid lanes of a block.
+(`fliplr`, `flipud`) and `roll`, and the order statistics `median`, `nanmedian` and `kthvalue`,
+with PyTorch's semantics over the valid lanes of a block.
 
 Triton's `tl.sort`, `tl.topk` and `tl.flip` work on a whole power-of-two block and return values
 only, so a block's padding (the lanes past a tile's end or a whole dim's size) would move into the
@@ -12,6 +13,7 @@ them, and the values gathered from the input at those positions (so they are the
 `(position - shift) mod valid`, `valid` counted from the dim's mask."""
 from __future__ import annotations
 
+import ast
 from typing import Any, Callable
 
 import torch
@@ -39,13 +41,17 @@ class OrderingMixin:
             torch.fliplr: lambda v: self.flip(v, [1]),
             torch.flipud: lambda v: self.flip(v, [0]),
             torch.roll: self.roll,
+            torch.median: lambda v, dim=None, keepdim=False: self.order_statistic("median", v, dim, keepdim),
+            torch.nanmedian: lambda v, dim=None, keepdim=False: self.order_statistic("nanmedian", v, dim, keepdim),
+            torch.kthvalue: lambda v, k, dim=-1, keepdim=False: self.order_statistic("kthvalue", v, dim, keepdim, k),
         }
 
     def ordering_methods(self, base: TVal) -> dict[str, Callable[..., Any]]:
         """The tensor methods of the same functions, on `base`."""
         functions = self.ordering_functions()
         methods = {name: (lambda *a, _f=functions[getattr(torch, name)], **k: _f(base, *a, **k))
-                   for name in ("sort", "argsort", "msort", "topk", "fliplr", "flipud", "roll")}
+                   for name in ("sort", "argsort", "msort", "topk", "fliplr", "flipud", "roll", "median", "nanmedian",
+                                "kthvalue")}
         methods["flip"] = lambda *dims: self.flip(base, dims[0] if len(dims) == 1 else dims)
         return methods
 
@@ -77,6 +83,43 @@ class OrderingMixin:
             return ValuesIndices((value, self.full(value.shape, 0, torch.int64)))
         return self.ordered(value, axis, descending=bool(largest), keep=out_dim)
 
+    def order_statistic(self, what: str, value: Any, dim: Any, keepdim: bool, k: Any = None) -> ValuesIndices:
+        """torch.median / nanmedian (the lower median) and kthvalue (the k-th smallest, k from 1)
+        along `dim`, with its position: a lane of the ascending sort. NaN sorts last, so a median of
+        values holding NaN is the first NaN (PyTorch's); a nanmedian leaves them out (NaN where all
+        are)."""
+        if dim is None:
+            raise self.error(exc.NotSupported, f"torch.{what} over all dims in device code; give a dim")
+        value = self.to_tval(value)
+        axis = self.ordered_axis(value, dim, f"torch.{what}")
+        if value.shape[axis] is ONE:
+            ordered = ValuesIndices((value, self.full(value.shape, 0, torch.int64)))
+            position: Any = self.full(value.shape, 0, torch.int32)
+        else:
+            ordered = self.ordered(value, axis, descending=False, keep=None)
+            valid = self.valid_count(value, axis)
+            if what == "kthvalue":
+                count = self.compile_time_count(k, what)
+                size = self.whole_extent(value.shape[axis], what)
+                if count > size:
+                    raise self.error(exc.ShapeMismatch, f"torch.kthvalue: k={count} is more than the {size} elements along dim {dim}")
+                position = self.full(valid.shape, count - 1, torch.int32)
+            elif not value.dtype.is_floating_point:
+                position = self.binary(ast.FloorDiv(), self.binary(ast.Sub(), valid, 1), 2)
+            else:
+                nans = self.reduce("sum", self.to_dtype(self.isnan(value), torch.int32), axis, keepdim=True)
+                numbers = self.binary(ast.Sub(), valid, nans)
+                if what == "median":
+                    middle = self.binary(ast.FloorDiv(), self.binary(ast.Sub(), valid, 1), 2)
+                    position = self.where(self.binary(ast.Gt(), nans, 0), numbers, middle)
+                else:
+                    position = self.extremum("maximum", self.binary(ast.FloorDiv(), self.binary(ast.Sub(), numbers, 1), 2), 0)
+        position = self.to_dtype(position, torch.int32)
+        values, indices = (self.lane_gather(part, position, axis, "statistic") for part in ordered)
+        if not keepdim:
+            values, indices = self.squeeze(values, axis), self.squeeze(indices, axis)
+        return ValuesIndices((values, indices))
+
     def ordered_axis(self, value: TVal, dim: Any, what: str) -> int:
         if not isinstance(dim, int) or isinstance(dim, bool):
             raise self.error(exc.NotSupported, f"{what} along dim {dim!r}; give one int dim")
@@ -89,7 +132,7 @@ class OrderingMixin:
         self.require_whole([value.shape[axis]], what)
         return axis
 
-    def compile_time_count(self, k: Any) -> int:
+    def compile_time_count(self, k: Any, what: str = "topk") -> int:
         """`k` as an int: a literal, or a host value whose text is one (hl.specialize, static shapes)."""
         text = getattr(k, "expr", None)
         if isinstance(k, int) and not isinstance(k, bool):
@@ -97,13 +140,13 @@ class OrderingMixin:
         elif isinstance(text, str) and text.lstrip("-").isdigit():
             count = int(text)
         else:
-            raise self.error(exc.NotSupported, "torch.topk's k must be a compile-time constant in device code; "
+            raise self.error(exc.NotSupported, f"torch.{what}'s k must be a compile-time constant in device code; "
                              "pass it through hl.specialize(k)")
         if count < 1:
-            raise self.error(exc.ShapeMismatch, f"torch.topk: k={count}; device code takes k >= 1")
+            raise self.error(exc.ShapeMismatch, f"torch.{what}: k={count}; device code takes k >= 1")
         return count
 
-    def whole_extent(self, dim: Any) -> int:
+    def whole_extent(self, dim: Any, what: str = "topk") -> int:
         """The number of elements along a whole dim (a `:` or a constant-size dim): for a run-time
         size the bind-time one."""
         if dim is ONE:
@@ -113,7 +156,7 @@ class OrderingMixin:
         key = extent_key(dim)
         if key is not None and not key[0] and dim.mask is None:
             return int(key[1])
-        raise self.error(exc.NotSupported, "torch.topk along a tile's dim (its number of valid elements varies); "
+        raise self.error(exc.NotSupported, f"torch.{what} along a tile's dim (its number of valid elements varies); "
                          "take the whole dim with `:`")
 
     def ordered(self, value: TVal, axis: int, *, descending: bool, keep: Any) -> ValuesIndices:
@@ -202,17 +245,22 @@ class OrderingMixin:
     def gathered_along(self, value: TVal, axis: int, source: Callable[[str, str], str], prefix: str) -> TVal:
         """`value` with position i along `axis` taken from lane `source(i, valid)` for the valid
         positions (`valid` counted from the dim's mask); lanes past them keep theirs."""
+        lanes = place(f"tl.arange(0, {value.shape[axis].size_expr})", [axis], len(value.shape))
+        valid = self.valid_count(value, axis)
+        sources = self.make(torch.int32, value.shape, lambda a: f"tl.where({lanes} < {a[0]}, {source(lanes, a[0])}, {lanes})",
+                            [valid], "source")
+        return self.lane_gather(value, sources, axis, prefix)
+
+    def valid_count(self, value: TVal, axis: int) -> TVal:
+        """The number of valid lanes along `axis` (the lanes its mask holds), int32 of `value`'s
+        shape with a unit dim at `axis`."""
         dim = value.shape[axis]
         mask = self.mask_for(value.shape, axis)
-        lanes = place(f"tl.arange(0, {dim.size_expr})", [axis], len(value.shape))
         counted = value.shape[:axis] + (ONE,) + value.shape[axis + 1:]
         sizes = ", ".join(d.size_expr for d in counted)
         count = (f"tl.broadcast_to(tl.sum(({mask}).to(tl.int32), {axis}, keep_dims=True), [{sizes}])" if mask
                  else f"tl.full([{sizes}], {dim.size_expr}, tl.int32)")
-        valid = self.make(torch.int32, counted, lambda a: count, [], "valid")
-        sources = self.make(torch.int32, value.shape, lambda a: f"tl.where({lanes} < {a[0]}, {source(lanes, a[0])}, {lanes})",
-                            [valid], "source")
-        return self.lane_gather(value, sources, axis, prefix)
+        return self.make(torch.int32, counted, lambda a: count, [], "valid")
 
     def lane_gather(self, value: TVal, lanes: TVal, axis: int, prefix: str) -> TVal:
         """`value`'s lanes along `axis` at the int32 positions `lanes` (tl.gather; bool values go

@@ -243,3 +243,36 @@ def test_ordering_errors(kernel, args, error, message):
     with pytest.raises(error, match=message):
         bound = kernel.bind(args())
         bound.to_triton_code(bound.config_spec.default_config())
+
+
+@helion.kernel()
+def order_statistics(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    m, n = x.size()
+    middle = torch.empty([m], dtype=x.dtype, device=x.device)
+    middle_at = torch.empty([m], dtype=torch.int64, device=x.device)
+    middle_of_numbers = torch.empty([m, 1], dtype=x.dtype, device=x.device)
+    third = torch.empty([m], dtype=x.dtype, device=x.device)
+    third_at = torch.empty([m], dtype=torch.int64, device=x.device)
+    for tile in hl.tile(m):
+        v = x[tile, :]
+        median = torch.median(v, dim=1)
+        middle[tile] = median.values
+        middle_at[tile] = median.indices
+        middle_of_numbers[tile, :] = v.nanmedian(1, keepdim=True).values
+        kth = torch.kthvalue(v, 3, dim=1)
+        third[tile] = kth.values
+        third_at[tile] = kth.indices
+    return middle, middle_at, middle_of_numbers, third, third_at
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (6, 9), (4, 130)])
+def test_median_nanmedian_kthvalue(shape, device):
+    x = randn(*shape, device=device)
+    x[0, :2] = float("nan")  # a median of values holding NaN is NaN at the first NaN
+    x[1, :] = float("nan")
+    x[2, 1:] = 0.5  # ties
+    # kthvalue's position among equal values is PyTorch's choice: checked as the value it points at
+    check_kernel(order_statistics, (x,), lambda x: without_nan(
+        torch.median(x, 1).values, torch.median(x, 1).indices, torch.nanmedian(x, 1, keepdim=True).values,
+        torch.kthvalue(x, 3, 1).values, torch.kthvalue(x, 3, 1).values),
+        outputs=lambda r, a: without_nan(*r[:4], a[0].gather(1, r[4][:, None])[:, 0]), rtol=0, atol=0)
