@@ -70,13 +70,7 @@ class OrderingMixin:
         result's dim is a whole dim of size `k`, which must be a compile-time constant."""
         value = self.to_tval(value)
         axis = self.ordered_axis(value, dim, "torch.topk")
-        count = self.compile_time_count(k)
-        size = self.whole_extent(value.shape[axis])
-        if count > size:
-            raise self.error(exc.ShapeMismatch, f"torch.topk: k={count} is more than the {size} elements along dim {dim}")
-        if isinstance(value.shape[axis], RDim) and not value.shape[axis].size_param.isdigit():
-            host = self.session.rdim_host[id(value.shape[axis])][0]
-            self.session.bake(f"({host}) >= {count}", True, guard=True)  # the compiled top-k assumes k elements
+        count = self.counted_along(value, axis, k, dim, "topk")
         out_dim = self.rdim_for(count, str(count), str(count)) if count > 1 else ONE
         self.require_whole([out_dim], "torch.topk's result")
         if value.shape[axis] is ONE:
@@ -99,10 +93,7 @@ class OrderingMixin:
             ordered = self.ordered(value, axis, descending=False, keep=None)
             valid = self.valid_count(value, axis)
             if what == "kthvalue":
-                count = self.compile_time_count(k, what)
-                size = self.whole_extent(value.shape[axis], what)
-                if count > size:
-                    raise self.error(exc.ShapeMismatch, f"torch.kthvalue: k={count} is more than the {size} elements along dim {dim}")
+                count = self.counted_along(value, axis, k, dim, what)
                 position = self.full(valid.shape, count - 1, torch.int32)
             elif not value.dtype.is_floating_point:
                 position = self.binary(ast.FloorDiv(), self.binary(ast.Sub(), valid, 1), 2)
@@ -132,7 +123,19 @@ class OrderingMixin:
         self.require_whole([value.shape[axis]], what)
         return axis
 
-    def compile_time_count(self, k: Any, what: str = "topk") -> int:
+    def counted_along(self, value: TVal, axis: int, k: Any, dim: Any, what: str) -> int:
+        """`k` of torch.`what` as an int, checked against the whole dim at `axis`: the compiled code
+        assumes k elements there, so a run-time size's bound joins the specialization."""
+        count = self.compile_time_count(k, what)
+        size = self.whole_extent(value.shape[axis], what)
+        if count > size:
+            raise self.error(exc.ShapeMismatch, f"torch.{what}: k={count} is more than the {size} elements along dim {dim}")
+        if isinstance(value.shape[axis], RDim) and not value.shape[axis].size_param.isdigit():
+            host = self.session.rdim_host[id(value.shape[axis])][0]
+            self.session.bake(f"({host}) >= {count}", True, guard=True)
+        return count
+
+    def compile_time_count(self, k: Any, what: str) -> int:
         """`k` as an int: a literal, or a host value whose text is one (hl.specialize, static shapes)."""
         text = getattr(k, "expr", None)
         if isinstance(k, int) and not isinstance(k, bool):
@@ -146,7 +149,7 @@ class OrderingMixin:
             raise self.error(exc.ShapeMismatch, f"torch.{what}: k={count}; device code takes k >= 1")
         return count
 
-    def whole_extent(self, dim: Any, what: str = "topk") -> int:
+    def whole_extent(self, dim: Any, what: str) -> int:
         """The number of elements along a whole dim (a `:` or a constant-size dim): for a run-time
         size the bind-time one."""
         if dim is ONE:
