@@ -67,7 +67,7 @@ class ElementaryMixin:
             torch.asinh: lambda v: self.in_compute(v, self.asinh),
             torch.acosh: lambda v: self.in_compute(v, self.acosh),
             torch.atanh: lambda v: self.in_compute(v, self.atanh),
-            torch.atan: lambda v: self.atan2(v, self.ones_like(v)),
+            torch.atan: lambda v: self.atan2(v, self.full_like(v, 1)),
             torch.asin: lambda v: self.in_compute(v, lambda x: self.atan2(x, self.cosine_of_sine(x))),
             torch.acos: lambda v: self.in_compute(v, lambda x: self.atan2(self.cosine_of_sine(x), x)),
             torch.hypot: self.hypot,
@@ -136,14 +136,9 @@ class ElementaryMixin:
         return value if value.dtype.is_floating_point else self.to_dtype(value, torch.float32)
 
     def in_compute(self, value: Any, compute: Callable[[TVal], TVal]) -> TVal:
-        """`compute` of `value` in its compute dtype (float32 for low precision and integers),
-        cast back to the float result dtype."""
-        value = self.floating(value)
-        return self.to_dtype(compute(self.to_dtype(value, compute_dtype(value.dtype))), value.dtype)
-
-    def ones_like(self, value: Any) -> TVal:
-        value = self.to_tval(value)
-        return self.full(value.shape, 1.0, value.dtype if value.dtype.is_floating_point else torch.float32)
+        """`compute` of `value` as in_float32, integers taken as float32 first (the float result
+        dtype of these functions)."""
+        return self.in_float32(self.floating(value), compute)
 
     def truth(self, value: Any) -> Any:
         return self.binary(ast.NotEq(), value, 0)

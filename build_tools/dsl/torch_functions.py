@@ -164,8 +164,7 @@ class TorchFunctionsMixin:
         6e-8 relative error), then placed in its octant and quadrant by the signs (of zeros too, so
         atan2(0, -0.0) is pi as PyTorch's); NaN where either operand is. Float64 values get this
         float32 accuracy too."""
-        dtype = self.result_dtype([y, x])
-        dtype = dtype if dtype.is_floating_point else torch.float32
+        dtype = self.float_result([y, x])
         compute = compute_dtype(dtype)
         y, x = self.to_dtype(self.to_tval(y), compute), self.to_dtype(self.to_tval(x), compute)
         ay, ax = self.abs(y), self.abs(x)
@@ -181,16 +180,10 @@ class TorchFunctionsMixin:
         angle = self.binary(ast.Add(), t, self.binary(ast.Mult(), self.binary(ast.Mult(), t, square), poly))
         angle = self.where(reduced, self.binary(ast.Add(), angle, math.pi / 4), angle)
         angle = self.where(self.binary(ast.Gt(), ay, ax), self.binary(ast.Sub(), math.pi / 2, angle), angle)
-        angle = self.where(self.negative_sign(x), self.binary(ast.Sub(), math.pi, angle), angle)
-        angle = self.where(self.negative_sign(y), self.unary_op(ast.USub(), angle), angle)
+        angle = self.where(self.signbit(x), self.binary(ast.Sub(), math.pi, angle), angle)
+        angle = self.where(self.signbit(y), self.unary_op(ast.USub(), angle), angle)
         nan = self.binary(ast.BitOr(), self.isnan(x), self.isnan(y))
         return self.to_dtype(self.where(nan, float("nan"), angle), dtype)
-
-    def negative_sign(self, value: TVal) -> TVal:
-        """Whether a float's sign is negative, -0.0 included (1 / -0.0 is -inf)."""
-        zero = self.binary(ast.Eq(), value, 0)
-        return self.binary(ast.BitOr(), self.binary(ast.Lt(), value, 0),
-                           self.binary(ast.BitAnd(), zero, self.binary(ast.Lt(), self.binary(ast.Div(), 1.0, value), 0)))
 
     def lerp(self, start: Any, end: Any, weight: Any) -> TVal:
         return self.binary(ast.Add(), start, self.binary(ast.Mult(), weight, self.binary(ast.Sub(), end, start)))
@@ -238,7 +231,7 @@ class TorchFunctionsMixin:
 
     def any_all(self, kind: str, value: Any, dim: Any, keepdim: bool) -> TVal:
         """torch.any (the maximum of the truth values) and torch.all (their minimum)."""
-        truth = self.to_dtype(self.binary(ast.NotEq(), value, 0), torch.int32)
+        truth = self.to_dtype(self.truth(value), torch.int32)
         return self.binary(ast.NotEq(), self.reduce(kind, truth, dim, keepdim), 0)
 
     def arg_extremum(self, kind: str, value: Any, dim: Any, keepdim: bool) -> TVal:
